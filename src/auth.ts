@@ -1,0 +1,61 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
+import { forbidden, unauthorized } from './problem.js';
+
+/** Prefix of a token that may only read (contract §6). */
+export const READ_ONLY_PREFIX = 'read:';
+
+/** What a token may do. */
+export type Access = 'read' | 'write';
+
+interface TokenEntry {
+  readonly digest: Buffer;
+  readonly access: Access;
+}
+
+/** Checks requests against the configured bearer tokens (contract §6). */
+export interface Authenticator {
+  /** False when no token is configured: every request is let through. */
+  readonly enabled: boolean;
+  /** Throws a 401 problem for a missing or unknown token, 403 for a read token on a write. */
+  check(authorization: string | undefined, write: boolean): void;
+}
+
+// Comparing fixed-length digests keeps the comparison's time independent of the token's length and content.
+const digest = (token: string): Buffer => createHash('sha256').update(token).digest();
+
+/** Parses `read:`-prefixed and plain tokens; an empty token is refused, since it would match nothing sensible. */
+export function parseTokens(tokens: readonly string[]): TokenEntry[] {
+  return tokens.map((raw) => {
+    const access: Access = raw.startsWith(READ_ONLY_PREFIX) ? 'read' : 'write';
+    const token = access === 'read' ? raw.slice(READ_ONLY_PREFIX.length) : raw;
+    if (token === '') throw new Error('a configured token is empty');
+    return { digest: digest(token), access };
+  });
+}
+
+/** The credential of an `Authorization: Bearer <token>` header (RFC 6750 §2.1), or undefined. */
+export function bearerToken(authorization: string | undefined): string | undefined {
+  if (authorization === undefined) return undefined;
+  const match = /^Bearer +(\S+) *$/i.exec(authorization);
+  return match?.[1];
+}
+
+export function createAuthenticator(tokens: readonly string[]): Authenticator {
+  const entries = parseTokens(tokens);
+  return {
+    enabled: entries.length > 0,
+    check(authorization, write) {
+      if (entries.length === 0) return;
+      const token = bearerToken(authorization);
+      if (token === undefined) throw unauthorized('A bearer token is required: Authorization: Bearer <token>');
+      const presented = digest(token);
+      let access: Access | undefined;
+      // Compare against every entry, without stopping early, so timing does not tell which matched.
+      for (const entry of entries) {
+        if (timingSafeEqual(presented, entry.digest) && access !== 'write') access = entry.access;
+      }
+      if (access === undefined) throw unauthorized('The bearer token is not valid');
+      if (write && access === 'read') throw forbidden('This token may only read');
+    },
+  };
+}

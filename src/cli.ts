@@ -1,0 +1,146 @@
+#!/usr/bin/env node
+import { readFile } from 'node:fs/promises';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { createHandler, type ResourceOptions } from './app.js';
+import { ConfigError, HELP, isLoopback, parseConfig, resourceNameProblem, type Config } from './config.js';
+import { compileSchema, SchemaError, type Validator } from './schema.js';
+import { discoverResources, openDataDir } from './store/data-dir.js';
+import { StoreOpenError } from './store/store.js';
+
+/** A start-up failure: printed as one line, exit code 1. */
+class StartupError extends Error {}
+
+/** How long a shutdown waits for requests in flight before it closes their connections. */
+const SHUTDOWN_GRACE_MS = 10_000;
+
+const warn = (message: string): void => {
+  process.stderr.write(`halserve: ${message}\n`);
+};
+
+/** Reads `<data>/<name>.schema.json` if there is one (contract §1). */
+async function loadValidator(data: string, name: string): Promise<Validator | undefined> {
+  const path = join(data, `${name}.schema.json`);
+  let text: string;
+  try {
+    text = await readFile(path, 'utf8');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw error;
+  }
+  let schema: unknown;
+  try {
+    schema = JSON.parse(text);
+  } catch (error) {
+    throw new StartupError(`${path}: not valid JSON: ${(error as Error).message}`);
+  }
+  return compileSchema(schema, path);
+}
+
+/** The resources to serve: every `*.jsonl` file plus the declared ones, each name checked. */
+async function resourceNames(config: Config): Promise<string[]> {
+  let found: string[];
+  try {
+    found = await discoverResources(config.data);
+  } catch (error) {
+    throw new StartupError(`cannot read data directory ${config.data}: ${(error as Error).message}`);
+  }
+  const names = [...new Set([...found, ...config.resources])].sort();
+  for (const name of names) {
+    const problem = resourceNameProblem(name);
+    if (problem) throw new StartupError(problem);
+  }
+  return names;
+}
+
+function checkAuthentication(config: Config): void {
+  if (config.tokens.length > 0) return;
+  if (!isLoopback(config.host) && !config.noAuth) {
+    throw new StartupError(
+      `refusing to listen on ${config.host} without authentication: set HALSERVE_TOKENS (or --token), or HALSERVE_NO_AUTH=1 (--no-auth) to serve without it`,
+    );
+  }
+  warn(`WARNING: authentication is OFF — anyone who can reach ${config.host} may read and write`);
+}
+
+async function main(): Promise<void> {
+  const config = parseConfig(process.argv.slice(2), process.env);
+  if (config.help) {
+    process.stdout.write(HELP);
+    return;
+  }
+  checkAuthentication(config);
+  const names = await resourceNames(config);
+  const validators = new Map<string, Validator | undefined>();
+  for (const name of names) validators.set(name, await loadValidator(config.data, name));
+  const dataDir = await openDataDir({
+    dir: config.data,
+    resources: names,
+    durability: config.durability,
+    repair: config.repair,
+    warn,
+  });
+  if (names.length === 0) warn(`no resources: ${config.data} has no *.jsonl files and none was declared with --resource`);
+
+  let draining = false;
+  const resources: ResourceOptions[] = names.map((name) => {
+    const store = dataDir.stores.get(name);
+    if (!store) throw new StartupError(`store ${name} did not open`);
+    const validate = validators.get(name);
+    return validate ? { name, store, validate } : { name, store };
+  });
+  const out = process.stdout;
+  const handler = createHandler({
+    resources,
+    tokens: config.tokens,
+    basePath: config.basePath,
+    maxBodyBytes: config.maxBody,
+    ready: () => !draining,
+    errorLog: (error) => warn(`unexpected error: ${(error as Error)?.stack ?? String(error)}`),
+    ...(config.log === 'json' ? { accessLog: (entry) => out.write(`${JSON.stringify(entry)}\n`) } : {}),
+    ...(config.corsOrigin === undefined ? {} : { corsOrigin: config.corsOrigin }),
+  });
+  const server = createServer(handler);
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(config.port, config.host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const address = server.address() as AddressInfo;
+  const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  out.write(`halserve listening on http://${host}:${address.port}\n`);
+
+  const shutdown = (signal: string): void => {
+    if (draining) return;
+    draining = true;
+    warn(`${signal}: finishing requests in flight, then closing the store`);
+    const force = setTimeout(() => server.closeAllConnections(), SHUTDOWN_GRACE_MS);
+    force.unref();
+    server.close(() => {
+      dataDir.close().then(
+        () => process.exit(0),
+        (error: unknown) => {
+          warn(`closing the store failed: ${(error as Error).message}`);
+          process.exit(1);
+        },
+      );
+    });
+    // Keep-alive connections would hold close() open: close each one as soon as its request is done.
+    server.closeIdleConnections();
+    setInterval(() => server.closeIdleConnections(), 50).unref();
+  };
+  process.on('SIGTERM', () => shutdown('SIGTERM'));
+  process.on('SIGINT', () => shutdown('SIGINT'));
+}
+
+main().catch((error: unknown) => {
+  if (error instanceof ConfigError || error instanceof StartupError || error instanceof SchemaError || error instanceof StoreOpenError) {
+    warn(error.message);
+  } else {
+    warn(`failed to start: ${(error as Error)?.stack ?? String(error)}`);
+  }
+  process.exit(1);
+});

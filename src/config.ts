@@ -1,0 +1,174 @@
+import { isIP } from 'node:net';
+import { DEFAULT_MAX_BODY_BYTES } from './body.js';
+
+/** Everything the CLI is told, from flags and `HALSERVE_*` variables (contract §9). */
+export interface Config {
+  readonly port: number;
+  readonly host: string;
+  readonly data: string;
+  readonly resources: readonly string[];
+  readonly tokens: readonly string[];
+  readonly noAuth: boolean;
+  readonly log: 'json' | 'off';
+  readonly durability: 'full' | 'none';
+  readonly repair: boolean;
+  readonly maxBody: number;
+  readonly basePath: string;
+  readonly corsOrigin: string | undefined;
+  readonly help: boolean;
+}
+
+/** A configuration the server cannot start with; the message is what the user sees. */
+export class ConfigError extends Error {
+  override readonly name = 'ConfigError';
+}
+
+/** Contract §1: resource names, and the names the server keeps for itself. */
+export const RESOURCE_NAME = /^[a-z][a-z0-9_-]{0,63}$/;
+export const RESERVED_NAMES: ReadonlySet<string> = new Set(['v1', 'healthz', 'readyz', 'metrics']);
+
+/** Why `name` cannot name a resource, or undefined when it can. */
+export function resourceNameProblem(name: string): string | undefined {
+  if (!RESOURCE_NAME.test(name)) {
+    return `invalid resource name ${JSON.stringify(name)}: names are 1 to 64 characters of a-z, 0-9, _ and -, starting with a letter`;
+  }
+  if (RESERVED_NAMES.has(name)) return `resource name ${JSON.stringify(name)} is reserved`;
+  return undefined;
+}
+
+/** True for addresses only this machine can reach: no token is needed there (contract §6). */
+export function isLoopback(host: string): boolean {
+  const bare = host.replace(/^\[|\]$/g, '');
+  if (bare === 'localhost') return true;
+  if (isIP(bare) === 4) return bare.startsWith('127.');
+  return bare === '::1' || bare.startsWith('::ffff:127.');
+}
+
+interface Option {
+  readonly flag: string;
+  readonly env: readonly string[];
+  readonly kind: 'string' | 'list' | 'boolean';
+  readonly help: string;
+}
+
+/** Every flag, its variables and its help line; `--help` is printed from this table. */
+export const OPTIONS: readonly Option[] = [
+  { flag: 'port', env: ['HALSERVE_PORT', 'PORT'], kind: 'string', help: 'port to listen on; 0 picks a free one (default 8080)' },
+  { flag: 'host', env: ['HALSERVE_HOST', 'HOST'], kind: 'string', help: 'address to listen on (default 127.0.0.1)' },
+  { flag: 'data', env: ['HALSERVE_DATA'], kind: 'string', help: 'data directory of <name>.jsonl files (default ./data)' },
+  { flag: 'resource', env: ['HALSERVE_RESOURCES'], kind: 'list', help: 'declare a resource whose file may not exist yet (repeatable)' },
+  { flag: 'token', env: ['HALSERVE_TOKENS'], kind: 'list', help: 'accepted bearer token, read:TOKEN for read-only (repeatable)' },
+  { flag: 'no-auth', env: ['HALSERVE_NO_AUTH'], kind: 'boolean', help: 'serve without tokens even off loopback' },
+  { flag: 'log', env: ['HALSERVE_LOG'], kind: 'string', help: 'access log: json (default) or off' },
+  { flag: 'durability', env: ['HALSERVE_DURABILITY'], kind: 'string', help: 'full (fdatasync before 2xx, default) or none' },
+  { flag: 'repair', env: ['HALSERVE_REPAIR'], kind: 'boolean', help: 'move malformed lines to <name>.jsonl.rejected and start' },
+  { flag: 'max-body', env: ['HALSERVE_MAX_BODY'], kind: 'string', help: `largest request body in bytes (default ${DEFAULT_MAX_BODY_BYTES})` },
+  { flag: 'base-path', env: ['HALSERVE_BASE_PATH'], kind: 'string', help: 'path prefix put in front of every link (default none)' },
+  { flag: 'cors-origin', env: ['HALSERVE_CORS_ORIGIN'], kind: 'string', help: 'allow cross-origin requests from this origin' },
+  { flag: 'help', env: [], kind: 'boolean', help: 'print this help and exit' },
+];
+
+export const HELP = [
+  'Usage: halserve [options]',
+  '',
+  'Serves every <name>.jsonl file of the data directory as a HAL+JSON collection.',
+  '',
+  'Options (each also read from the environment variable named beside it):',
+  ...OPTIONS.map((o) => `  --${o.kind === 'boolean' ? o.flag : `${o.flag} ${o.kind === 'list' ? 'VALUE' : o.flag.toUpperCase()}`}`.padEnd(30) + `${o.help}${o.env.length ? ` [${o.env.join(', ')}]` : ''}`),
+  '',
+].join('\n');
+
+const TRUE_WORDS: ReadonlySet<string> = new Set(['1', 'true', 'yes', 'on']);
+const FALSE_WORDS: ReadonlySet<string> = new Set(['', '0', 'false', 'no', 'off']);
+
+function parseBoolean(name: string, value: string): boolean {
+  const word = value.trim().toLowerCase();
+  if (TRUE_WORDS.has(word)) return true;
+  if (FALSE_WORDS.has(word)) return false;
+  throw new ConfigError(`${name} must be 1 or 0 (true or false), not ${JSON.stringify(value)}`);
+}
+
+function parseWholeNumber(name: string, value: string, min: number, max: number): number {
+  if (!/^[0-9]+$/.test(value) || Number(value) < min || Number(value) > max) {
+    throw new ConfigError(`${name} must be a whole number from ${min} to ${max}, not ${JSON.stringify(value)}`);
+  }
+  return Number(value);
+}
+
+function oneOf<T extends string>(name: string, value: string, allowed: readonly T[]): T {
+  const found = allowed.find((a) => a === value);
+  if (found === undefined) throw new ConfigError(`${name} must be one of ${allowed.join(', ')}, not ${JSON.stringify(value)}`);
+  return found;
+}
+
+const splitList = (value: string): string[] =>
+  value
+    .split(',')
+    .map((item) => item.trim())
+    .filter((item) => item !== '');
+
+/**
+ * Reads flags (`--port 8080`, `--port=8080`) and environment variables. A flag wins over its
+ * variable; a repeated flag adds to its list. Unknown flags and bad values throw `ConfigError`.
+ */
+export function parseConfig(argv: readonly string[], env: Readonly<Record<string, string | undefined>>): Config {
+  const values = new Map<string, string>();
+  const lists = new Map<string, string[]>();
+  const booleans = new Map<string, boolean>();
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i] ?? '';
+    if (!arg.startsWith('--')) throw new ConfigError(`unexpected argument ${JSON.stringify(arg)} (see --help)`);
+    const eq = arg.indexOf('=');
+    const flag = arg.slice(2, eq === -1 ? undefined : eq);
+    const option = OPTIONS.find((o) => o.flag === flag);
+    if (!option) throw new ConfigError(`unknown option --${flag} (see --help)`);
+    if (option.kind === 'boolean') {
+      booleans.set(flag, eq === -1 ? true : parseBoolean(`--${flag}`, arg.slice(eq + 1)));
+      continue;
+    }
+    let value: string | undefined = eq === -1 ? argv[++i] : arg.slice(eq + 1);
+    if (value === undefined) throw new ConfigError(`--${flag} needs a value`);
+    if (option.kind === 'list') lists.set(flag, [...(lists.get(flag) ?? []), ...splitList(value)]);
+    else values.set(flag, value);
+  }
+  const fromEnv = (flag: string): { name: string; value: string } | undefined => {
+    const option = OPTIONS.find((o) => o.flag === flag);
+    for (const name of option?.env ?? []) {
+      const value = env[name];
+      if (value !== undefined) return { name, value };
+    }
+    return undefined;
+  };
+  const text = (flag: string, fallback: string): { name: string; value: string } => {
+    const fromFlag = values.get(flag);
+    return fromFlag !== undefined ? { name: `--${flag}`, value: fromFlag } : (fromEnv(flag) ?? { name: `--${flag}`, value: fallback });
+  };
+  const list = (flag: string): string[] => lists.get(flag) ?? splitList(fromEnv(flag)?.value ?? '');
+  const boolean = (flag: string): boolean => {
+    const fromFlag = booleans.get(flag);
+    if (fromFlag !== undefined) return fromFlag;
+    const variable = fromEnv(flag);
+    return variable === undefined ? false : parseBoolean(variable.name, variable.value);
+  };
+
+  const port = text('port', '8080');
+  const maxBody = text('max-body', String(DEFAULT_MAX_BODY_BYTES));
+  const log = text('log', 'json');
+  const durability = text('durability', 'full');
+  const cors = text('cors-origin', '');
+  return {
+    port: parseWholeNumber(port.name, port.value, 0, 65535),
+    host: text('host', '127.0.0.1').value,
+    data: text('data', './data').value,
+    resources: list('resource'),
+    tokens: list('token'),
+    noAuth: boolean('no-auth'),
+    log: oneOf(log.name, log.value, ['json', 'off'] as const),
+    durability: oneOf(durability.name, durability.value, ['full', 'none'] as const),
+    repair: boolean('repair'),
+    maxBody: parseWholeNumber(maxBody.name, maxBody.value, 1, 1024 * 1024 * 1024),
+    basePath: text('base-path', '').value,
+    corsOrigin: cors.value === '' ? undefined : cors.value,
+    help: boolean('help'),
+  };
+}

@@ -1,0 +1,52 @@
+import type { EntityRecord } from './store/store.js';
+
+/**
+ * Members the server manages (contract §2): ignored in request bodies, never overwritten by a
+ * client. `_deleted` marks a delete in the JSON-lines log (contract §8), so a client may not set it.
+ */
+export const SERVER_MANAGED: ReadonlySet<string> = new Set(['id', 'createdAt', 'updatedAt', '_links', '_embedded', '_deleted']);
+
+/** The client's fields of a record or request body. */
+export type ClientFields = Readonly<Record<string, unknown>>;
+
+/**
+ * Copies an object's own members into a fresh object, dropping server-managed ones. Members are
+ * defined, not assigned, so a `__proto__` member stays plain data and never reaches a prototype.
+ */
+export function clientFields(source: Readonly<Record<string, unknown>>): Record<string, unknown> {
+  const fields: Record<string, unknown> = {};
+  for (const key of Object.keys(source)) {
+    if (!SERVER_MANAGED.has(key)) define(fields, key, source[key]);
+  }
+  return fields;
+}
+
+function define(target: Record<string, unknown>, key: string, value: unknown): void {
+  Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true });
+}
+
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/** RFC 7396 §2: JSON Merge Patch — null removes a member, objects merge, anything else replaces. */
+export function mergePatch(target: unknown, patch: unknown): unknown {
+  if (!isObject(patch)) return patch;
+  const result: Record<string, unknown> = {};
+  if (isObject(target)) for (const key of Object.keys(target)) define(result, key, target[key]);
+  for (const key of Object.keys(patch)) {
+    const value = patch[key];
+    if (value === null) delete result[key];
+    else define(result, key, mergePatch(Object.hasOwn(result, key) ? result[key] : undefined, value));
+  }
+  return result;
+}
+
+/** A new entity's record: server fields first, in the seed's order, then the client's. */
+export function createdRecord(id: string, now: number, fields: ClientFields): EntityRecord {
+  return { id, createdAt: now, updatedAt: now, ...fields };
+}
+
+/** A record whose client fields are replaced; `id` and `createdAt` are kept. */
+export function replacedRecord(current: EntityRecord, now: number, fields: ClientFields): EntityRecord {
+  return { id: current.id, createdAt: current.createdAt, updatedAt: now, ...fields };
+}

@@ -1,0 +1,83 @@
+import type { PageRange } from './pagination.js';
+
+/** A HAL link object (seed 2.1, 2.2). */
+export interface Link {
+  readonly href: string;
+}
+
+/** Collection relations in the order they are written (seed 2.2; contract §2). */
+export type CollectionRelation = 'self' | 'first' | 'prev' | 'next' | 'last';
+export type CollectionLinks = Readonly<Partial<Record<CollectionRelation, Link>>>;
+
+/** Path of an entity: the collection's path followed by `/<id>` (seed 2.1 rule 1). */
+export function entityHref(collectionPath: string, id: string): string {
+  return `${collectionPath}/${encodeURIComponent(id)}`;
+}
+
+/** Href of one page: `/<resource>?page=<n>&limit=<m>` then the carried-over query (seed 2.2; contract §2). */
+export function pageHref(collectionPath: string, page: number, limit: number, carried = ''): string {
+  return `${collectionPath}?page=${page}&limit=${limit}${carried}`;
+}
+
+/**
+ * The query parameters a collection's links carry after `page` and `limit` (contract §2, §3a), in a
+ * stable order — `sort` first, then filters by name — as a string starting with `&`, or ''.
+ */
+export function carriedQuery(sort: string | undefined, filters: ReadonlyMap<string, readonly string[]>): string {
+  let out = sort === undefined ? '' : `&sort=${encodeQueryValue(sort)}`;
+  for (const name of [...filters.keys()].sort()) {
+    out += `&${encodeURIComponent(name)}=${encodeQueryValue((filters.get(name) ?? []).join(','))}`;
+  }
+  return out;
+}
+
+/** Percent-encodes a value but keeps the commas that separate alternatives readable. */
+function encodeQueryValue(value: string): string {
+  return encodeURIComponent(value).replaceAll('%2C', ',');
+}
+
+/** `self`, `first`, `last` always; `prev` only after page 1; `next` only before the last page (contract §2). */
+export function collectionLinks(collectionPath: string, range: PageRange, carried = ''): CollectionLinks {
+  const href = (page: number): Link => ({ href: pageHref(collectionPath, page, range.limit, carried) });
+  return {
+    self: href(range.page),
+    first: href(1),
+    ...(range.page > 1 ? { prev: href(range.page - 1) } : {}),
+    ...(range.page < range.pages ? { next: href(range.page + 1) } : {}),
+    last: href(range.pages),
+  };
+}
+
+/**
+ * An entity's HAL representation (seed 2.1) from its stored JSON text: the stored members, then
+ * `_links.self`. Built by splicing text, so the entity is never parsed or serialised again.
+ */
+export function entityJson(storedJson: string, selfHref: string): string {
+  const close = storedJson.lastIndexOf('}');
+  const body = storedJson.slice(0, close).trimEnd();
+  const separator = body.endsWith('{') ? '' : ',';
+  return `${body}${separator}"_links":{"self":{"href":${JSON.stringify(selfHref)}}}}`;
+}
+
+/** A collection page's HAL representation (seed 2.2) around already-serialised entities. */
+export function collectionJson(name: string, range: PageRange, links: CollectionLinks, entities: readonly string[]): string {
+  const head = `{"total":${range.total},"count":${entities.length},"pages":${range.pages},"page":${range.page},"limit":${range.limit}`;
+  return `${head},"_links":${JSON.stringify(links)},"_embedded":{${JSON.stringify(name)}:[${entities.join(',')}]}}`;
+}
+
+/** The same links as an RFC 8288 `Link` header (contract §2). */
+export function linkHeader(links: CollectionLinks): string {
+  return Object.entries(links)
+    .map(([rel, link]) => `<${link.href}>; rel="${rel}"`)
+    .join(', ');
+}
+
+/**
+ * The root document: the hypermedia entry point, a link to every collection (contract §4), keyed
+ * by resource name. It has no `self` link, so that no resource name can collide with one.
+ */
+export function indexDocument(basePath: string, names: readonly string[]): { _links: Record<string, Link> } {
+  const links: Record<string, Link> = {};
+  for (const name of names) links[name] = { href: `${basePath}/${name}` };
+  return { _links: links };
+}

@@ -1,0 +1,86 @@
+/** Media types of the service (seed 4.2, contract §5). */
+export const HAL_JSON = 'application/hal+json';
+export const JSON_TYPE = 'application/json';
+/** RFC 7396 §4. */
+export const MERGE_PATCH_JSON = 'application/merge-patch+json';
+
+/** What the service can send, best first: HAL wins a tie (contract §5). */
+export const OFFERED_TYPES: readonly string[] = [HAL_JSON, JSON_TYPE];
+
+interface MediaRange {
+  readonly type: string;
+  readonly subtype: string;
+  readonly q: number;
+}
+
+/** Parses an `Accept` header (RFC 9110 §12.5.1) into media ranges; malformed members are skipped. */
+export function parseAccept(header: string): MediaRange[] {
+  const ranges: MediaRange[] = [];
+  for (const member of header.split(',')) {
+    const [range = '', ...params] = member.split(';');
+    const slash = range.indexOf('/');
+    if (slash < 1) continue;
+    const type = range.slice(0, slash).trim().toLowerCase();
+    const subtype = range.slice(slash + 1).trim().toLowerCase();
+    if (!type || !subtype) continue;
+    let q = 1;
+    for (const param of params) {
+      const [name = '', value = ''] = param.split('=');
+      if (name.trim().toLowerCase() !== 'q') continue;
+      const parsed = Number(value.trim());
+      // RFC 9110 §12.4.2: qvalue is 0 to 1; anything else makes the member meaningless.
+      q = Number.isFinite(parsed) && parsed >= 0 && parsed <= 1 ? parsed : 0;
+    }
+    ranges.push({ type, subtype, q });
+  }
+  return ranges;
+}
+
+/** The quality the client gives `mediaType`: the most specific range that matches it decides. */
+function quality(ranges: readonly MediaRange[], mediaType: string): number {
+  const [type, subtype] = mediaType.split('/');
+  let best = -1;
+  let q = 0;
+  for (const range of ranges) {
+    const specificity =
+      range.type === type && range.subtype === subtype ? 2 : range.type === type && range.subtype === '*' ? 1 : range.type === '*' && range.subtype === '*' ? 0 : -1;
+    if (specificity > best) {
+      best = specificity;
+      q = range.q;
+    }
+  }
+  return q;
+}
+
+/**
+ * Picks the response media type for an `Accept` header (contract §5): HAL when the client prefers
+ * it, accepts anything or sends no header; plain JSON when that is what it prefers; undefined when
+ * neither is acceptable (→ 406).
+ */
+export function negotiate(accept: string | undefined, offered: readonly string[] = OFFERED_TYPES): string | undefined {
+  if (accept === undefined || accept.trim() === '') return offered[0];
+  const ranges = parseAccept(accept);
+  if (ranges.length === 0) return offered[0];
+  let chosen: string | undefined;
+  let chosenQ = 0;
+  for (const type of offered) {
+    const q = quality(ranges, type);
+    if (q > chosenQ) {
+      chosen = type;
+      chosenQ = q;
+    }
+  }
+  return chosen;
+}
+
+/** The media type of a `Content-Type` header without its parameters, lower-cased; '' when absent. */
+export function mediaTypeOf(contentType: string | undefined): string {
+  if (contentType === undefined) return '';
+  const semicolon = contentType.indexOf(';');
+  return (semicolon === -1 ? contentType : contentType.slice(0, semicolon)).trim().toLowerCase();
+}
+
+/** True when `contentType` names one of `accepted` (parameters such as charset allowed, case ignored). */
+export function isAcceptedContentType(contentType: string | undefined, accepted: readonly string[]): boolean {
+  return accepted.includes(mediaTypeOf(contentType));
+}

@@ -1,0 +1,101 @@
+import { STATUS_CODES } from 'node:http';
+
+/** `type` of every problem document: the seed's link to RFC 2616 §10 (seed 7.1, contract §7). */
+export const PROBLEM_TYPE = 'http://www.w3.org/Protocols/rfc2616/rfc2616-sec10.html';
+/** RFC 7807 §3 media type of problem documents (seed 7). */
+export const PROBLEM_MEDIA_TYPE = 'application/problem+json';
+
+/** Extra members of a problem document (seed 7.2: `pages`, `page`; contract §7: `validationMessages`). */
+export type ProblemExtras = Readonly<Record<string, unknown>>;
+
+/** A problem document as sent (seed 7.1). */
+export interface ProblemDocument {
+  readonly type: string;
+  readonly title: string;
+  readonly detail: string;
+  readonly status: number;
+  readonly [extra: string]: unknown;
+}
+
+/**
+ * An HTTP error that the one error boundary turns into an `application/problem+json` response.
+ * Handlers throw it; nothing else writes an error response.
+ */
+export class HttpProblem extends Error {
+  override readonly name = 'HttpProblem';
+  readonly status: number;
+  readonly title: string;
+  readonly detail: string;
+  readonly extras: ProblemExtras;
+  /** Response headers that belong to the problem (`Allow` on 405, `WWW-Authenticate` on 401). */
+  readonly headers: Readonly<Record<string, string>>;
+
+  constructor(
+    status: number,
+    detail: string,
+    extras: ProblemExtras = {},
+    headers: Readonly<Record<string, string>> = {},
+  ) {
+    super(detail);
+    this.status = status;
+    this.title = statusTitle(status);
+    this.detail = detail;
+    this.extras = extras;
+    this.headers = headers;
+  }
+
+  /** The problem document, members in the seed's order, extras last. */
+  toJSON(): ProblemDocument {
+    return problemDocument(this.status, this.detail, this.extras);
+  }
+}
+
+/** The short status name used as `title` (seed 7.1), e.g. 409 → "Conflict". */
+export function statusTitle(status: number): string {
+  return STATUS_CODES[status] ?? 'Unknown Status';
+}
+
+/** Builds a problem document (seed 7.1), members in the seed's order, extras last. */
+export function problemDocument(status: number, detail: string, extras: ProblemExtras = {}): ProblemDocument {
+  return { type: PROBLEM_TYPE, title: statusTitle(status), detail, status, ...extras };
+}
+
+// One factory per status the service sends, so the wording of each lives in one place.
+
+export const badRequest = (detail: string, extras?: ProblemExtras): HttpProblem => new HttpProblem(400, detail, extras);
+
+export const unauthorized = (detail: string): HttpProblem =>
+  // RFC 6750 §3: the challenge names the realm (contract §6).
+  new HttpProblem(401, detail, {}, { 'www-authenticate': 'Bearer realm="halserve"' });
+
+export const forbidden = (detail: string): HttpProblem => new HttpProblem(403, detail);
+
+export const notFound = (detail: string): HttpProblem => new HttpProblem(404, detail);
+
+export const methodNotAllowed = (method: string, allow: readonly string[]): HttpProblem =>
+  new HttpProblem(405, `Method ${method} is not allowed here; allowed: ${allow.join(', ')}`, {}, { allow: allow.join(', ') });
+
+export const notAcceptable = (offered: readonly string[]): HttpProblem =>
+  new HttpProblem(406, `Expecting an Accept header that allows one of the ${offered.join(', ')}`);
+
+/** Seed 7.2: a page outside the collection's range. */
+export const pageOutOfRange = (pages: number, page: number): HttpProblem =>
+  new HttpProblem(409, 'requested page is out of range', { pages, page });
+
+export const preconditionFailed = (detail: string): HttpProblem => new HttpProblem(412, detail);
+
+export const payloadTooLarge = (limit: number): HttpProblem =>
+  new HttpProblem(413, `Request body is larger than the limit of ${limit} bytes`);
+
+/** Seed 7.2: the wording lists the accepted media types ("Expecting one of the application/json"). */
+export const unsupportedMediaType = (accepted: readonly string[]): HttpProblem =>
+  new HttpProblem(415, `Expecting one of the ${accepted.join(', ')}`);
+
+export const serviceUnavailable = (detail: string): HttpProblem => new HttpProblem(503, detail);
+
+/** Contract §7: validation failures. */
+export const validationFailed = (validationMessages: Readonly<Record<string, Readonly<Record<string, string>>>>): HttpProblem =>
+  new HttpProblem(400, 'Validation failed', { validationMessages });
+
+/** Contract §7: an unexpected failure shows no internals. */
+export const internalError = (): HttpProblem => new HttpProblem(500, 'The server failed to handle the request');

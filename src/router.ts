@@ -1,0 +1,71 @@
+/** Path parameters of a match, by name. */
+export type Params = Readonly<Record<string, string>>;
+
+/** A matched path: the handler for the method (undefined → 405) and the methods the path allows. */
+export interface Match<H> {
+  readonly handler: H | undefined;
+  readonly params: Params;
+  /** Methods allowed on the path, for `Allow` (RFC 9110 §10.2.1): HEAD with GET, and OPTIONS. */
+  readonly allow: readonly string[];
+}
+
+export interface Router<H> {
+  /** Registers `handler` for `method` on `pattern` (`/`, `/healthz`, `/:name/:id`). */
+  add(method: string, pattern: string, handler: H): void;
+  /** The route for a decoded path split into segments, or undefined when no pattern fits (→ 404). */
+  match(method: string, segments: readonly string[]): Match<H> | undefined;
+}
+
+interface Route<H> {
+  readonly segments: readonly string[];
+  readonly handlers: Map<string, H>;
+  allow: readonly string[];
+}
+
+const isParam = (segment: string): boolean => segment.startsWith(':');
+
+/** Splits a path into segments: `/` → [], `/a/b` → ['a', 'b']. */
+export function splitPath(path: string): string[] {
+  return path === '/' || path === '' ? [] : path.slice(1).split('/');
+}
+
+/**
+ * A router over a handful of patterns. Patterns with fewer parameters are tried first, so a static
+ * path (`/healthz`) wins over a parameter (`/:name`) whatever the order of registration.
+ */
+export function createRouter<H>(): Router<H> {
+  const routes: Route<H>[] = [];
+  return {
+    add(method, pattern, handler) {
+      const segments = splitPath(pattern);
+      let route = routes.find((r) => r.segments.join('/') === segments.join('/'));
+      if (!route) {
+        route = { segments, handlers: new Map(), allow: [] };
+        routes.push(route);
+        routes.sort((a, b) => a.segments.filter(isParam).length - b.segments.filter(isParam).length);
+      }
+      route.handlers.set(method, handler);
+      const methods = new Set(route.handlers.keys());
+      if (methods.has('GET')) methods.add('HEAD');
+      methods.add('OPTIONS');
+      route.allow = [...methods];
+    },
+    match(method, segments) {
+      for (const route of routes) {
+        if (route.segments.length !== segments.length) continue;
+        const params: Record<string, string> = {};
+        let fits = true;
+        for (let i = 0; i < segments.length && fits; i++) {
+          const pattern = route.segments[i] ?? '';
+          const segment = segments[i] ?? '';
+          if (isParam(pattern)) params[pattern.slice(1)] = segment;
+          else fits = pattern === segment;
+        }
+        if (!fits) continue;
+        const handler = route.handlers.get(method) ?? (method === 'HEAD' ? route.handlers.get('GET') : undefined);
+        return { handler, params, allow: route.allow };
+      }
+      return undefined;
+    },
+  };
+}
