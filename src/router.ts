@@ -45,10 +45,9 @@ export function createRouter<H>(): Router<H> {
         routes.sort((a, b) => a.segments.filter(isParam).length - b.segments.filter(isParam).length);
       }
       route.handlers.set(method, handler);
-      const methods = new Set(route.handlers.keys());
-      if (methods.has('GET')) methods.add('HEAD');
-      methods.add('OPTIONS');
-      route.allow = [...methods];
+      const methods = [...route.handlers.keys()];
+      // HEAD goes with GET (RFC 9110 §9.3.2), OPTIONS with every path.
+      route.allow = methods.flatMap((m) => (m === 'GET' ? ['GET', 'HEAD'] : [m])).concat('OPTIONS');
     },
     match(method, segments) {
       for (const route of routes) {
