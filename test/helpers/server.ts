@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { after } from 'node:test';
 import { createHandler, type HandlerOptions } from '../../src/app.js';
 import { createMemoryStore } from '../../src/store/memory-store.js';
+import type { Validator } from '../../src/schema.js';
 import type { EntityRecord, Store } from '../../src/store/store.js';
 
 export interface TestServer {
@@ -41,10 +42,10 @@ export function records(count: number, fields: (i: number) => Record<string, unk
 /** A server over one memory-stored resource named `items`. */
 export async function startItems(
   initial: EntityRecord[] = [],
-  extra: Partial<HandlerOptions> = {},
+  { validate, ...extra }: Partial<HandlerOptions> & { validate?: Validator } = {},
 ): Promise<TestServer & { store: Store }> {
   const store = createMemoryStore(initial);
-  const server = await startServer({ resources: [{ name: 'items', store }], ...extra });
+  const server = await startServer({ resources: [validate ? { name: 'items', store, validate } : { name: 'items', store }], ...extra });
   return { ...server, store };
 }
 
