@@ -229,34 +229,31 @@ export function createHandler(options: HandlerOptions): Handler {
 
   return (req, res) => {
     const started = performance.now();
-    if (options.accessLog) {
-      const log = options.accessLog;
-      res.once('finish', () =>
-        log({
-          time: new Date().toISOString(),
-          method: req.method ?? '',
-          path: req.url ?? '',
-          status: res.statusCode,
-          ms: Math.round((performance.now() - started) * 1000) / 1000,
-          bytes: Number(res.getHeader('content-length') ?? 0),
-        }),
-      );
-    }
+    const extra = corsHeaders(req.headers.origin);
+    const log = options.accessLog;
+    const finish = (reply: Reply): void => {
+      const bytes = send(req, res, reply, extra);
+      if (log) {
+        res.once('finish', () =>
+          log({
+            time: new Date().toISOString(),
+            method: req.method ?? '',
+            path: req.url ?? '',
+            status: res.statusCode,
+            ms: Math.round((performance.now() - started) * 1000) / 1000,
+            bytes,
+          }),
+        );
+      }
+    };
     let reply: Reply | Promise<Reply>;
     try {
       reply = dispatch(req);
     } catch (error) {
       reply = fail(error);
     }
-    const extra = corsHeaders(req.headers.origin);
-    if (reply instanceof Promise) {
-      reply.then(
-        (r) => send(req, res, r, extra),
-        (error: unknown) => send(req, res, fail(error), extra),
-      );
-    } else {
-      send(req, res, reply, extra);
-    }
+    if (reply instanceof Promise) reply.then(finish, (error: unknown) => finish(fail(error)));
+    else finish(reply);
   };
 }
 
@@ -392,11 +389,11 @@ function problemReply(problem: HttpProblem): Reply {
   return { status: problem.status, headers, body: JSON.stringify(problem) };
 }
 
-/** The one writer of responses. */
-function send(req: IncomingMessage, res: ServerResponse, reply: Reply, extra?: Readonly<Record<string, string>>): void {
+/** The one writer of responses; returns the body's size in bytes. */
+function send(req: IncomingMessage, res: ServerResponse, reply: Reply, extra?: Readonly<Record<string, string>>): number {
   if (res.headersSent) {
     res.destroy();
-    return;
+    return 0;
   }
   const headers: Record<string, string | number> = { ...reply.headers };
   if (extra) {
@@ -405,9 +402,11 @@ function send(req: IncomingMessage, res: ServerResponse, reply: Reply, extra?: R
       headers[name] = name === 'vary' && headers['vary'] !== undefined ? `${headers['vary']}, ${value}` : value;
     }
   }
-  if (reply.body !== undefined) headers['content-length'] = Buffer.byteLength(reply.body);
+  const bytes = reply.body === undefined ? 0 : Buffer.byteLength(reply.body);
+  if (reply.body !== undefined) headers['content-length'] = bytes;
   res.writeHead(reply.status, headers);
-  // Node sends no body for HEAD on its own; the headers above are those a GET would get.
+  // HEAD gets the headers a GET would get, and no body.
   res.end(req.method === 'HEAD' ? undefined : reply.body);
+  return bytes;
 }
 

@@ -6,11 +6,17 @@ import { createMemoryStore } from '../../src/store/memory-store.js';
 import type { Validator } from '../../src/schema.js';
 import type { EntityRecord, Store } from '../../src/store/store.js';
 
+/** A fetch Response whose JSON the tests inspect freely (assertions check its shape). */
+export interface TestResponse extends Response {
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- test bodies are asserted, not trusted
+  json(): Promise<any>;
+}
+
 export interface TestServer {
   readonly url: string;
   readonly server: Server;
   /** `fetch` relative to the server. */
-  request(path: string, init?: RequestInit): Promise<Response>;
+  request(path: string, init?: RequestInit): Promise<TestResponse>;
   close(): Promise<void>;
 }
 
@@ -26,7 +32,7 @@ export async function startServer(options: HandlerOptions): Promise<TestServer> 
       server.close(() => resolve());
     });
   after(close);
-  return { url, server, request: (path, init) => fetch(`${url}${path}`, init), close };
+  return { url, server, request: (path, init) => fetch(`${url}${path}`, init) as Promise<TestResponse>, close };
 }
 
 /** `count` records of a resource, created one second apart, with ids e000, e001, … */

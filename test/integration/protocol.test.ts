@@ -1,0 +1,255 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { createMemoryStore } from '../../src/store/memory-store.js';
+import { StoreWriteError, type Store } from '../../src/store/store.js';
+import { records, RFC2616, startItems, startServer } from '../helpers/server.js';
+
+const problem = (status: number, title: string, detail: string): Record<string, unknown> => ({ type: RFC2616, title, detail, status });
+const JSON_HEADERS = { 'content-type': 'application/json' };
+
+describe('bearer authentication (contract §6)', () => {
+  const tokens = ['secret-writer', 'read:secret-reader'];
+  const bearer = (token: string): Record<string, string> => ({ authorization: `Bearer ${token}` });
+
+  for (const [label, headers, detail] of [
+    ['no Authorization', {}, 'A bearer token is required: Authorization: Bearer <token>'],
+    ['unknown token', bearer('guess'), 'The bearer token is not valid'],
+    ['Basic scheme', { authorization: 'Basic c2VjcmV0LXdyaXRlcg==' }, 'A bearer token is required: Authorization: Bearer <token>'],
+    ['token of another length', bearer('secret-writer-longer'), 'The bearer token is not valid'],
+  ] as const) {
+    test(`${label} -> 401 with WWW-Authenticate`, async () => {
+      const s = await startItems(records(1), { tokens });
+      const res = await s.request('/items', { headers });
+      assert.equal(res.status, 401);
+      assert.equal(res.headers.get('content-type'), 'application/problem+json');
+      assert.equal(res.headers.get('www-authenticate'), 'Bearer realm="halserve"');
+      assert.deepEqual(await res.json(), problem(401, 'Unauthorized', detail));
+    });
+  }
+
+  test('unknown path without a token -> 401, not 404', async () => {
+    const s = await startItems([], { tokens });
+    assert.equal((await s.request('/secret-resource')).status, 401);
+  });
+
+  test('read token on GET -> 200', async () => {
+    const s = await startItems(records(1), { tokens });
+    assert.equal((await s.request('/items', { headers: bearer('secret-reader') })).status, 200);
+  });
+
+  test('scheme is case-insensitive -> bearer accepted', async () => {
+    const s = await startItems(records(1), { tokens });
+    assert.equal((await s.request('/items', { headers: { authorization: 'bearer secret-reader' } })).status, 200);
+  });
+
+  for (const [method, path] of [
+    ['POST', '/items'],
+    ['PUT', '/items/e000'],
+    ['PATCH', '/items/e000'],
+    ['DELETE', '/items/e000'],
+  ] as const) {
+    test(`read token on ${method} -> 403, nothing written`, async () => {
+      const s = await startItems(records(1), { tokens });
+      const res = await s.request(path, { method, headers: { ...bearer('secret-reader'), ...JSON_HEADERS }, body: method === 'DELETE' ? null : '{"x":1}' });
+      assert.equal(res.status, 403);
+      assert.equal(res.headers.get('content-type'), 'application/problem+json');
+      assert.deepEqual(await res.json(), problem(403, 'Forbidden', 'This token may only read'));
+      assert.deepEqual(s.store.get('e000')?.record, records(1)[0]);
+      assert.equal(s.store.size, 1);
+    });
+  }
+
+  test('write token on POST -> 201', async () => {
+    const s = await startItems([], { tokens });
+    const res = await s.request('/items', { method: 'POST', headers: { ...bearer('secret-writer'), ...JSON_HEADERS }, body: '{}' });
+    assert.equal(res.status, 201);
+  });
+
+  test('/healthz and /readyz -> no token needed', async () => {
+    const s = await startItems([], { tokens });
+    assert.equal((await s.request('/healthz')).status, 200);
+    assert.equal((await s.request('/readyz')).status, 200);
+  });
+});
+
+describe('OPTIONS and 405', () => {
+  for (const [path, allow] of [
+    ['/', 'GET, HEAD, OPTIONS'],
+    ['/items', 'GET, HEAD, POST, OPTIONS'],
+    ['/v1/items', 'GET, HEAD, POST, OPTIONS'],
+    ['/items/e000', 'GET, HEAD, PUT, PATCH, DELETE, OPTIONS'],
+    ['/healthz', 'GET, HEAD, OPTIONS'],
+  ] as const) {
+    test(`OPTIONS ${path} -> 204 Allow: ${allow}`, async () => {
+      const s = await startItems(records(1));
+      const res = await s.request(path, { method: 'OPTIONS' });
+      assert.equal(res.status, 204);
+      assert.equal(res.headers.get('allow'), allow);
+      assert.equal(await res.text(), '');
+    });
+  }
+
+  for (const [method, path, allow] of [
+    ['DELETE', '/items', 'GET, HEAD, POST, OPTIONS'],
+    ['PUT', '/items', 'GET, HEAD, POST, OPTIONS'],
+    ['POST', '/items/e000', 'GET, HEAD, PUT, PATCH, DELETE, OPTIONS'],
+    ['POST', '/', 'GET, HEAD, OPTIONS'],
+    ['DELETE', '/healthz', 'GET, HEAD, OPTIONS'],
+  ] as const) {
+    test(`${method} ${path} -> 405 with Allow`, async () => {
+      const s = await startItems(records(1));
+      const res = await s.request(path, { method, headers: JSON_HEADERS, body: method === 'DELETE' ? null : '{}' });
+      assert.equal(res.status, 405);
+      assert.equal(res.headers.get('allow'), allow);
+      assert.equal(res.headers.get('content-type'), 'application/problem+json');
+      assert.deepEqual(await res.json(), problem(405, 'Method Not Allowed', `Method ${method} is not allowed here; allowed: ${allow}`));
+    });
+  }
+
+  test('OPTIONS on an unknown resource -> 404', async () => {
+    const s = await startItems();
+    assert.equal((await s.request('/nothing', { method: 'OPTIONS' })).status, 404);
+  });
+});
+
+describe('health (contract §4)', () => {
+  test('GET /healthz -> 200 {"status":"ok"}', async () => {
+    const s = await startItems();
+    const res = await s.request('/healthz');
+    assert.equal(res.status, 200);
+    assert.equal(res.headers.get('content-type'), 'application/json');
+    assert.deepEqual(await res.json(), { status: 'ok' });
+  });
+
+  test('GET /readyz while not ready -> 503, /healthz still 200', async () => {
+    const s = await startItems([], { ready: () => false });
+    const res = await s.request('/readyz');
+    assert.equal(res.status, 503);
+    assert.deepEqual(await res.json(), { status: 'unavailable' });
+    assert.equal((await s.request('/healthz')).status, 200);
+  });
+
+  test('GET /v1/readyz -> 200 when ready', async () => {
+    const s = await startItems();
+    assert.equal((await s.request('/v1/readyz')).status, 200);
+  });
+});
+
+/** A memory store whose writes or reads fail as told. */
+function faultyStore(fault: 'write' | 'crash'): Store {
+  const store = createMemoryStore(records(1));
+  const failure = (): never => {
+    throw fault === 'write' ? new StoreWriteError('ENOSPC: no space left on device') : new Error('secret internal detail /etc/passwd');
+  };
+  return {
+    get size() {
+      return store.size;
+    },
+    ready: true,
+    get: (id) => (fault === 'crash' ? failure() : store.get(id)),
+    page: (offset, limit) => store.page(offset, limit),
+    values: () => store.values(),
+    create: async () => failure(),
+    update: async () => failure(),
+    delete: async () => failure(),
+    close: () => store.close(),
+  };
+}
+
+describe('failures (contract §7)', () => {
+  test('store write fails -> 503 problem, error logged, reads go on', async () => {
+    const logged: unknown[] = [];
+    const s = await startServer({ resources: [{ name: 'items', store: faultyStore('write') }], errorLog: (e) => logged.push(e) });
+    const res = await s.request('/items', { method: 'POST', headers: JSON_HEADERS, body: '{}' });
+    assert.equal(res.status, 503);
+    assert.equal(res.headers.get('content-type'), 'application/problem+json');
+    assert.deepEqual(await res.json(), problem(503, 'Service Unavailable', 'The change could not be saved; it was not applied. Try again later'));
+    assert.equal(logged.length, 1);
+    assert.equal((await s.request('/items/e000')).status, 200);
+  });
+
+  test('unexpected error -> 500 without internals, logged', async () => {
+    const logged: unknown[] = [];
+    const s = await startServer({ resources: [{ name: 'items', store: faultyStore('crash') }], errorLog: (e) => logged.push(e) });
+    const res = await s.request('/items/e000');
+    assert.equal(res.status, 500);
+    const text = await res.text();
+    assert.deepEqual(JSON.parse(text), problem(500, 'Internal Server Error', 'The server failed to handle the request'));
+    assert.ok(!text.includes('passwd'));
+    assert.match(String(logged[0]), /secret internal detail/);
+    assert.equal((await s.request('/healthz')).status, 200);
+  });
+});
+
+describe('CORS (contract §5)', () => {
+  test('no --cors-origin -> no CORS headers', async () => {
+    const s = await startItems(records(1));
+    const res = await s.request('/items', { headers: { origin: 'https://app.example' } });
+    assert.equal(res.headers.get('access-control-allow-origin'), null);
+  });
+
+  test('allowed origin -> allow-origin and exposed Location, ETag, Link', async () => {
+    const s = await startItems(records(1), { corsOrigin: 'https://app.example' });
+    const res = await s.request('/items', { headers: { origin: 'https://app.example' } });
+    assert.equal(res.headers.get('access-control-allow-origin'), 'https://app.example');
+    assert.equal(res.headers.get('access-control-expose-headers'), 'Location, ETag, Link');
+    assert.equal(res.headers.get('vary'), 'Accept, Origin');
+  });
+
+  test('other origin -> no allow-origin', async () => {
+    const s = await startItems(records(1), { corsOrigin: 'https://app.example' });
+    const res = await s.request('/items', { headers: { origin: 'https://evil.example' } });
+    assert.equal(res.headers.get('access-control-allow-origin'), null);
+  });
+
+  test('preflight without a token -> 204 with allowed methods and headers', async () => {
+    const s = await startItems(records(1), { corsOrigin: '*', tokens: ['t'] });
+    const res = await s.request('/items/e000', {
+      method: 'OPTIONS',
+      headers: { origin: 'https://app.example', 'access-control-request-method': 'PATCH' },
+    });
+    assert.equal(res.status, 204);
+    assert.equal(res.headers.get('access-control-allow-origin'), '*');
+    assert.equal(res.headers.get('access-control-allow-methods'), 'GET, HEAD, PUT, PATCH, DELETE, OPTIONS');
+    assert.equal(res.headers.get('access-control-allow-headers'), 'Authorization, Content-Type, Accept, If-Match, If-None-Match');
+    assert.equal(res.headers.get('access-control-max-age'), '600');
+  });
+
+  test('error response to an allowed origin -> still carries allow-origin', async () => {
+    const s = await startItems([], { corsOrigin: '*', tokens: ['t'] });
+    const res = await s.request('/items', { headers: { origin: 'https://app.example' } });
+    assert.equal(res.status, 401);
+    assert.equal(res.headers.get('access-control-allow-origin'), '*');
+  });
+});
+
+describe('base path', () => {
+  test('--base-path /api -> links carry it; requests work with and without it', async () => {
+    const s = await startItems(records(1), { basePath: '/api/' });
+    for (const path of ['/api/items', '/items', '/api/v1/items']) {
+      const body = await (await s.request(path)).json();
+      assert.equal(body._links.self.href, '/api/items?page=1&limit=20');
+      assert.equal(body._embedded.items[0]._links.self.href, '/api/items/e000');
+    }
+    assert.deepEqual(await (await s.request('/api')).json(), { _links: { items: { href: '/api/items' } } });
+  });
+});
+
+describe('access log', () => {
+  test('each request -> one entry with method, path, status, ms, bytes', async () => {
+    const entries: Record<string, unknown>[] = [];
+    const s = await startItems(records(1), { accessLog: (e) => entries.push({ ...e }) });
+    const res = await s.request('/items/e000?x=1', { headers: { authorization: 'Bearer not-logged' } });
+    const text = await res.text();
+    await new Promise((r) => setTimeout(r, 20));
+    assert.equal(entries.length, 1);
+    const entry = entries[0] ?? {};
+    assert.deepEqual(Object.keys(entry), ['time', 'method', 'path', 'status', 'ms', 'bytes']);
+    assert.equal(entry['method'], 'GET');
+    assert.equal(entry['path'], '/items/e000?x=1');
+    assert.equal(entry['status'], 200);
+    assert.equal(entry['bytes'], Buffer.byteLength(text));
+    assert.equal(typeof entry['ms'], 'number');
+    assert.ok(!JSON.stringify(entry).includes('not-logged'));
+  });
+});
