@@ -1,0 +1,147 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { ConfigError, HELP, isLoopback, parseConfig, resourceNameProblem } from '../../src/config.js';
+
+const DEFAULTS = {
+  port: 8080,
+  host: '127.0.0.1',
+  data: './data',
+  resources: [],
+  tokens: [],
+  noAuth: false,
+  log: 'json',
+  durability: 'full',
+  repair: false,
+  maxBody: 1048576,
+  basePath: '',
+  corsOrigin: undefined,
+  help: false,
+};
+
+describe('parseConfig', () => {
+  test('nothing -> defaults', () => assert.deepEqual(parseConfig([], {}), DEFAULTS));
+
+  test('every flag -> its value', () => {
+    const argv = ['--port', '0', '--host=0.0.0.0', '--data', '/d', '--resource', 'a', '--resource=b,c', '--token', 't1', '--token', 'read:t2', '--no-auth', '--log', 'off', '--durability', 'none', '--repair', '--max-body', '10', '--base-path', '/api', '--cors-origin', '*', '--help'];
+    assert.deepEqual(parseConfig(argv, {}), {
+      port: 0,
+      host: '0.0.0.0',
+      data: '/d',
+      resources: ['a', 'b', 'c'],
+      tokens: ['t1', 'read:t2'],
+      noAuth: true,
+      log: 'off',
+      durability: 'none',
+      repair: true,
+      maxBody: 10,
+      basePath: '/api',
+      corsOrigin: '*',
+      help: true,
+    });
+  });
+
+  test('every variable -> its value', () => {
+    const env = {
+      HALSERVE_PORT: '9000',
+      HALSERVE_HOST: '::1',
+      HALSERVE_DATA: '/x',
+      HALSERVE_RESOURCES: 'a, b',
+      HALSERVE_TOKENS: 't1,read:t2',
+      HALSERVE_NO_AUTH: '1',
+      HALSERVE_LOG: 'off',
+      HALSERVE_DURABILITY: 'none',
+      HALSERVE_REPAIR: 'true',
+      HALSERVE_MAX_BODY: '5',
+      HALSERVE_BASE_PATH: '/b',
+      HALSERVE_CORS_ORIGIN: 'https://a.example',
+    };
+    assert.deepEqual(parseConfig([], env), {
+      ...DEFAULTS,
+      port: 9000,
+      host: '::1',
+      data: '/x',
+      resources: ['a', 'b'],
+      tokens: ['t1', 'read:t2'],
+      noAuth: true,
+      log: 'off',
+      durability: 'none',
+      repair: true,
+      maxBody: 5,
+      basePath: '/b',
+      corsOrigin: 'https://a.example',
+    });
+  });
+
+  test('PORT and HOST -> used when HALSERVE_ ones are absent', () => {
+    const c = parseConfig([], { PORT: '1234', HOST: '0.0.0.0' });
+    assert.equal(c.port, 1234);
+    assert.equal(c.host, '0.0.0.0');
+  });
+
+  test('flag and variable -> the flag wins', () => {
+    const c = parseConfig(['--port', '1', '--token', 'f', '--no-auth=0'], { HALSERVE_PORT: '2', HALSERVE_TOKENS: 'e', HALSERVE_NO_AUTH: '1' });
+    assert.equal(c.port, 1);
+    assert.deepEqual(c.tokens, ['f']);
+    assert.equal(c.noAuth, false);
+  });
+
+  for (const [argv, env, message] of [
+    [['--port', 'x'], {}, '--port must be a whole number from 0 to 65535, not "x"'],
+    [['--port', '70000'], {}, '--port must be a whole number from 0 to 65535, not "70000"'],
+    [[], { HALSERVE_PORT: '-1' }, 'HALSERVE_PORT must be a whole number from 0 to 65535, not "-1"'],
+    [['--log', 'loud'], {}, '--log must be one of json, off, not "loud"'],
+    [['--durability', 'some'], {}, '--durability must be one of full, none, not "some"'],
+    [['--max-body', '0'], {}, '--max-body must be a whole number from 1 to 1073741824, not "0"'],
+    [['--bogus'], {}, 'unknown option --bogus (see --help)'],
+    [['stray'], {}, 'unexpected argument "stray" (see --help)'],
+    [['--data'], {}, '--data needs a value'],
+    [[], { HALSERVE_NO_AUTH: 'maybe' }, 'HALSERVE_NO_AUTH must be 1 or 0 (true or false), not "maybe"'],
+  ] as const) {
+    test(`${JSON.stringify(argv)} ${JSON.stringify(env)} -> ConfigError`, () => {
+      assert.throws(() => parseConfig(argv, env), (e: unknown) => e instanceof ConfigError && e.message === message);
+    });
+  }
+
+  test('HELP -> names every flag and variable', () => {
+    for (const word of ['--port', '--host', '--data', '--resource', '--token', '--no-auth', '--log', '--durability', '--repair', '--max-body', '--base-path', '--cors-origin', 'HALSERVE_TOKENS', 'PORT']) {
+      assert.ok(HELP.includes(word), word);
+    }
+  });
+});
+
+describe('resourceNameProblem', () => {
+  for (const name of ['products', 'a', 'order-lines', 'line_items2', 'x'.repeat(64)]) {
+    test(`${name.slice(0, 20)} -> valid`, () => assert.equal(resourceNameProblem(name), undefined));
+  }
+  for (const [name, problem] of [
+    ['Products', 'invalid'],
+    ['1abc', 'invalid'],
+    ['', 'invalid'],
+    ['../etc', 'invalid'],
+    ['a.b', 'invalid'],
+    ['x'.repeat(65), 'invalid'],
+    ['v1', 'reserved'],
+    ['healthz', 'reserved'],
+    ['readyz', 'reserved'],
+    ['metrics', 'reserved'],
+  ] as const) {
+    test(`${JSON.stringify(name.slice(0, 20))} -> ${problem}`, () => assert.match(resourceNameProblem(name) ?? '', new RegExp(problem)));
+  }
+});
+
+describe('isLoopback', () => {
+  for (const [host, loopback] of [
+    ['127.0.0.1', true],
+    ['127.1.2.3', true],
+    ['localhost', true],
+    ['::1', true],
+    ['[::1]', true],
+    ['::ffff:127.0.0.1', true],
+    ['0.0.0.0', false],
+    ['::', false],
+    ['192.168.1.4', false],
+    ['example.com', false],
+  ] as const) {
+    test(`${host} -> ${loopback}`, () => assert.equal(isLoopback(host), loopback));
+  }
+});

@@ -1,0 +1,55 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { clientFields, createdRecord, mergePatch, replacedRecord } from '../../src/entity.js';
+
+describe('clientFields', () => {
+  test('server-managed members -> dropped, the rest kept in order', () => {
+    assert.deepEqual(
+      clientFields({ id: 'x', createdAt: 1, updatedAt: 2, _links: {}, _embedded: {}, _deleted: true, b: 1, a: 2 }),
+      { b: 1, a: 2 },
+    );
+  });
+  test('own __proto__ member -> stays data', () => {
+    const fields = clientFields(JSON.parse('{"__proto__":{"x":1}}'));
+    assert.deepEqual(Object.keys(fields), ['__proto__']);
+    assert.equal(Object.getPrototypeOf(fields), Object.prototype);
+  });
+});
+
+describe('mergePatch (RFC 7396 appendix A)', () => {
+  for (const [target, patch, result] of [
+    [{ a: 'b' }, { a: 'c' }, { a: 'c' }],
+    [{ a: 'b' }, { b: 'c' }, { a: 'b', b: 'c' }],
+    [{ a: 'b' }, { a: null }, {}],
+    [{ a: 'b', b: 'c' }, { a: null }, { b: 'c' }],
+    [{ a: ['b'] }, { a: 'c' }, { a: 'c' }],
+    [{ a: 'c' }, { a: ['b'] }, { a: ['b'] }],
+    [{ a: { b: 'c' } }, { a: { b: 'd', c: null } }, { a: { b: 'd' } }],
+    [{ a: [{ b: 'c' }] }, { a: [1] }, { a: [1] }],
+    [['a', 'b'], ['c', 'd'], ['c', 'd']],
+    [{ a: 'b' }, ['c'], ['c']],
+    [{ a: 'foo' }, null, null],
+    [{ a: 'foo' }, 'bar', 'bar'],
+    [{ e: null }, { a: 1 }, { e: null, a: 1 }],
+    [[1, 2], { a: 'b', c: null }, { a: 'b' }],
+    [{}, { a: { bb: { ccc: null } } }, { a: { bb: {} } }],
+  ] as const) {
+    test(`${JSON.stringify(target)} + ${JSON.stringify(patch)} -> ${JSON.stringify(result)}`, () => {
+      assert.deepEqual(mergePatch(target, patch), result);
+    });
+  }
+  test('patch member __proto__ -> data, not a prototype', () => {
+    const merged = mergePatch({}, JSON.parse('{"__proto__":{"polluted":1}}')) as Record<string, unknown>;
+    assert.deepEqual(Object.keys(merged), ['__proto__']);
+    assert.equal(({} as Record<string, unknown>)['polluted'], undefined);
+  });
+});
+
+describe('records', () => {
+  test('createdRecord -> id, createdAt, updatedAt first', () => {
+    assert.deepEqual(Object.entries(createdRecord('i', 5, { z: 1 })), [['id', 'i'], ['createdAt', 5], ['updatedAt', 5], ['z', 1]]);
+  });
+  test('replacedRecord -> id and createdAt kept, updatedAt now, old fields gone', () => {
+    assert.deepEqual(replacedRecord({ id: 'i', createdAt: 1, updatedAt: 1, old: 1 }, 9, { fresh: 2 }), { id: 'i', createdAt: 1, updatedAt: 9, fresh: 2 });
+  });
+});

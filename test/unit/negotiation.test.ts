@@ -1,0 +1,55 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { isAcceptedContentType, mediaTypeOf, negotiate, parseAccept } from '../../src/negotiation.js';
+
+describe('negotiate', () => {
+  for (const [accept, expected] of [
+    [undefined, 'application/hal+json'],
+    ['', 'application/hal+json'],
+    ['*/*', 'application/hal+json'],
+    ['application/*', 'application/hal+json'],
+    ['application/hal+json', 'application/hal+json'],
+    ['APPLICATION/JSON', 'application/json'],
+    ['application/json', 'application/json'],
+    ['application/json;q=0.9, application/hal+json;q=0.8', 'application/json'],
+    ['application/hal+json;q=0.1, */*;q=0.5', 'application/json'],
+    ['text/html, */*;q=0.1', 'application/hal+json'],
+    ['nonsense', 'application/hal+json'],
+    ['text/html', undefined],
+    ['application/json;q=0', undefined],
+    ['*/*;q=0', undefined],
+    ['application/xml, text/*', undefined],
+    ['application/json;q=2', undefined],
+  ] as const) {
+    test(`Accept ${JSON.stringify(accept)} -> ${expected ?? '406'}`, () => assert.equal(negotiate(accept), expected));
+  }
+});
+
+describe('parseAccept', () => {
+  test('ranges with q, malformed members skipped -> parsed list', () => {
+    assert.deepEqual(parseAccept('text/html;level=1, application/json ;q=0.5, bogus, /x'), [
+      { type: 'text', subtype: 'html', q: 1 },
+      { type: 'application', subtype: 'json', q: 0.5 },
+    ]);
+  });
+});
+
+describe('Content-Type', () => {
+  for (const [header, media] of [
+    [undefined, ''],
+    ['application/json', 'application/json'],
+    ['Application/JSON; charset=UTF-8', 'application/json'],
+    ['  application/merge-patch+json ;x=y', 'application/merge-patch+json'],
+  ] as const) {
+    test(`mediaTypeOf ${JSON.stringify(header)} -> ${JSON.stringify(media)}`, () => assert.equal(mediaTypeOf(header), media));
+  }
+  for (const [header, accepted, ok] of [
+    ['application/json; charset=utf-8', ['application/json'], true],
+    ['text/json', ['application/json'], false],
+    [undefined, ['application/json'], false],
+    ['application/merge-patch+json', ['application/json'], false],
+    ['application/merge-patch+json', ['application/json', 'application/merge-patch+json'], true],
+  ] as const) {
+    test(`${JSON.stringify(header)} against ${accepted.join('|')} -> ${ok}`, () => assert.equal(isAcceptedContentType(header, accepted), ok));
+  }
+});
