@@ -1,0 +1,78 @@
+/**
+ * Settings of one benchmark run, read from the environment so that a smoke run (`BENCH_QUICK=1`)
+ * and a full run share every line of code.
+ */
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/** Every knob of a run. Durations are in seconds. */
+export interface BenchConfig {
+  readonly quick: boolean;
+  /** Interleaved rounds per workload (A B C A B C …); medians are taken over them. */
+  readonly rounds: number;
+  /** Measured seconds per server per round. */
+  readonly duration: number;
+  /** Unmeasured seconds of the same load before each measured run (JIT, caches, sockets). */
+  readonly warmup: number;
+  /** Concurrent connections of the load generator (the p99 target is stated at 50). */
+  readonly connections: number;
+  /** Entities in the data set every server gets for the side-by-side workloads. */
+  readonly entities: number;
+  /** Sizes measured for start-up time and memory; the largest also serves last-vs-first page. */
+  readonly largeSizes: readonly number[];
+  /** Workload names to run (all when empty). */
+  readonly only: readonly string[];
+  /** Pin the server and the load generator to different cores with taskset. */
+  readonly pin: boolean;
+  /** Where the Markdown report goes. */
+  readonly out: string;
+  /** Where the raw figures (JSON) go. */
+  readonly rawOut: string;
+  /** The repository root. */
+  readonly root: string;
+  /** Ignored folder for peers and raw output. */
+  readonly work: string;
+}
+
+function number(name: string, fallback: number): number {
+  const raw = process.env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isFinite(value) || value <= 0) throw new Error(`${name} must be a positive number, got ${raw}`);
+  return value;
+}
+
+function list(name: string): string[] {
+  return (process.env[name] ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '');
+}
+
+/** Reads the run's settings from `BENCH_*` environment variables. */
+export function readConfig(): BenchConfig {
+  const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+  const work = path.join(root, '.bench');
+  const quick = process.env['BENCH_QUICK'] === '1';
+  // A full run stays near 10 minutes on 2 cores: 6 workloads x 3 servers x 3 rounds x (1 s + 5 s).
+  const rounds = Math.round(number('BENCH_ROUNDS', quick ? 1 : 3));
+  const largeSizes = list('BENCH_LARGE').map(Number);
+  const stamp = quick ? 'quick' : 'full';
+  return {
+    quick,
+    rounds,
+    duration: number('BENCH_DURATION', quick ? 1 : 5),
+    warmup: number('BENCH_WARMUP', quick ? 0.5 : 1),
+    connections: Math.round(number('BENCH_CONNECTIONS', 50)),
+    entities: Math.round(number('BENCH_ENTITIES', quick ? 2_000 : 10_000)),
+    largeSizes: largeSizes.length > 0 ? largeSizes : quick ? [100_000] : [100_000, 1_000_000],
+    only: list('BENCH_ONLY'),
+    pin: process.env['BENCH_NO_PIN'] !== '1' && os.availableParallelism() >= 2,
+    // A smoke run must not overwrite the committed results.
+    out: process.env['BENCH_OUT'] ?? (quick ? path.join(work, 'RESULTS.quick.md') : path.join(root, 'bench', 'RESULTS.md')),
+    rawOut: path.join(work, `results.${stamp}.json`),
+    root,
+    work,
+  };
+}

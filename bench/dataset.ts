@@ -1,0 +1,101 @@
+/**
+ * Synthetic data sets: the same entities for every server, in halserve's store format
+ * (`<dir>/<name>.jsonl`, one full record per line) and as json-server's `db.json`.
+ */
+import { createWriteStream } from 'node:fs';
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import { once } from 'node:events';
+
+/** The resource every workload uses. */
+export const RESOURCE = 'items';
+
+/** What a generated data set holds. */
+export interface Dataset {
+  readonly dir: string;
+  readonly size: number;
+  /** Ids spread evenly over the creation order, for GET/PATCH workloads. */
+  readonly sampleIds: readonly string[];
+  /** Average bytes of one line in the `.jsonl` file (the issue asks for ~250). */
+  readonly bytesPerEntity: number;
+}
+
+const ID_ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
+const STATUSES = ['active', 'paused', 'archived'] as const;
+const WORDS = ['red', 'blue', 'green', 'small', 'large', 'steel', 'oak', 'linen', 'glass', 'wool', 'round', 'flat'];
+
+/** A small seeded PRNG (mulberry32), so every run and every server gets the same entities. */
+function prng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** The client fields of a new entity as the write workloads send them (about 200 bytes of JSON). */
+export function clientFields(random: () => number, n: number): Record<string, unknown> {
+  const word = (): string => WORDS[Math.floor(random() * WORDS.length)] ?? 'plain';
+  return {
+    sku: `SKU-${String(n).padStart(8, '0')}`,
+    name: `${word()} ${word()} ${word()}`,
+    price: Math.round(random() * 100_000) / 100,
+    stock: Math.floor(random() * 500),
+    status: STATUSES[n % STATUSES.length],
+    tags: [word(), word()],
+    description: `A ${word()} and ${word()} thing of ${word()} with a ${word()} finish.`,
+  };
+}
+
+/** The body every POST of the write workloads sends. */
+export function postBody(): string {
+  return JSON.stringify(clientFields(prng(7), 0));
+}
+
+/**
+ * Writes `size` entities to `<dir>/items.jsonl` and, when `withDbJson`, the same records to
+ * `<dir>/db.json` for json-server.
+ */
+export async function generateDataset(dir: string, size: number, withDbJson: boolean): Promise<Dataset> {
+  await fs.mkdir(dir, { recursive: true });
+  const random = prng(42);
+  const jsonl = createWriteStream(path.join(dir, `${RESOURCE}.jsonl`));
+  const db = withDbJson ? createWriteStream(path.join(dir, 'db.json')) : undefined;
+  db?.write(`{"${RESOURCE}":[\n`);
+  const sampleEvery = Math.max(1, Math.floor(size / 100));
+  const sampleIds: string[] = [];
+  const start = 1_700_000_000;
+  let bytes = 0;
+  let chunk = '';
+  let dbChunk = '';
+  for (let n = 0; n < size; n++) {
+    let id = '';
+    for (let i = 0; i < 16; i++) id += ID_ALPHABET[Math.floor(random() * 64)];
+    if (n % sampleEvery === Math.floor(sampleEvery / 2)) sampleIds.push(id);
+    const createdAt = start + Math.floor(n / 10);
+    const line = JSON.stringify({ id, createdAt, updatedAt: createdAt, ...clientFields(random, n) });
+    bytes += line.length + 1;
+    chunk += line + '\n';
+    if (db) dbChunk += (n === 0 ? '' : ',\n') + line;
+    // Write in ~1 MB slices, honouring back-pressure, so 1,000,000 entities stay cheap in memory.
+    if (chunk.length > 1 << 20) {
+      if (!jsonl.write(chunk)) await once(jsonl, 'drain');
+      chunk = '';
+      if (db && !db.write(dbChunk)) await once(db, 'drain');
+      dbChunk = '';
+    }
+  }
+  jsonl.end(chunk);
+  db?.end(`${dbChunk}\n]}\n`);
+  await Promise.all([once(jsonl, 'finish'), db ? once(db, 'finish') : undefined]);
+  return { dir, size, sampleIds, bytesPerEntity: size === 0 ? 0 : Math.round(bytes / size) };
+}
+
+/** A fresh copy of a data set, so that writes of one workload never reach the next. */
+export async function copyDataset(data: Dataset, dir: string): Promise<Dataset> {
+  await fs.cp(data.dir, dir, { recursive: true });
+  return { ...data, dir };
+}

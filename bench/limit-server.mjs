@@ -1,0 +1,61 @@
+// The limit: a bare node:http server that answers each request with the exact status line, headers
+// and body halserve sent for the same method and URL, captured just before. Whatever it does per
+// request is the least any server on this runtime must do to send that response.
+//
+// Usage: node bench/limit-server.mjs <capture.json>
+// <capture.json>: [{ method, url, status, statusMessage, rawHeaders: [name, value, ...], body: base64 }]
+// Prints `limit listening on http://127.0.0.1:<port>` once ready.
+import { createServer } from 'node:http';
+import { readFileSync } from 'node:fs';
+
+const file = process.argv[2];
+if (!file) {
+  console.error('usage: node bench/limit-server.mjs <capture.json>');
+  process.exit(1);
+}
+
+const NODE_MANAGED = new Set(['date', 'connection', 'keep-alive']);
+
+/** @type {Map<string, { status: number, message: string, headers: string[], body: Buffer }>} */
+const replies = new Map();
+for (const entry of JSON.parse(readFileSync(file, 'utf8'))) {
+  // Date, Connection and Keep-Alive are written by node:http itself (Date from a once-a-second
+  // cache), for halserve as for this server: leaving them to it puts them in the same place with
+  // the same values, where replaying them would send a stale Date in another position.
+  const headers = [];
+  for (let i = 0; i < entry.rawHeaders.length; i += 2) {
+    if (!NODE_MANAGED.has(entry.rawHeaders[i].toLowerCase())) headers.push(entry.rawHeaders[i], entry.rawHeaders[i + 1]);
+  }
+  replies.set(`${entry.method} ${entry.url}`, {
+    status: entry.status,
+    message: entry.statusMessage,
+    headers,
+    body: Buffer.from(entry.body, 'base64'),
+  });
+}
+
+const server = createServer((req, res) => {
+  const reply = replies.get(`${req.method} ${req.url}`);
+  const send = () => {
+    if (!reply) {
+      // Never expected during a run: the harness counts non-2xx answers and rejects the run.
+      res.writeHead(599, 'Not Captured');
+      res.end();
+      return;
+    }
+    res.writeHead(reply.status, reply.message, reply.headers);
+    res.end(reply.body);
+  };
+  // A request with a body is answered once the body has been read, as any real server must.
+  if (req.method === 'GET' || req.method === 'HEAD') send();
+  else req.on('end', send).resume();
+});
+
+server.listen(0, '127.0.0.1', () => {
+  const address = server.address();
+  process.stdout.write(`limit listening on http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}\n`);
+});
+
+const stop = () => server.close(() => process.exit(0));
+process.on('SIGTERM', stop);
+process.on('SIGINT', stop);

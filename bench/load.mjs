@@ -1,0 +1,57 @@
+// The load generator, run as its own process (pinned to its own core by the harness): autocannon
+// against one server, a warm-up first and then the measured run.
+//
+// Usage: node bench/load.mjs <job.json>
+// <job.json>: { url, connections, warmup, duration, requests: [{ method, path, headers, body }] }
+// Protocol on stdout, one JSON object per line:
+//   {"event":"ready"}                 warm-up done; waits for a line "go" on stdin
+//   {"event":"done","result":{...}}   measured run finished
+import { createRequire } from 'node:module';
+import { readFileSync } from 'node:fs';
+import { once } from 'node:events';
+import { createInterface } from 'node:readline';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+// autocannon lives in the ignored .bench folder, never in the project's dependencies.
+const autocannon = createRequire(path.join(root, '.bench', 'package.json'))('autocannon');
+
+const job = JSON.parse(readFileSync(process.argv[2] ?? '', 'utf8'));
+
+function run(seconds) {
+  return autocannon({
+    url: job.url,
+    connections: job.connections,
+    pipelining: 1,
+    duration: seconds,
+    timeout: 10,
+    requests: job.requests,
+  });
+}
+
+if (job.warmup > 0) await run(job.warmup);
+process.stdout.write(JSON.stringify({ event: 'ready' }) + '\n');
+const lines = createInterface({ input: process.stdin });
+const [line] = await once(lines, 'line');
+if (line !== 'go') process.exit(2);
+
+const cpuBefore = process.cpuUsage();
+const r = await run(job.duration);
+const cpu = process.cpuUsage(cpuBefore);
+const result = {
+  requests: r.requests.total,
+  seconds: r.duration,
+  rps: r.requests.total / r.duration,
+  p50: r.latency.p50,
+  p99: r.latency.p99,
+  max: r.latency.max,
+  non2xx: r.non2xx,
+  errors: r.errors,
+  timeouts: r.timeouts,
+  bytesPerSecond: r.throughput.average,
+  // Share of one core the load generator itself used: near 1 means it, not the server, set the pace.
+  loadCpu: (cpu.user + cpu.system) / 1e6 / r.duration,
+};
+process.stdout.write(JSON.stringify({ event: 'done', result }) + '\n');
+lines.close();

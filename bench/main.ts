@@ -1,0 +1,214 @@
+/**
+ * `npm run bench`: prepares peers and data, runs every workload against halserve, the limit and
+ * json-server in interleaved rounds, and writes bench/RESULTS.md. Settings: see config.ts.
+ */
+import { execFileSync, spawn } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { once } from 'node:events';
+import { capture, maskDate, rawExchange } from './capture.js';
+import { readConfig, type BenchConfig } from './config.js';
+import { copyDataset, generateDataset, RESOURCE, type Dataset } from './dataset.js';
+import { measure, type Sample } from './measure.js';
+import { memoryMiB } from './proc.js';
+import { renderReport, type RunResult, type StartupResult, type WorkloadResult } from './report.js';
+import { startHalserve, startJsonServer, startLimit, type Running, type ServerKind } from './servers.js';
+import { fmt } from './stats.js';
+import { workloads, type Workload } from './workloads.js';
+
+const PEERS = { 'json-server': '0.17.4', autocannon: '8.0.0' } as const;
+
+const log = (message: string): void => {
+  process.stderr.write(`[bench] ${message}\n`);
+};
+
+/** Installs the peers into the ignored `.bench/` folder, never into the project's dependencies. */
+function ensurePeers(config: BenchConfig): void {
+  const missing = Object.entries(PEERS).filter(([name, version]) => {
+    const file = path.join(config.work, 'node_modules', name, 'package.json');
+    return !existsSync(file) || (JSON.parse(readFileSync(file, 'utf8')) as { version: string }).version !== version;
+  });
+  if (missing.length === 0) return;
+  const specs = Object.entries(PEERS).map(([name, version]) => `${name}@${version}`);
+  log(`installing ${specs.join(', ')} into .bench/`);
+  execFileSync('npm', ['install', '--prefix', config.work, '--no-save', '--no-audit', '--no-fund', '--loglevel=error', ...specs], {
+    cwd: config.root,
+    stdio: 'inherit',
+  });
+}
+
+function build(config: BenchConfig): void {
+  if (process.env['BENCH_NO_BUILD'] === '1' || process.env['BENCH_HALSERVE'] !== undefined) return;
+  log('npm run build');
+  execFileSync('npm', ['run', 'build', '--silent'], { cwd: config.root, stdio: 'inherit' });
+}
+
+const wanted = (config: BenchConfig, name: string): boolean => config.only.length === 0 || config.only.includes(name);
+
+/** Checks that the limit answers GETs with halserve's bytes, Date aside. */
+async function verifyReplay(halserve: Running, limit: Running, workload: Workload): Promise<string> {
+  const gets = [...new Map(workload.contenders.filter((c) => c.server === 'limit').flatMap((c) => c.requests).filter((r) => r.method === 'GET').map((r) => [r.path, r])).values()].slice(0, 3);
+  for (const r of gets) {
+    const [a, b] = [maskDate(await rawExchange(halserve.port, r)), maskDate(await rawExchange(limit.port, r))];
+    if (a !== b) {
+      const [x, y] = [a.split('\r\n'), b.split('\r\n')];
+      const line = x.findIndex((l, i) => l !== y[i]);
+      const show = (l: string | undefined): string => JSON.stringify((l ?? '<none>').slice(0, 120));
+      return `Replay check FAILED for GET ${r.path}: first difference at line ${line + 1}: halserve ${show(x[line])}, limit ${show(y[line])}.`;
+    }
+  }
+  return gets.length === 0 ? 'Replay of write answers is not re-checked (each halserve answer carries a new id or time).' : `Replay check: ${gets.length} GET answers of the limit byte-identical to halserve's (Date masked).`;
+}
+
+async function runWorkload(config: BenchConfig, tmp: string, workload: Workload, data: Dataset): Promise<WorkloadResult> {
+  const dir = path.join(tmp, workload.name);
+  const uses = (kind: ServerKind): boolean => workload.contenders.some((c) => c.server === kind);
+  const servers = new Map<ServerKind, Running>();
+  const notes: string[] = [];
+  try {
+    // Read-only workloads on the large set use it in place; the others get fresh copies.
+    const halData = workload.data === 'large' ? data : await copyDataset(data, path.join(dir, 'halserve'));
+    const halserve = await startHalserve(config.root, halData.dir, config.pin);
+    servers.set('halserve', halserve);
+    if (uses('limit')) {
+      const requests = workload.contenders.filter((c) => c.server === 'limit').flatMap((c) => c.requests);
+      const file = path.join(dir, 'capture.json');
+      await fs.writeFile(file, JSON.stringify(await capture(halserve.port, requests)));
+      const limit = await startLimit(config.root, file, config.pin);
+      servers.set('limit', limit);
+      notes.push(await verifyReplay(halserve, limit, workload));
+    }
+    if (uses('json-server')) {
+      const jsData = await copyDataset(data, path.join(dir, 'json-server'));
+      servers.set('json-server', await startJsonServer(config.root, path.join(jsData.dir, 'db.json'), config.pin));
+    }
+    const samples = workload.contenders.map((): Sample[] => []);
+    for (let round = 1; round <= config.rounds; round++) {
+      for (const [i, contender] of workload.contenders.entries()) {
+        const server = servers.get(contender.server);
+        if (!server) throw new Error(`no ${contender.server} server`);
+        const sample = await measure(config, server, contender.requests, contender.label);
+        samples[i]!.push(sample);
+        log(
+          `${workload.name} round ${round}/${config.rounds} ${contender.label}: ${fmt(sample.rps)} req/s, p99 ${sample.p99} ms, ${fmt(sample.cpuUs, 1)} µs/req${sample.problem ? ` INVALID: ${sample.problem}` : ''}`,
+        );
+      }
+    }
+    return {
+      name: workload.name,
+      title: workload.title,
+      contenders: workload.contenders.map((c, i) => ({ label: c.label, server: c.server, samples: samples[i]! })),
+      notes,
+    };
+  } finally {
+    for (const [kind, server] of servers) {
+      const code = await server.stop();
+      if (code !== 0 && code !== null) log(`${kind} exited with ${code}`);
+    }
+    await fs.rm(dir, { recursive: true, force: true });
+  }
+}
+
+async function measureStartup(config: BenchConfig, data: Dataset): Promise<StartupResult> {
+  const runs: { ms: number; rssMiB: number; peakMiB: number }[] = [];
+  for (let round = 1; round <= config.rounds; round++) {
+    const server = await startHalserve(config.root, data.dir, config.pin);
+    try {
+      const memory = memoryMiB(server.pid);
+      runs.push({ ms: server.startupMs, rssMiB: memory.rss, peakMiB: memory.peak });
+      log(`startup ${fmt(data.size)} round ${round}: ${fmt(server.startupMs)} ms, ${fmt(memory.rss)} MiB`);
+    } finally {
+      await server.stop();
+    }
+  }
+  const { size } = await fs.stat(path.join(data.dir, `${RESOURCE}.jsonl`));
+  return { size: data.size, bytesPerEntity: data.bytesPerEntity, fileMiB: size / 2 ** 20, runs };
+}
+
+/** Runs the store engineer's `bench/store-*.ts` and keeps what each prints. */
+async function storeBench(config: BenchConfig): Promise<{ file: string; output: string }[]> {
+  const files = (await fs.readdir(path.join(config.root, 'bench'))).filter((f) => /^store-.*\.ts$/.test(f)).sort();
+  const out: { file: string; output: string }[] = [];
+  for (const file of files) {
+    log(`running bench/${file}`);
+    const child = spawn(process.execPath, ['--import', 'tsx', path.join('bench', file)], {
+      cwd: config.root,
+      stdio: ['ignore', 'pipe', 'inherit'],
+      env: process.env,
+    });
+    let output = '';
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
+    const timer = setTimeout(() => child.kill('SIGKILL'), 300_000);
+    const [code] = (await once(child, 'exit')) as [number | null];
+    clearTimeout(timer);
+    out.push({ file: `bench/${file}`, output: code === 0 ? output : `${output}\n(exited with ${code})` });
+  }
+  return out;
+}
+
+async function main(): Promise<void> {
+  const config = readConfig();
+  const started = Date.now();
+  const loadBefore = os.loadavg();
+  await fs.mkdir(config.work, { recursive: true });
+  ensurePeers(config);
+  build(config);
+  const tmp = await fs.mkdtemp(path.join(os.tmpdir(), 'halserve-bench-'));
+  const results: WorkloadResult[] = [];
+  const startup: StartupResult[] = [];
+  let store: { file: string; output: string }[] = [];
+  let small: Dataset | undefined;
+  try {
+    log(`generating ${fmt(config.entities)} entities`);
+    small = await generateDataset(path.join(tmp, 'small'), config.entities, true);
+    const side = workloads(small, undefined).filter((w) => wanted(config, w.name));
+    for (const w of side) results.push(await runWorkload(config, tmp, w, small));
+
+    const sizes = [...config.largeSizes].sort((a, b) => a - b);
+    const largest = sizes[sizes.length - 1];
+    for (const size of sizes) {
+      const lastVsFirst = size === largest && wanted(config, 'last-vs-first');
+      if (!wanted(config, 'startup') && !lastVsFirst) continue;
+      log(`generating ${fmt(size)} entities`);
+      const data = await generateDataset(path.join(tmp, `large-${size}`), size, false);
+      if (wanted(config, 'startup')) startup.push(await measureStartup(config, data));
+      if (lastVsFirst) {
+        const w = workloads(small, data).find((x) => x.name === 'last-vs-first');
+        if (w) results.push(await runWorkload(config, tmp, w, data));
+      }
+      await fs.rm(data.dir, { recursive: true, force: true });
+    }
+    if (wanted(config, 'store')) store = await storeBench(config);
+  } finally {
+    await fs.rm(tmp, { recursive: true, force: true });
+  }
+
+  const cpus = os.cpus();
+  const result: RunResult = {
+    date: new Date().toISOString(),
+    machine: {
+      cpuModel: cpus[0]?.model.trim() ?? 'unknown',
+      cores: os.availableParallelism(),
+      node: process.version,
+      os: `${os.type()} ${os.release()}`,
+      memoryGiB: os.totalmem() / 2 ** 30,
+      loadBefore,
+      loadAfter: os.loadavg(),
+    },
+    config,
+    entities: config.entities,
+    bytesPerEntity: small?.bytesPerEntity ?? 0,
+    workloads: results,
+    startup,
+    storeBench: store,
+    wallSeconds: (Date.now() - started) / 1000,
+  };
+  await fs.writeFile(config.rawOut, JSON.stringify(result, null, 2));
+  await fs.mkdir(path.dirname(config.out), { recursive: true });
+  await fs.writeFile(config.out, renderReport(result));
+  log(`wrote ${path.relative(config.root, config.out)} (raw figures: ${path.relative(config.root, config.rawOut)}) in ${fmt(result.wallSeconds)} s`);
+}
+
+await main();

@@ -1,0 +1,32 @@
+/** Readings of a process from Linux's `/proc`: CPU time and memory. */
+import { readFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+
+/** Clock ticks per second of `/proc/<pid>/stat` times (`getconf CLK_TCK`, 100 on Linux). */
+const CLOCK_TICKS = ((): number => {
+  try {
+    return Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+  } catch {
+    return 100;
+  }
+})();
+
+/**
+ * User + system CPU seconds the process has used so far, all its threads included (libuv's pool,
+ * where fdatasync runs, counts too). Fields 14 and 15 of `/proc/<pid>/stat`, proc(5).
+ */
+export function cpuSeconds(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  // The command name (field 2) may hold spaces; the fields after it start after the last ')'.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  const utime = Number(fields[11]);
+  const stime = Number(fields[12]);
+  return (utime + stime) / CLOCK_TICKS;
+}
+
+/** Resident memory now and at its peak, in MiB (`VmRSS`, `VmHWM` of `/proc/<pid>/status`). */
+export function memoryMiB(pid: number): { rss: number; peak: number } {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kib = (key: string): number => Number(new RegExp(`^${key}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? NaN);
+  return { rss: kib('VmRSS') / 1024, peak: kib('VmHWM') / 1024 };
+}

@@ -1,0 +1,205 @@
+/** The Markdown report, `bench/RESULTS.md`, from the figures of one run. */
+import type { BenchConfig } from './config.js';
+import type { Sample } from './measure.js';
+import type { ServerKind } from './servers.js';
+import { fmt, median, pairedRatio } from './stats.js';
+
+/** Figures of one contender over all rounds. */
+export interface ContenderResult {
+  readonly label: string;
+  readonly server: ServerKind;
+  readonly samples: readonly Sample[];
+}
+
+export interface WorkloadResult {
+  readonly name: string;
+  readonly title: string;
+  readonly contenders: readonly ContenderResult[];
+  readonly notes: readonly string[];
+}
+
+export interface StartupResult {
+  readonly size: number;
+  readonly bytesPerEntity: number;
+  readonly fileMiB: number;
+  readonly runs: readonly { ms: number; rssMiB: number; peakMiB: number }[];
+}
+
+export interface RunResult {
+  readonly date: string;
+  readonly machine: {
+    readonly cpuModel: string;
+    readonly cores: number;
+    readonly node: string;
+    readonly os: string;
+    readonly memoryGiB: number;
+    readonly loadBefore: readonly number[];
+    readonly loadAfter: readonly number[];
+  };
+  readonly config: BenchConfig;
+  readonly entities: number;
+  readonly bytesPerEntity: number;
+  readonly workloads: readonly WorkloadResult[];
+  readonly startup: readonly StartupResult[];
+  readonly storeBench: readonly { file: string; output: string }[];
+  readonly wallSeconds: number;
+}
+
+const pick = (c: ContenderResult | undefined, key: 'rps' | 'p50' | 'p99' | 'cpuUs'): number[] =>
+  c ? c.samples.map((s) => (s.problem === undefined ? s[key] : NaN)) : [];
+
+const find = (w: WorkloadResult | undefined, server: ServerKind): ContenderResult | undefined =>
+  w?.contenders.find((c) => c.server === server);
+
+/** One row of the targets table. */
+interface Target {
+  readonly workload: string;
+  readonly what: string;
+  readonly target: string;
+  readonly measured: number;
+  readonly met: boolean | undefined;
+  readonly unit: string;
+}
+
+function targets(result: RunResult): Target[] {
+  const w = (name: string): WorkloadResult | undefined => result.workloads.find((x) => x.name === name);
+  const out: Target[] = [];
+  const ratio = (name: string, title: string, peer: ServerKind, min: number): void => {
+    const workload = w(name);
+    if (!workload || !find(workload, peer)) return;
+    const value = pairedRatio(pick(find(workload, 'halserve'), 'rps'), pick(find(workload, peer), 'rps'));
+    out.push({
+      workload: title,
+      what: `req/s, halserve ÷ ${peer === 'limit' ? 'the limit' : 'json-server'}`,
+      target: `≥ ${min}×`,
+      measured: value,
+      met: Number.isFinite(value) ? value >= min : undefined,
+      unit: '×',
+    });
+  };
+  ratio('get-entity', 'GET entity', 'limit', 0.9);
+  ratio('get-entity', 'GET entity', 'json-server', 20);
+  ratio('page-20', 'GET page, limit 20', 'limit', 0.75);
+  ratio('page-20', 'GET page, limit 20', 'json-server', 20);
+  ratio('page-200', 'GET page, limit 200', 'limit', 0.6);
+  ratio('post', 'POST, durable', 'limit', 0.4);
+  ratio('post', 'POST, durable', 'json-server', 100);
+  const lastFirst = w('last-vs-first');
+  if (lastFirst) {
+    const [first, last] = lastFirst.contenders;
+    const value = pairedRatio(pick(last, 'cpuUs'), pick(first, 'cpuUs'));
+    out.push({
+      workload: 'last page vs first page',
+      what: 'CPU per request, last ÷ first',
+      target: '≤ 1.2×',
+      measured: value,
+      met: Number.isFinite(value) ? value <= 1.2 : undefined,
+      unit: '×',
+    });
+  }
+  for (const [name, title] of [
+    ['get-entity', 'GET entity'],
+    ['page-20', 'GET page, limit 20'],
+    ['page-200', 'GET page, limit 200'],
+  ] as const) {
+    const workload = w(name);
+    if (!workload) continue;
+    const value = median(pick(find(workload, 'halserve'), 'p99')) - median(pick(find(workload, 'limit'), 'p99'));
+    out.push({
+      workload: title,
+      what: `p99 at ${result.config.connections} connections, halserve − limit`,
+      target: '≤ +2 ms',
+      measured: value,
+      met: Number.isFinite(value) ? value <= 2 : undefined,
+      unit: ' ms',
+    });
+  }
+  return out;
+}
+
+function workloadTable(w: WorkloadResult): string {
+  const limit = find(w, 'limit');
+  const reference = limit ?? w.contenders[0];
+  const lines = [
+    `### ${w.title}`,
+    '',
+    `| Server | req/s | p50 ms | p99 ms | CPU µs/req | req/s ÷ ${limit ? 'limit' : 'first row'} | CPU/req ÷ ${limit ? 'limit' : 'first row'} | load-gen core busy |`,
+    '|---|---:|---:|---:|---:|---:|---:|---:|',
+  ];
+  for (const c of w.contenders) {
+    const rps = pairedRatio(pick(c, 'rps'), pick(reference, 'rps'));
+    const cpu = pairedRatio(pick(c, 'cpuUs'), pick(reference, 'cpuUs'));
+    lines.push(
+      `| ${c.label} | ${fmt(median(pick(c, 'rps')))} | ${fmt(median(pick(c, 'p50')), 0)} | ${fmt(median(pick(c, 'p99')), 0)} | ${fmt(median(pick(c, 'cpuUs')), 1)} | ${fmt(rps, 2)}× | ${fmt(cpu, 2)}× | ${fmt(median(c.samples.map((s) => s.loadCpu * 100)))}% |`,
+    );
+  }
+  const rounds = w.contenders.map(
+    (c) => `- ${c.label}: ${c.samples.map((s) => (s.problem ? `invalid (${s.problem})` : `${fmt(s.rps)} req/s, ${fmt(s.cpuUs, 1)} µs`)).join(' · ')}`,
+  );
+  return [...lines, '', ...w.notes.map((n) => `_${n}_`), '', '<details><summary>Rounds</summary>', '', ...rounds, '', '</details>', ''].join('\n');
+}
+
+/** Renders the whole report. */
+export function renderReport(result: RunResult): string {
+  const { config, machine } = result;
+  const out: string[] = [
+    '# halserve benchmark results',
+    '',
+    `Written by \`npm run bench\`${config.quick ? ' (BENCH_QUICK=1: a smoke run, not for quoting)' : ''} on ${result.date}, in ${fmt(result.wallSeconds)} s.`,
+    '',
+    '## Machine and method',
+    '',
+    `- CPU: ${machine.cpuModel}, ${machine.cores} cores available; ${fmt(machine.memoryGiB, 1)} GiB memory; ${machine.os}; Node ${machine.node}.`,
+    `- Load average (1, 5, 15 min) before: ${machine.loadBefore.map((x) => fmt(x, 2)).join(', ')}; after: ${machine.loadAfter.map((x) => fmt(x, 2)).join(', ')}. Other work on the machine makes every figure noisier; CPU per request is the steadier one.`,
+    `- ${config.pin ? 'Server pinned to core 0 and load generator (autocannon 8, its own process) to core 1 with `taskset`.' : 'No pinning (fewer than 2 cores, or BENCH_NO_PIN=1): server and load generator share the cores.'}`,
+    `- Every contender: ${config.connections} connections, no pipelining, ${config.warmup} s warm-up then ${config.duration} s measured, ${config.rounds} interleaved round${config.rounds === 1 ? '' : 's'} (A B C A B C …); medians quoted. Ratios are medians of per-round ratios (the two figures of a round were taken under the same background load).`,
+    `- Data: ${fmt(result.entities)} entities of ~${result.bytesPerEntity} bytes (one JSON line each), the same records for halserve (\`items.jsonl\`) and json-server (\`db.json\`); every workload starts from a fresh copy.`,
+    '- halserve: built output, `node dist/cli.js --port 0 --data <tmp> --log off` (durability full). The limit: `bench/limit-server.mjs`, a bare `node:http` server replaying the status, headers and body halserve sent for the same method and URL, captured just before each workload (GET answers checked byte for byte, Date masked). json-server 0.17.4 with its defaults and `--quiet`.',
+    '- CPU µs/req: user + system time of the server process (all threads, from `/proc/<pid>/stat`) over the measured run, divided by the requests completed. Latency resolution is 1 ms (autocannon).',
+    '',
+    '## Targets (issue 4)',
+    '',
+    '| Workload | Measure | Target | Measured | Met |',
+    '|---|---|---|---:|:---:|',
+  ];
+  for (const t of targets(result)) {
+    const measured = t.unit === '×' ? `${fmt(t.measured, 2)}×` : `${t.measured >= 0 ? '+' : ''}${fmt(t.measured, 0)}${t.unit}`;
+    out.push(`| ${t.workload} | ${t.what} | ${t.target} | ${measured} | ${t.met === undefined ? 'n/a' : t.met ? 'yes' : '**no**'} |`);
+  }
+  out.push('', '## Workloads', '');
+  for (const w of result.workloads) out.push(workloadTable(w));
+  if (result.startup.length > 0) {
+    out.push(
+      '## Start-up and memory (halserve, whole server)',
+      '',
+      'From spawn to the `listening` line, and resident memory right after it (peak in brackets); medians.',
+      '',
+      '| Entities | File | Start-up | RSS (peak) |',
+      '|---:|---:|---:|---:|',
+    );
+    for (const s of result.startup) {
+      out.push(
+        `| ${fmt(s.size)} | ${fmt(s.fileMiB)} MiB | ${fmt(median(s.runs.map((r) => r.ms)))} ms | ${fmt(median(s.runs.map((r) => r.rssMiB)))} MiB (${fmt(median(s.runs.map((r) => r.peakMiB)))} MiB) |`,
+      );
+    }
+    out.push('');
+  }
+  out.push('## Store-level figures (`bench/store-*.ts`)', '');
+  if (result.storeBench.length === 0) out.push('_No `bench/store-*.ts` present in this run._', '');
+  for (const s of result.storeBench) {
+    out.push(`### ${s.file}`, '');
+    out.push(s.output.includes('|') ? s.output.trim() : ['```text', s.output.trim(), '```'].join('\n'), '');
+  }
+  out.push(
+    '## Reproduce',
+    '',
+    '```sh',
+    'npm ci && npm run bench          # full run, ~10 min, writes bench/RESULTS.md',
+    'BENCH_QUICK=1 npm run bench      # smoke run, ~1 min, writes .bench/RESULTS.quick.md',
+    '```',
+    '',
+    'Knobs: `BENCH_ROUNDS`, `BENCH_DURATION`, `BENCH_WARMUP` (seconds), `BENCH_CONNECTIONS`, `BENCH_ENTITIES`, `BENCH_LARGE=100000,1000000`, `BENCH_ONLY=get-entity,post,startup,store`, `BENCH_NO_PIN=1`, `BENCH_OUT=<file>`.',
+    '',
+  );
+  return out.join('\n');
+}

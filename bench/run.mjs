@@ -1,0 +1,13 @@
+// Entry of `npm run bench`: the harness is TypeScript (bench/main.ts), run through tsx like the tests.
+import { spawn } from 'node:child_process';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const child = spawn(process.execPath, ['--import', 'tsx', path.join('bench', 'main.ts'), ...process.argv.slice(2)], {
+  cwd: root,
+  stdio: 'inherit',
+});
+// Forward Ctrl-C and termination so that the harness can stop the servers it started.
+for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => child.kill(signal));
+child.on('exit', (code, signal) => process.exit(code ?? (signal ? 1 : 0)));

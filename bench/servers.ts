@@ -1,0 +1,175 @@
+/**
+ * Starting and stopping the servers under test, each as its own process, pinned to the server core
+ * when pinning is on.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createServer, request } from 'node:http';
+import { once } from 'node:events';
+import { createInterface } from 'node:readline';
+import path from 'node:path';
+
+/** The three kinds of server the harness compares. */
+export type ServerKind = 'halserve' | 'limit' | 'json-server';
+
+/** A running server. */
+export interface Running {
+  readonly kind: ServerKind;
+  readonly pid: number;
+  readonly port: number;
+  /** Milliseconds from spawn to ready (the listening line, or the first answer for json-server). */
+  readonly startupMs: number;
+  /** Sends SIGTERM and waits for the exit (SIGKILL after 10 s). Resolves the exit code. */
+  stop(): Promise<number | null>;
+}
+
+/** Cores: the server gets the first, the load generator the second (when pinning is on). */
+export const SERVER_CPU = '0';
+export const LOAD_CPU = '1';
+
+/** `[command, ...args]`, prefixed with `taskset -c <cpu>` when pinning. */
+export function pinned(pin: boolean, cpu: string, command: string, args: readonly string[]): [string, string[]] {
+  return pin ? ['taskset', ['-c', cpu, command, ...args]] : [command, [...args]];
+}
+
+interface StartOptions {
+  readonly kind: ServerKind;
+  readonly pin: boolean;
+  readonly args: readonly string[];
+  readonly cwd: string;
+  /** Returns the port once a stdout line says the server is ready. */
+  readonly readyLine?: (line: string) => number | undefined;
+  /** Otherwise: the port to poll until it answers. */
+  readonly pollPort?: number;
+  readonly timeoutMs: number;
+}
+
+function stopper(child: ChildProcess): () => Promise<number | null> {
+  return async () => {
+    if (child.exitCode !== null || child.signalCode !== null) return child.exitCode;
+    const exited = once(child, 'exit');
+    child.kill('SIGTERM');
+    const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+    const [code] = (await exited) as [number | null];
+    clearTimeout(timer);
+    return code;
+  };
+}
+
+async function start(options: StartOptions): Promise<Running> {
+  const [command, args] = pinned(options.pin, SERVER_CPU, process.execPath, options.args);
+  const started = process.hrtime.bigint();
+  const child = spawn(command, args, { cwd: options.cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stderr = '';
+  // Keep both pipes drained for the whole run: a full pipe would stall the server.
+  child.stderr?.setEncoding('utf8').on('data', (chunk: string) => {
+    stderr = (stderr + chunk).slice(-4000);
+  });
+  const lines = createInterface({ input: child.stdout! });
+  const ready = new Promise<number>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`${options.kind} not ready after ${options.timeoutMs} ms\n${stderr}`)), options.timeoutMs);
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`${options.kind} exited with ${code} before it was ready:\n${stderr}`));
+    });
+    child.once('error', reject);
+    if (options.readyLine) {
+      const readyLine = options.readyLine;
+      lines.on('line', (line) => {
+        const port = readyLine(line);
+        if (port !== undefined) {
+          clearTimeout(timer);
+          resolve(port);
+        }
+      });
+    } else if (options.pollPort !== undefined) {
+      lines.resume();
+      const port = options.pollPort;
+      void poll(port).then(() => {
+        clearTimeout(timer);
+        resolve(port);
+      });
+    }
+  });
+  try {
+    const port = await ready;
+    const startupMs = Number(process.hrtime.bigint() - started) / 1e6;
+    child.removeAllListeners('exit');
+    return { kind: options.kind, pid: child.pid!, port, startupMs, stop: stopper(child) };
+  } catch (error) {
+    child.kill('SIGKILL');
+    throw error;
+  }
+}
+
+async function poll(port: number): Promise<void> {
+  for (;;) {
+    const ok = await new Promise<boolean>((resolve) => {
+      const req = request({ host: '127.0.0.1', port, path: '/', method: 'GET' }, (res) => {
+        res.resume();
+        resolve(true);
+      });
+      req.on('error', () => resolve(false));
+      req.end();
+    });
+    if (ok) return;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+/** A free loopback port for servers that cannot be told `--port 0`. */
+export async function freePort(): Promise<number> {
+  const server = createServer();
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const address = server.address();
+  server.close();
+  if (address === null || typeof address === 'string') throw new Error('no port');
+  return address.port;
+}
+
+const LISTENING = /listening on http:\/\/[^\s:]+:(\d+)/;
+
+function listeningPort(line: string): number | undefined {
+  const match = LISTENING.exec(line);
+  return match?.[1] === undefined ? undefined : Number(match[1]);
+}
+
+/**
+ * halserve from its built output, as a user runs it: `node dist/cli.js --port 0 --data <dir> --log off`
+ * (durability full, the default).
+ */
+export function startHalserve(root: string, dataDir: string, pin: boolean, entry = process.env['BENCH_HALSERVE'] ?? 'dist/cli.js'): Promise<Running> {
+  return start({
+    kind: 'halserve',
+    pin,
+    cwd: root,
+    args: [entry, '--port', '0', '--host', '127.0.0.1', '--data', dataDir, '--log', 'off'],
+    readyLine: listeningPort,
+    timeoutMs: 180_000,
+  });
+}
+
+/** The replay server over a capture file. */
+export function startLimit(root: string, captureFile: string, pin: boolean): Promise<Running> {
+  return start({
+    kind: 'limit',
+    pin,
+    cwd: root,
+    args: [path.join(root, 'bench', 'limit-server.mjs'), captureFile],
+    readyLine: listeningPort,
+    timeoutMs: 30_000,
+  });
+}
+
+/** json-server 0.17.4 from `.bench`, with its defaults and its log off. */
+export async function startJsonServer(root: string, dbFile: string, pin: boolean): Promise<Running> {
+  const port = await freePort();
+  return start({
+    kind: 'json-server',
+    pin,
+    cwd: path.dirname(dbFile),
+    args: [path.join(root, '.bench', 'node_modules', 'json-server', 'lib', 'cli', 'bin.js'), dbFile, '--port', String(port), '--host', '127.0.0.1', '--quiet'],
+    pollPort: port,
+    timeoutMs: 120_000,
+  });
+}

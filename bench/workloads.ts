@@ -1,0 +1,94 @@
+/**
+ * The workloads of issue 4. Every contender of a workload gets the same connections, duration,
+ * warm-up and data; only the URL shape differs where json-server spells pagination its own way.
+ */
+import type { BenchRequest } from './capture.js';
+import { RESOURCE, postBody, type Dataset } from './dataset.js';
+import type { ServerKind } from './servers.js';
+
+/** One column of a workload: a server and the requests sent to it. */
+export interface Contender {
+  readonly label: string;
+  readonly server: ServerKind;
+  readonly requests: readonly BenchRequest[];
+}
+
+/** A workload: contenders measured in interleaved rounds. */
+export interface Workload {
+  readonly name: string;
+  readonly title: string;
+  /** `small`: the side-by-side data set; `large`: the largest start-up data set (halserve only). */
+  readonly data: 'small' | 'large';
+  readonly contenders: readonly Contender[];
+}
+
+/** The seed's example Accept (seed 4.2), sent to every server alike. */
+const ACCEPT = { accept: 'application/json' } as const;
+/** POST, PUT and PATCH need it (contract 5, seed 7.2). */
+const JSON_BODY = { accept: 'application/json', 'content-type': 'application/json' } as const;
+
+const entity = (id: string): BenchRequest => ({ method: 'GET', path: `/${RESOURCE}/${id}`, headers: ACCEPT });
+const patch = (id: string, n: number): BenchRequest => ({
+  method: 'PATCH',
+  path: `/${RESOURCE}/${id}`,
+  headers: JSON_BODY,
+  body: JSON.stringify({ stock: n }),
+});
+
+/** `count` page numbers spread evenly over `[1, pages]`. */
+function spread(pages: number, count: number): number[] {
+  const out = new Set<number>();
+  for (let i = 0; i < count; i++) out.add(1 + Math.floor((i * (pages - 1)) / Math.max(1, count - 1)));
+  return [...out];
+}
+
+function pageRequests(data: Dataset, limit: number, jsonServer: boolean): BenchRequest[] {
+  const pages = Math.max(1, Math.ceil(data.size / limit));
+  return spread(pages, 20).map((page) => ({
+    method: 'GET',
+    path: jsonServer ? `/${RESOURCE}?_page=${page}&_limit=${limit}` : `/${RESOURCE}?page=${page}&limit=${limit}`,
+    headers: ACCEPT,
+  }));
+}
+
+/** halserve, the limit (same requests, replayed answers) and json-server (its own URL shape). */
+function trio(halserve: readonly BenchRequest[], jsonServer: readonly BenchRequest[] | undefined): Contender[] {
+  const out: Contender[] = [
+    { label: 'halserve', server: 'halserve', requests: halserve },
+    { label: 'limit (bare node:http replay)', server: 'limit', requests: halserve },
+  ];
+  if (jsonServer) out.push({ label: 'json-server 0.17.4', server: 'json-server', requests: jsonServer });
+  return out;
+}
+
+/** Every workload, in the order they run. */
+export function workloads(small: Dataset, large: Dataset | undefined): Workload[] {
+  const ids = small.sampleIds;
+  const gets = ids.map(entity);
+  const post: BenchRequest = { method: 'POST', path: `/${RESOURCE}`, headers: JSON_BODY, body: postBody() };
+  const patches = ids.map((id, n) => patch(id, n));
+  // 90/10: nine reads of entities, then one merge-patch, over the sampled ids.
+  const mix = ids.flatMap((id, n) => (n % 10 === 9 ? [patch(id, n)] : [entity(id)]));
+  const list: Workload[] = [
+    { name: 'get-entity', title: 'GET an entity', data: 'small', contenders: trio(gets, gets) },
+    { name: 'page-20', title: 'GET a page, limit=20', data: 'small', contenders: trio(pageRequests(small, 20, false), pageRequests(small, 20, true)) },
+    { name: 'page-200', title: 'GET a page, limit=200', data: 'small', contenders: trio(pageRequests(small, 200, false), pageRequests(small, 200, true)) },
+    { name: 'post', title: 'POST an entity (durable, group commit)', data: 'small', contenders: trio([post], [post]) },
+    { name: 'patch', title: 'PATCH an entity (merge patch, durable)', data: 'small', contenders: trio(patches, patches) },
+    { name: 'mix', title: '90/10 read/write mix (GET entity / PATCH)', data: 'small', contenders: trio(mix, mix) },
+  ];
+  if (large) {
+    const last = Math.max(1, Math.ceil(large.size / 20));
+    const page = (n: number): BenchRequest => ({ method: 'GET', path: `/${RESOURCE}?page=${n}&limit=20`, headers: ACCEPT });
+    list.push({
+      name: 'last-vs-first',
+      title: `Last page against first page, ${large.size.toLocaleString('en-US')} entities (limit=20)`,
+      data: 'large',
+      contenders: [
+        { label: 'halserve, page 1', server: 'halserve', requests: [page(1)] },
+        { label: `halserve, page ${last} (last)`, server: 'halserve', requests: [page(last)] },
+      ],
+    });
+  }
+  return list;
+}
