@@ -1,5 +1,7 @@
+import { EntityIndex } from './entity-index.js';
 import {
   StoreConflictError,
+  StoreWriteError,
   type Change,
   type DeleteCheck,
   type EntityRecord,
@@ -7,54 +9,71 @@ import {
   type StoredEntity,
 } from './store.js';
 
-/** A store that keeps entities in memory only: for tests and embedding. */
+/**
+ * A store that keeps entities in memory only: for tests and embedding. It serves reads from the
+ * same index as the JSON-lines store, so pages cost the same at any offset.
+ */
 export function createMemoryStore(initial: Iterable<EntityRecord> = []): Store {
-  const entities = new Map<string, StoredEntity>();
+  const index = new EntityIndex<StoredEntity>();
   let writes = 0;
-  const stored = (record: EntityRecord): StoredEntity => ({
-    id: record.id,
-    record,
-    json: JSON.stringify(record),
-    version: (++writes).toString(36),
-  });
-  for (const record of initial) entities.set(record.id, stored(record));
+  let open = true;
+  const stored = (record: EntityRecord): StoredEntity => {
+    checkRecord(record);
+    return Object.freeze({
+      id: record.id,
+      record,
+      json: JSON.stringify(record),
+      version: (++writes).toString(36),
+    });
+  };
+  for (const record of initial) index.set(stored(record));
+  const writable = (): void => {
+    if (!open) throw new StoreWriteError('the store is closed');
+  };
 
   return {
     get size() {
-      return entities.size;
+      return index.size;
     },
-    ready: true,
-    get: (id) => entities.get(id),
-    page(offset, limit) {
-      const out: StoredEntity[] = [];
-      let i = 0;
-      for (const entity of entities.values()) {
-        if (i++ < offset) continue;
-        if (out.length >= limit) break;
-        out.push(entity);
-      }
-      return out;
+    get ready() {
+      return open;
     },
-    values: () => entities.values(),
+    get: (id) => index.get(id),
+    page: (offset, limit) => index.page(offset, limit),
+    values: () => index.values(),
     async create(record) {
-      if (entities.has(record.id)) throw new StoreConflictError(`id ${record.id} exists`);
+      writable();
+      if (index.has(record.id)) throw new StoreConflictError(`id ${record.id} exists`);
       const entity = stored(record);
-      entities.set(entity.id, entity);
+      index.set(entity);
       return entity;
     },
     async update(id: string, change: Change) {
-      const current = entities.get(id);
+      writable();
+      const current = index.get(id);
       if (!current) return undefined;
-      const entity = stored(change(current));
-      entities.set(id, entity);
+      const next = change(current);
+      if (next.id !== id) throw new Error(`change() returned id ${String(next.id)} for ${id}`);
+      const entity = stored(next);
+      index.set(entity);
       return entity;
     },
     async delete(id: string, check?: DeleteCheck) {
-      const current = entities.get(id);
+      writable();
+      const current = index.get(id);
       if (!current) return false;
       check?.(current);
-      return entities.delete(id);
+      return index.delete(id);
     },
-    async close() {},
+    async close() {
+      open = false;
+    },
   };
+}
+
+/** Guards the store against records that would not survive a round trip through a file. */
+export function checkRecord(record: EntityRecord): void {
+  if (typeof record.id !== 'string' || record.id.length === 0) {
+    throw new TypeError('an entity needs a non-empty string id');
+  }
 }

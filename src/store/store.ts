@@ -71,3 +71,11 @@ export class StoreWriteError extends Error {
 export class StoreConflictError extends Error {
   override readonly name = 'StoreConflictError';
 }
+
+/**
+ * A store could not be opened (corrupt file, lock held, I/O error). The message is the one line a
+ * user sees, e.g. `data/items.jsonl:17: Unexpected token } in JSON`.
+ */
+export class StoreOpenError extends Error {
+  override readonly name = 'StoreOpenError';
+}

@@ -1,0 +1,100 @@
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import { lockDirectory } from './dir-lock.js';
+import { openJsonlStore, type CompactionPolicy, type JsonlStore } from './jsonl-store.js';
+import type { StoreFs } from './store-fs.js';
+import { StoreOpenError, type Store } from './store.js';
+
+/** The extension of a resource's log file (contract section 1). */
+export const LOG_EXTENSION = '.jsonl';
+
+/**
+ * Names of the resources stored in `dir`: every `<name>.jsonl` file (not `.jsonl.tmp` or
+ * `.jsonl.rejected`), sorted. A missing directory is a `StoreOpenError`.
+ */
+export async function discoverResources(dir: string): Promise<string[]> {
+  let entries: import('node:fs').Dirent[];
+  try {
+    entries = await fs.readdir(dir, { withFileTypes: true });
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    throw new StoreOpenError(
+      code === 'ENOENT' ? `data directory ${dir} does not exist` : `cannot read data directory ${dir}: ${(error as Error).message}`,
+    );
+  }
+  return entries
+    .filter((entry) => entry.isFile() && entry.name.endsWith(LOG_EXTENSION) && entry.name.length > LOG_EXTENSION.length)
+    .map((entry) => entry.name.slice(0, -LOG_EXTENSION.length))
+    .sort();
+}
+
+export interface DataDirOptions {
+  /** The data directory (exists). */
+  dir: string;
+  /** Already-validated resource names; a missing file is created on first write. */
+  resources: readonly string[];
+  durability: 'full' | 'none';
+  repair: boolean;
+  /** Warnings for stderr: torn tail truncated, durability none, stale lock taken over… */
+  warn: (message: string) => void;
+  /** File-system seam for the stores (fault injection in tests). */
+  fs?: StoreFs;
+  compaction?: CompactionPolicy;
+}
+
+/** The open stores of a data directory and the lock that keeps it to this process. */
+export interface DataDir {
+  stores: Map<string, Store>;
+  /** Finishes pending writes, syncs, closes the files and releases the lock. */
+  close(): Promise<void>;
+}
+
+/**
+ * Takes the directory lock and opens every store. Throws `StoreOpenError`, whose message is the
+ * one line a user sees, on any start-up failure; nothing stays open or locked after it.
+ */
+export async function openDataDir(options: DataDirOptions): Promise<{ stores: Map<string, Store>; close(): Promise<void> }> {
+  const { dir, warn } = options;
+  try {
+    const stat = await fs.stat(dir);
+    if (!stat.isDirectory()) throw new StoreOpenError(`data directory ${dir} is not a directory`);
+  } catch (error) {
+    if (error instanceof StoreOpenError) throw error;
+    const code = (error as NodeJS.ErrnoException).code;
+    throw new StoreOpenError(
+      code === 'ENOENT' ? `data directory ${dir} does not exist` : `cannot use data directory ${dir}: ${(error as Error).message}`,
+    );
+  }
+  const lock = await lockDirectory(dir, warn);
+  if (options.durability === 'none') {
+    warn('durability none: writes are not synced to disk; a crash can lose acknowledged writes');
+  }
+  const stores = new Map<string, JsonlStore>();
+  const closeAll = async (): Promise<void> => {
+    const results = await Promise.allSettled([...stores.values()].map((store) => store.close()));
+    await lock.release();
+    const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+    if (failed) throw failed.reason;
+  };
+  try {
+    for (const name of options.resources) {
+      const store = await openJsonlStore({
+        file: path.join(dir, name + LOG_EXTENSION),
+        durability: options.durability,
+        repair: options.repair,
+        warn,
+        ...(options.fs ? { fs: options.fs } : {}),
+        ...(options.compaction ? { compaction: options.compaction } : {}),
+      });
+      stores.set(name, store);
+    }
+  } catch (error) {
+    await closeAll().catch(() => {});
+    throw error instanceof StoreOpenError ? error : new StoreOpenError(String((error as Error).message));
+  }
+  let closing: Promise<void> | undefined;
+  return {
+    stores: stores as Map<string, Store>,
+    close: () => (closing ??= closeAll()),
+  };
+}

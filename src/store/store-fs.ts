@@ -1,0 +1,80 @@
+import fs from 'node:fs';
+import { promisify } from 'node:util';
+
+/**
+ * The file-system calls the JSON-lines store makes, as a seam: tests replace single calls to
+ * inject faults (a full disk on `write`, an I/O error on `fdatasync`) without touching the disk.
+ * Every call works on file descriptors or paths, so a fault hits exactly one step.
+ */
+export interface StoreFs {
+  open(path: string, flags: number, mode?: number): Promise<number>;
+  close(fd: number): Promise<void>;
+  fstat(fd: number): Promise<{ size: number }>;
+  read(fd: number, buffer: Uint8Array, offset: number, length: number, position: number): Promise<number>;
+  /** Writes at `position`; may write fewer bytes than asked (the store loops). */
+  write(fd: number, buffer: Uint8Array, offset: number, length: number, position: number): Promise<number>;
+  fdatasync(fd: number): Promise<void>;
+  fsync(fd: number): Promise<void>;
+  ftruncate(fd: number, length: number): Promise<void>;
+  rename(from: string, to: string): Promise<void>;
+  unlink(path: string): Promise<void>;
+}
+
+
+/** The real file system. */
+export const nodeFs: StoreFs = {
+  open: promisify(fs.open) as (path: string, flags: number, mode?: number) => Promise<number>,
+  close: promisify(fs.close),
+  fstat: promisify(fs.fstat),
+  read: (fd, buffer, offset, length, position) =>
+    new Promise((resolve, reject) => {
+      fs.read(fd, buffer, offset, length, position, (error, n) => (error ? reject(error) : resolve(n)));
+    }),
+  write: (fd, buffer, offset, length, position) =>
+    new Promise((resolve, reject) => {
+      fs.write(fd, buffer, offset, length, position, (error, n) => (error ? reject(error) : resolve(n)));
+    }),
+  fdatasync: promisify(fs.fdatasync),
+  fsync: promisify(fs.fsync),
+  ftruncate: promisify(fs.ftruncate) as (fd: number, length: number) => Promise<void>,
+  rename: promisify(fs.rename),
+  unlink: promisify(fs.unlink),
+};
+
+/** Flags for the store's own files: read and write at explicit positions, created when missing. */
+export const OPEN_READ_WRITE = fs.constants.O_RDWR | fs.constants.O_CREAT;
+export const OPEN_READ = fs.constants.O_RDONLY;
+/** Flags for a fresh temporary file: anything left from an earlier attempt is dropped. */
+export const OPEN_TRUNCATE = fs.constants.O_RDWR | fs.constants.O_CREAT | fs.constants.O_TRUNC;
+
+/** Syncs a directory, so that a file created or renamed in it survives a crash. */
+export async function syncDirectory(fsys: StoreFs, dir: string): Promise<void> {
+  const fd = await fsys.open(dir, OPEN_READ);
+  try {
+    await fsys.fsync(fd);
+  } finally {
+    await fsys.close(fd);
+  }
+}
+
+/** Writes all of `buffer` at `position`, looping over short writes. */
+export async function writeAll(fsys: StoreFs, fd: number, buffer: Uint8Array, position: number): Promise<void> {
+  let done = 0;
+  while (done < buffer.length) {
+    const n = await fsys.write(fd, buffer, done, buffer.length - done, position + done);
+    if (n <= 0) throw new Error('write made no progress');
+    done += n;
+  }
+}
+
+/** Appends `data` to the file at `path` (created when missing) and syncs it before resolving. */
+export async function appendDurably(fsys: StoreFs, path: string, data: Uint8Array): Promise<void> {
+  const fd = await fsys.open(path, OPEN_READ_WRITE, 0o644);
+  try {
+    const { size } = await fsys.fstat(fd);
+    await writeAll(fsys, fd, data, size);
+    await fsys.fsync(fd);
+  } finally {
+    await fsys.close(fd);
+  }
+}

@@ -1,0 +1,250 @@
+import assert from 'node:assert/strict';
+import { after, describe, test } from 'node:test';
+import { StoreConflictError, type EntityRecord, type Store } from '../../src/store/store.js';
+
+/** How the suite gets a fresh, empty store of one kind, and (for persistent kinds) reopens it. */
+export interface StoreFactory {
+  open(): Promise<Store>;
+  /** Closes `store` and opens the same data again; absent for stores that keep nothing. */
+  reopen?: (store: Store) => Promise<Store>;
+  cleanup?: () => Promise<void>;
+}
+
+export const record = (id: string, fields: Record<string, unknown> = {}): EntityRecord => ({
+  id,
+  createdAt: 1_700_000_000,
+  updatedAt: 1_700_000_000,
+  ...fields,
+});
+
+const ids = (entities: Iterable<{ id: string }>): string[] => Array.from(entities, (e) => e.id);
+
+/** The behaviour every `Store` shares (hono-style: one suite, every implementation). */
+export function storeSuite(name: string, factory: StoreFactory): void {
+  describe(`${name}: Store behaviour`, () => {
+    const opened: Store[] = [];
+    const open = async (): Promise<Store> => {
+      const store = await factory.open();
+      opened.push(store);
+      return store;
+    };
+    after(async () => {
+      for (const store of opened) await store.close();
+      await factory.cleanup?.();
+    });
+
+    test('new store -> empty, ready, page 0 empty', async () => {
+      const store = await open();
+      assert.equal(store.size, 0);
+      assert.equal(store.ready, true);
+      assert.deepEqual(store.page(0, 20), []);
+      assert.deepEqual([...store.values()], []);
+      assert.equal(store.get('nope'), undefined);
+    });
+
+    test('create -> entity with record, json of the record, version; get returns it', async () => {
+      const store = await open();
+      const input = record('a1', { name: 'first', tags: ['x', 'y'], nested: { n: 1 } });
+      const created = await store.create(input);
+      assert.equal(created.id, 'a1');
+      assert.deepEqual(created.record, input);
+      assert.equal(created.json, JSON.stringify(input));
+      assert.equal(typeof created.version, 'string');
+      assert.ok(created.version.length > 0);
+      const got = store.get('a1');
+      assert.ok(got);
+      assert.deepEqual(got.record, input);
+      assert.equal(got.json, created.json);
+      assert.equal(got.version, created.version);
+      assert.equal(store.size, 1);
+    });
+
+    test('create with an existing id -> StoreConflictError, nothing changes', async () => {
+      const store = await open();
+      const first = await store.create(record('dup', { v: 1 }));
+      await assert.rejects(store.create(record('dup', { v: 2 })), StoreConflictError);
+      assert.equal(store.size, 1);
+      assert.deepEqual(store.get('dup')?.record, first.record);
+    });
+
+    test('creates -> page and values in creation order', async () => {
+      const store = await open();
+      for (const id of ['c', 'a', 'b', 'e', 'd']) await store.create(record(id));
+      assert.deepEqual(ids(store.page(0, 10)), ['c', 'a', 'b', 'e', 'd']);
+      assert.deepEqual(ids(store.page(1, 2)), ['a', 'b']);
+      assert.deepEqual(ids(store.page(4, 2)), ['d']);
+      assert.deepEqual(ids(store.page(5, 2)), []);
+      assert.deepEqual(ids(store.values()), ['c', 'a', 'b', 'e', 'd']);
+    });
+
+    test('concurrent creates -> all stored, in call order', async () => {
+      const store = await open();
+      const created = await Promise.all(Array.from({ length: 50 }, (_, i) => store.create(record(`k${i}`, { i }))));
+      assert.deepEqual(ids(created), Array.from({ length: 50 }, (_, i) => `k${i}`));
+      assert.deepEqual(ids(store.values()), ids(created));
+    });
+
+    test('update -> new state and version, same place in the order', async () => {
+      const store = await open();
+      for (const id of ['u1', 'u2', 'u3']) await store.create(record(id, { n: 0 }));
+      const before = store.get('u2')!;
+      const updated = await store.update('u2', (current) => ({ ...current.record, n: 1, updatedAt: 1_700_000_100 }));
+      assert.ok(updated);
+      assert.deepEqual(updated.record, record('u2', { n: 1, updatedAt: 1_700_000_100 }));
+      assert.equal(updated.json, JSON.stringify(updated.record));
+      assert.notEqual(updated.version, before.version);
+      assert.deepEqual(store.get('u2')?.record, updated.record);
+      assert.deepEqual(ids(store.values()), ['u1', 'u2', 'u3']);
+    });
+
+    test('update with the same content -> still a new version', async () => {
+      const store = await open();
+      const created = await store.create(record('same'));
+      const versions = new Set([created.version]);
+      for (let i = 0; i < 5; i++) {
+        const updated = await store.update('same', (current) => current.record);
+        versions.add(updated!.version);
+      }
+      assert.equal(versions.size, 6);
+    });
+
+    test('update of a missing id -> undefined, change not called', async () => {
+      const store = await open();
+      let called = false;
+      const result = await store.update('ghost', (current) => {
+        called = true;
+        return current.record;
+      });
+      assert.equal(result, undefined);
+      assert.equal(called, false);
+      assert.equal(store.size, 0);
+    });
+
+    test('update whose change throws -> that error, state unchanged', async () => {
+      const store = await open();
+      const created = await store.create(record('t', { n: 1 }));
+      const refusal = new Error('refused by validation');
+      await assert.rejects(
+        store.update('t', () => {
+          throw refusal;
+        }),
+        (error) => error === refusal,
+      );
+      assert.equal(store.get('t')?.version, created.version);
+      assert.deepEqual(store.get('t')?.record, created.record);
+    });
+
+    test('concurrent read-modify-write updates -> none lost', async () => {
+      const store = await open();
+      await store.create(record('counter', { n: 0 }));
+      await Promise.all(
+        Array.from({ length: 25 }, () =>
+          store.update('counter', (current) => ({ ...current.record, n: (current.record.n as number) + 1 })),
+        ),
+      );
+      assert.equal(store.get('counter')?.record.n, 25);
+    });
+
+    test('delete -> true; gone from get, page, values and size', async () => {
+      const store = await open();
+      for (const id of ['d1', 'd2', 'd3']) await store.create(record(id));
+      assert.equal(await store.delete('d2'), true);
+      assert.equal(store.get('d2'), undefined);
+      assert.equal(store.size, 2);
+      assert.deepEqual(ids(store.page(0, 10)), ['d1', 'd3']);
+      assert.deepEqual(ids(store.values()), ['d1', 'd3']);
+    });
+
+    test('delete of a missing id -> false', async () => {
+      const store = await open();
+      assert.equal(await store.delete('ghost'), false);
+    });
+
+    test('delete whose check throws -> that error, entity kept', async () => {
+      const store = await open();
+      await store.create(record('keep'));
+      const refusal = new Error('precondition failed');
+      let seen: string | undefined;
+      await assert.rejects(
+        store.delete('keep', (current) => {
+          seen = current.id;
+          throw refusal;
+        }),
+        (error) => error === refusal,
+      );
+      assert.equal(seen, 'keep');
+      assert.ok(store.get('keep'));
+      assert.equal(store.size, 1);
+    });
+
+    test('delete then create the same id -> placed at the end', async () => {
+      const store = await open();
+      for (const id of ['r1', 'r2', 'r3']) await store.create(record(id));
+      await store.delete('r1');
+      await store.create(record('r1', { again: true }));
+      assert.deepEqual(ids(store.values()), ['r2', 'r3', 'r1']);
+      assert.equal(store.get('r1')?.record.again, true);
+    });
+
+    test('update then delete queued together -> delete sees the update; final state gone', async () => {
+      const store = await open();
+      await store.create(record('q', { n: 0 }));
+      let seenN: unknown;
+      const [updated, deleted] = await Promise.all([
+        store.update('q', (current) => ({ ...current.record, n: 1 })),
+        store.delete('q', (current) => {
+          seenN = current.record.n;
+        }),
+      ]);
+      assert.equal(updated?.record.n, 1);
+      assert.equal(deleted, true);
+      assert.equal(seenN, 1);
+      assert.equal(store.get('q'), undefined);
+    });
+
+    test('3000 creates with scattered deletes -> every page matches the creation order', async () => {
+      const store = await open();
+      const model: string[] = [];
+      await Promise.all(Array.from({ length: 3000 }, (_, i) => store.create(record(`p${i}`))));
+      for (let i = 0; i < 3000; i++) model.push(`p${i}`);
+      // Delete a long run (forces holes past the re-pack threshold) and a scattering.
+      const doomed = new Set<string>();
+      for (let i = 100; i < 2200; i++) doomed.add(`p${i}`);
+      for (let i = 2200; i < 3000; i += 7) doomed.add(`p${i}`);
+      await Promise.all([...doomed].map((id) => store.delete(id)));
+      const live = model.filter((id) => !doomed.has(id));
+      assert.equal(store.size, live.length);
+      for (const limit of [1, 20, 200]) {
+        for (let offset = 0; offset <= live.length; offset += 37) {
+          assert.deepEqual(ids(store.page(offset, limit)), live.slice(offset, offset + limit), `offset ${offset} limit ${limit}`);
+        }
+      }
+      assert.deepEqual(ids(store.values()), live);
+    });
+
+    test('close -> not ready; writes after close reject', async () => {
+      const store = await open();
+      await store.close();
+      assert.equal(store.ready, false);
+      await assert.rejects(store.create(record('late')));
+    });
+
+    if (factory.reopen) {
+      const reopen = factory.reopen;
+      test('writes, then reopen -> same entities, order, records, json and versions', async () => {
+        const store = await open();
+        for (let i = 0; i < 20; i++) await store.create(record(`s${i}`, { i, text: `héllo "${i}"\n` }));
+        await store.update('s3', (current) => ({ ...current.record, i: 300 }));
+        await store.delete('s5');
+        await store.delete('s0');
+        await store.create(record('s0', { back: true }));
+        const before = [...store.values()].map((e) => ({ id: e.id, record: e.record, json: e.json, version: e.version }));
+        const reopened = await reopen(store);
+        opened.push(reopened);
+        const afterReopen = [...reopened.values()].map((e) => ({ id: e.id, record: e.record, json: e.json, version: e.version }));
+        assert.deepEqual(afterReopen, before);
+        assert.equal(reopened.size, 19);
+      });
+    }
+  });
+}
