@@ -5,6 +5,9 @@ import { StoreOpenError } from './store.js';
 /** The lock file that keeps a data directory to one process (contract section 8). */
 export const LOCK_FILE = '.halserve.lock';
 
+/** Lock files this process holds: a second open in the same process is refused too. */
+const held = new Set<string>();
+
 /** A held lock; `release` removes the file if it is still ours. */
 export interface DirLock {
   readonly file: string;
@@ -22,7 +25,32 @@ export async function lockDirectory(
   pid: number = process.pid,
   isAlive: (pid: number) => boolean = processIsAlive,
 ): Promise<DirLock> {
+  const key = path.resolve(dir, LOCK_FILE);
   const file = path.join(dir, LOCK_FILE);
+  if (held.has(key)) throw new StoreOpenError(`data directory ${dir} is in use by this process (lock file ${file})`);
+  held.add(key); // reserved before the first await, so that two opens in one process cannot race
+  try {
+    await acquire(dir, file, warn, pid, isAlive);
+  } catch (error) {
+    held.delete(key);
+    throw error;
+  }
+  return {
+    file,
+    release: async () => {
+      held.delete(key);
+      await release(file, pid);
+    },
+  };
+}
+
+async function acquire(
+  dir: string,
+  file: string,
+  warn: (message: string) => void,
+  pid: number,
+  isAlive: (pid: number) => boolean,
+): Promise<void> {
   for (let attempt = 0; ; attempt++) {
     try {
       const handle = await fs.open(file, 'wx', 0o644);
@@ -32,7 +60,7 @@ export async function lockDirectory(
       } finally {
         await handle.close();
       }
-      return { file, release: () => release(file, pid) };
+      return;
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'EEXIST' || attempt >= 3) {
         throw new StoreOpenError(`cannot lock data directory ${dir} (${file}): ${(error as Error).message}`);

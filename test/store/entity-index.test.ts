@@ -1,0 +1,70 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { EntityIndex } from '../../src/store/entity-index.js';
+
+interface Item {
+  id: string;
+  n: number;
+}
+
+/** A tiny deterministic PRNG, so that a failure reproduces. */
+function random(seed: number): () => number {
+  let s = seed >>> 0;
+  return () => {
+    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
+    return s / 2 ** 32;
+  };
+}
+
+test('20000 random sets, replaces and deletes -> page, get and values match an array model', () => {
+  const index = new EntityIndex<Item>();
+  const model: Item[] = [];
+  const rand = random(42);
+  let next = 0;
+  for (let step = 0; step < 20_000; step++) {
+    const r = rand();
+    if (r < 0.5 || model.length === 0) {
+      const item = { id: `i${next++}`, n: 0 };
+      index.set(item);
+      model.push(item);
+    } else if (r < 0.7) {
+      const at = Math.floor(rand() * model.length);
+      const item = { id: model[at]!.id, n: step };
+      index.set(item);
+      model[at] = item;
+    } else {
+      // Deletes cluster at the front sometimes, so that long runs of holes form.
+      const at = rand() < 0.5 ? 0 : Math.floor(rand() * model.length);
+      assert.equal(index.delete(model[at]!.id), true);
+      model.splice(at, 1);
+    }
+    if (step % 997 === 0) {
+      assert.equal(index.size, model.length);
+      for (let offset = 0; offset <= model.length; offset += 13) {
+        assert.deepEqual(index.page(offset, 17), model.slice(offset, offset + 17));
+      }
+    }
+  }
+  assert.deepEqual([...index.values()], model);
+  for (const item of model) assert.equal(index.get(item.id), item);
+  assert.equal(index.delete('absent'), false);
+});
+
+test('offset past the end, negative offset or non-positive limit -> empty page', () => {
+  const index = new EntityIndex<Item>();
+  for (let i = 0; i < 5; i++) index.set({ id: `x${i}`, n: i });
+  assert.deepEqual(index.page(5, 10), []);
+  assert.deepEqual(index.page(-1, 10), []);
+  assert.deepEqual(index.page(0, 0), []);
+  assert.deepEqual(index.page(Number.NaN, 3), []);
+});
+
+test('delete all but the last of 5000 -> page 0 is that one, after a re-pack', () => {
+  const index = new EntityIndex<Item>();
+  for (let i = 0; i < 5000; i++) index.set({ id: `y${i}`, n: i });
+  for (let i = 0; i < 4999; i++) index.delete(`y${i}`);
+  assert.deepEqual(index.page(0, 3), [{ id: 'y4999', n: 4999 }]);
+  index.clear();
+  assert.equal(index.size, 0);
+  assert.deepEqual(index.page(0, 3), []);
+});

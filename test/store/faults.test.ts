@@ -1,0 +1,194 @@
+import assert from 'node:assert/strict';
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import { test } from 'node:test';
+import { openJsonlStore } from '../../src/store/jsonl-store.js';
+import { nodeFs, type StoreFs } from '../../src/store/store-fs.js';
+import { StoreWriteError } from '../../src/store/store.js';
+import { tempDir, warnings } from './helpers.js';
+
+/** The real file system with one call replaceable at a time. */
+function faultyFs(): { fs: StoreFs; fail: Partial<StoreFs> } {
+  const fail: Partial<StoreFs> = {};
+  const proxy = new Proxy(nodeFs, {
+    get(target, key: keyof StoreFs) {
+      return fail[key] ?? target[key];
+    },
+  });
+  return { fs: proxy, fail };
+}
+
+const diskFull = (): Error => Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC' });
+const ioError = (): Error => Object.assign(new Error('EIO: i/o error, fdatasync'), { code: 'EIO' });
+const record = (id: string, n = 0) => ({ id, createdAt: 1, updatedAt: 1, n });
+
+test('write fails after a partial write -> StoreWriteError, state and file as before, next write fine', async () => {
+  const dir = await tempDir();
+  const file = path.join(dir, 'w.jsonl');
+  const { fs: fsys, fail } = faultyFs();
+  const store = await openJsonlStore({ file, fs: fsys });
+  await store.create(record('a'));
+  const before = await fs.readFile(file, 'utf8');
+  // Half a line reaches the file, then the disk is full.
+  fail.write = async (fd, buffer, offset, length, position) => {
+    await nodeFs.write(fd, buffer, offset, Math.floor(length / 2), position);
+    throw diskFull();
+  };
+  const results = await Promise.allSettled([store.create(record('b')), store.update('a', (c) => ({ ...c.record, n: 9 })), store.delete('a')]);
+  for (const r of results) {
+    assert.equal(r.status, 'rejected');
+    assert.ok(r.reason instanceof StoreWriteError);
+    assert.match(r.reason.message, /ENOSPC/);
+  }
+  assert.equal(store.size, 1);
+  assert.equal(store.get('a')?.record.n, 0);
+  assert.equal(store.get('b'), undefined);
+  assert.equal(await fs.readFile(file, 'utf8'), before, 'the partial line was truncated away');
+  delete fail.write;
+  await store.create(record('c'));
+  await store.close();
+  const reopened = await openJsonlStore({ file });
+  assert.deepEqual(Array.from(reopened.values(), (e) => e.id), ['a', 'c']);
+  await reopened.close();
+});
+
+test('fdatasync fails -> StoreWriteError, unacknowledged line removed, reads go on', async () => {
+  const dir = await tempDir();
+  const file = path.join(dir, 's.jsonl');
+  const { fs: fsys, fail } = faultyFs();
+  const store = await openJsonlStore({ file, fs: fsys });
+  await store.create(record('a'));
+  const before = await fs.readFile(file, 'utf8');
+  fail.fdatasync = async () => {
+    throw ioError();
+  };
+  await assert.rejects(store.create(record('b')), (error: unknown) => error instanceof StoreWriteError && /EIO/.test(error.message));
+  assert.equal(store.get('b'), undefined);
+  assert.deepEqual(store.page(0, 10).map((e) => e.id), ['a']);
+  assert.equal(await fs.readFile(file, 'utf8'), before);
+  delete fail.fdatasync;
+  const b = await store.create(record('b'));
+  assert.equal(store.get('b'), b);
+  await store.close();
+  assert.equal(await fs.readFile(file, 'utf8'), `${before}{"id":"b","createdAt":1,"updatedAt":1,"n":0}\n`);
+});
+
+test('write and the clean-up truncate both fail -> next write truncates first; file never holds debris', async () => {
+  const dir = await tempDir();
+  const file = path.join(dir, 't.jsonl');
+  const { fs: fsys, fail } = faultyFs();
+  const store = await openJsonlStore({ file, fs: fsys });
+  await store.create(record('a'));
+  const before = await fs.readFile(file, 'utf8');
+  fail.write = async (fd, buffer, offset, length, position) => {
+    await nodeFs.write(fd, buffer, offset, length - 3, position);
+    throw diskFull();
+  };
+  fail.ftruncate = async () => {
+    throw ioError();
+  };
+  await assert.rejects(store.create(record('a-long-id-so-that-debris-is-longer')), StoreWriteError);
+  assert.notEqual(await fs.readFile(file, 'utf8'), before, 'debris is there while truncate fails');
+  delete fail.write;
+  // Truncation still failing: the next write must not append after the debris.
+  await assert.rejects(store.create(record('x')), StoreWriteError);
+  delete fail.ftruncate;
+  await store.create(record('y'));
+  assert.equal(await fs.readFile(file, 'utf8'), `${before}{"id":"y","createdAt":1,"updatedAt":1,"n":0}\n`);
+  await store.close();
+});
+
+test('first write cannot create the file -> StoreWriteError; later write creates it', async () => {
+  const dir = await tempDir();
+  const file = path.join(dir, 'new.jsonl');
+  const { fs: fsys, fail } = faultyFs();
+  const store = await openJsonlStore({ file, fs: fsys });
+  fail.open = async () => {
+    throw Object.assign(new Error('EACCES: permission denied, open'), { code: 'EACCES' });
+  };
+  await assert.rejects(store.create(record('a')), /EACCES/);
+  assert.equal(store.size, 0);
+  delete fail.open;
+  await store.create(record('a'));
+  assert.equal(store.size, 1);
+  await store.close();
+});
+
+test('directory sync fails after creating the file -> write not acknowledged, retried next time', async () => {
+  const dir = await tempDir();
+  const file = path.join(dir, 'd.jsonl');
+  const { fs: fsys, fail } = faultyFs();
+  const store = await openJsonlStore({ file, fs: fsys });
+  let dirSyncs = 0;
+  fail.fsync = async () => {
+    dirSyncs++;
+    throw ioError();
+  };
+  await assert.rejects(store.create(record('a')), StoreWriteError);
+  assert.equal(store.size, 0);
+  delete fail.fsync;
+  await store.create(record('b'));
+  assert.equal(dirSyncs, 1);
+  assert.equal(await fs.readFile(file, 'utf8'), '{"id":"b","createdAt":1,"updatedAt":1,"n":0}\n');
+  await store.close();
+});
+
+test('durability none -> fdatasync never called', async () => {
+  const dir = await tempDir();
+  const file = path.join(dir, 'n.jsonl');
+  const { fs: fsys, fail } = faultyFs();
+  let syncs = 0;
+  fail.fdatasync = async () => {
+    syncs++;
+  };
+  const store = await openJsonlStore({ file, fs: fsys, durability: 'none' });
+  await Promise.all([store.create(record('a')), store.create(record('b'))]);
+  await store.close();
+  assert.equal(syncs, 0);
+  assert.equal((await fs.readFile(file, 'utf8')).split('\n').length, 3);
+});
+
+test('concurrent writes -> share syncs (group commit)', async () => {
+  const dir = await tempDir();
+  const file = path.join(dir, 'g.jsonl');
+  const { fs: fsys, fail } = faultyFs();
+  let syncs = 0;
+  fail.fdatasync = async (fd) => {
+    syncs++;
+    await nodeFs.fdatasync(fd);
+  };
+  const store = await openJsonlStore({ file, fs: fsys });
+  await Promise.all(Array.from({ length: 200 }, (_, i) => store.create(record(`g${i}`))));
+  assert.equal(store.size, 200);
+  assert.ok(syncs <= 2, `200 concurrent creates took ${syncs} syncs`);
+  await store.close();
+});
+
+test('compaction whose temporary file cannot be written -> warning, log untouched, writes go on', async () => {
+  const dir = await tempDir();
+  const file = path.join(dir, 'c.jsonl');
+  const { fs: fsys, fail } = faultyFs();
+  const { warn, messages } = warnings();
+  const store = await openJsonlStore({ file, fs: fsys, warn, compaction: { auto: false } });
+  for (let i = 0; i < 10; i++) await store.create(record(`c${i}`));
+  for (let i = 0; i < 5; i++) await store.delete(`c${i}`);
+  const before = await fs.readFile(file, 'utf8');
+  fail.write = async (fd, buffer, offset, length, position) => {
+    // Only the temporary file is written from position 0 during compaction.
+    if (position === 0) throw diskFull();
+    return nodeFs.write(fd, buffer, offset, length, position);
+  };
+  assert.equal(await store.compact(), false);
+  assert.equal(messages.length, 1);
+  assert.match(messages[0]!, /c\.jsonl: compaction failed: ENOSPC/);
+  assert.equal(await fs.readFile(file, 'utf8'), before);
+  await assert.rejects(fs.stat(`${file}.tmp`), { code: 'ENOENT' });
+  await store.create(record('after'));
+  delete fail.write;
+  assert.equal(await store.compact(), true);
+  assert.deepEqual(
+    (await fs.readFile(file, 'utf8')).trimEnd().split('\n').map((l) => (JSON.parse(l) as { id: string }).id),
+    ['c5', 'c6', 'c7', 'c8', 'c9', 'after'],
+  );
+  await store.close();
+});

@@ -1,0 +1,175 @@
+import assert from 'node:assert/strict';
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import { test } from 'node:test';
+import { openJsonlStore } from '../../src/store/jsonl-store.js';
+import { StoreOpenError } from '../../src/store/store.js';
+import { line, tempDir, warnings } from './helpers.js';
+
+const ids = (store: { values(): Iterable<{ id: string }> }): string[] => Array.from(store.values(), (e) => e.id);
+
+test('torn last line at every byte offset -> earlier lines kept, tail truncated and saved, appends work', async () => {
+  const dir = await tempDir();
+  const head = [line('a', { n: 1 }), line('b', { text: 'ünïcödé' }), '{"id":"a","_deleted":true}'].join('\n') + '\n';
+  const last = line('c', { note: 'the line a crash cut short', list: [1, 2, 3] });
+  const lastBytes = Buffer.from(last);
+  for (let cut = 1; cut <= lastBytes.length; cut++) {
+    const file = path.join(dir, `t${cut}.jsonl`);
+    await fs.writeFile(file, Buffer.concat([Buffer.from(head), lastBytes.subarray(0, cut)]));
+    const { warn, messages } = warnings();
+    const store = await openJsonlStore({ file, warn });
+    if (cut === lastBytes.length) {
+      // Complete but for its newline: a whole record, kept; the next append adds the newline.
+      assert.deepEqual(ids(store), ['b', 'c'], `cut ${cut}`);
+      assert.deepEqual(messages, []);
+    } else {
+      assert.deepEqual(ids(store), ['b'], `cut ${cut}`);
+      assert.equal(messages.length, 1);
+      assert.match(messages[0]!, new RegExp(`t${cut}\\.jsonl: torn final line 4 at byte ${Buffer.byteLength(head)} `));
+      assert.equal(await fs.readFile(`${file}.rejected`, 'utf8'), `${last.slice(0, cut)}\n`); // ASCII: bytes = chars
+      assert.equal((await fs.stat(file)).size, Buffer.byteLength(head));
+    }
+    await store.create({ id: 'd', createdAt: 1, updatedAt: 1 });
+    await store.close();
+    const reopened = await openJsonlStore({ file, warn });
+    assert.deepEqual(ids(reopened), cut === lastBytes.length ? ['b', 'c', 'd'] : ['b', 'd'], `reopen cut ${cut}`);
+    await reopened.close();
+  }
+});
+
+test('torn tail of NUL bytes after the last newline -> truncated with a warning', async () => {
+  const dir = await tempDir();
+  const file = path.join(dir, 'nul.jsonl');
+  await fs.writeFile(file, Buffer.concat([Buffer.from(`${line('a')}\n`), Buffer.alloc(64)]));
+  const { warn, messages } = warnings();
+  const store = await openJsonlStore({ file, warn });
+  assert.deepEqual(ids(store), ['a']);
+  assert.equal(messages.length, 1);
+  assert.match(messages[0]!, /torn final line 2 at byte \d+ \(64 bytes/);
+  await store.close();
+});
+
+test('malformed line in the middle -> StoreOpenError naming file:line and the reason', async () => {
+  const dir = await tempDir();
+  const file = path.join(dir, 'items.jsonl');
+  await fs.writeFile(file, [line('a'), line('b'), '{"id":"c",}', line('d')].join('\n') + '\n');
+  await assert.rejects(openJsonlStore({ file }), (error: unknown) => {
+    assert.ok(error instanceof StoreOpenError);
+    assert.match(error.message, new RegExp(`^${file.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}:3: .*JSON`));
+    return true;
+  });
+  // Nothing was changed on disk.
+  assert.equal((await fs.readFile(file, 'utf8')).split('\n')[2], '{"id":"c",}');
+});
+
+test('line without a string id in the middle or at the end -> StoreOpenError file:line', async () => {
+  const dir = await tempDir();
+  for (const [name, content, lineNo, reason] of [
+    ['noid', `${line('a')}\n{"name":"x"}\n`, 2, 'a line needs a non-empty string id'],
+    ['numid', `{"id":7}\n${line('a')}\n`, 1, 'id must be a string'],
+    ['array', `${line('a')}\n[1,2]\n${line('b')}\n`, 2, 'a line must be a JSON object'],
+  ] as const) {
+    const file = path.join(dir, `${name}.jsonl`);
+    await fs.writeFile(file, content);
+    await assert.rejects(openJsonlStore({ file }), new StoreOpenError(`${file}:${lineNo}: ${reason}`));
+  }
+});
+
+test('two malformed lines at the end -> the first is in the middle: refused', async () => {
+  const dir = await tempDir();
+  const file = path.join(dir, 'two.jsonl');
+  await fs.writeFile(file, `${line('a')}\n{"id":\n{"id":"b"`);
+  await assert.rejects(openJsonlStore({ file }), (error: unknown) => error instanceof StoreOpenError && error.message.startsWith(`${file}:2: `));
+});
+
+test('--repair with malformed lines -> moved to .rejected, file rewritten, store opens', async () => {
+  const dir = await tempDir();
+  const file = path.join(dir, 'repair.jsonl');
+  await fs.writeFile(file, [line('a'), 'garbage here', line('b'), '{"name":"no id"}', line('a', { n: 2 }), '{"id":"c'].join('\n'));
+  const { warn, messages } = warnings();
+  const store = await openJsonlStore({ file, repair: true, warn });
+  assert.deepEqual(ids(store), ['a', 'b']);
+  assert.equal(store.get('a')?.record.n, 2);
+  assert.equal(await fs.readFile(`${file}.rejected`, 'utf8'), '{"id":"c\ngarbage here\n{"name":"no id"}\n');
+  assert.equal(await fs.readFile(file, 'utf8'), `${line('a', { n: 2 })}\n${line('b')}\n`);
+  assert.equal(messages.length, 3);
+  assert.match(messages[0]!, /torn final line 6/);
+  assert.match(messages[1]!, /repair\.jsonl:2: .* moved to .*repair\.jsonl\.rejected/);
+  assert.match(messages[2]!, /repair\.jsonl:4: a line needs a non-empty string id — moved to/);
+  await store.create({ id: 'd', createdAt: 1, updatedAt: 1 });
+  await store.close();
+  const reopened = await openJsonlStore({ file });
+  assert.deepEqual(ids(reopened), ['a', 'b', 'd']);
+  await reopened.close();
+});
+
+test('blank lines, CRLF and spaces -> ignored; line numbers still count them', async () => {
+  const dir = await tempDir();
+  const file = path.join(dir, 'blank.jsonl');
+  await fs.writeFile(file, `\n  ${line('a')}  \r\n\n${line('b')}\r\n   \n{bad}\n${line('c')}\n`);
+  await assert.rejects(openJsonlStore({ file }), (error: unknown) => error instanceof StoreOpenError && error.message.startsWith(`${file}:6: `));
+  await fs.writeFile(file, `\n  ${line('a')}  \r\n\n${line('b')}\r\n   \n`);
+  const store = await openJsonlStore({ file });
+  assert.deepEqual(ids(store), ['a', 'b']);
+  assert.equal(store.get('a')?.json, line('a'));
+  await store.close();
+});
+
+test('tombstones and repeated lines -> last line per id wins, first appearance orders', async () => {
+  const dir = await tempDir();
+  const file = path.join(dir, 'log.jsonl');
+  await fs.writeFile(
+    file,
+    [line('a', { v: 1 }), line('b', { v: 1 }), line('a', { v: 2 }), '{"id":"b","_deleted":true}', line('c'), line('b', { v: 3 }), '{"id":"zz","_deleted":true}'].join('\n') + '\n',
+  );
+  const store = await openJsonlStore({ file });
+  assert.deepEqual(ids(store), ['a', 'c', 'b']);
+  assert.equal(store.get('a')?.record.v, 2);
+  assert.equal(store.get('b')?.record.v, 3);
+  assert.equal(store.lineCount, 7);
+  await store.close();
+});
+
+test('lines crossing read-chunk boundaries, one longer than a chunk -> all loaded intact', async () => {
+  const dir = await tempDir();
+  const file = path.join(dir, 'chunks.jsonl');
+  const lines = Array.from({ length: 300 }, (_, i) => line(`e${i}`, { pad: 'x'.repeat(i % 50), big: i === 150 ? 'y'.repeat(5000) : '' }));
+  await fs.writeFile(file, lines.join('\n') + '\n');
+  const store = await openJsonlStore({ file, loadChunkBytes: 1024 });
+  assert.equal(store.size, 300);
+  assert.deepEqual(Array.from(store.values(), (e) => e.json), lines);
+  await store.close();
+});
+
+test('stale .jsonl.tmp from an interrupted compaction -> removed with a warning, log intact', async () => {
+  const dir = await tempDir();
+  const file = path.join(dir, 'tmp.jsonl');
+  await fs.writeFile(file, `${line('a')}\n`);
+  await fs.writeFile(`${file}.tmp`, `${line('half')}\n{"id":`);
+  const { warn, messages } = warnings();
+  const store = await openJsonlStore({ file, warn });
+  assert.deepEqual(ids(store), ['a']);
+  assert.deepEqual(messages, [`${file}.tmp: removed an unfinished compaction`]);
+  await assert.rejects(fs.stat(`${file}.tmp`), { code: 'ENOENT' });
+  await store.close();
+});
+
+test('missing file -> empty store; first write creates it', async () => {
+  const dir = await tempDir();
+  const file = path.join(dir, 'new.jsonl');
+  const store = await openJsonlStore({ file });
+  assert.equal(store.size, 0);
+  await assert.rejects(fs.stat(file), { code: 'ENOENT' });
+  await store.create({ id: 'x', createdAt: 1, updatedAt: 1 });
+  assert.equal(await fs.readFile(file, 'utf8'), '{"id":"x","createdAt":1,"updatedAt":1}\n');
+  await store.close();
+});
+
+test('escaped id in the file -> decoded id', async () => {
+  const dir = await tempDir();
+  const file = path.join(dir, 'esc.jsonl');
+  await fs.writeFile(file, '{"id":"a\\u0062c","n":1}\n');
+  const store = await openJsonlStore({ file });
+  assert.equal(store.get('abc')?.record.n, 1);
+  await store.close();
+});
