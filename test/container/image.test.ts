@@ -114,9 +114,9 @@ assert.ok(firstDemo !== undefined);
 const newEntity = clientFields(firstDemo);
 
 /** Starts a server container on the shared volume; resolves with its published address. */
-async function startServer(name: string): Promise<string> {
+async function startServer(name: string, extra: readonly string[] = []): Promise<string> {
   await podmanOk([
-    'run', '-d', '--name', name,
+    'run', '-d', '--name', name, ...extra,
     '-e', `HALSERVE_TOKENS=${token}`,
     '-v', `${volume}:/data`,
     '-p', '127.0.0.1::8080',
@@ -331,8 +331,9 @@ test('access log -> every stdout line after the ready line is JSON, the token is
 let addressB = '';
 const nameB = `halserve-b-${suffix}`;
 
-test('new container on the same volume -> not reseeded, both POSTed entities kept', async () => {
-  addressB = await startServer(nameB);
+test('new container on the same volume, read-only root, no capabilities -> not reseeded, both POSTed entities kept, a POST still 201', async () => {
+  // The server needs nothing but its volume: no writable root file system, no capability.
+  addressB = await startServer(nameB, ['--read-only', '--cap-drop', 'ALL', '--security-opt', 'no-new-privileges']);
   const logs = await podman(['logs', nameB]);
   assert.doesNotMatch(logs.stderr, /seeded/);
   for (const location of [postedLocation, inFlightLocation]) {
@@ -342,6 +343,13 @@ test('new container on the same volume -> not reseeded, both POSTed entities kep
   }
   const { body } = await getJson(`${addressB}/${demo.name}?limit=1`);
   assert.equal(body['total'], demo.live.size + 2);
+  // A write through the read-only container lands on the volume.
+  const response = await fetch(`${addressB}/${demo.name}`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    body: JSON.stringify(newEntity),
+  });
+  assert.equal(response.status, 201, await response.text());
 });
 
 test(`SIGTERM on an idle server -> exit 0 within ${STOP_LIMIT_S} s`, async () => {

@@ -27,12 +27,13 @@ base=docker.io/library/node:22-slim
 
 log() { printf '[container] %s\n' "$*" >&2; }
 die() { log "FAIL: $*"; exit 1; }
+timings=()
 since() { awk -v a="$1" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.2f", b - a }'; }
 
 # --- 1. tools -----------------------------------------------------------------------------------
-packages=(podman buildah debootstrap runc fuse-overlayfs slirp4netns uidmap curl ca-certificates)
+packages=(podman buildah debootstrap runc fuse-overlayfs slirp4netns uidmap ca-certificates)
 need_install=0
-for cmd in podman buildah debootstrap runc fuse-overlayfs slirp4netns curl; do
+for cmd in podman buildah debootstrap runc fuse-overlayfs slirp4netns; do
   command -v "$cmd" >/dev/null || need_install=1
 done
 if ((need_install)); then
@@ -41,7 +42,7 @@ if ((need_install)); then
   t=$EPOCHREALTIME
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${packages[@]}" >/dev/null
-  log "installed in $(since "$t") s"
+  timings+=("apt-get install: $(since "$t") s")
 fi
 ((EUID == 0)) || die "run as root: the stand-in base image is made with debootstrap and podman runs rootful"
 command -v node >/dev/null || die "node is needed on the host to drive the test"
@@ -52,14 +53,24 @@ command -v node >/dev/null || die "node is needed on the host to drive the test"
 # are removed at the end.
 host_state=(/run/libpod /run/runc /run/netns /var/lib/containers /var/cache/containers /var/lib/cni)
 preexisting=()
-for p in "${host_state[@]}"; do [[ -e $p ]] && preexisting+=("$p"); done
-had_cni_bridge=0
-ip link show cni-podman0 >/dev/null 2>&1 && had_cni_bridge=1
+for p in "${host_state[@]}"; do
+  if [[ -e $p ]]; then preexisting+=("$p"); fi
+done
 
 root=$(mktemp -d "${TMPDIR:-/tmp}/halserve-container.XXXXXX")
 mkdir -p "$root"/{tmp,storage,run,libpod,net.d,npm-cache,pack}
 
-timings=()
+# Ids of the processes still alive that name our directory on their command line: a conmon or
+# slirp4netns whose container is gone. Read from /proc, so that nothing but ours can match.
+leftover_processes() {
+  local dir pid
+  for dir in /proc/[0-9]*; do
+    pid=${dir#/proc/}
+    [[ $pid == "$$" || $pid == "$BASHPID" ]] && continue
+    if tr '\0' ' ' <"$dir/cmdline" 2>/dev/null | grep -qF -- "$root"; then echo "$pid"; fi
+  done
+}
+
 status=fail
 cleanup() {
   local rc=$? t=$EPOCHREALTIME
@@ -71,12 +82,19 @@ cleanup() {
     podman volume rm -a -f >/dev/null 2>&1
     podman rmi -a -f >/dev/null 2>&1
   fi
-  # Processes of ours still alive (a conmon or slirp4netns whose container is gone) name our
-  # directory on their command line; end exactly those, by id.
-  local pid
-  for pid in $(pgrep -f -- "$root" 2>/dev/null); do
-    [[ $pid != "$$" ]] && kill "$pid" 2>/dev/null
+  # conmon exits with its container; a moment's grace, then anything of ours still alive is
+  # ended by id and fails the run: the test must leave no process behind.
+  local pids tries=0
+  pids=$(leftover_processes)
+  while [[ -n $pids ]] && ((tries++ < 20)); do
+    sleep 0.1
+    pids=$(leftover_processes)
   done
+  if [[ -n $pids ]]; then
+    log "left running, now ended: $(for pid in $pids; do tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | cut -c1-100; echo; done)"
+    kill $pids 2>/dev/null
+    ((rc == 0)) && rc=1
+  fi
   local mnt
   findmnt -rn -o TARGET | grep -F -- "$root" | sort -r | while read -r mnt; do
     umount -l "$mnt" 2>/dev/null
@@ -86,17 +104,18 @@ cleanup() {
   else
     rm -rf -- "$root"
   fi
-  local p q keep
+  local p q keep removed=()
   for p in "${host_state[@]}"; do
     keep=0
     for q in "${preexisting[@]}"; do [[ $p == "$q" ]] && keep=1; done
-    if ((!keep)); then
+    if ((!keep)) && [[ -e $p ]]; then
       # podman bind-mounts /run/netns onto itself, as `ip netns` does.
       mountpoint -q -- "$p" && umount -- "$p"
       rm -rf -- "$p"
+      removed+=("$p")
     fi
   done
-  ((had_cni_bridge)) || ip link delete cni-podman0 >/dev/null 2>&1
+  ((${#removed[@]})) && log "removed what podman made on the host: ${removed[*]}"
   timings+=("cleanup: $(since "$t") s")
   timings+=("total run time: $(since "$started") s")
   log "timings:"
