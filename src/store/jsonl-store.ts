@@ -165,7 +165,12 @@ class JsonlLogStore implements JsonlStore {
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw openError(this.#file + TMP_SUFFIX, error);
     }
-    const loaded = await loadLog(fsys, this.#file, this.#index, this.#repair, this.#loadChunkBytes);
+    let loaded: LoadResult;
+    try {
+      loaded = await loadLog(fsys, this.#file, this.#index, this.#repair, this.#loadChunkBytes);
+    } catch (error) {
+      throw error instanceof StoreOpenError ? error : openError(this.#file, error);
+    }
     this.#lines = loaded.lines;
     this.#size = loaded.size;
     this.#needsNewline = loaded.needsNewline;
@@ -318,6 +323,8 @@ class JsonlLogStore implements JsonlStore {
         await this.#append(Buffer.from(text));
       } catch (error) {
         const failure = new StoreWriteError(`${this.#file}: write failed: ${(error as Error).message}`);
+        // Every op of the batch fails, even one that wrote nothing (a 404, a refused change): its
+        // answer was computed against writes of the batch that did not happen.
         for (const op of batch) op.reject(failure);
         return;
       }

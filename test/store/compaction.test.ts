@@ -3,6 +3,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { test } from 'node:test';
 import { openJsonlStore, type JsonlStore } from '../../src/store/jsonl-store.js';
+import { nodeFs, type StoreFs } from '../../src/store/store-fs.js';
 import { tempDir } from './helpers.js';
 
 const record = (id: string, n = 0) => ({ id, createdAt: 1, updatedAt: 1, n });
@@ -32,7 +33,21 @@ test('compact with no writes under way -> one line per live entity, in creation 
 test('compaction during concurrent writes -> no write lost or blocked; file then reloads to the same state', async () => {
   const dir = await tempDir();
   const file = path.join(dir, 'b.jsonl');
-  const store = await openJsonlStore({ file, compaction: { auto: false } });
+  // The temporary file's sync takes 150 ms, so that the compaction surely overlaps the writes.
+  const tmpFds = new Set<number>();
+  const slowTmpSync: StoreFs = {
+    ...nodeFs,
+    open: async (name, flags, mode) => {
+      const fd = await nodeFs.open(name, flags, mode);
+      if (name.endsWith('.tmp')) tmpFds.add(fd);
+      return fd;
+    },
+    fdatasync: async (fd) => {
+      if (tmpFds.has(fd)) await new Promise((resolve) => setTimeout(resolve, 150));
+      await nodeFs.fdatasync(fd);
+    },
+  };
+  const store = await openJsonlStore({ file, fs: slowTmpSync, compaction: { auto: false } });
   await Promise.all(Array.from({ length: 5000 }, (_, i) => store.create(record(`e${i}`))));
   await Promise.all(Array.from({ length: 5000 }, (_, i) => (i % 2 ? store.delete(`e${i}`) : store.update(`e${i}`, (c) => ({ ...c.record, n: 1 })))));
   let done = false;
@@ -42,10 +57,10 @@ test('compaction during concurrent writes -> no write lost or blocked; file then
     for (let i = 0; !done; i++) {
       const id = `c${c}-${i}`;
       await store.create(record(id));
+      if (!done) acknowledgedDuring++;
       await store.update(id, (cur) => ({ ...cur.record, n: 2 }));
       if (i % 3 === 0) await store.delete(id);
       if (i % 5 === 0) await store.update(`e${i * 2}`, (cur) => ({ ...cur.record, n: 3 }));
-      if (!done) acknowledgedDuring++;
     }
   });
   const compacted = await store.compact();
