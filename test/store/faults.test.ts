@@ -192,3 +192,35 @@ test('compaction whose temporary file cannot be written -> warning, log untouche
   );
   await store.close();
 });
+
+test('directory sync fails after compaction renamed the file -> warning; next write syncs it before acknowledging', async () => {
+  const dir = await tempDir();
+  const file = path.join(dir, 'r.jsonl');
+  const { fs: fsys, fail } = faultyFs();
+  const { warn, messages } = warnings();
+  const store = await openJsonlStore({ file, fs: fsys, warn, compaction: { auto: false } });
+  for (let i = 0; i < 4; i++) await store.create(record(`r${i}`));
+  await store.delete('r0');
+  fail.fsync = async () => {
+    throw ioError();
+  };
+  assert.equal(await store.compact(), true);
+  assert.equal(messages.length, 1);
+  assert.match(messages[0]!, /directory sync after compaction failed: EIO/);
+  // Still failing: a write cannot be acknowledged while the rename may not be durable.
+  await assert.rejects(store.create(record('x')), StoreWriteError);
+  let directorySyncs = 0;
+  fail.fsync = async (fd) => {
+    directorySyncs++;
+    await nodeFs.fsync(fd);
+  };
+  await store.create(record('y'));
+  assert.equal(directorySyncs, 1);
+  await store.create(record('z'));
+  assert.equal(directorySyncs, 1);
+  await store.close();
+  assert.deepEqual(
+    (await fs.readFile(file, 'utf8')).trimEnd().split('\n').map((l) => (JSON.parse(l) as { id: string }).id),
+    ['r1', 'r2', 'r3', 'y', 'z'],
+  );
+});

@@ -173,3 +173,17 @@ test('escaped id in the file -> decoded id', async () => {
   assert.equal(store.get('abc')?.record.n, 1);
   await store.close();
 });
+
+test('unparsable final line that does end in a newline -> torn too: truncated, kept in .rejected', async () => {
+  const dir = await tempDir();
+  const file = path.join(dir, 'nl.jsonl');
+  await fs.writeFile(file, `${line('a')}\n{"id":"b","createdAt":17\n\n`);
+  const { warn, messages } = warnings();
+  const store = await openJsonlStore({ file, warn });
+  assert.deepEqual(ids(store), ['a']);
+  assert.equal(messages.length, 1);
+  assert.match(messages[0]!, new RegExp(`torn final line 2 at byte ${line('a').length + 1} `));
+  assert.equal(await fs.readFile(file, 'utf8'), `${line('a')}\n`);
+  assert.equal(await fs.readFile(`${file}.rejected`, 'utf8'), '{"id":"b","createdAt":17\n');
+  await store.close();
+});
