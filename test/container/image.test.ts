@@ -17,6 +17,9 @@ const repo = requiredEnv('HALSERVE_TEST_REPO');
 const timingsFile = process.env['HALSERVE_TEST_TIMINGS'];
 
 const suffix = `${process.pid}`;
+const nameOpen = `halserve-open-${suffix}`;
+const nameA = `halserve-a-${suffix}`;
+const nameB = `halserve-b-${suffix}`;
 const volume = `halserve-test-data-${suffix}`;
 const token = `container-test-token-${suffix}`;
 /** The one line the CLI prints on stdout when it is ready (CLI contract). */
@@ -95,14 +98,19 @@ function clientFields(entity: JsonObject): JsonObject {
   return Object.fromEntries(Object.entries(entity).filter(([key]) => !SERVER_FIELDS.has(key)));
 }
 
-/** The demo resource the checks use: the first demo file, by name, that holds an entity. */
+/**
+ * The demo resource the checks use: one that holds an entity, preferring one with a schema, so that
+ * the POSTs also go through the validator the container loads from /data.
+ */
 async function findDemo(): Promise<{ name: string; files: string[]; live: Map<string, JsonObject> }> {
   const dataDir = path.join(repo, 'data');
   const files = (await readdir(dataDir)).sort();
-  for (const file of files) {
-    if (!file.endsWith('.jsonl')) continue;
-    const live = await liveEntities(path.join(dataDir, file));
-    if (live.size > 0) return { name: file.slice(0, -'.jsonl'.length), files, live };
+  const names = files.filter((file) => file.endsWith('.jsonl')).map((file) => file.slice(0, -'.jsonl'.length));
+  const hasSchema = (name: string): boolean => files.includes(`${name}.schema.json`);
+  names.sort((a, b) => Number(hasSchema(b)) - Number(hasSchema(a)));
+  for (const name of names) {
+    const live = await liveEntities(path.join(dataDir, `${name}.jsonl`));
+    if (live.size > 0) return { name, files, live };
   }
   throw new Error(`no demo resource with an entity in ${dataDir}`);
 }
@@ -113,12 +121,13 @@ assert.ok(firstDemo !== undefined);
 /** A body the demo schema (if any) accepts: the client fields of a demo entity. */
 const newEntity = clientFields(firstDemo);
 
-/** Starts a server container on the shared volume; resolves with its published address. */
-async function startServer(name: string, extra: readonly string[] = []): Promise<string> {
+/** How the servers of the main story run: with the token, on the shared volume. */
+const WITH_TOKEN_AND_VOLUME: readonly string[] = ['-e', `HALSERVE_TOKENS=${token}`, '-v', `${volume}:/data`];
+
+/** Starts a server container; resolves with its published address once it printed its ready line. */
+async function startServer(name: string, options: readonly string[]): Promise<string> {
   await podmanOk([
-    'run', '-d', '--name', name, ...extra,
-    '-e', `HALSERVE_TOKENS=${token}`,
-    '-v', `${volume}:/data`,
+    'run', '-d', '--name', name, ...options,
     '-p', '127.0.0.1::8080',
     // The image's HEALTHCHECK stays; only podman's systemd timer for it, absent here, is left out.
     '--health-interval', 'disable',
@@ -159,7 +168,7 @@ async function getJson(url: string, headers: Record<string, string> = {}): Promi
 
 after(async () => {
   // run.sh removes everything too; this keeps a direct `node --test` run tidy as well.
-  await podman(['rm', '-f', '-t', '0', `halserve-a-${suffix}`, `halserve-b-${suffix}`, `halserve-refuse-${suffix}`]);
+  await podman(['rm', '-f', '-v', '-t', '0', nameA, nameB, nameOpen, `halserve-refuse-${suffix}`]);
   await podman(['volume', 'rm', '-f', volume]);
 });
 
@@ -189,7 +198,7 @@ test('image filesystem -> compiled server, package.json and the demo data under 
   const [modules, app, demoFiles, cli] = listing.split('---\n').map((part) => part.trim().split('\n').filter(Boolean));
   assert.deepEqual(modules, []);
   assert.deepEqual(app, ['demo', 'dist', 'docker', 'package.json']);
-  assert.deepEqual(demoFiles, demo.files.filter((file) => !file.endsWith('.lock') && !file.includes('.tmp')));
+  assert.deepEqual(demoFiles, demo.files.filter((file) => !file.startsWith('.') && !/\.(lock|tmp|rejected)$/.test(file)));
   assert.deepEqual(cli, ['cli']);
 });
 
@@ -204,12 +213,26 @@ test('no token -> exit 1 with a message naming HALSERVE_TOKENS and HALSERVE_NO_A
   console.log(`refusal: ${message}`);
 });
 
+test('HALSERVE_NO_AUTH=1, HALSERVE_SEED=0 -> serves without a token, with an empty data directory', async () => {
+  const address = await startServer(nameOpen, ['-e', 'HALSERVE_NO_AUTH=1', '-e', 'HALSERVE_SEED=0']);
+  const logs = await podman(['logs', nameOpen]);
+  assert.doesNotMatch(logs.stderr, /seeded/);
+  const stored = (await podmanOk(['exec', nameOpen, 'ls', '-A', '/data'])).trim().split('\n');
+  assert.deepEqual(stored.filter((file) => file.endsWith('.jsonl')), []);
+  const response = await fetch(`${address}/`);
+  assert.equal(response.status, 200);
+  const body: unknown = await response.json();
+  assert.ok(isObject(body) && isObject(body['_links']));
+  const hrefs = Object.values(body['_links']).map((link) => (isObject(link) ? link['href'] : undefined));
+  assert.ok(!hrefs.includes(`/${demo.name}`), `no demo collection: ${JSON.stringify(body['_links'])}`);
+  assert.equal((await stopServer(nameOpen)).exitCode, 0);
+});
+
 let addressA = '';
-const nameA = `halserve-a-${suffix}`;
 
 test('token and a new named volume -> seeds the demo data, listens on 0.0.0.0:8080 as uid 1000', async () => {
   await podmanOk(['volume', 'create', volume]);
-  addressA = await startServer(nameA);
+  addressA = await startServer(nameA, WITH_TOKEN_AND_VOLUME);
   const logs = await podman(['logs', nameA]);
   assert.match(logs.stderr, new RegExp(`^${SEEDED_LINE}$`, 'm'));
   assert.equal((await podmanOk(['exec', nameA, 'id', '-u'])).trim(), '1000');
@@ -329,11 +352,10 @@ test('access log -> every stdout line after the ready line is JSON, the token is
 });
 
 let addressB = '';
-const nameB = `halserve-b-${suffix}`;
 
 test('new container on the same volume, read-only root, no capabilities -> not reseeded, both POSTed entities kept, a POST still 201', async () => {
   // The server needs nothing but its volume: no writable root file system, no capability.
-  addressB = await startServer(nameB, ['--read-only', '--cap-drop', 'ALL', '--security-opt', 'no-new-privileges']);
+  addressB = await startServer(nameB, [...WITH_TOKEN_AND_VOLUME, '--read-only', '--cap-drop', 'ALL', '--security-opt', 'no-new-privileges']);
   const logs = await podman(['logs', nameB]);
   assert.doesNotMatch(logs.stderr, /seeded/);
   for (const location of [postedLocation, inFlightLocation]) {
