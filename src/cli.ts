@@ -40,12 +40,7 @@ async function loadValidator(data: string, name: string): Promise<Validator | un
 
 /** The resources to serve: every `*.jsonl` file plus the declared ones, each name checked. */
 async function resourceNames(config: Config): Promise<string[]> {
-  let found: string[];
-  try {
-    found = await discoverResources(config.data);
-  } catch (error) {
-    throw new StartupError(`cannot read data directory ${config.data}: ${(error as Error).message}`);
-  }
+  const found = await discoverResources(config.data);
   const names = [...new Set([...found, ...config.resources])].sort();
   for (const name of names) {
     const problem = resourceNameProblem(name);

@@ -1,0 +1,56 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after } from 'node:test';
+import { fileURLToPath } from 'node:url';
+
+const CLI = fileURLToPath(new URL('../../src/cli.ts', import.meta.url));
+
+/** A halserve process started from the CLI, as a user would start it. */
+export interface CliProcess {
+  readonly child: ChildProcess;
+  readonly url: string;
+  /** Everything printed so far. */
+  stdout(): string;
+  stderr(): string;
+  /** Resolves with the exit code (or the signal's name) when the process ends. */
+  readonly exited: Promise<number | string>;
+}
+
+/** Spawns the CLI with `args`; `env` is added to the environment. */
+export function spawnCli(args: readonly string[], env: Record<string, string> = {}): { child: ChildProcess; stdout: () => string; stderr: () => string; exited: Promise<number | string> } {
+  const child = spawn(process.execPath, ['--import', 'tsx', CLI, ...args], {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  let err = '';
+  child.stdout?.setEncoding('utf8').on('data', (chunk: string) => (out += chunk));
+  child.stderr?.setEncoding('utf8').on('data', (chunk: string) => (err += chunk));
+  const exited = new Promise<number | string>((resolve) => child.once('exit', (code, signal) => resolve(code ?? signal ?? -1)));
+  after(() => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  });
+  return { child, stdout: () => out, stderr: () => err, exited };
+}
+
+/** Starts the CLI and waits for its ready line (contract §9). */
+export async function startCli(args: readonly string[], env: Record<string, string> = {}): Promise<CliProcess> {
+  const proc = spawnCli(args, env);
+  const deadline = Date.now() + 15_000;
+  for (;;) {
+    const match = /halserve listening on (http:\/\/\S+)\n/.exec(proc.stdout());
+    if (match?.[1]) return { ...proc, url: match[1] };
+    if (proc.child.exitCode !== null) throw new Error(`halserve exited ${proc.child.exitCode}: ${proc.stderr()}`);
+    if (Date.now() > deadline) throw new Error(`halserve did not start: ${proc.stderr()}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+/** A temporary directory removed after the test file. */
+export async function tempDir(prefix = 'halserve-test-'): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), prefix));
+  after(() => rm(dir, { recursive: true, force: true }));
+  return dir;
+}
