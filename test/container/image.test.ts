@@ -213,6 +213,17 @@ test('no token -> exit 1 with a message naming HALSERVE_TOKENS and HALSERVE_NO_A
   console.log(`refusal: ${message}`);
 });
 
+test('a user who cannot write /data -> exit 1 with a message saying how to mount or chown it', async () => {
+  // An arbitrary uid (as some platforms run images) on a volume that belongs to uid 1000.
+  const result = await podman(
+    ['run', '--rm', '--no-healthcheck', '--name', `halserve-refuse-${suffix}`, '--user', '4321', '-e', `HALSERVE_TOKENS=${token}`, image],
+    30_000,
+  );
+  assert.equal(result.code, 1, `exit code; output:\n${result.stdout}${result.stderr}`);
+  assert.doesNotMatch(result.stdout, /listening/);
+  assert.match(result.stderr, /^halserve: data directory \/data is not writable by uid 4321; .*chown/m);
+});
+
 test('HALSERVE_NO_AUTH=1, HALSERVE_SEED=0 -> serves without a token, with an empty data directory', async () => {
   const address = await startServer(nameOpen, ['-e', 'HALSERVE_NO_AUTH=1', '-e', 'HALSERVE_SEED=0']);
   const logs = await podman(['logs', nameOpen]);

@@ -67,7 +67,7 @@ leftover_processes() {
   for dir in /proc/[0-9]*; do
     pid=${dir#/proc/}
     [[ $pid == "$$" || $pid == "$BASHPID" ]] && continue
-    if tr '\0' ' ' <"$dir/cmdline" 2>/dev/null | grep -qF -- "$root"; then echo "$pid"; fi
+    if tr '\0' ' ' 2>/dev/null <"$dir/cmdline" | grep -qF -- "$root"; then echo "$pid"; fi
   done
 }
 
@@ -91,7 +91,7 @@ cleanup() {
     pids=$(leftover_processes)
   done
   if [[ -n $pids ]]; then
-    log "left running, now ended: $(for pid in $pids; do tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | cut -c1-100; echo; done)"
+    log "left running, now ended: $(for pid in $pids; do tr '\0' ' ' 2>/dev/null <"/proc/$pid/cmdline" | cut -c1-100; echo; done)"
     kill $pids 2>/dev/null
     ((rc == 0)) && rc=1
   fi
