@@ -11,6 +11,7 @@ import { appendFile, readFile, readdir } from 'node:fs/promises';
 import http from 'node:http';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { LOCK_FILE } from '../../src/store/dir-lock.js';
 
 const image = requiredEnv('HALSERVE_TEST_IMAGE');
 const repo = requiredEnv('HALSERVE_TEST_REPO');
@@ -20,6 +21,8 @@ const suffix = `${process.pid}`;
 const nameOpen = `halserve-open-${suffix}`;
 const nameA = `halserve-a-${suffix}`;
 const nameB = `halserve-b-${suffix}`;
+const nameC = `halserve-c-${suffix}`;
+const nameD = `halserve-d-${suffix}`;
 const volume = `halserve-test-data-${suffix}`;
 const token = `container-test-token-${suffix}`;
 /** The one line the CLI prints on stdout when it is ready (CLI contract). */
@@ -166,9 +169,22 @@ async function getJson(url: string, headers: Record<string, string> = {}): Promi
   return { response, body };
 }
 
+/** POSTs the new entity to the demo collection; resolves with its Location once 201 is asserted. */
+async function postEntity(address: string): Promise<string> {
+  const response = await fetch(`${address}/${demo.name}`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    body: JSON.stringify(newEntity),
+  });
+  assert.equal(response.status, 201, await response.text());
+  const location = response.headers.get('location') ?? '';
+  assert.match(location, new RegExp(`^/${demo.name}/[^/]+$`));
+  return location;
+}
+
 after(async () => {
   // run.sh removes everything too; this keeps a direct `node --test` run tidy as well.
-  await podman(['rm', '-f', '-v', '-t', '0', nameA, nameB, nameOpen, `halserve-refuse-${suffix}`]);
+  await podman(['rm', '-f', '-v', '-t', '0', nameA, nameB, nameC, nameD, nameOpen, `halserve-refuse-${suffix}`]);
   await podman(['volume', 'rm', '-f', volume]);
 });
 
@@ -363,13 +379,16 @@ test('access log -> every stdout line after the ready line is JSON, the token is
 });
 
 let addressB = '';
+/** Every entity POSTed so far, by Location: each must outlive every container. */
+const locations: string[] = [];
 
 test('new container on the same volume, read-only root, no capabilities -> not reseeded, both POSTed entities kept, a POST still 201', async () => {
   // The server needs nothing but its volume: no writable root file system, no capability.
   addressB = await startServer(nameB, [...WITH_TOKEN_AND_VOLUME, '--read-only', '--cap-drop', 'ALL', '--security-opt', 'no-new-privileges']);
   const logs = await podman(['logs', nameB]);
   assert.doesNotMatch(logs.stderr, /seeded/);
-  for (const location of [postedLocation, inFlightLocation]) {
+  locations.push(postedLocation, inFlightLocation);
+  for (const location of locations) {
     const { response, body } = await getJson(`${addressB}${location}`);
     assert.equal(response.status, 200, location);
     assert.deepEqual(clientFields(body), newEntity);
@@ -377,12 +396,7 @@ test('new container on the same volume, read-only root, no capabilities -> not r
   const { body } = await getJson(`${addressB}/${demo.name}?limit=1`);
   assert.equal(body['total'], demo.live.size + 2);
   // A write through the read-only container lands on the volume.
-  const response = await fetch(`${addressB}/${demo.name}`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-    body: JSON.stringify(newEntity),
-  });
-  assert.equal(response.status, 201, await response.text());
+  locations.push(await postEntity(addressB));
 });
 
 test(`SIGTERM on an idle server -> exit 0 within ${STOP_LIMIT_S} s`, async () => {
@@ -390,4 +404,23 @@ test(`SIGTERM on an idle server -> exit 0 within ${STOP_LIMIT_S} s`, async () =>
   assert.equal(stop.exitCode, 0);
   await recordTiming(`stop (idle, SIGTERM to exit): ${stop.seconds.toFixed(2)} s`);
   assert.ok(stop.seconds < STOP_LIMIT_S, `stop took ${stop.seconds.toFixed(2)} s`);
+});
+
+test('SIGKILL, then a new container on the same volume -> starts despite the stale lock, every acknowledged write kept', async () => {
+  const addressC = await startServer(nameC, WITH_TOKEN_AND_VOLUME);
+  locations.push(await postEntity(addressC));
+  await podmanOk(['kill', '--signal', 'KILL', nameC]);
+  assert.equal((await podmanOk(['wait', nameC])).trim(), '137');
+  // The killed server could not remove its lock: the next one must see it is stale.
+  const left = await podmanOk(['run', '--rm', '--no-healthcheck', '-v', `${volume}:/data`, '--entrypoint', 'ls', image, '-A', '/data']);
+  assert.ok(left.split('\n').includes(LOCK_FILE), `${LOCK_FILE} left behind: ${left}`);
+  const addressD = await startServer(nameD, WITH_TOKEN_AND_VOLUME);
+  for (const location of locations) {
+    const { response, body } = await getJson(`${addressD}${location}`);
+    assert.equal(response.status, 200, location);
+    assert.deepEqual(clientFields(body), newEntity);
+  }
+  const { body } = await getJson(`${addressD}/${demo.name}?limit=1`);
+  assert.equal(body['total'], demo.live.size + locations.length);
+  assert.equal((await stopServer(nameD)).exitCode, 0);
 });
