@@ -6,6 +6,10 @@
  * the live slots finds the slot of the k-th live entity in O(log n), so a page costs
  * O(limit · log n) whatever its offset and however many holes lie before it. When holes outnumber
  * live entities the array is re-packed (O(n), amortised O(1) per delete).
+ *
+ * id → slot is an open-addressing hash table over an Int32Array rather than a `Map`: loading a
+ * million entities into a `Map` alone took longer than half the start-up budget, mostly in
+ * rehashing and in allocating its entries.
  */
 
 /** What the index needs of an entity. */
@@ -13,12 +17,23 @@ export interface Identified {
   readonly id: string;
 }
 
+const EMPTY = -1;
+
+/** FNV-1a over the UTF-16 code units: ids are short, and this runs once per lookup. */
+function hash(id: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < id.length; i++) h = Math.imul(h ^ id.charCodeAt(i), 16777619);
+  // Fold the high bits in: the table masks the low ones.
+  return (h ^ (h >>> 15)) >>> 0;
+}
+
 /** Holes are re-packed only past this count, so that small stores never re-pack. */
 const MIN_HOLES_TO_REPACK = 1024;
 
 export class EntityIndex<E extends Identified> {
-  /** id → slot. */
-  #slotOf = new Map<string, number>();
+  /** id → slot: linear probing; -1 is empty. Capacity is a power of two, at most half full. */
+  #table = new Int32Array(1024).fill(EMPTY);
+  #count = 0;
   /** Creation order; `undefined` is a deleted entity's hole. */
   #slots: (E | undefined)[] = [];
   /** Fenwick tree over `#slots` (1-based): 1 per live slot. Length is a capacity ≥ slots + 1. */
@@ -27,41 +42,51 @@ export class EntityIndex<E extends Identified> {
 
   /** Number of live entities. */
   get size(): number {
-    return this.#slotOf.size;
+    return this.#count;
   }
 
   get(id: string): E | undefined {
-    const slot = this.#slotOf.get(id);
-    return slot === undefined ? undefined : this.#slots[slot];
+    const at = this.#probe(id);
+    const slot = this.#table[at]!;
+    return slot === EMPTY ? undefined : this.#slots[slot];
   }
 
   has(id: string): boolean {
-    return this.#slotOf.has(id);
+    return this.#table[this.#probe(id)] !== EMPTY;
   }
 
   /** Replaces the entity with the same id in place, or adds it at the end of the creation order. */
   set(entity: E): void {
-    const slot = this.#slotOf.get(entity.id);
-    if (slot !== undefined) {
+    const at = this.#probe(entity.id);
+    const slot = this.#table[at]!;
+    if (slot !== EMPTY) {
       this.#slots[slot] = entity;
       return;
     }
     const index = this.#slots.length;
     this.#slots.push(entity);
-    this.#slotOf.set(entity.id, index);
+    this.#table[at] = index;
+    if (++this.#count * 2 > this.#table.length) this.#rehash(this.#table.length * 2);
     if (index + 1 >= this.#tree.length) this.#rebuildTree(this.#tree.length * 2);
     else this.#add(index + 1, 1);
   }
 
+  /** Makes room for `count` entities in the id table (a hint: loading knows roughly how many). */
+  reserve(count: number): void {
+    if (count * 2 > this.#table.length) this.#rehash(count * 2);
+  }
+
   /** Removes an entity; false when the id is not there. */
   delete(id: string): boolean {
-    const slot = this.#slotOf.get(id);
-    if (slot === undefined) return false;
-    this.#slotOf.delete(id);
+    const at = this.#probe(id);
+    const slot = this.#table[at]!;
+    if (slot === EMPTY) return false;
+    this.#unlink(at);
+    this.#count--;
     this.#slots[slot] = undefined;
     this.#add(slot + 1, -1);
     this.#holes++;
-    if (this.#holes > MIN_HOLES_TO_REPACK && this.#holes > this.#slotOf.size) this.#repack();
+    if (this.#holes > MIN_HOLES_TO_REPACK && this.#holes > this.#count) this.#repack();
     return true;
   }
 
@@ -98,7 +123,8 @@ export class EntityIndex<E extends Identified> {
 
   /** Drops every entity. */
   clear(): void {
-    this.#slotOf = new Map();
+    this.#table = new Int32Array(1024).fill(EMPTY);
+    this.#count = 0;
     this.#slots = [];
     this.#tree = new Int32Array(1024);
     this.#holes = 0;
@@ -140,13 +166,58 @@ export class EntityIndex<E extends Identified> {
 
   #repack(): void {
     const packed: E[] = [];
-    for (const entity of this.#slots) {
-      if (entity === undefined) continue;
-      this.#slotOf.set(entity.id, packed.length);
-      packed.push(entity);
-    }
+    for (const entity of this.#slots) if (entity !== undefined) packed.push(entity);
     this.#slots = packed;
     this.#holes = 0;
     this.#rebuildTree(1024);
+    this.#rehash(this.#table.length);
+  }
+
+  /** Table position of `id`: where it is, or the empty position where it would go. */
+  #probe(id: string): number {
+    const table = this.#table;
+    const slots = this.#slots;
+    const mask = table.length - 1;
+    for (let at = hash(id) & mask; ; at = (at + 1) & mask) {
+      const slot = table[at]!;
+      if (slot === EMPTY || slots[slot]!.id === id) return at;
+    }
+  }
+
+  /** Empties position `at`, shifting later members of its probe run back (no tombstones). */
+  #unlink(at: number): void {
+    const table = this.#table;
+    const slots = this.#slots;
+    const mask = table.length - 1;
+    let hole = at;
+    for (let next = (at + 1) & mask; ; next = (next + 1) & mask) {
+      const slot = table[next]!;
+      if (slot === EMPTY) break;
+      const home = hash(slots[slot]!.id) & mask;
+      // Move it into the hole unless its home lies cyclically in (hole, next].
+      const stays = hole <= next ? hole < home && home <= next : hole < home || home <= next;
+      if (!stays) {
+        table[hole] = slot;
+        hole = next;
+      }
+    }
+    table[hole] = EMPTY;
+  }
+
+  /** Rebuilds the id table from the live slots with `capacity` positions. */
+  #rehash(minimum: number): void {
+    let capacity = 1024;
+    while (capacity < minimum || capacity < this.#count * 2 + 2) capacity *= 2;
+    const table = new Int32Array(capacity).fill(EMPTY);
+    const mask = capacity - 1;
+    const slots = this.#slots;
+    for (let slot = 0; slot < slots.length; slot++) {
+      const entity = slots[slot];
+      if (entity === undefined) continue;
+      let at = hash(entity.id) & mask;
+      while (table[at] !== EMPTY) at = (at + 1) & mask;
+      table[at] = slot;
+    }
+    this.#table = table;
   }
 }

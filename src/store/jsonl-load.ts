@@ -56,69 +56,102 @@ export async function loadLog(
   /** A malformed line that is torn if nothing but whitespace follows it. */
   let suspect: Pending | undefined;
   let line = 0;
-  /** File offset of `buffer[0]`. */
-  let base = 0;
   let keptSize = 0;
   let needsNewline = false;
-  let carry: Buffer = Buffer.alloc(0);
+
+  /** Takes in the line `buffer[start, end)`, found at file offset `offset`. */
+  const takeLine = (buffer: Buffer, start: number, end: number, offset: number, terminated: boolean): void => {
+    line++;
+    if (scanner.scan(buffer, start, end)) {
+      if (suspect) middleLine(suspect);
+      suspect = undefined;
+      const r = scanner.result;
+      if (r.idStart < 0 || r.idEnd === r.idStart) {
+        const bytes = Buffer.from(buffer.subarray(start, end));
+        const reason = r.idNotString ? 'id must be a string' : 'a line needs a non-empty string id';
+        if (!repair) throw new StoreOpenError(`${file}:${line}: ${reason}`);
+        rejected.push({ line, bytes, reason });
+      } else {
+        const id = r.idEscaped
+          ? (JSON.parse(`"${buffer.toString('utf8', r.idStart, r.idEnd)}"`) as string)
+          : buffer.toString('utf8', r.idStart, r.idEnd);
+        if (r.deleted) index.delete(id);
+        else index.set(new LoadedEntity(id, buffer, r.objectStart, r.objectEnd, line));
+      }
+      keptSize = offset + end - start + (terminated ? 1 : 0);
+      needsNewline = !terminated;
+    } else if (!isBlank(buffer, start, end)) {
+      if (suspect) middleLine(suspect);
+      suspect = { line, offset, bytes: Buffer.from(buffer.subarray(start, end)) };
+    } else if (!suspect) {
+      // A blank line keeps its number; it holds nothing to lose.
+      keptSize = offset + end - start + (terminated ? 1 : 0);
+      needsNewline = false;
+    }
+  };
+
+  let next: Promise<Buffer> | undefined;
   try {
-    let eof = false;
-    while (!eof) {
-      // Each chunk gets its own buffer: loaded entities point into it.
-      const buffer = Buffer.allocUnsafe(Math.max(chunkBytes, carry.length * 2));
-      carry.copy(buffer, 0);
-      let filled = carry.length;
-      while (filled < buffer.length) {
-        const n = await fsys.read(fd, buffer, filled, buffer.length - filled, base + filled);
-        if (n === 0) {
-          eof = true;
-          break;
-        }
+    const fileSize = (await fsys.fstat(fd)).size;
+    // Blocks are read one ahead of the one being indexed, so the disk and the CPU overlap. Each
+    // block keeps its own buffer (loaded entities point into it); only a line that straddles two
+    // blocks is copied.
+    // Sized to what the file holds (it cannot grow: the directory is locked), so that no block
+    // carries unused memory for the life of its entities.
+    const readBlock = async (position: number): Promise<Buffer> => {
+      const size = Math.max(0, Math.min(chunkBytes, fileSize - position));
+      const buffer = Buffer.allocUnsafe(size);
+      let filled = 0;
+      while (filled < size) {
+        const n = await fsys.read(fd, buffer, filled, size - filled, position + filled);
+        if (n === 0) break;
         filled += n;
       }
+      return buffer.subarray(0, filled);
+    };
+    let base = 0;
+    let carry: Buffer | undefined;
+    let carryOffset = 0;
+    const ahead = (position: number): Promise<Buffer> => {
+      const read = readBlock(position);
+      read.catch(() => {}); // awaited below, or abandoned when a bad line stops the load
+      return read;
+    };
+    next = ahead(0);
+    for (;;) {
+      const block = await next;
+      if (block.length === 0) break;
+      const blockBase = base;
+      base += block.length;
+      next = ahead(base);
       let start = 0;
-      for (;;) {
-        let end = buffer.indexOf(NEWLINE, start);
-        if (end < 0 || end >= filled) {
-          if (!eof) break; // the line continues in the next chunk
-          if (start >= filled) break;
-          end = filled;
+      if (carry) {
+        const newline = block.indexOf(NEWLINE);
+        if (newline < 0) {
+          carry = Buffer.concat([carry, block]);
+          continue;
         }
-        line++;
-        const offset = base + start;
-        if (scanner.scan(buffer, start, end)) {
-          if (suspect) middleLine(suspect);
-          suspect = undefined;
-          const r = scanner.result;
-          if (r.idStart < 0 || r.idEnd === r.idStart) {
-            const bytes = Buffer.from(buffer.subarray(start, end));
-            const reason = r.idNotString ? 'id must be a string' : 'a line needs a non-empty string id';
-            if (!repair) throw new StoreOpenError(`${file}:${line}: ${reason}`);
-            rejected.push({ line, bytes, reason });
-          } else {
-            const id = r.idEscaped
-              ? (JSON.parse(`"${buffer.toString('utf8', r.idStart, r.idEnd)}"`) as string)
-              : buffer.toString('utf8', r.idStart, r.idEnd);
-            if (r.deleted) index.delete(id);
-            else index.set(new LoadedEntity(id, buffer, r.objectStart, r.objectEnd, line));
-          }
-          keptSize = base + end + 1;
-          needsNewline = end === filled && eof;
-          if (needsNewline) keptSize = base + end;
-        } else if (!isBlank(buffer, start, end)) {
-          if (suspect) middleLine(suspect);
-          suspect = { line, offset, bytes: Buffer.from(buffer.subarray(start, end)) };
-        } else if (!suspect) {
-          // A blank line keeps its number; it holds nothing to lose.
-          keptSize = Math.min(base + end + 1, base + filled);
-          needsNewline = false;
-        }
-        start = end + 1;
+        const joined = Buffer.concat([carry, block.subarray(0, newline)]);
+        carry = undefined;
+        takeLine(joined, 0, joined.length, carryOffset, true);
+        start = newline + 1;
       }
-      carry = buffer.subarray(start, filled);
-      base += start;
+      for (;;) {
+        const newline = block.indexOf(NEWLINE, start);
+        if (newline < 0) break;
+        takeLine(block, start, newline, blockBase + start, true);
+        start = newline + 1;
+      }
+      if (start < block.length) {
+        carry = Buffer.from(block.subarray(start));
+        carryOffset = blockBase + start;
+      }
+      // Size the id table once from the first block, instead of doubling it all the way up.
+      if (blockBase === 0 && base < fileSize) index.reserve(Math.ceil((index.size * fileSize) / base));
     }
+    if (carry) takeLine(carry, 0, carry.length, carryOffset, false);
   } finally {
+    await next?.catch(() => {});
     await fsys.close(fd);
   }
 

@@ -16,15 +16,19 @@ function random(seed: number): () => number {
   };
 }
 
-test('20000 random sets, replaces and deletes -> page, get and values match an array model', () => {
+test('20000 random sets, replaces, deletes and re-adds -> page, get and values match an array model', () => {
   const index = new EntityIndex<Item>();
   const model: Item[] = [];
   const rand = random(42);
   let next = 0;
+  const deleted: string[] = [];
   for (let step = 0; step < 20_000; step++) {
     const r = rand();
     if (r < 0.5 || model.length === 0) {
-      const item = { id: `i${next++}`, n: 0 };
+      // Sometimes an id comes back after its delete: it goes to the end.
+      const reuse = deleted.length > 0 && rand() < 0.2;
+      const item = { id: reuse ? deleted.splice(Math.floor(rand() * deleted.length), 1)[0]! : `i${next++}`, n: 0 };
+      assert.equal(index.has(item.id), false);
       index.set(item);
       model.push(item);
     } else if (r < 0.7) {
@@ -36,6 +40,8 @@ test('20000 random sets, replaces and deletes -> page, get and values match an a
       // Deletes cluster at the front sometimes, so that long runs of holes form.
       const at = rand() < 0.5 ? 0 : Math.floor(rand() * model.length);
       assert.equal(index.delete(model[at]!.id), true);
+      assert.equal(index.delete(model[at]!.id), false);
+      deleted.push(model[at]!.id);
       model.splice(at, 1);
     }
     if (step % 997 === 0) {
@@ -47,6 +53,7 @@ test('20000 random sets, replaces and deletes -> page, get and values match an a
   }
   assert.deepEqual([...index.values()], model);
   for (const item of model) assert.equal(index.get(item.id), item);
+  for (const id of deleted) assert.equal(index.get(id), undefined);
   assert.equal(index.delete('absent'), false);
 });
 
