@@ -136,26 +136,27 @@ function listeningPort(line: string): number | undefined {
 
 /**
  * halserve from its built output, as a user runs it: `node dist/cli.js --port 0 --data <dir> --log off`
- * (durability full, the default).
+ * (durability full, the default). `nodeArgs` go to node itself (`--cpu-prof` for bench/profile.ts).
  */
-export function startHalserve(root: string, dataDir: string, pin: boolean, entry = process.env['BENCH_HALSERVE'] ?? 'dist/cli.js'): Promise<Running> {
+export function startHalserve(root: string, dataDir: string, pin: boolean, nodeArgs: readonly string[] = []): Promise<Running> {
+  const entry = process.env['BENCH_HALSERVE'] ?? 'dist/cli.js';
   return start({
     kind: 'halserve',
     pin,
     cwd: root,
-    args: [entry, '--port', '0', '--host', '127.0.0.1', '--data', dataDir, '--log', 'off'],
+    args: [...nodeArgs, entry, '--port', '0', '--host', '127.0.0.1', '--data', dataDir, '--log', 'off'],
     readyLine: listeningPort,
     timeoutMs: 180_000,
   });
 }
 
 /** The replay server over a capture file. */
-export function startLimit(root: string, captureFile: string, pin: boolean): Promise<Running> {
+export function startLimit(root: string, captureFile: string, pin: boolean, nodeArgs: readonly string[] = []): Promise<Running> {
   return start({
     kind: 'limit',
     pin,
     cwd: root,
-    args: [path.join(root, 'bench', 'limit-server.mjs'), captureFile],
+    args: [...nodeArgs, path.join(root, 'bench', 'limit-server.mjs'), captureFile],
     readyLine: listeningPort,
     timeoutMs: 30_000,
   });
