@@ -2,10 +2,10 @@ import { randomBytes } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createAuthenticator } from './auth.js';
 import { DEFAULT_MAX_BODY_BYTES, parseJsonObject, readBody, type JsonObject } from './body.js';
+import { checkIfMatch, notModified } from './conditional.js';
 import { clientFields, createdRecord, mergePatch, replacedRecord, type ClientFields } from './entity.js';
-import { carriedQuery, collectionJson, collectionLinks, entityHref, entityJson, indexDocument, linkHeader } from './hal.js';
-import { JSON_TYPE, MERGE_PATCH_JSON, isAcceptedContentType, negotiate, OFFERED_TYPES } from './negotiation.js';
-import { pageRange, parsePageRequest } from './pagination.js';
+import { indexDocument, linkHeader } from './hal.js';
+import { HAL_JSON, isAcceptedContentType, JSON_TYPE, MERGE_PATCH_JSON, negotiate, OFFERED_TYPES } from './negotiation.js';
 import {
   badRequest,
   HttpProblem,
@@ -13,24 +13,15 @@ import {
   methodNotAllowed,
   notAcceptable,
   notFound,
-  PROBLEM_MEDIA_TYPE,
   serviceUnavailable,
   unsupportedMediaType,
-  validationFailed,
 } from './problem.js';
-import { matchesFilters, parseCollectionQuery, sortComparator } from './query.js';
+import { jsonReply, problemReply, send, type Reply } from './reply.js';
+import { Resource, type ResourceOptions } from './resource.js';
 import { createRouter, splitPath, type Params } from './router.js';
-import type { Validator } from './schema.js';
 import { StoreConflictError, StoreWriteError, type Store, type StoredEntity } from './store/store.js';
 
-/** One resource served by the handler. */
-export interface ResourceOptions {
-  /** Collection name, already checked against the naming rule (contract §1). */
-  readonly name: string;
-  readonly store: Store;
-  /** Checks the client's fields of a new or changed entity; see `compileSchema`. */
-  readonly validate?: Validator;
-}
+export type { ResourceOptions } from './resource.js';
 
 /** One line of the access log (contract §9). Never holds a token. */
 export interface AccessLogEntry {
@@ -66,13 +57,6 @@ export interface HandlerOptions {
 
 /** A `node:http` request listener. */
 export type Handler = (req: IncomingMessage, res: ServerResponse) => void;
-
-/** What a route handler answers; one writer sends it. */
-interface Reply {
-  readonly status: number;
-  readonly headers?: Readonly<Record<string, string>>;
-  readonly body?: string;
-}
 
 interface Context {
   readonly req: IncomingMessage;
@@ -134,8 +118,10 @@ export function createHandler(options: HandlerOptions): Handler {
 
   router.add('GET', '/:name', ({ req, params, query }) => {
     const mediaType = accepted(req);
-    const { body, links } = resourceOf(params).page(query);
-    return { status: 200, headers: { 'content-type': mediaType, vary: 'Accept', link: linkHeader(links) }, body };
+    const page = resourceOf(params).page(query, mediaType);
+    const headers = { etag: page.etag, link: linkHeader(page.links) };
+    if (notModified(req.headers['if-none-match'], page.etag)) return { status: 304, headers: { ...headers, vary: 'Accept' } };
+    return jsonReply(200, mediaType, page.body, headers);
   });
 
   router.add('POST', '/:name', async ({ req, params }) => {
@@ -144,15 +130,17 @@ export function createHandler(options: HandlerOptions): Handler {
     const fields = clientFields(await readJsonBody(req, JSON_BODY_TYPES, maxBody));
     resource.check(fields);
     const time = now();
-    const entity = await createWithFreshId(resource.store, () => createdRecord(newId(), time, fields));
-    const href = resource.href(entity.id);
-    return { status: 201, headers: { 'content-type': mediaType, vary: 'Accept', location: href }, body: resource.json(entity) };
+    const entity = await resource.write(() => createWithFreshId(resource.store, () => createdRecord(newId(), time, fields)));
+    return entityReply(201, mediaType, resource, entity, { location: resource.href(entity.id) });
   });
 
   router.add('GET', '/:name/:id', ({ req, params }) => {
     const mediaType = accepted(req);
     const resource = resourceOf(params);
-    return entityReply(mediaType, resource, resource.entity(params['id'] ?? ''));
+    const entity = resource.entity(params['id'] ?? '');
+    const etag = resource.etag(entity, mediaType);
+    if (notModified(req.headers['if-none-match'], etag)) return { status: 304, headers: { etag, vary: 'Accept' } };
+    return entityReply(200, mediaType, resource, entity);
   });
 
   router.add('PUT', '/:name/:id', async ({ req, params }) => {
@@ -162,8 +150,14 @@ export function createHandler(options: HandlerOptions): Handler {
     resource.check(fields);
     const time = now();
     const id = params['id'] ?? '';
-    const entity = await resource.store.update(id, (current) => replacedRecord(current.record, time, fields));
-    return entityReply(mediaType, resource, entity ?? resource.missing(id));
+    const ifMatch = req.headers['if-match'];
+    const entity = await resource.write(() =>
+      resource.store.update(id, (current) => {
+        checkIfMatch(ifMatch, current.version, HAL_JSON);
+        return replacedRecord(current.record, time, fields);
+      }),
+    );
+    return entityReply(200, mediaType, resource, entity ?? resource.missing(id));
   });
 
   router.add('PATCH', '/:name/:id', async ({ req, params }) => {
@@ -172,19 +166,26 @@ export function createHandler(options: HandlerOptions): Handler {
     const patch = clientFields(await readJsonBody(req, PATCH_BODY_TYPES, maxBody));
     const time = now();
     const id = params['id'] ?? '';
-    const entity = await resource.store.update(id, (current) => {
-      // The patch applies to the latest state, inside the store's write order, so it never loses an update.
-      const merged = mergePatch(clientFields(current.record), patch) as ClientFields;
-      resource.check(merged);
-      return replacedRecord(current.record, time, merged);
-    });
-    return entityReply(mediaType, resource, entity ?? resource.missing(id));
+    const ifMatch = req.headers['if-match'];
+    const entity = await resource.write(() =>
+      resource.store.update(id, (current) => {
+        // The precondition and the patch apply to the latest state, inside the store's write order,
+        // so a concurrent update is never lost or overwritten unseen.
+        checkIfMatch(ifMatch, current.version, HAL_JSON);
+        const merged = mergePatch(clientFields(current.record), patch) as ClientFields;
+        resource.check(merged);
+        return replacedRecord(current.record, time, merged);
+      }),
+    );
+    return entityReply(200, mediaType, resource, entity ?? resource.missing(id));
   });
 
-  router.add('DELETE', '/:name/:id', async ({ params }) => {
+  router.add('DELETE', '/:name/:id', async ({ req, params }) => {
     const resource = resourceOf(params);
     const id = params['id'] ?? '';
-    if (!(await resource.store.delete(id))) resource.missing(id);
+    const ifMatch = req.headers['if-match'];
+    const deleted = await resource.write(() => resource.store.delete(id, (current) => checkIfMatch(ifMatch, current.version, HAL_JSON)));
+    if (!deleted) resource.missing(id);
     return { status: 204 };
   });
 
@@ -257,75 +258,6 @@ export function createHandler(options: HandlerOptions): Handler {
   };
 }
 
-/** One resource's representations, built once per entity version and kept while it is current. */
-class Resource {
-  readonly name: string;
-  readonly store: Store;
-  readonly #validate: Validator | undefined;
-  readonly #path: string;
-  readonly #json = new WeakMap<StoredEntity, string>();
-
-  constructor(options: ResourceOptions, basePath: string) {
-    this.name = options.name;
-    this.store = options.store;
-    this.#validate = options.validate;
-    this.#path = `${basePath}/${options.name}`;
-  }
-
-  href(id: string): string {
-    return entityHref(this.#path, id);
-  }
-
-  /** The entity's HAL text, spliced from its stored text once per version. */
-  json(entity: StoredEntity): string {
-    let text = this.#json.get(entity);
-    if (text === undefined) {
-      text = entityJson(entity.json, this.href(entity.id));
-      this.#json.set(entity, text);
-    }
-    return text;
-  }
-
-  entity(id: string): StoredEntity {
-    return this.store.get(id) ?? this.missing(id);
-  }
-
-  missing(id: string): never {
-    throw notFound(`There is no ${this.name} entity with id ${JSON.stringify(id)}`);
-  }
-
-  /** Contract §7: a schema failure is a 400 with `validationMessages`. */
-  check(fields: ClientFields): void {
-    const messages = this.#validate?.(fields);
-    if (messages) throw validationFailed(messages);
-  }
-
-  /** A collection page (seed 2.2, contract §2, §3, §3a) and its links. */
-  page(query: string): { body: string; links: ReturnType<typeof collectionLinks> } {
-    const params = new URLSearchParams(query);
-    const request = parsePageRequest(params.get('page') ?? undefined, params.get('limit') ?? undefined);
-    const { filters, sort, sortKeys } = parseCollectionQuery(params);
-    let entities: readonly StoredEntity[];
-    let range;
-    if (filters.size === 0 && sortKeys.length === 0) {
-      // The common case reads one page straight from the store's creation order.
-      range = pageRange(this.store.size, request);
-      entities = this.store.page(range.offset, range.limit);
-    } else {
-      const selected: StoredEntity[] = [];
-      for (const entity of this.store.values()) if (matchesFilters(entity.record, filters)) selected.push(entity);
-      if (sortKeys.length > 0) {
-        const compare = sortComparator(sortKeys);
-        selected.sort((a, b) => compare(a.record, b.record));
-      }
-      range = pageRange(selected.length, request);
-      entities = selected.slice(range.offset, range.offset + range.limit);
-    }
-    const links = collectionLinks(this.#path, range, carriedQuery(sort, filters));
-    return { body: collectionJson(this.name, range, links, entities.map((e) => this.json(e))), links };
-  }
-}
-
 /** `/api/` → `/api`; '' and `/` → ''. */
 function normaliseBasePath(basePath: string): string {
   const trimmed = basePath.replace(/\/+$/, '');
@@ -363,6 +295,11 @@ async function readJsonBody(req: IncomingMessage, types: readonly string[], maxB
   return parseJsonObject(await readBody(req, maxBody));
 }
 
+/** An entity with its tag; `extra` adds headers such as `Location`. */
+function entityReply(status: number, mediaType: string, resource: Resource, entity: StoredEntity, extra: Readonly<Record<string, string>> = {}): Reply {
+  return jsonReply(status, mediaType, resource.json(entity), { etag: resource.etag(entity, mediaType), ...extra });
+}
+
 /** Creates with a fresh id; 96 random bits make a collision all but impossible, but never fatal. */
 async function createWithFreshId(store: Store, record: () => ReturnType<typeof createdRecord>): Promise<StoredEntity> {
   for (let attempt = 1; ; attempt++) {
@@ -373,40 +310,3 @@ async function createWithFreshId(store: Store, record: () => ReturnType<typeof c
     }
   }
 }
-
-function jsonReply(status: number, mediaType: string, body: string): Reply {
-  return { status, headers: { 'content-type': mediaType, vary: 'Accept' }, body };
-}
-
-function entityReply(mediaType: string, resource: Resource, entity: StoredEntity): Reply {
-  return jsonReply(200, mediaType, resource.json(entity));
-}
-
-function problemReply(problem: HttpProblem): Reply {
-  const headers: Record<string, string> = { 'content-type': PROBLEM_MEDIA_TYPE, ...problem.headers };
-  // An oversized body may still be arriving: close the connection rather than read it.
-  if (problem.status === 413) headers['connection'] = 'close';
-  return { status: problem.status, headers, body: JSON.stringify(problem) };
-}
-
-/** The one writer of responses; returns the body's size in bytes. */
-function send(req: IncomingMessage, res: ServerResponse, reply: Reply, extra?: Readonly<Record<string, string>>): number {
-  if (res.headersSent) {
-    res.destroy();
-    return 0;
-  }
-  const headers: Record<string, string | number> = { ...reply.headers };
-  if (extra) {
-    for (const [name, value] of Object.entries(extra)) {
-      // Vary lists every header the response depends on (RFC 9110 §12.5.5).
-      headers[name] = name === 'vary' && headers['vary'] !== undefined ? `${headers['vary']}, ${value}` : value;
-    }
-  }
-  const bytes = reply.body === undefined ? 0 : Buffer.byteLength(reply.body);
-  if (reply.body !== undefined) headers['content-length'] = bytes;
-  res.writeHead(reply.status, headers);
-  // HEAD gets the headers a GET would get, and no body.
-  res.end(req.method === 'HEAD' ? undefined : reply.body);
-  return bytes;
-}
-

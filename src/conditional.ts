@@ -1,0 +1,55 @@
+import type { ContentCoding } from './encoding.js';
+import { preconditionFailed } from './problem.js';
+
+/**
+ * Entity tags and conditional requests (RFC 9110 §8.8.3, §13.1). Pure: headers in, decisions out.
+ *
+ * Every representation of a version has its own strong tag: `"<version>"` for HAL,
+ * `"<version>-json"` for plain JSON, each with `-br` or `-gzip` appended when compressed. A client
+ * may send back any of them: they all name the same version of the entity.
+ */
+
+const CODING_SUFFIX = /-(br|gzip)"$/;
+
+/** The tag of the uncompressed representation of `version` in `mediaType`. */
+export function entityTag(version: string, mediaType: string, halMediaType: string): string {
+  return mediaType === halMediaType ? `"${version}"` : `"${version}-json"`;
+}
+
+/** The tag of the same representation sent with a content coding. */
+export function codedTag(etag: string, coding: ContentCoding): string {
+  return `${etag.slice(0, -1)}-${coding}"`;
+}
+
+/** A tag from a client, its coding suffix removed: `"v-json-br"` → `"v-json"`. */
+function uncoded(tag: string): string {
+  return tag.replace(CODING_SUFFIX, '"');
+}
+
+/** The tags of an `If-Match`/`If-None-Match` list, `W/` kept; ['*'] for a wildcard. */
+export function parseTagList(header: string): string[] {
+  if (header.trim() === '*') return ['*'];
+  return [...header.matchAll(/(?:W\/)?"[^"]*"/g)].map((match) => match[0]);
+}
+
+/**
+ * If-None-Match on GET/HEAD (§13.1.2), weak comparison: true when the client's copy is current and
+ * the answer is 304 Not Modified.
+ */
+export function notModified(ifNoneMatch: string | undefined, etag: string): boolean {
+  if (ifNoneMatch === undefined) return false;
+  const tags = parseTagList(ifNoneMatch);
+  return tags.includes('*') || tags.some((tag) => uncoded(tag.replace(/^W\//, '')) === etag);
+}
+
+/**
+ * If-Match on PUT/PATCH/DELETE (§13.1.1), strong comparison against the tags of the entity's
+ * current version: a mismatch is a 412 problem and nothing is written.
+ */
+export function checkIfMatch(ifMatch: string | undefined, version: string, halMediaType: string): void {
+  if (ifMatch === undefined) return;
+  const current = [entityTag(version, halMediaType, halMediaType), entityTag(version, '', halMediaType)];
+  const tags = parseTagList(ifMatch);
+  if (tags.includes('*') || tags.some((tag) => current.includes(uncoded(tag)))) return;
+  throw preconditionFailed('If-Match does not match the current ETag of the entity');
+}

@@ -1,0 +1,122 @@
+import { randomBytes } from 'node:crypto';
+import { entityTag } from './conditional.js';
+import type { ClientFields } from './entity.js';
+import { carriedQuery, collectionJson, collectionLinks, entityHref, entityJson, type CollectionLinks } from './hal.js';
+import { HAL_JSON } from './negotiation.js';
+import { pageRange, parsePageRequest, type PageRange } from './pagination.js';
+import { notFound, validationFailed } from './problem.js';
+import { matchesFilters, parseCollectionQuery, sortComparator } from './query.js';
+import type { Validator } from './schema.js';
+import type { Store, StoredEntity } from './store/store.js';
+
+/** One resource served by the handler. */
+export interface ResourceOptions {
+  /** Collection name, already checked against the naming rule (contract §1). */
+  readonly name: string;
+  readonly store: Store;
+  /** Checks the client's fields of a new or changed entity; see `compileSchema`. */
+  readonly validate?: Validator;
+}
+
+/** A collection page, ready to send. */
+export interface Page {
+  readonly body: string;
+  readonly links: CollectionLinks;
+  /** Same for every request of the same page while the collection does not change. */
+  readonly etag: string;
+}
+
+/**
+ * One resource as the HTTP layer sees it: its representations (built once per entity version and
+ * kept while that version is current), its pages, and its validation.
+ */
+export class Resource {
+  readonly name: string;
+  readonly store: Store;
+  readonly #validate: Validator | undefined;
+  readonly #path: string;
+  readonly #json = new WeakMap<StoredEntity, string>();
+  /** Tags of collection pages: a random epoch (new per handler) and a count of writes begun or ended. */
+  readonly #epoch = randomBytes(6).toString('base64url');
+  #generation = 0;
+
+  constructor(options: ResourceOptions, basePath: string) {
+    this.name = options.name;
+    this.store = options.store;
+    this.#validate = options.validate;
+    this.#path = `${basePath}/${options.name}`;
+  }
+
+  href(id: string): string {
+    return entityHref(this.#path, id);
+  }
+
+  /** The entity's HAL text, spliced from its stored text once per version. */
+  json(entity: StoredEntity): string {
+    let text = this.#json.get(entity);
+    if (text === undefined) {
+      text = entityJson(entity.json, this.href(entity.id));
+      this.#json.set(entity, text);
+    }
+    return text;
+  }
+
+  etag(entity: StoredEntity, mediaType: string): string {
+    return entityTag(entity.version, mediaType, HAL_JSON);
+  }
+
+  entity(id: string): StoredEntity {
+    return this.store.get(id) ?? this.missing(id);
+  }
+
+  missing(id: string): never {
+    throw notFound(`There is no ${this.name} entity with id ${JSON.stringify(id)}`);
+  }
+
+  /** Contract §7: a schema failure is a 400 with `validationMessages`. */
+  check(fields: ClientFields): void {
+    const messages = this.#validate?.(fields);
+    if (messages) throw validationFailed(messages);
+  }
+
+  /**
+   * Runs a write. The generation moves before and after it, so a page read while the write is in
+   * flight never shares a tag with the state after it.
+   */
+  async write<T>(run: () => Promise<T>): Promise<T> {
+    this.#generation++;
+    try {
+      return await run();
+    } finally {
+      this.#generation++;
+    }
+  }
+
+  /** A collection page (seed 2.2, contract §2, §3, §3a), its links and its tag. */
+  page(query: string, mediaType: string): Page {
+    const params = new URLSearchParams(query);
+    const request = parsePageRequest(params.get('page') ?? undefined, params.get('limit') ?? undefined);
+    const { filters, sort, sortKeys } = parseCollectionQuery(params);
+    let entities: readonly StoredEntity[];
+    let range: PageRange;
+    if (filters.size === 0 && sortKeys.length === 0) {
+      // The common case reads one page straight from the store's creation order.
+      range = pageRange(this.store.size, request);
+      entities = this.store.page(range.offset, range.limit);
+    } else {
+      const selected: StoredEntity[] = [];
+      for (const entity of this.store.values()) if (matchesFilters(entity.record, filters)) selected.push(entity);
+      if (sortKeys.length > 0) {
+        const compare = sortComparator(sortKeys);
+        selected.sort((a, b) => compare(a.record, b.record));
+      }
+      range = pageRange(selected.length, request);
+      entities = selected.slice(range.offset, range.offset + range.limit);
+    }
+    const links = collectionLinks(this.#path, range, carriedQuery(sort, filters));
+    const body = collectionJson(this.name, range, links, entities.map((e) => this.json(e)));
+    // The URL fixes the page and its query; the generation fixes the collection's state.
+    const etag = `"c.${this.#epoch}.${this.#generation.toString(36)}${mediaType === HAL_JSON ? '' : '-json'}"`;
+    return { body, links, etag };
+  }
+}

@@ -1,0 +1,139 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { brotliDecompressSync, gunzipSync } from 'node:zlib';
+import { request as httpRequest } from 'node:http';
+import { records, RFC2616, startItems } from '../helpers/server.js';
+
+const JSON_HEADERS = { 'content-type': 'application/json' };
+const preconditionFailed = { type: RFC2616, title: 'Precondition Failed', detail: 'If-Match does not match the current ETag of the entity', status: 412 };
+
+describe('ETag and If-None-Match (contract §5)', () => {
+  test('GET entity -> strong ETag; If-None-Match with it -> 304, no body', async () => {
+    const s = await startItems(records(1));
+    const first = await s.request('/items/e000');
+    const etag = first.headers.get('etag');
+    assert.match(etag ?? '', /^"[^"]+"$/);
+    const again = await s.request('/items/e000', { headers: { 'if-none-match': etag ?? '' } });
+    assert.equal(again.status, 304);
+    assert.equal(again.headers.get('etag'), etag);
+    assert.equal(await again.text(), '');
+  });
+
+  test('HAL and plain JSON representations -> different tags', async () => {
+    const s = await startItems(records(1));
+    const hal = (await s.request('/items/e000')).headers.get('etag');
+    const json = (await s.request('/items/e000', { headers: { accept: 'application/json' } })).headers.get('etag');
+    assert.notEqual(hal, json);
+  });
+
+  test('entity changed -> new ETag, old one no longer 304', async () => {
+    const s = await startItems(records(1));
+    const etag = (await s.request('/items/e000')).headers.get('etag') ?? '';
+    const patched = await s.request('/items/e000', { method: 'PATCH', headers: JSON_HEADERS, body: '{"n":5}' });
+    const newTag = patched.headers.get('etag');
+    assert.ok(newTag && newTag !== etag);
+    const res = await s.request('/items/e000', { headers: { 'if-none-match': etag } });
+    assert.equal(res.status, 200);
+    assert.equal(res.headers.get('etag'), newTag);
+  });
+
+  test('collection page -> ETag; 304 until the collection changes', async () => {
+    const s = await startItems(records(3));
+    const etag = (await s.request('/items?limit=2')).headers.get('etag') ?? '';
+    assert.match(etag, /^"[^"]+"$/);
+    assert.equal((await s.request('/items?limit=2', { headers: { 'if-none-match': `"other", ${etag}` } })).status, 304);
+    await s.request('/items', { method: 'POST', headers: JSON_HEADERS, body: '{}' });
+    const res = await s.request('/items?limit=2', { headers: { 'if-none-match': etag } });
+    assert.equal(res.status, 200);
+    assert.notEqual(res.headers.get('etag'), etag);
+    assert.equal((await res.json()).total, 4);
+  });
+
+  test('POST -> 201 carries the new entity ETag, same as a GET of it', async () => {
+    const s = await startItems();
+    const created = await s.request('/items', { method: 'POST', headers: JSON_HEADERS, body: '{"a":1}' });
+    const etag = created.headers.get('etag');
+    const location = created.headers.get('location') ?? '';
+    assert.equal((await s.request(location)).headers.get('etag'), etag);
+  });
+});
+
+describe('If-Match (contract §5)', () => {
+  for (const method of ['PUT', 'PATCH', 'DELETE'] as const) {
+    test(`${method} with a stale If-Match -> 412, entity unchanged`, async () => {
+      const s = await startItems(records(1));
+      const res = await s.request('/items/e000', { method, headers: { ...JSON_HEADERS, 'if-match': '"stale"' }, body: method === 'DELETE' ? null : '{"n":9}' });
+      assert.equal(res.status, 412);
+      assert.equal(res.headers.get('content-type'), 'application/problem+json');
+      assert.deepEqual(await res.json(), preconditionFailed);
+      assert.deepEqual(s.store.get('e000')?.record, records(1)[0]);
+    });
+
+    test(`${method} with the current ETag (either representation) -> applied`, async () => {
+      const s = await startItems(records(1));
+      const etag = (await s.request('/items/e000', { headers: { accept: 'application/json' } })).headers.get('etag') ?? '';
+      const res = await s.request('/items/e000', { method, headers: { ...JSON_HEADERS, 'if-match': etag }, body: method === 'DELETE' ? null : '{"n":9}' });
+      assert.equal(res.status, method === 'DELETE' ? 204 : 200);
+    });
+  }
+
+  test('If-Match: * on an existing entity -> applied', async () => {
+    const s = await startItems(records(1));
+    assert.equal((await s.request('/items/e000', { method: 'PATCH', headers: { ...JSON_HEADERS, 'if-match': '*' }, body: '{}' })).status, 200);
+  });
+
+  test('two writers with the same If-Match -> one wins, the other gets 412', async () => {
+    const s = await startItems(records(1));
+    const etag = (await s.request('/items/e000')).headers.get('etag') ?? '';
+    const results = await Promise.all(
+      [1, 2].map((n) => s.request('/items/e000', { method: 'PATCH', headers: { ...JSON_HEADERS, 'if-match': etag }, body: JSON.stringify({ n }) })),
+    );
+    assert.deepEqual(results.map((r) => r.status).sort(), [200, 412]);
+  });
+});
+
+/** A raw request, so that the compressed bytes are seen as sent. */
+function raw(url: string, headers: Record<string, string>): Promise<{ headers: Record<string, string | string[] | undefined>; body: Buffer }> {
+  return new Promise((resolve, reject) => {
+    httpRequest(url, { headers }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => resolve({ headers: res.headers, body: Buffer.concat(chunks) }));
+    })
+      .on('error', reject)
+      .end();
+  });
+}
+
+describe('compression (contract §5)', () => {
+  for (const [coding, decode] of [
+    ['gzip', gunzipSync],
+    ['br', brotliDecompressSync],
+  ] as const) {
+    test(`Accept-Encoding: ${coding} on a large page -> ${coding} body, its own ETag, Vary`, async () => {
+      const s = await startItems(records(50));
+      const plain = await raw(`${s.url}/items`, {});
+      const packed = await raw(`${s.url}/items`, { 'accept-encoding': coding });
+      assert.equal(packed.headers['content-encoding'], coding);
+      assert.equal(packed.headers['vary'], 'Accept, Accept-Encoding');
+      assert.equal(Number(packed.headers['content-length']), packed.body.length);
+      assert.ok(packed.body.length < plain.body.length / 2);
+      assert.deepEqual(decode(packed.body), plain.body);
+      assert.equal(packed.headers['etag'], `${String(plain.headers['etag']).slice(0, -1)}-${coding}"`);
+      const revalidate = await s.request('/items', { headers: { 'if-none-match': String(packed.headers['etag']) } });
+      assert.equal(revalidate.status, 304);
+    });
+  }
+
+  test('Accept-Encoding: gzip on a small entity -> sent as it is', async () => {
+    const s = await startItems(records(1));
+    const res = await raw(`${s.url}/items/e000`, { 'accept-encoding': 'gzip' });
+    assert.equal(res.headers['content-encoding'], undefined);
+  });
+
+  test('Accept-Encoding: identity -> no compression', async () => {
+    const s = await startItems(records(50));
+    const res = await raw(`${s.url}/items`, { 'accept-encoding': 'identity' });
+    assert.equal(res.headers['content-encoding'], undefined);
+  });
+});

@@ -1,0 +1,80 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { checkIfMatch, codedTag, entityTag, notModified, parseTagList } from '../../src/conditional.js';
+import { chooseEncoding, encode } from '../../src/encoding.js';
+import { HttpProblem } from '../../src/problem.js';
+import { gunzipSync, brotliDecompressSync } from 'node:zlib';
+
+const HAL = 'application/hal+json';
+
+describe('entity tags', () => {
+  test('HAL -> "v"; JSON -> "v-json"; coded -> suffix inside the quotes', () => {
+    assert.equal(entityTag('1.a', HAL, HAL), '"1.a"');
+    assert.equal(entityTag('1.a', 'application/json', HAL), '"1.a-json"');
+    assert.equal(codedTag('"1.a-json"', 'br'), '"1.a-json-br"');
+  });
+  for (const [header, tags] of [
+    ['*', ['*']],
+    ['"a"', ['"a"']],
+    ['"a", W/"b" ,"c,d"', ['"a"', 'W/"b"', '"c,d"']],
+    ['junk', []],
+  ] as const) {
+    test(`parseTagList(${header}) -> ${JSON.stringify(tags)}`, () => assert.deepEqual(parseTagList(header), tags));
+  }
+});
+
+describe('notModified (weak comparison)', () => {
+  for (const [header, etag, expected] of [
+    [undefined, '"a"', false],
+    ['"a"', '"a"', true],
+    ['W/"a"', '"a"', true],
+    ['"a-gzip"', '"a"', true],
+    ['"b", "a-json-br"', '"a-json"', true],
+    ['"a-json"', '"a"', false],
+    ['*', '"a"', true],
+    ['"b"', '"a"', false],
+  ] as const) {
+    test(`If-None-Match ${header} against ${etag} -> ${expected}`, () => assert.equal(notModified(header, etag), expected));
+  }
+});
+
+describe('checkIfMatch (strong comparison)', () => {
+  for (const [header, ok] of [
+    [undefined, true],
+    ['*', true],
+    ['"v1"', true],
+    ['"v1-json"', true],
+    ['"v1-gzip"', true],
+    ['"x", "v1-json-br"', true],
+    ['W/"v1"', false],
+    ['"v2"', false],
+  ] as const) {
+    test(`If-Match ${header} on version v1 -> ${ok ? 'passes' : '412'}`, () => {
+      if (ok) assert.doesNotThrow(() => checkIfMatch(header, 'v1', HAL));
+      else assert.throws(() => checkIfMatch(header, 'v1', HAL), (e: unknown) => e instanceof HttpProblem && e.status === 412);
+    });
+  }
+});
+
+describe('chooseEncoding', () => {
+  for (const [header, coding] of [
+    [undefined, undefined],
+    ['', undefined],
+    ['gzip', 'gzip'],
+    ['br', 'br'],
+    ['gzip, deflate, br', 'br'],
+    ['br;q=0.5, gzip', 'gzip'],
+    ['br;q=0, gzip;q=0', undefined],
+    ['*', 'br'],
+    ['*;q=0', undefined],
+    ['identity', undefined],
+    ['deflate', undefined],
+  ] as const) {
+    test(`Accept-Encoding ${JSON.stringify(header)} -> ${coding}`, () => assert.equal(chooseEncoding(header), coding));
+  }
+  test('encode -> round-trips for both codings', () => {
+    const body = JSON.stringify({ text: 'x'.repeat(5000) });
+    assert.equal(gunzipSync(encode(body, 'gzip')).toString(), body);
+    assert.equal(brotliDecompressSync(encode(body, 'br')).toString(), body);
+  });
+});
