@@ -5,7 +5,8 @@
 #
 # Two stages: `build` installs the dev dependencies and compiles TypeScript; the runtime stage
 # holds only the compiled server, package.json (for "type": "module") and the demo data.
-# halserve has no runtime dependencies, so the runtime image has no node_modules at all.
+# halserve has no runtime dependencies, so /app has no node_modules at all (the only one in the
+# image is the base image's own npm, in /usr/local/lib).
 
 ARG NODE_IMAGE=node:22-slim
 
