@@ -22,10 +22,16 @@ export async function discoverResources(dir: string): Promise<string[]> {
       code === 'ENOENT' ? `data directory ${dir} does not exist` : `cannot read data directory ${dir}: ${(error as Error).message}`,
     );
   }
-  return entries
-    .filter((entry) => entry.isFile() && entry.name.endsWith(LOG_EXTENSION) && entry.name.length > LOG_EXTENSION.length)
-    .map((entry) => entry.name.slice(0, -LOG_EXTENSION.length))
-    .sort();
+  const names: string[] = [];
+  for (const entry of entries) {
+    if (!entry.name.endsWith(LOG_EXTENSION) || entry.name.length === LOG_EXTENSION.length) continue;
+    // A symbolic link counts when it leads to a file (a dangling one is left for the user to see).
+    const isFile = entry.isSymbolicLink()
+      ? await fs.stat(path.join(dir, entry.name)).then((stat) => stat.isFile(), () => false)
+      : entry.isFile();
+    if (isFile) names.push(entry.name.slice(0, -LOG_EXTENSION.length));
+  }
+  return names.sort();
 }
 
 export interface DataDirOptions {

@@ -9,7 +9,9 @@
  *
  * id → slot is an open-addressing hash table over an Int32Array rather than a `Map`: loading a
  * million entities into a `Map` alone took longer than half the start-up budget, mostly in
- * rehashing and in allocating its entries.
+ * rehashing and in allocating its entries. Each table entry keeps its id's hash beside the slot,
+ * so that a probe passing other entries compares integers in one cache line instead of chasing
+ * each entity's id string through memory.
  */
 
 /** What the index needs of an entity. */
@@ -23,17 +25,29 @@ const EMPTY = -1;
 function hash(id: string): number {
   let h = 0x811c9dc5;
   for (let i = 0; i < id.length; i++) h = Math.imul(h ^ id.charCodeAt(i), 16777619);
-  // Fold the high bits in: the table masks the low ones.
-  return (h ^ (h >>> 15)) >>> 0;
+  // Fold the high bits in (the table masks the low ones); `| 0` keeps it an int32 like the table.
+  return (h ^ (h >>> 15)) | 0;
+}
+
+/** A table of `entries` empty entries (`[slot, hash]` pairs). */
+function emptyTable(entries: number): Int32Array {
+  const table = new Int32Array(entries * 2);
+  for (let i = 0; i < table.length; i += 2) table[i] = EMPTY;
+  return table;
 }
 
 /** Holes are re-packed only past this count, so that small stores never re-pack. */
 const MIN_HOLES_TO_REPACK = 1024;
 
 export class EntityIndex<E extends Identified> {
-  /** id → slot: linear probing; -1 is empty. Capacity is a power of two, at most half full. */
-  #table = new Int32Array(1024).fill(EMPTY);
+  /**
+   * id → slot, linear probing: entry `p` is `[slot, hash]` at `[2p, 2p + 1]`; slot -1 is empty.
+   * The number of entries is a power of two, at most half of them used.
+   */
+  #table = emptyTable(1024);
   #count = 0;
+  /** The hash `#probe` computed last (`set` stores it). */
+  #lastHash = 0;
   /** Creation order; `undefined` is a deleted entity's hole. */
   #slots: (E | undefined)[] = [];
   /** Fenwick tree over `#slots` (1-based): 1 per live slot. Length is a capacity ≥ slots + 1. */
@@ -46,8 +60,7 @@ export class EntityIndex<E extends Identified> {
   }
 
   get(id: string): E | undefined {
-    const at = this.#probe(id);
-    const slot = this.#table[at]!;
+    const slot = this.#table[this.#probe(id)]!;
     return slot === EMPTY ? undefined : this.#slots[slot];
   }
 
@@ -66,14 +79,15 @@ export class EntityIndex<E extends Identified> {
     const index = this.#slots.length;
     this.#slots.push(entity);
     this.#table[at] = index;
-    if (++this.#count * 2 > this.#table.length) this.#rehash(this.#table.length * 2);
+    this.#table[at + 1] = this.#lastHash;
+    if (++this.#count * 4 > this.#table.length) this.#rehash(this.#table.length);
     if (index + 1 >= this.#tree.length) this.#rebuildTree(this.#tree.length * 2);
     else this.#add(index + 1, 1);
   }
 
   /** Makes room for `count` entities in the id table (a hint: loading knows roughly how many). */
   reserve(count: number): void {
-    if (count * 2 > this.#table.length) this.#rehash(count * 2);
+    if (count * 4 > this.#table.length) this.#rehash(count * 2);
   }
 
   /** Removes an entity; false when the id is not there. */
@@ -123,7 +137,7 @@ export class EntityIndex<E extends Identified> {
 
   /** Drops every entity. */
   clear(): void {
-    this.#table = new Int32Array(1024).fill(EMPTY);
+    this.#table = emptyTable(1024);
     this.#count = 0;
     this.#slots = [];
     this.#tree = new Int32Array(1024);
@@ -170,53 +184,57 @@ export class EntityIndex<E extends Identified> {
     this.#slots = packed;
     this.#holes = 0;
     this.#rebuildTree(1024);
-    this.#rehash(this.#table.length);
+    this.#rehash(this.#table.length / 2);
   }
 
-  /** Table position of `id`: where it is, or the empty position where it would go. */
+  /** Index in `#table` of the entry for `id`: where it is, or the empty entry where it would go. */
   #probe(id: string): number {
     const table = this.#table;
     const slots = this.#slots;
-    const mask = table.length - 1;
-    for (let at = hash(id) & mask; ; at = (at + 1) & mask) {
-      const slot = table[at]!;
-      if (slot === EMPTY || slots[slot]!.id === id) return at;
+    const mask = (table.length >> 1) - 1;
+    const h = hash(id);
+    this.#lastHash = h;
+    for (let p = h & mask; ; p = (p + 1) & mask) {
+      const slot = table[2 * p]!;
+      if (slot === EMPTY || (table[2 * p + 1] === h && slots[slot]!.id === id)) return 2 * p;
     }
   }
 
-  /** Empties position `at`, shifting later members of its probe run back (no tombstones). */
+  /** Empties the entry at index `at`, shifting later members of its probe run back (no tombstones). */
   #unlink(at: number): void {
     const table = this.#table;
-    const slots = this.#slots;
-    const mask = table.length - 1;
-    let hole = at;
-    for (let next = (at + 1) & mask; ; next = (next + 1) & mask) {
-      const slot = table[next]!;
+    const mask = (table.length >> 1) - 1;
+    let hole = at >> 1;
+    for (let next = (hole + 1) & mask; ; next = (next + 1) & mask) {
+      const slot = table[2 * next]!;
       if (slot === EMPTY) break;
-      const home = hash(slots[slot]!.id) & mask;
+      const home = table[2 * next + 1]! & mask;
       // Move it into the hole unless its home lies cyclically in (hole, next].
       const stays = hole <= next ? hole < home && home <= next : hole < home || home <= next;
       if (!stays) {
-        table[hole] = slot;
+        table[2 * hole] = slot;
+        table[2 * hole + 1] = table[2 * next + 1]!;
         hole = next;
       }
     }
-    table[hole] = EMPTY;
+    table[2 * hole] = EMPTY;
   }
 
-  /** Rebuilds the id table from the live slots with `capacity` positions. */
+  /** Rebuilds the id table from the live slots with at least `minimum` entries. */
   #rehash(minimum: number): void {
-    let capacity = 1024;
-    while (capacity < minimum || capacity < this.#count * 2 + 2) capacity *= 2;
-    const table = new Int32Array(capacity).fill(EMPTY);
-    const mask = capacity - 1;
+    let entries = 1024;
+    while (entries < minimum || entries < this.#count * 2 + 2) entries *= 2;
+    const table = emptyTable(entries);
+    const mask = entries - 1;
     const slots = this.#slots;
     for (let slot = 0; slot < slots.length; slot++) {
       const entity = slots[slot];
       if (entity === undefined) continue;
-      let at = hash(entity.id) & mask;
-      while (table[at] !== EMPTY) at = (at + 1) & mask;
-      table[at] = slot;
+      const h = hash(entity.id);
+      let p = h & mask;
+      while (table[2 * p] !== EMPTY) p = (p + 1) & mask;
+      table[2 * p] = slot;
+      table[2 * p + 1] = h;
     }
     this.#table = table;
   }

@@ -22,13 +22,15 @@ function deadPid(): number {
   return Number(child.stdout);
 }
 
-test('directory with logs, temporaries, rejects and others -> the .jsonl names, sorted', async () => {
+test('directory with logs, links, temporaries, rejects and others -> the .jsonl file names, sorted', async () => {
   const dir = await tempDir();
   for (const name of ['b.jsonl', 'a.jsonl', 'a.jsonl.tmp', 'a.jsonl.rejected', 'c.json', '.jsonl', 'a.schema.json']) {
     await fs.writeFile(path.join(dir, name), '');
   }
   await fs.mkdir(path.join(dir, 'd.jsonl'));
-  assert.deepEqual(await discoverResources(dir), ['a', 'b']);
+  await fs.symlink(path.join(dir, 'b.jsonl'), path.join(dir, 'linked.jsonl'));
+  await fs.symlink(path.join(dir, 'absent'), path.join(dir, 'dangling.jsonl'));
+  assert.deepEqual(await discoverResources(dir), ['a', 'b', 'linked']);
 });
 
 test('missing data directory -> StoreOpenError from discover and open', async () => {
