@@ -537,7 +537,8 @@ class JsonlLogStore implements JsonlStore {
     await this.#compaction;
     while (this.#draining) await this.#draining;
     this.#open = false;
-    if (this.#fd !== undefined && this.#sync) {
+    // Synced even with durability none: a clean shutdown should leave the data on disk.
+    if (this.#fd !== undefined) {
       await this.#fs.fdatasync(this.#fd).catch((error: unknown) => {
         this.#warn(`${this.#file}: final sync failed: ${(error as Error).message}`);
       });
