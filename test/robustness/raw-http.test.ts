@@ -1,0 +1,238 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { records, startItems } from '../helpers/server.js';
+import { assertRawProblem, rawExchange } from './raw.js';
+
+/**
+ * Malformed and unusual HTTP/1.1 over a raw socket: what a hostile or broken client sends. The rule
+ * under test: never a crash, never a hang, never a partial or smuggled entity in the store.
+ */
+
+const JSON_POST = 'POST /items HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n';
+
+/** The server still answers a plain request: nothing that came before broke it. */
+async function assertAlive(s: { request(path: string): Promise<Response> }): Promise<void> {
+  const res = await s.request('/healthz');
+  assert.equal(res.status, 200);
+  assert.deepEqual(await res.json(), { status: 'ok' });
+}
+
+describe('malformed requests -> 400 from the parser, connection closed, nothing stored', () => {
+  for (const [label, data] of [
+    ['request line "GARBAGE"', 'GARBAGE\r\n\r\n'],
+    ['unknown method FOO', 'FOO /items HTTP/1.1\r\nHost: x\r\n\r\n'],
+    ['NUL byte in the request target', 'GET /items/a\0b HTTP/1.1\r\nHost: x\r\n\r\n'],
+    ['raw UTF-8 bytes in the request target', Buffer.concat([Buffer.from('GET /items/'), Buffer.from('é', 'utf8'), Buffer.from(' HTTP/1.1\r\nHost: x\r\n\r\n')])],
+    ['bare CR inside a header value (injection)', 'GET /items HTTP/1.1\r\nHost: x\r\nX-A: a\rSet-Cookie: b\r\n\r\n'],
+    ['obs-fold continuation line', 'GET /items HTTP/1.1\r\nHost: x\r\nX-A: a\r\n b\r\n\r\n'],
+    ['HTTP/1.1 without Host', 'GET /items HTTP/1.1\r\n\r\n'],
+    ['Content-Length and Transfer-Encoding together (smuggling)', `${JSON_POST}Content-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n`],
+    ['two different Content-Length headers', `${JSON_POST}Content-Length: 2\r\nContent-Length: 3\r\n\r\n{} `],
+    ['negative Content-Length', `${JSON_POST}Content-Length: -1\r\n\r\n{}`],
+    ['chunk size "zz"', `${JSON_POST}Transfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n`],
+    ['Transfer-Encoding: gzip without chunked', `${JSON_POST}Transfer-Encoding: gzip\r\n\r\n{}`],
+  ] as const) {
+    test(`${label} -> 400, closed, nothing stored`, async () => {
+      const s = await startItems(records(1));
+      const { responses, closedByServer } = await rawExchange(s.url, data);
+      assert.equal(responses.length, 1);
+      assert.equal(responses[0]?.status, 400);
+      assert.equal(closedByServer, true);
+      assert.equal(s.store.size, 1);
+      await assertAlive(s);
+    });
+  }
+
+  test('Content-Length shorter than the body -> leftover bytes are a bad request, never an entity', async () => {
+    const s = await startItems();
+    // The body is `{}` but the length says 1: the `}` left over must not start a second request.
+    const { responses, closedByServer } = await rawExchange(s.url, `${JSON_POST}Content-Length: 1\r\n\r\n{}`);
+    assert.ok(responses.some((r) => r.status === 400));
+    assert.ok(responses.every((r) => r.status !== 201));
+    assert.equal(closedByServer, true);
+    assert.equal(s.store.size, 0);
+    await assertAlive(s);
+  });
+
+  test('header of 20 KB -> 431, closed, server keeps serving', async () => {
+    const s = await startItems();
+    const { responses, closedByServer } = await rawExchange(s.url, `GET /items HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`);
+    assert.equal(responses[0]?.status, 431);
+    assert.equal(closedByServer, true);
+    await assertAlive(s);
+  });
+
+  test('Expect: 200-ok -> 417, nothing stored', async () => {
+    const s = await startItems();
+    const { responses } = await rawExchange(s.url, `${JSON_POST}Content-Length: 2\r\nExpect: 200-ok\r\n\r\n{}`);
+    assert.equal(responses[0]?.status, 417);
+    assert.equal(s.store.size, 0);
+  });
+
+  test('CONNECT -> connection closed without an answer, server keeps serving', async () => {
+    const s = await startItems();
+    const { responses, closedByServer } = await rawExchange(s.url, 'CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n');
+    assert.equal(responses.length, 0);
+    assert.equal(closedByServer, true);
+    await assertAlive(s);
+  });
+});
+
+describe('pipelining', () => {
+  test('GET entity, GET unknown id, GET /healthz in one write -> three answers in order', async () => {
+    const s = await startItems(records(1));
+    const get = (path: string): string => `GET ${path} HTTP/1.1\r\nHost: x\r\n\r\n`;
+    const { responses } = await rawExchange(s.url, get('/items/e000') + get('/items/nope') + get('/healthz'), { responses: 3 });
+    assert.deepEqual(
+      responses.map((r) => r.status),
+      [200, 404, 200],
+    );
+    assert.equal(JSON.parse(responses[0]?.body ?? '').id, 'e000');
+    assertRawProblem(responses[1], 404, 'There is no items entity with id "nope"');
+    assert.equal(responses[2]?.body, '{"status":"ok"}');
+  });
+
+  test('100 POSTs in one write -> 100 answers 201, 100 distinct entities', async () => {
+    const s = await startItems();
+    const posts = Array.from({ length: 100 }, (_, i) => `${JSON_POST}Content-Length: ${`{"n":${i}}`.length}\r\n\r\n{"n":${i}}`).join('');
+    const { responses } = await rawExchange(s.url, posts, { responses: 100, timeoutMs: 5000 });
+    assert.equal(responses.length, 100);
+    assert.ok(responses.every((r) => r.status === 201));
+    const ns = responses.map((r) => JSON.parse(r.body).n as number);
+    assert.deepEqual(ns, Array.from({ length: 100 }, (_, i) => i));
+    assert.equal(s.store.size, 100);
+    assert.equal(new Set(responses.map((r) => r.headers['location'])).size, 100);
+  });
+
+  test('a bad request pipelined between two POSTs -> 400 and close; the POST after it never runs', async () => {
+    const s = await startItems();
+    const good = `${JSON_POST}Content-Length: 2\r\n\r\n{}`;
+    const { responses, closedByServer } = await rawExchange(s.url, `${good}BROKEN LINE\r\n\r\n${good}`);
+    // Node's parser reads the whole write at once: it answers the bad request at once and closes,
+    // dropping the answer still being prepared for the first POST.
+    assert.equal(responses.at(-1)?.status, 400);
+    assert.equal(closedByServer, true);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    assert.ok(s.store.size <= 1, `stored ${s.store.size}`);
+    await assertAlive(s);
+  });
+});
+
+describe('bodies that stop early', () => {
+  test('half a body, then the client disconnects -> nothing stored, server keeps serving', async () => {
+    const s = await startItems(records(1), { errorLog: () => {} });
+    await rawExchange(s.url, `${JSON_POST}Content-Length: 100\r\n\r\n{"half":`, { destroyAfterWriteMs: 100 });
+    // Give the server a moment to notice the closed socket.
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    assert.equal(s.store.size, 1);
+    await assertAlive(s);
+  });
+
+  test('half a chunked body, then the client disconnects -> nothing stored', async () => {
+    const s = await startItems([], { errorLog: () => {} });
+    await rawExchange(s.url, `${JSON_POST}Transfer-Encoding: chunked\r\n\r\n5\r\n{"a":\r\n`, { destroyAfterWriteMs: 100 });
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    assert.equal(s.store.size, 0);
+    await assertAlive(s);
+  });
+
+  test(
+    'half a body, then the client disconnects -> not logged as an unexpected server error',
+    { todo: 'bug: readBody rejects with the socket\'s "aborted" error, so app.ts fail() logs it through errorLog (the CLI prints a stack trace for every impatient client)' },
+    async () => {
+      const logged: unknown[] = [];
+      const s = await startItems([], { errorLog: (error) => logged.push(error) });
+      await rawExchange(s.url, `${JSON_POST}Content-Length: 100\r\n\r\n{"half":`, { destroyAfterWriteMs: 100 });
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      assert.deepEqual(logged, []);
+    },
+  );
+
+  test('chunked body in 1-byte chunks -> 201 with the whole body', async () => {
+    const s = await startItems();
+    const body = '{"name":"tiny chunks"}';
+    const chunks = [...body].map((c) => `1\r\n${c}\r\n`).join('');
+    const { responses } = await rawExchange(s.url, `${JSON_POST}Transfer-Encoding: chunked\r\n\r\n${chunks}0\r\n\r\n`, { responses: 1 });
+    assert.equal(responses[0]?.status, 201);
+    assert.equal(JSON.parse(responses[0]?.body ?? '').name, 'tiny chunks');
+  });
+});
+
+describe('Expect: 100-continue', () => {
+  test('text/plain with Expect -> 415 seed document, nothing stored', async () => {
+    const s = await startItems();
+    const { responses } = await rawExchange(s.url, 'POST /items HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\nContent-Length: 2\r\nExpect: 100-continue\r\n\r\n', {
+      responses: 2,
+    });
+    const final = responses.find((r) => r.status >= 200);
+    assertRawProblem(final, 415, 'Expecting one of the application/json');
+    assert.equal(s.store.size, 0);
+  });
+
+  test('declared body over the limit with Expect -> 413 and close, body never sent', async () => {
+    const s = await startItems();
+    const { responses, closedByServer } = await rawExchange(s.url, `${JSON_POST}Content-Length: 99999999\r\nExpect: 100-continue\r\n\r\n`, { timeoutMs: 1000 });
+    const final = responses.find((r) => r.status >= 200);
+    assertRawProblem(final, 413, 'Request body is larger than the limit of 1048576 bytes');
+    assert.equal(final?.headers['connection'], 'close');
+    assert.equal(closedByServer, true);
+  });
+
+  test(
+    'a request refused before its body is read (415, 413) -> no interim 100 Continue',
+    { todo: 'improvement: Node answers 100 Continue on its own before the handler runs, inviting the client to upload a body that is then refused; handle checkContinue and call res.writeContinue() only when the body is about to be read' },
+    async () => {
+      const s = await startItems();
+      const { responses } = await rawExchange(s.url, `${JSON_POST}Content-Length: 99999999\r\nExpect: 100-continue\r\n\r\n`, { timeoutMs: 1000 });
+      assert.deepEqual(
+        responses.map((r) => r.status),
+        [413],
+      );
+    },
+  );
+});
+
+describe('request targets and codings', () => {
+  test('OPTIONS * -> 204 with an Allow header', async () => {
+    const s = await startItems();
+    const { responses } = await rawExchange(s.url, 'OPTIONS * HTTP/1.1\r\nHost: x\r\n\r\n', { responses: 1 });
+    assert.equal(responses[0]?.status, 204);
+    assert.equal(responses[0]?.headers['allow'], 'GET, HEAD, OPTIONS');
+  });
+
+  test('/items/.. and /items/%2e%2e sent as they are -> 404 for id "..", never the index or another resource', async () => {
+    const s = await startItems(records(1));
+    for (const target of ['/items/..', '/items/%2e%2e', '/items/%2E%2E']) {
+      const { responses } = await rawExchange(s.url, `GET ${target} HTTP/1.1\r\nHost: x\r\n\r\n`, { responses: 1 });
+      assertRawProblem(responses[0], 404, 'There is no items entity with id ".."');
+    }
+  });
+
+  test('/%2e%2e/items sent as it is -> 404, not the collection', async () => {
+    const s = await startItems(records(1));
+    const { responses } = await rawExchange(s.url, 'GET /%2e%2e/items HTTP/1.1\r\nHost: x\r\n\r\n', { responses: 1 });
+    assertRawProblem(responses[0], 404);
+  });
+
+  test(
+    'absolute-form target GET http://x/items -> the collection, as origin-form /items',
+    { todo: 'bug (RFC 9112 §3.2.2: a server MUST accept absolute-form): app.ts dispatch() treats "http://x/items" as a path and answers 404' },
+    async () => {
+      const s = await startItems(records(1));
+      const { responses } = await rawExchange(s.url, 'GET http://x/items HTTP/1.1\r\nHost: x\r\n\r\n', { responses: 1 });
+      assert.equal(responses[0]?.status, 200);
+      assert.equal(JSON.parse(responses[0]?.body ?? '{}').total, 1);
+    },
+  );
+
+  test(
+    'POST with Content-Encoding: gzip -> 415, nothing stored',
+    { todo: 'bug (RFC 9110 §15.5.16): Content-Encoding is ignored, so a body declared as gzip is parsed as plain JSON and stored; refuse any Content-Encoding but identity with 415' },
+    async () => {
+      const s = await startItems();
+      const { responses } = await rawExchange(s.url, `${JSON_POST}Content-Encoding: gzip\r\nContent-Length: 2\r\n\r\n{}`, { responses: 1 });
+      assertRawProblem(responses[0], 415);
+      assert.equal(s.store.size, 0);
+    },
+  );
+});
