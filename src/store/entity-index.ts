@@ -22,10 +22,24 @@ export interface Identified {
 const EMPTY = -1;
 
 /** FNV-1a over the UTF-16 code units: ids are short, and this runs once per lookup. */
-function hash(id: string): number {
+export function hashId(id: string): number {
   let h = 0x811c9dc5;
   for (let i = 0; i < id.length; i++) h = Math.imul(h ^ id.charCodeAt(i), 16777619);
   // Fold the high bits in (the table masks the low ones); `| 0` keeps it an int32 like the table.
+  return (h ^ (h >>> 15)) | 0;
+}
+
+/**
+ * `hashId` of the id whose UTF-8 bytes are `bytes[start, end)`, without building the string. A
+ * non-ASCII id (whose bytes are not its UTF-16 code units) gives `undefined`: hash the string.
+ */
+export function hashIdBytes(bytes: Uint8Array, start: number, end: number): number | undefined {
+  let h = 0x811c9dc5;
+  for (let i = start; i < end; i++) {
+    const c = bytes[i]!;
+    if (c >= 0x80) return undefined;
+    h = Math.imul(h ^ c, 16777619);
+  }
   return (h ^ (h >>> 15)) | 0;
 }
 
@@ -60,17 +74,21 @@ export class EntityIndex<E extends Identified> {
   }
 
   get(id: string): E | undefined {
-    const slot = this.#table[this.#probe(id)]!;
+    const slot = this.#table[this.#probe(id, hashId(id))]!;
     return slot === EMPTY ? undefined : this.#slots[slot];
   }
 
   has(id: string): boolean {
-    return this.#table[this.#probe(id)] !== EMPTY;
+    return this.#table[this.#probe(id, hashId(id))] !== EMPTY;
   }
 
-  /** Replaces the entity with the same id in place, or adds it at the end of the creation order. */
-  set(entity: E): void {
-    const at = this.#probe(entity.id);
+  /**
+   * Replaces the entity with the same id in place, or adds it at the end of the creation order.
+   * `idHash` must be `hashId(entity.id)`; a loader that hashed the id's bytes passes it, so that
+   * the id string is never built for an entity that is only added.
+   */
+  set(entity: E, idHash?: number): void {
+    const at = this.#probe(entity, idHash ?? hashId(entity.id));
     const slot = this.#table[at]!;
     if (slot !== EMPTY) {
       this.#slots[slot] = entity;
@@ -80,6 +98,7 @@ export class EntityIndex<E extends Identified> {
     this.#slots.push(entity);
     this.#table[at] = index;
     this.#table[at + 1] = this.#lastHash;
+    // Past half full: double.
     if (++this.#count * 4 > this.#table.length) this.#rehash(this.#table.length);
     if (index + 1 >= this.#tree.length) this.#rebuildTree(this.#tree.length * 2);
     else this.#add(index + 1, 1);
@@ -92,7 +111,7 @@ export class EntityIndex<E extends Identified> {
 
   /** Removes an entity; false when the id is not there. */
   delete(id: string): boolean {
-    const at = this.#probe(id);
+    const at = this.#probe(id, hashId(id));
     const slot = this.#table[at]!;
     if (slot === EMPTY) return false;
     this.#unlink(at);
@@ -179,24 +198,32 @@ export class EntityIndex<E extends Identified> {
   }
 
   #repack(): void {
+    const slots = this.#slots;
     const packed: E[] = [];
-    for (const entity of this.#slots) if (entity !== undefined) packed.push(entity);
+    const moved = new Int32Array(slots.length);
+    for (let slot = 0; slot < slots.length; slot++) {
+      const entity = slots[slot];
+      if (entity === undefined) continue;
+      moved[slot] = packed.length;
+      packed.push(entity);
+    }
     this.#slots = packed;
     this.#holes = 0;
     this.#rebuildTree(1024);
-    this.#rehash(this.#table.length / 2);
+    this.#rehash(this.#table.length / 2, moved);
   }
 
   /** Index in `#table` of the entry for `id`: where it is, or the empty entry where it would go. */
-  #probe(id: string): number {
+  #probe(key: string | E, h: number): number {
     const table = this.#table;
     const slots = this.#slots;
     const mask = (table.length >> 1) - 1;
-    const h = hash(id);
     this.#lastHash = h;
+    // The id of `key` is read only when a hash matches: for a loaded entity that builds a string.
     for (let p = h & mask; ; p = (p + 1) & mask) {
       const slot = table[2 * p]!;
-      if (slot === EMPTY || (table[2 * p + 1] === h && slots[slot]!.id === id)) return 2 * p;
+      if (slot === EMPTY) return 2 * p;
+      if (table[2 * p + 1] === h && slots[slot]!.id === (typeof key === 'string' ? key : key.id)) return 2 * p;
     }
   }
 
@@ -220,20 +247,23 @@ export class EntityIndex<E extends Identified> {
     table[2 * hole] = EMPTY;
   }
 
-  /** Rebuilds the id table from the live slots with at least `minimum` entries. */
-  #rehash(minimum: number): void {
+  /**
+   * Rebuilds the id table with at least `minimum` entries from the stored hashes (ids are not
+   * read again); `moved` maps old slots to new ones after a re-pack.
+   */
+  #rehash(minimum: number, moved?: Int32Array): void {
     let entries = 1024;
     while (entries < minimum || entries < this.#count * 2 + 2) entries *= 2;
+    const old = this.#table;
     const table = emptyTable(entries);
     const mask = entries - 1;
-    const slots = this.#slots;
-    for (let slot = 0; slot < slots.length; slot++) {
-      const entity = slots[slot];
-      if (entity === undefined) continue;
-      const h = hash(entity.id);
+    for (let i = 0; i < old.length; i += 2) {
+      const slot = old[i]!;
+      if (slot === EMPTY) continue;
+      const h = old[i + 1]!;
       let p = h & mask;
       while (table[2 * p] !== EMPTY) p = (p + 1) & mask;
-      table[2 * p] = slot;
+      table[2 * p] = moved ? moved[slot]! : slot;
       table[2 * p + 1] = h;
     }
     this.#table = table;

@@ -37,22 +37,30 @@ export class WrittenEntity implements StoredEntity {
 }
 
 /**
- * An entity loaded at start-up: it points into the chunk of the file it was read from, so loading
- * a million lines decodes no strings but the ids.
+ * An entity loaded at start-up: it points into the block of the file it was read from, so loading
+ * a million lines builds no strings at all — not even the ids, which are decoded when asked for
+ * (the index hashes their bytes). Only plain ids are stored this way: an id with escapes or
+ * non-ASCII characters is loaded as a `WrittenEntity`.
  */
 export class LoadedEntity implements StoredEntity {
-  readonly id: string;
   readonly #buffer: Buffer;
   readonly #start: number;
   readonly #end: number;
   readonly #line: number;
+  readonly #idStart: number;
+  readonly #idEnd: number;
 
-  constructor(id: string, buffer: Buffer, start: number, end: number, line: number) {
-    this.id = id;
+  constructor(buffer: Buffer, start: number, end: number, line: number, idStart: number, idEnd: number) {
     this.#buffer = buffer;
     this.#start = start;
     this.#end = end;
     this.#line = line;
+    this.#idStart = idStart;
+    this.#idEnd = idEnd;
+  }
+
+  get id(): string {
+    return this.#buffer.toString('latin1', this.#idStart, this.#idEnd); // ASCII, see above
   }
 
   get json(): string {

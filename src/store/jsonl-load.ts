@@ -1,5 +1,5 @@
-import type { EntityIndex } from './entity-index.js';
-import { LoadedEntity, type LogEntity } from './jsonl-entity.js';
+import { hashIdBytes, type EntityIndex } from './entity-index.js';
+import { LoadedEntity, WrittenEntity, type LogEntity } from './jsonl-entity.js';
 import { LineScanner } from './line-scanner.js';
 import { OPEN_READ, type StoreFs } from './store-fs.js';
 import { StoreOpenError } from './store.js';
@@ -72,11 +72,16 @@ export async function loadLog(
         if (!repair) throw new StoreOpenError(`${file}:${line}: ${reason}`);
         rejected.push({ line, bytes, reason });
       } else {
-        const id = r.idEscaped
-          ? (JSON.parse(`"${buffer.toString('utf8', r.idStart, r.idEnd)}"`) as string)
-          : buffer.toString('utf8', r.idStart, r.idEnd);
-        if (r.deleted) index.delete(id);
-        else index.set(new LoadedEntity(id, buffer, r.objectStart, r.objectEnd, line));
+        const idHash = r.idEscaped || r.deleted ? undefined : hashIdBytes(buffer, r.idStart, r.idEnd);
+        if (idHash !== undefined) {
+          index.set(new LoadedEntity(buffer, r.objectStart, r.objectEnd, line, r.idStart, r.idEnd), idHash);
+        } else {
+          const id = r.idEscaped
+            ? (JSON.parse(`"${buffer.toString('utf8', r.idStart, r.idEnd)}"`) as string)
+            : buffer.toString('utf8', r.idStart, r.idEnd);
+          if (r.deleted) index.delete(id);
+          else index.set(new WrittenEntity(id, buffer.toString('utf8', r.objectStart, r.objectEnd), line));
+        }
       }
       keptSize = offset + end - start + (terminated ? 1 : 0);
       needsNewline = !terminated;

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { EntityIndex } from '../../src/store/entity-index.js';
+import { EntityIndex, hashId, hashIdBytes } from '../../src/store/entity-index.js';
 
 interface Item {
   id: string;
@@ -71,7 +71,30 @@ test('delete all but the last of 5000 -> page 0 is that one, after a re-pack', (
   for (let i = 0; i < 5000; i++) index.set({ id: `y${i}`, n: i });
   for (let i = 0; i < 4999; i++) index.delete(`y${i}`);
   assert.deepEqual(index.page(0, 3), [{ id: 'y4999', n: 4999 }]);
+  // The id table was rebuilt with the moved slots.
+  assert.deepEqual(index.get('y4999'), { id: 'y4999', n: 4999 });
+  assert.equal(index.get('y17'), undefined);
+  index.set({ id: 'y4999', n: -1 });
+  index.set({ id: 'z', n: 0 });
+  assert.deepEqual(index.page(0, 3), [{ id: 'y4999', n: -1 }, { id: 'z', n: 0 }]);
   index.clear();
   assert.equal(index.size, 0);
   assert.deepEqual(index.page(0, 3), []);
+});
+
+test('ASCII id bytes -> the same hash as the string; non-ASCII -> undefined (hash the string)', () => {
+  for (const id of ['a', 'AbC-_09xyzXYZ1234', '']) {
+    const bytes = Buffer.from(`"${id}"`);
+    assert.equal(hashIdBytes(bytes, 1, bytes.length - 1), hashId(id));
+  }
+  assert.equal(hashIdBytes(Buffer.from('é'), 0, 2), undefined);
+});
+
+test('set with a precomputed hash -> found by get, replaced in place by a later set', () => {
+  const index = new EntityIndex<Item>();
+  for (let i = 0; i < 3000; i++) index.set({ id: `h${i}`, n: i }, hashId(`h${i}`));
+  index.set({ id: 'h5', n: -5 }, hashId('h5'));
+  assert.equal(index.size, 3000);
+  assert.deepEqual(index.get('h5'), { id: 'h5', n: -5 });
+  assert.deepEqual(index.page(5, 1), [{ id: 'h5', n: -5 }]);
 });

@@ -187,3 +187,22 @@ test('unparsable final line that does end in a newline -> torn too: truncated, k
   assert.equal(await fs.readFile(`${file}.rejected`, 'utf8'), '{"id":"b","createdAt":17\n');
   await store.close();
 });
+
+test('non-ASCII and escaped ids, updated and deleted in the log -> found by their decoded id', async () => {
+  const dir = await tempDir();
+  const file = path.join(dir, 'utf8.jsonl');
+  await fs.writeFile(
+    file,
+    [line('café', { v: 1 }), line('日本', { v: 1 }), '{"id":"caf\\u00e9","v":2}', '{"id":"日本","_deleted":true}', line('plain', { v: 1 })].join('\n') + '\n',
+  );
+  const store = await openJsonlStore({ file });
+  assert.deepEqual(ids(store), ['café', 'plain']);
+  assert.equal(store.get('café')?.record.v, 2);
+  assert.equal(store.get('日本'), undefined);
+  assert.equal(store.get('plain')?.id, 'plain');
+  await store.update('café', (c) => ({ ...c.record, v: 3 }));
+  await store.close();
+  const reopened = await openJsonlStore({ file });
+  assert.equal(reopened.get('café')?.record.v, 3);
+  await reopened.close();
+});
