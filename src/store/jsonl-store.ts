@@ -518,11 +518,8 @@ class JsonlLogStore implements JsonlStore {
   }
 
   /** A compaction at open (`--repair`): no writes can be running yet. */
-  async #compactNow(): Promise<boolean> {
-    this.#open = true;
-    const ok = await this.#startCompaction();
-    this.#open = false;
-    return ok;
+  #compactNow(): Promise<boolean> {
+    return this.#startCompaction();
   }
 
   // ---- closing ----
