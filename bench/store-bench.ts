@@ -11,7 +11,8 @@ import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { Figures } from './store-bench-child.js';
+import { openJsonlStore } from '../src/store/jsonl-store.js';
+import type { StoredEntity } from '../src/store/store.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -23,14 +24,14 @@ function id(): string {
   return out;
 }
 
-/** Compiles the child and the store it imports to plain JavaScript under `outDir`. */
+/** Compiles this script and the store it imports to plain JavaScript under `outDir`. */
 async function compileChild(outDir: string): Promise<string> {
   const tsc = path.join(ROOT, 'node_modules/typescript/bin/tsc');
-  const args = [tsc, 'bench/store-bench-child.ts', '--outDir', outDir, '--rootDir', '.', '--target', 'es2022', '--module', 'nodenext',
+  const args = [tsc, 'bench/store-bench.ts', '--outDir', outDir, '--rootDir', '.', '--target', 'es2022', '--module', 'nodenext',
     '--moduleResolution', 'nodenext', '--types', 'node', '--skipLibCheck', '--strict'];
   await run(process.execPath, args);
   await fs.writeFile(path.join(outDir, 'package.json'), '{"type":"module"}\n');
-  return path.join(outDir, 'bench/store-bench-child.js');
+  return path.join(outDir, 'bench/store-bench.js');
 }
 
 function run(command: string, args: string[]): Promise<string> {
@@ -82,6 +83,119 @@ async function writeLog(file: string, entities: number): Promise<number> {
   return bytes;
 }
 
+/** The figures the child reports. */
+interface Figures {
+  entities: number;
+  fileBytes: number;
+  startupMs: number;
+  startupCpuMs: number;
+  rssBytes: number;
+  heapBytes: number;
+  firstPageUs: number;
+  lastPageUs: number;
+  firstPageHolesUs: number;
+  lastPageHolesUs: number;
+  deleteMs: number;
+  compactionMs: number;
+  writesPerSecond: number;
+  writeConcurrency: number;
+}
+
+/** Median time of `fn` in microseconds over `runs` runs. */
+function timeUs(fn: () => void, runs: number): number {
+  const samples: number[] = [];
+  for (let i = 0; i < runs; i++) {
+    const start = process.hrtime.bigint();
+    fn();
+    samples.push(Number(process.hrtime.bigint() - start) / 1000);
+  }
+  samples.sort((a, b) => a - b);
+  return samples[Math.floor(samples.length / 2)]!;
+}
+
+/** What a collection response does with a page: the entities' stored JSON, joined. */
+function render(page: readonly StoredEntity[]): number {
+  let length = 0;
+  const parts: string[] = [];
+  for (const entity of page) {
+    parts.push(entity.json);
+    length += entity.version.length;
+  }
+  return parts.join(',').length + length;
+}
+
+/**
+ * The measuring half, run compiled in its own process so that resident memory and timings are
+ * those of the store as `node dist/cli.js` runs it (tsx alone adds ~36 MB of resident memory).
+ */
+async function child(file: string): Promise<void> {
+  const cpuBefore = process.cpuUsage();
+  const startedAt = performance.now();
+  const store = await openJsonlStore({ file, compaction: { auto: false } });
+  const startupMs = performance.now() - startedAt;
+  const cpu = process.cpuUsage(cpuBefore);
+  const memory = process.memoryUsage();
+  const size = store.size;
+  const limit = 200;
+  const lastOffset = Math.max(0, size - limit);
+  const pageOf = (offset: number) => () => void render(store.page(offset, limit));
+  timeUs(pageOf(0), 200); // warm-up
+  timeUs(pageOf(lastOffset), 200);
+  const firstPageUs = timeUs(pageOf(0), 500);
+  const lastPageUs = timeUs(pageOf(lastOffset), 500);
+
+  // Scattered deletes: every 10th entity (10% holes), then the same pages.
+  const doomed: string[] = [];
+  let i = 0;
+  for (const entity of store.values()) if (i++ % 10 === 0) doomed.push(entity.id);
+  const deletesStarted = performance.now();
+  await Promise.all(doomed.map((doomedId) => store.delete(doomedId)));
+  const deleteMs = performance.now() - deletesStarted;
+  const lastOffsetHoles = Math.max(0, store.size - limit);
+  timeUs(pageOf(lastOffsetHoles), 200);
+  const firstPageHolesUs = timeUs(pageOf(0), 500);
+  const lastPageHolesUs = timeUs(pageOf(lastOffsetHoles), 500);
+
+  const compactionStarted = performance.now();
+  const compacted = await store.compact();
+  const compactionMs = performance.now() - compactionStarted;
+  if (!compacted) throw new Error('compaction failed');
+
+  // Group commit: many concurrent creates, each acknowledged after fdatasync.
+  const writeConcurrency = 64;
+  const writes = 20_000;
+  let next = 0;
+  const writesStarted = performance.now();
+  await Promise.all(
+    Array.from({ length: writeConcurrency }, async () => {
+      while (next < writes) {
+        next++;
+        await store.create({ id: id(), createdAt: 1, updatedAt: 1, name: 'bench', n: next });
+      }
+    }),
+  );
+  const writesPerSecond = writes / ((performance.now() - writesStarted) / 1000);
+  await store.close();
+
+  const figures: Figures = {
+    entities: size,
+    fileBytes: (await fs.stat(file)).size,
+    startupMs,
+    startupCpuMs: (cpu.user + cpu.system) / 1000,
+    rssBytes: memory.rss,
+    heapBytes: memory.heapUsed,
+    firstPageUs,
+    lastPageUs,
+    firstPageHolesUs,
+    lastPageHolesUs,
+    deleteMs,
+    compactionMs,
+    writesPerSecond,
+    writeConcurrency,
+  };
+  process.stdout.write(JSON.stringify(figures));
+}
+
 async function main(): Promise<void> {
   const entities = Number(process.argv[2] ?? 1_000_000);
   const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'halserve-store-bench-'));
@@ -92,7 +206,7 @@ async function main(): Promise<void> {
     process.stderr.write(`wrote ${entities} entities, ${(fileBytes / 1e6).toFixed(1)} MB in ${((performance.now() - generated) / 1000).toFixed(1)} s\n`);
     const childScript = await compileChild(path.join(dir, 'build'));
     const loadBefore = os.loadavg()[0]!;
-    const output = await run(process.execPath, [childScript, file]);
+    const output = await run(process.execPath, [childScript, '--child', file]);
     const f = JSON.parse(output) as Figures;
     const mb = (bytes: number): string => `${(bytes / 1024 / 1024).toFixed(0)} MiB`;
     const rssLimit = 1.5 * fileBytes + 100 * 1024 * 1024;
@@ -121,4 +235,5 @@ async function main(): Promise<void> {
   }
 }
 
-await main();
+if (process.argv[2] === '--child') await child(process.argv[3]!);
+else await main();
