@@ -1,0 +1,170 @@
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { connect, type Socket } from 'node:net';
+import { after, describe, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { startCli, tempDir, type CliProcess } from '../helpers/process.js';
+import { assertRawProblem, portOf, rawExchange } from './raw.js';
+
+/**
+ * Resource exhaustion and malformed traffic against the real CLI, which owns the `http.Server` and
+ * so its timeouts and its answers to requests the parser refuses.
+ *
+ * Two tests take longer than the suite's budget allows and run only with HALSERVE_QA_SLOW=1.
+ */
+
+const SLOW = process.env['HALSERVE_QA_SLOW'] === '1' ? false : 'slow (10 to 25 s): run with HALSERVE_QA_SLOW=1';
+const CLI = fileURLToPath(new URL('../../src/cli.ts', import.meta.url));
+
+async function serve(extra: readonly string[] = []): Promise<CliProcess> {
+  const dir = await tempDir('halserve-qa-');
+  return startCli(['--port', '0', '--data', dir, '--resource', 'items', '--log', 'off', ...extra]);
+}
+
+/** Opens `n` connections and resolves once all are connected; every one is destroyed after the file. */
+async function openConnections(url: string, n: number, first?: string): Promise<Socket[]> {
+  const sockets = await Promise.all(
+    Array.from(
+      { length: n },
+      () =>
+        new Promise<Socket>((resolve) => {
+          const socket = connect(portOf(url), '127.0.0.1', () => {
+            if (first !== undefined) socket.write(first);
+            resolve(socket);
+          });
+          socket.on('error', () => resolve(socket));
+        }),
+    ),
+  );
+  after(() => {
+    for (const socket of sockets) socket.destroy();
+  });
+  return sockets;
+}
+
+const waitFor = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+describe('answers to requests the parser refuses', () => {
+  test('a bad request line, a 20 KB header -> 400 and 431 answered, server keeps serving', async () => {
+    const cli = await serve();
+    assert.equal((await rawExchange(cli.url, 'GARBAGE\r\n\r\n')).responses[0]?.status, 400);
+    assert.equal((await rawExchange(cli.url, `GET /items HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`)).responses[0]?.status, 431);
+    assert.equal((await fetch(`${cli.url}/healthz`)).status, 200);
+  });
+
+  test(
+    'a bad request line, a 20 KB header, a bad chunk size -> problem documents (contract §7), not Node\'s empty answers',
+    { todo: 'bug (contract §7: every error is application/problem+json): cli.ts leaves clientError to Node, which writes a bare "400 Bad Request" with no body; add server.on("clientError", …) writing a problem document (400/431/408) and closing the socket' },
+    async () => {
+      const cli = await serve();
+      assertRawProblem((await rawExchange(cli.url, 'GARBAGE\r\n\r\n')).responses[0], 400);
+      assertRawProblem((await rawExchange(cli.url, `GET /items HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`)).responses[0], 431);
+      const chunked = 'POST /items HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n';
+      assertRawProblem((await rawExchange(cli.url, chunked)).responses[0], 400);
+    },
+  );
+});
+
+describe('many connections', () => {
+  test('300 idle keep-alive connections -> a new client is still answered at once', async () => {
+    const cli = await serve();
+    const sockets = await openConnections(cli.url, 300, 'GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n');
+    assert.equal(sockets.length, 300);
+    const started = performance.now();
+    const res = await fetch(`${cli.url}/items`);
+    assert.equal(res.status, 200);
+    assert.ok(performance.now() - started < 1000, 'the server is not blocked by idle connections');
+  });
+
+  test('SIGTERM with 200 idle keep-alive connections -> exit 0 within 3 s', async () => {
+    const cli = await serve();
+    await openConnections(cli.url, 200, 'GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n');
+    await waitFor(100);
+    const started = performance.now();
+    cli.child.kill('SIGTERM');
+    assert.equal(await cli.exited, 0);
+    assert.ok(performance.now() - started < 3000, `took ${Math.round(performance.now() - started)} ms`);
+  });
+
+  for (const [label, first] of [
+    ['a connection that has sent nothing yet (a browser preconnect)', undefined],
+    ['a connection with half a request header', 'GET /items HTTP/1.1\r\nHost: x\r\n'],
+  ] as const) {
+    test(
+      `SIGTERM with ${label} -> exit 0 within 3 s`,
+      { todo: 'bug: server.closeIdleConnections() in cli.ts shutdown skips connections that have not completed a request, so one preconnected socket holds the exit for the whole SHUTDOWN_GRACE_MS (measured 10.0 s); track sockets (server.on("connection")) and destroy those with no request in flight' },
+      async () => {
+        const cli = await serve();
+        await openConnections(cli.url, 1, first);
+        await waitFor(100);
+        const started = performance.now();
+        cli.child.kill('SIGTERM');
+        // Bounded: do not sit through the whole grace period when the bug is there.
+        const outcome = await Promise.race([cli.exited, waitFor(3500).then(() => 'still running')]);
+        assert.equal(outcome, 0, `after ${Math.round(performance.now() - started)} ms`);
+      },
+    );
+  }
+
+  test('more connections than file descriptors (ulimit -n 80) -> the server survives and serves afterwards', async () => {
+    const dir = await tempDir('halserve-qa-');
+    const child = spawn('bash', ['-c', `ulimit -n 80 && exec "${process.execPath}" --import tsx "${CLI}" --port 0 --data "${dir}" --resource items --log off`], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    after(() => {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    });
+    let out = '';
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (out += chunk));
+    const exited = new Promise<number | string>((resolve) => child.once('exit', (code, signal) => resolve(code ?? signal ?? -1)));
+    const deadline = Date.now() + 15_000;
+    while (!/listening on (http:\/\/\S+)\n/.test(out)) {
+      assert.ok(Date.now() < deadline && child.exitCode === null, 'halserve did not start');
+      await waitFor(20);
+    }
+    const url = /listening on (http:\/\/\S+)\n/.exec(out)?.[1] ?? '';
+    const sockets = await openConnections(url, 150);
+    await waitFor(500);
+    for (const socket of sockets) socket.destroy();
+    await waitFor(300);
+    assert.equal(child.exitCode, null, 'the server died');
+    assert.equal((await fetch(`${url}/healthz`)).status, 200);
+    child.kill('SIGTERM');
+    assert.equal(await exited, 0);
+  });
+});
+
+describe('slow clients (HALSERVE_QA_SLOW=1)', () => {
+  test(
+    'headers trickled one line every 2 s (slowloris) -> connection closed within 20 s',
+    { skip: SLOW, todo: 'improvement: the CLI keeps Node\'s defaults — headersTimeout 60 s checked every 30 s (measured: closed after 90 s), requestTimeout 300 s for a trickled body, no maxConnections; set headersTimeout ~10 s, requestTimeout ~30 s and connectionsCheckingInterval ~1 s in cli.ts' },
+    async () => {
+      const cli = await serve();
+      const [socket] = await openConnections(cli.url, 1, 'GET /items HTTP/1.1\r\nHost: x\r\n');
+      assert.ok(socket);
+      let closed = false;
+      socket.on('close', () => (closed = true));
+      const started = Date.now();
+      while (!closed && Date.now() - started < 20_000) {
+        socket.write('X-Slow: 1\r\n');
+        await waitFor(2000);
+      }
+      assert.equal(closed, true);
+    },
+  );
+
+  test(
+    'SIGTERM while a client stalls mid-body -> exit 0 well inside docker stop\'s 10 s',
+    { skip: SLOW, todo: 'improvement: cli.ts SHUTDOWN_GRACE_MS is 10 s (measured exit after 10.05 s), the same as docker stop\'s default, so the container is SIGKILLed before the store is closed; use a shorter grace (e.g. 5 s)' },
+    async () => {
+      const cli = await serve();
+      const [socket] = await openConnections(cli.url, 1, 'POST /items HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{');
+      assert.ok(socket);
+      await waitFor(200);
+      const started = Date.now();
+      cli.child.kill('SIGTERM');
+      assert.equal(await cli.exited, 0);
+      assert.ok(Date.now() - started < 8000, `took ${Date.now() - started} ms`);
+    },
+  );
+});
