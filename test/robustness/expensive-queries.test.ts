@@ -1,0 +1,102 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { createMemoryStore } from '../../src/store/memory-store.js';
+import type { EntityRecord, Store, StoredEntity } from '../../src/store/store.js';
+import { records, startServer } from '../helpers/server.js';
+import { rawExchange } from './raw.js';
+
+/**
+ * A single cheap request must not buy a lot of server CPU: any reader can send it, and the event
+ * loop serves everyone else meanwhile.
+ *
+ * The JSON-lines store keeps each entity as its line and parses `record` on every access (see
+ * src/store/jsonl-entity.ts). This wrapper behaves the same way and counts the parses, so the tests
+ * state the cost in parses instead of in flaky milliseconds. Measured against the real CLI with
+ * 100 000 entities on this machine: `?sort=-price&limit=1` took 6.9 s, `?status=paused&limit=1` 0.44 s.
+ */
+function countingStore(initial: readonly EntityRecord[]): { store: Store; parses: () => number } {
+  const inner = createMemoryStore(initial);
+  let parses = 0;
+  const lazy = (entity: StoredEntity): StoredEntity => ({
+    id: entity.id,
+    json: entity.json,
+    version: entity.version,
+    get record(): EntityRecord {
+      parses++;
+      return JSON.parse(entity.json) as EntityRecord;
+    },
+  });
+  const store: Store = {
+    get size() {
+      return inner.size;
+    },
+    get ready() {
+      return inner.ready;
+    },
+    get: (id) => {
+      const entity = inner.get(id);
+      return entity && lazy(entity);
+    },
+    page: (offset, limit) => inner.page(offset, limit).map(lazy),
+    *values() {
+      for (const entity of inner.values()) yield lazy(entity);
+    },
+    create: (record) => inner.create(record),
+    update: (id, change) => inner.update(id, change),
+    delete: (id, check) => inner.delete(id, check),
+    close: () => inner.close(),
+  };
+  return { store, parses: () => parses };
+}
+
+const N = 2000;
+const items = records(N, (i) => ({ price: (i * 7919) % 1000, status: i % 3 === 0 ? 'paused' : 'active', name: `n${(i * 31) % N}` }));
+
+describe('cost of filters and sorts, in record parses', () => {
+  test(`?status=paused on ${N} entities -> each record parsed at most once`, async () => {
+    const { store, parses } = countingStore(items);
+    const s = await startServer({ resources: [{ name: 'items', store }] });
+    const res = await s.request('/items?status=paused&limit=1');
+    assert.equal(res.status, 200);
+    assert.equal((await res.json()).total, Math.ceil(N / 3));
+    assert.ok(parses() <= N, `${parses()} parses`);
+  });
+
+  test(
+    `?sort=-price on ${N} entities -> records parsed O(n) times, not once per comparison`,
+    { todo: 'bug (CPU denial of service by any reader): query.ts sortComparator reads a.record and b.record in every comparison, and the JSON-lines store parses the line on each read: ~n log n parses (6.9 s for 100 000 entities, event loop blocked). Fix in resource.ts page(): read each record once before sorting (sort pairs of [record, entity])' },
+    async () => {
+      const { store, parses } = countingStore(items);
+      const s = await startServer({ resources: [{ name: 'items', store }] });
+      const res = await s.request('/items?sort=-price,name&limit=1');
+      assert.equal(res.status, 200);
+      assert.equal((await res.json())._embedded.items[0].price, 999);
+      assert.ok(parses() <= 2 * N, `${parses()} parses for ${N} entities`);
+    },
+  );
+
+  test('?sort with 1500 keys on 200 entities -> answered (sort keys are not limited, each costs one comparison step)', async () => {
+    const { store } = countingStore(records(200, (i) => ({ n: i % 7 })));
+    const s = await startServer({ resources: [{ name: 'items', store }] });
+    const sort = `${Array.from({ length: 1500 }, (_, i) => `k${i}`).join(',')},-n`;
+    // Over a raw socket: the answer's Link header repeats the query and is too big for fetch (see below).
+    const { responses } = await rawExchange(s.url, `GET /items?sort=${sort}&limit=1 HTTP/1.1\r\nHost: x\r\n\r\n`, { responses: 1 });
+    assert.equal(responses[0]?.status, 200);
+    assert.equal(JSON.parse(responses[0]?.body ?? '{}')._embedded.items[0].n, 6);
+  });
+});
+
+describe('size of the answer to a long query', () => {
+  test(
+    'a 4 KB filter value on a middle page -> response headers under 8 KB (nginx\'s default proxy buffer; fetch refuses over 16 KB)',
+    { todo: 'bug: the Link header repeats the whole carried query for self, first, prev, next and last, so a legal 4 KB query gives 20 KB of headers: fetch/undici fails with UND_ERR_HEADERS_OVERFLOW and a default nginx answers 502. Fix in app.ts GET /:name: leave the Link header out when it would pass ~8 KB (the body keeps the links), or refuse such queries with 414' },
+    async () => {
+      const s = await startServer({ resources: [{ name: 'items', store: createMemoryStore(records(3, () => ({ q: 'v'.repeat(4000) }))) }] });
+      const { text, responses } = await rawExchange(s.url, `GET /items?limit=1&page=2&q=${'v'.repeat(4000)} HTTP/1.1\r\nHost: x\r\n\r\n`, { responses: 1 });
+      assert.equal(responses[0]?.status, 200);
+      const headerBytes = text.indexOf('\r\n\r\n');
+      assert.ok(headerBytes > 0);
+      assert.ok(headerBytes < 8192, `${headerBytes} bytes of headers`);
+    },
+  );
+});
