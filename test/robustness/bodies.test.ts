@@ -284,3 +284,30 @@ describe('Content-Type variants (contract §5, seed 7.2)', () => {
     },
   );
 });
+
+describe('validation against the demo schema (data/products.schema.json)', () => {
+  const demoSchema = async (): Promise<ReturnType<typeof compileSchema>> => {
+    const { readFile } = await import('node:fs/promises');
+    const path = new URL('../../data/products.schema.json', import.meta.url);
+    return compileSchema(JSON.parse(await readFile(path, 'utf8')), path.pathname);
+  };
+
+  test('20 000 tags of "A" (maxItems 10, pattern ^[a-z0-9-]+$) -> 400 Validation failed, nothing stored', async () => {
+    const s = await startItems([], { validate: await demoSchema() });
+    const doc = await assertFetchProblem(await post(s, JSON.stringify({ tags: new Array(20_000).fill('A') })), 400, 'Validation failed');
+    assert.deepEqual((doc['validationMessages'] as Record<string, unknown>)['tags'], { maxItems: 'must have at most 10 items' });
+    assert.equal(s.store.size, 0);
+  });
+
+  test(
+    '20 000 invalid tags -> a validation problem of at most 64 KB, not one message per item',
+    { todo: 'bug (amplification): schema.ts reports every failing item and every unknown field, so a 800 KB body of bad tags gets a 12.7 MB answer after 1.6 s of CPU (measured with 200 000 tags); stop after maxItems fails, or cap validationMessages (e.g. 100 entries) in schema.ts report()' },
+    async () => {
+      const s = await startItems([], { validate: await demoSchema() });
+      const res = await post(s, JSON.stringify({ tags: new Array(20_000).fill('A') }));
+      assert.equal(res.status, 400);
+      const bytes = (await res.arrayBuffer()).byteLength;
+      assert.ok(bytes <= 64 * 1024, `${bytes} bytes`);
+    },
+  );
+});
