@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createAuthenticator } from './auth.js';
-import { DEFAULT_MAX_BODY_BYTES, parseJsonObject, readBody, type JsonObject } from './body.js';
-import { checkIfMatch, notModified } from './conditional.js';
+import { checkBodyHeaders, ClientAbortedError, DEFAULT_MAX_BODY_BYTES, parseJsonObject, readBody, type JsonObject } from './body.js';
+import { checkIfMatch, checkIfNoneMatch, notModified, versionTags } from './conditional.js';
 import { clientFields, createdRecord, mergePatch, replacedRecord, type ClientFields } from './entity.js';
 import { indexDocument, linkHeader } from './hal.js';
 import { HAL_JSON, isAcceptedContentType, JSON_TYPE, MERGE_PATCH_JSON, negotiate, OFFERED_TYPES } from './negotiation.js';
@@ -60,6 +60,7 @@ export type Handler = (req: IncomingMessage, res: ServerResponse) => void;
 
 interface Context {
   readonly req: IncomingMessage;
+  readonly res: ServerResponse;
   readonly params: Params;
   readonly query: string;
 }
@@ -78,6 +79,9 @@ const PATCH_BODY_TYPES: readonly string[] = [JSON_TYPE, MERGE_PATCH_JSON];
 const CORS_ALLOW_HEADERS = 'Authorization, Content-Type, Accept, If-Match, If-None-Match';
 const CORS_EXPOSE_HEADERS = 'Location, ETag, Link';
 const CORS_MAX_AGE_SECONDS = '600';
+
+/** Longest `Link` header sent: nginx's default proxy buffer is 4 KiB for all of them together. */
+const MAX_LINK_HEADER = 2048;
 
 const unixSeconds = (): number => Math.floor(Date.now() / 1000);
 /** 16 URL-safe characters carrying 96 random bits. */
@@ -119,15 +123,18 @@ export function createHandler(options: HandlerOptions): Handler {
   router.add('GET', '/:name', ({ req, params, query }) => {
     const mediaType = accepted(req);
     const page = resourceOf(params).page(query, mediaType);
-    const headers = { etag: page.etag, link: linkHeader(page.links) };
+    checkIfMatch(req.headers['if-match'], [page.etag]);
+    const link = linkHeader(page.links);
+    // A long filter makes five long links: past a size proxies take, the body alone carries them.
+    const headers: Record<string, string> = link.length <= MAX_LINK_HEADER ? { etag: page.etag, link } : { etag: page.etag };
     if (notModified(req.headers['if-none-match'], page.etag)) return { status: 304, headers: { ...headers, vary: 'Accept' } };
     return jsonReply(200, mediaType, page.body, headers);
   });
 
-  router.add('POST', '/:name', async ({ req, params }) => {
+  router.add('POST', '/:name', async ({ req, res, params }) => {
     const resource = resourceOf(params);
     const mediaType = accepted(req);
-    const fields = clientFields(await readJsonBody(req, JSON_BODY_TYPES, maxBody));
+    const fields = clientFields(await readJsonBody(req, res, JSON_BODY_TYPES, maxBody));
     resource.check(fields);
     const time = now();
     const entity = await resource.write(() => createWithFreshId(resource.store, () => createdRecord(newId(), time, fields)));
@@ -138,40 +145,41 @@ export function createHandler(options: HandlerOptions): Handler {
     const mediaType = accepted(req);
     const resource = resourceOf(params);
     const entity = resource.entity(params['id'] ?? '');
+    checkIfMatch(req.headers['if-match'], versionTags(entity.version, HAL_JSON));
     const etag = resource.etag(entity, mediaType);
     if (notModified(req.headers['if-none-match'], etag)) return { status: 304, headers: { etag, vary: 'Accept' } };
     return entityReply(200, mediaType, resource, entity);
   });
 
-  router.add('PUT', '/:name/:id', async ({ req, params }) => {
+  router.add('PUT', '/:name/:id', async ({ req, res, params }) => {
     const resource = resourceOf(params);
     const mediaType = accepted(req);
-    const fields = clientFields(await readJsonBody(req, JSON_BODY_TYPES, maxBody));
+    const fields = clientFields(await readJsonBody(req, res, JSON_BODY_TYPES, maxBody));
     resource.check(fields);
     const time = now();
     const id = params['id'] ?? '';
-    const ifMatch = req.headers['if-match'];
+    const preconditions = writePreconditions(req);
     const entity = await resource.write(() =>
       resource.store.update(id, (current) => {
-        checkIfMatch(ifMatch, current.version, HAL_JSON);
+        preconditions(current);
         return replacedRecord(current.record, time, fields);
       }),
     );
     return entityReply(200, mediaType, resource, entity ?? resource.missing(id));
   });
 
-  router.add('PATCH', '/:name/:id', async ({ req, params }) => {
+  router.add('PATCH', '/:name/:id', async ({ req, res, params }) => {
     const resource = resourceOf(params);
     const mediaType = accepted(req);
-    const patch = clientFields(await readJsonBody(req, PATCH_BODY_TYPES, maxBody));
+    const patch = clientFields(await readJsonBody(req, res, PATCH_BODY_TYPES, maxBody));
     const time = now();
     const id = params['id'] ?? '';
-    const ifMatch = req.headers['if-match'];
+    const preconditions = writePreconditions(req);
     const entity = await resource.write(() =>
       resource.store.update(id, (current) => {
-        // The precondition and the patch apply to the latest state, inside the store's write order,
+        // The preconditions and the patch apply to the latest state, inside the store's write order,
         // so a concurrent update is never lost or overwritten unseen.
-        checkIfMatch(ifMatch, current.version, HAL_JSON);
+        preconditions(current);
         const merged = mergePatch(clientFields(current.record), patch) as ClientFields;
         resource.check(merged);
         return replacedRecord(current.record, time, merged);
@@ -183,15 +191,15 @@ export function createHandler(options: HandlerOptions): Handler {
   router.add('DELETE', '/:name/:id', async ({ req, params }) => {
     const resource = resourceOf(params);
     const id = params['id'] ?? '';
-    const ifMatch = req.headers['if-match'];
-    const deleted = await resource.write(() => resource.store.delete(id, (current) => checkIfMatch(ifMatch, current.version, HAL_JSON)));
+    const deleted = await resource.write(() => resource.store.delete(id, writePreconditions(req)));
     if (!deleted) resource.missing(id);
     return { status: 204 };
   });
 
-  const dispatch = (req: IncomingMessage): Reply | Promise<Reply> => {
+  const dispatch = (req: IncomingMessage, res: ServerResponse): Reply | Promise<Reply> => {
     const method = req.method ?? 'GET';
-    const url = req.url ?? '/';
+    if (repeatsHost(req.rawHeaders)) throw badRequest('The request has more than one Host header');
+    const url = originForm(req.url ?? '/');
     const mark = url.indexOf('?');
     const segments = routeSegments(mark === -1 ? url : url.slice(0, mark), basePath);
     const query = mark === -1 ? '' : url.slice(mark + 1);
@@ -218,11 +226,13 @@ export function createHandler(options: HandlerOptions): Handler {
     if (match.params['name'] !== undefined) resourceOf(match.params);
     if (method === 'OPTIONS') return { status: 204, headers: { allow: match.allow.join(', ') } };
     if (!match.handler) throw methodNotAllowed(method, match.allow);
-    return match.handler({ req, params: match.params, query });
+    return match.handler({ req, res, params: match.params, query });
   };
 
   const fail = (error: unknown): Reply => {
     if (error instanceof HttpProblem) return problemReply(error);
+    // A client that left has no one to answer; that is no failure of the server.
+    if (error instanceof ClientAbortedError) return { status: 400 };
     options.errorLog?.(error);
     if (error instanceof StoreWriteError) return problemReply(serviceUnavailable('The change could not be saved; it was not applied. Try again later'));
     return problemReply(internalError());
@@ -233,7 +243,15 @@ export function createHandler(options: HandlerOptions): Handler {
     const extra = corsHeaders(req.headers.origin);
     const log = options.accessLog;
     const finish = (reply: Reply): void => {
-      const bytes = send(req, res, reply, extra);
+      let bytes = 0;
+      try {
+        bytes = send(req, res, reply, extra);
+      } catch (error) {
+        // A response that cannot be written (a header Node refuses) ends this exchange, not the process.
+        options.errorLog?.(error);
+        res.destroy();
+        return;
+      }
       if (log) {
         res.once('finish', () =>
           log({
@@ -249,7 +267,7 @@ export function createHandler(options: HandlerOptions): Handler {
     };
     let reply: Reply | Promise<Reply>;
     try {
-      reply = dispatch(req);
+      reply = dispatch(req, res);
     } catch (error) {
       reply = fail(error);
     }
@@ -290,9 +308,48 @@ function accepted(req: IncomingMessage): string {
 }
 
 /** Checks `Content-Type` before reading anything (seed 7.2 rule 2), then reads a JSON object. */
-async function readJsonBody(req: IncomingMessage, types: readonly string[], maxBody: number): Promise<JsonObject> {
-  if (!isAcceptedContentType(req.headers['content-type'], types)) throw unsupportedMediaType(types);
-  return parseJsonObject(await readBody(req, maxBody));
+async function readJsonBody(req: IncomingMessage, res: ServerResponse, types: readonly string[], maxBody: number): Promise<JsonObject> {
+  checkBodyHeaders(req, types, (contentType) => isAcceptedContentType(contentType, types));
+  return parseJsonObject(await readBody(req, maxBody, res));
+}
+
+/**
+ * The path and query of a request target: an absolute-form target (`http://host/items`), which a
+ * server must accept (RFC 9112 §3.2.2), is reduced to its origin form (`/items`).
+ */
+function originForm(target: string): string {
+  if (target.startsWith('/')) return target;
+  const match = /^[a-z][a-z0-9+.-]*:\/\/[^/?#]*([^#]*)/i.exec(target);
+  if (!match) return target;
+  const rest = match[1] ?? '';
+  return rest.startsWith('/') ? rest : `/${rest}`;
+}
+
+/**
+ * The conditions of a write (RFC 9110 §13.1.1, §13.1.2), checked against the latest state inside
+ * the store's write order.
+ */
+function writePreconditions(req: IncomingMessage): (current: StoredEntity) => void {
+  const ifMatch = req.headers['if-match'];
+  const ifNoneMatch = req.headers['if-none-match'];
+  return (current) => {
+    const tags = versionTags(current.version, HAL_JSON);
+    checkIfMatch(ifMatch, tags);
+    checkIfNoneMatch(ifNoneMatch, tags);
+  };
+}
+
+/** True when a request carries more than one Host header, which RFC 9112 §3.2 makes a 400. */
+function repeatsHost(rawHeaders: readonly string[]): boolean {
+  let seen = false;
+  for (let i = 0; i < rawHeaders.length; i += 2) {
+    const name = rawHeaders[i] ?? '';
+    if (name.length === 4 && name.toLowerCase() === 'host') {
+      if (seen) return true;
+      seen = true;
+    }
+  }
+  return false;
 }
 
 /** An entity with its tag; `extra` adds headers such as `Location`. */

@@ -4,6 +4,12 @@ import { forbidden, unauthorized } from './problem.js';
 /** Prefix of a token that may only read (contract §6). */
 export const READ_ONLY_PREFIX = 'read:';
 
+/**
+ * What a client can send after `Bearer ` and have arrive unchanged: visible ASCII, no spaces.
+ * (RFC 6750 §2.1's b64token is narrower; tokens in use are not always that tidy.)
+ */
+export const SENDABLE_TOKEN = /^[\x21-\x7e]+$/;
+
 /** What a token may do. */
 export type Access = 'read' | 'write';
 
@@ -23,13 +29,26 @@ export interface Authenticator {
 // Comparing fixed-length digests keeps the comparison's time independent of the token's length and content.
 const digest = (token: string): Buffer => createHash('sha256').update(token).digest();
 
-/** Parses `read:`-prefixed and plain tokens; an empty token is refused, since it would match nothing sensible. */
+/**
+ * Why a configured token (`read:`-prefixed or plain) can never be presented, or undefined when it
+ * can. The message never repeats the token.
+ */
+export function tokenProblem(raw: string, position: number): string | undefined {
+  const token = raw.startsWith(READ_ONLY_PREFIX) ? raw.slice(READ_ONLY_PREFIX.length) : raw;
+  if (token === '') return `token ${position} is empty`;
+  if (!SENDABLE_TOKEN.test(token)) {
+    return `token ${position} has characters no client can send in an Authorization header (only visible ASCII, no spaces)`;
+  }
+  return undefined;
+}
+
+/** Parses `read:`-prefixed and plain tokens; one that no client could send is refused. */
 export function parseTokens(tokens: readonly string[]): TokenEntry[] {
-  return tokens.map((raw) => {
+  return tokens.map((raw, i) => {
+    const problem = tokenProblem(raw, i + 1);
+    if (problem) throw new Error(problem);
     const access: Access = raw.startsWith(READ_ONLY_PREFIX) ? 'read' : 'write';
-    const token = access === 'read' ? raw.slice(READ_ONLY_PREFIX.length) : raw;
-    if (token === '') throw new Error('a configured token is empty');
-    return { digest: digest(token), access };
+    return { digest: digest(access === 'read' ? raw.slice(READ_ONLY_PREFIX.length) : raw), access };
   });
 }
 

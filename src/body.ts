@@ -1,19 +1,28 @@
-import type { IncomingMessage } from 'node:http';
-import { badRequest, payloadTooLarge } from './problem.js';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { badRequest, payloadTooLarge, unsupportedMediaType } from './problem.js';
 
 /** Contract §5: bodies are at most 1 MiB unless `--max-body` says otherwise. */
 export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
+/** Deeper bodies are refused: serialising or merging them would exhaust the stack. */
+export const MAX_BODY_DEPTH = 1024;
 
 /** A JSON object from a request body: still unchecked beyond being an object. */
 export type JsonObject = Record<string, unknown>;
 
+/** The client went away before its body was complete: nothing to answer, nothing to log. */
+export class ClientAbortedError extends Error {
+  override readonly name = 'ClientAbortedError';
+}
+
 /**
  * Reads a request body of at most `limit` bytes. A declared or actual size over the limit is a 413
- * problem, raised as soon as it is known, so an oversized body is never buffered whole.
+ * problem, raised as soon as it is known, so an oversized body is never buffered whole. A client
+ * that sent `Expect: 100-continue` is told to go on only once the body is wanted (RFC 9110 §10.1.1).
  */
-export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
+export function readBody(req: IncomingMessage, limit: number, res?: ServerResponse): Promise<Buffer> {
   const declared = Number(req.headers['content-length']);
   if (declared > limit) return Promise.reject(payloadTooLarge(limit));
+  if (res && req.headers.expect?.toLowerCase() === '100-continue') res.writeContinue();
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
@@ -31,24 +40,43 @@ export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
       cleanup();
       resolve(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size));
     };
-    const onError = (error: Error): void => {
+    const onAbort = (): void => {
       cleanup();
-      reject(error);
+      reject(new ClientAbortedError('the client closed the connection before its body was complete'));
     };
     const cleanup = (): void => {
       req.off('data', onData);
       req.off('end', onEnd);
-      req.off('error', onError);
+      req.off('error', onAbort);
+      req.off('aborted', onAbort);
     };
     req.on('data', onData);
     req.on('end', onEnd);
-    req.on('error', onError);
+    req.on('error', onAbort);
+    req.on('aborted', onAbort);
   });
+}
+
+/**
+ * Checks a body's headers before a byte of it is read (seed 7.2 rule 2): its media type must be one
+ * of `accepted`, its charset UTF-8 if one is named (RFC 8259 §8.1), and it must not be compressed.
+ */
+export function checkBodyHeaders(req: IncomingMessage, accepted: readonly string[], isAccepted: (contentType: string | undefined) => boolean): void {
+  if (!isAccepted(req.headers['content-type'])) throw unsupportedMediaType(accepted);
+  const encoding = req.headers['content-encoding'];
+  if (encoding !== undefined && encoding.trim().toLowerCase() !== 'identity') {
+    // RFC 9110 §15.5.16: a content coding the server does not take is a 415.
+    throw unsupportedMediaType(accepted, 'Request bodies must not carry a Content-Encoding');
+  }
 }
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
-/** Parses a body as a JSON object (contract §5): not UTF-8, not JSON, or not an object → 400. */
+/**
+ * Parses a body as a JSON object (contract §5): not UTF-8, not JSON, not an object, nested deeper
+ * than `MAX_BODY_DEPTH`, or holding a number JSON cannot carry back (1e400 parses as Infinity and
+ * would be stored as null) → 400.
+ */
 export function parseJsonObject(body: Uint8Array): JsonObject {
   let text: string;
   try {
@@ -65,5 +93,20 @@ export function parseJsonObject(body: Uint8Array): JsonObject {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
     throw badRequest('Request body must be a JSON object');
   }
+  checkJsonValue(value);
   return value as JsonObject;
+}
+
+/** Walks a parsed value without recursion, so that no depth can overflow the walk itself. */
+function checkJsonValue(root: unknown): void {
+  const stack: [unknown, number][] = [[root, 1]];
+  while (stack.length > 0) {
+    const [value, depth] = stack.pop() as [unknown, number];
+    if (typeof value === 'number') {
+      if (!Number.isFinite(value)) throw badRequest('Request body holds a number too large to represent');
+    } else if (typeof value === 'object' && value !== null) {
+      if (depth > MAX_BODY_DEPTH) throw badRequest(`Request body is nested deeper than ${MAX_BODY_DEPTH} levels`);
+      for (const child of Object.values(value)) stack.push([child, depth + 1]);
+    }
+  }
 }

@@ -1,9 +1,9 @@
 #!/usr/bin/env node
 import { readFile } from 'node:fs/promises';
-import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import { createHandler, type ResourceOptions } from './app.js';
+import type { ResourceOptions } from './app.js';
+import { createHalServer, trackConnections } from './server.js';
 import { ConfigError, HELP, isLoopback, parseConfig, resourceNameProblem, type Config } from './config.js';
 import { compileSchema, SchemaError, type Validator } from './schema.js';
 import { discoverResources, openDataDir } from './store/data-dir.js';
@@ -12,8 +12,12 @@ import { StoreOpenError } from './store/store.js';
 /** A start-up failure: printed as one line, exit code 1. */
 class StartupError extends Error {}
 
-/** How long a shutdown waits for requests in flight before it closes their connections. */
-const SHUTDOWN_GRACE_MS = 10_000;
+/**
+ * How long a shutdown waits for requests in flight before it closes their connections: well inside
+ * the 10 s a container runtime waits before SIGKILL, so the store is always closed cleanly.
+ */
+const SHUTDOWN_GRACE_MS = 5_000;
+
 
 const warn = (message: string): void => {
   process.stderr.write(`halserve: ${message}\n`);
@@ -86,24 +90,36 @@ async function main(): Promise<void> {
     return validate ? { name, store, validate } : { name, store };
   });
   const out = process.stdout;
-  const handler = createHandler({
+  let logging = config.log === 'json';
+  // A reader of stdout that goes away (a closed pipe) turns the access log off; it never ends the server.
+  out.on('error', (error) => {
+    if (!logging) return;
+    logging = false;
+    warn(`access log turned off: stdout failed (${error.message})`);
+  });
+  const server = createHalServer({
     resources,
     tokens: config.tokens,
     basePath: config.basePath,
     maxBodyBytes: config.maxBody,
     ready: () => !draining,
     errorLog: (error) => warn(`unexpected error: ${(error as Error)?.stack ?? String(error)}`),
-    ...(config.log === 'json' ? { accessLog: (entry) => out.write(`${JSON.stringify(entry)}\n`) } : {}),
+    ...(logging ? { accessLog: (entry) => logging && out.write(`${JSON.stringify(entry)}\n`) } : {}),
     ...(config.corsOrigin === undefined ? {} : { corsOrigin: config.corsOrigin }),
   });
-  const server = createServer(handler);
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(config.port, config.host, () => {
-      server.off('error', reject);
-      resolve();
+  const connections = trackConnections(server);
+  try {
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(config.port, config.host, () => {
+        server.off('error', reject);
+        resolve();
+      });
     });
-  });
+  } catch (error) {
+    await dataDir.close();
+    throw new StartupError(`cannot listen on ${config.host}:${config.port}: ${(error as Error).message}`);
+  }
   const address = server.address() as AddressInfo;
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
   out.write(`halserve listening on http://${host}:${address.port}\n`);
@@ -123,9 +139,10 @@ async function main(): Promise<void> {
         },
       );
     });
-    // Keep-alive connections would hold close() open: close each one as soon as its request is done.
-    server.closeIdleConnections();
-    setInterval(() => server.closeIdleConnections(), 50).unref();
+    // Open connections would hold close() open: end each one as soon as it has no request in flight,
+    // including connections that never sent one.
+    connections.closeIdle();
+    setInterval(() => connections.closeIdle(), 50).unref();
   };
   process.on('SIGTERM', () => shutdown('SIGTERM'));
   process.on('SIGINT', () => shutdown('SIGINT'));

@@ -42,14 +42,27 @@ export function notModified(ifNoneMatch: string | undefined, etag: string): bool
   return tags.includes('*') || tags.some((tag) => uncoded(tag.replace(/^W\//, '')) === etag);
 }
 
+/** Every tag that names `version` of an entity, whatever its representation. */
+export function versionTags(version: string, halMediaType: string): string[] {
+  return [entityTag(version, halMediaType, halMediaType), entityTag(version, '', halMediaType)];
+}
+
 /**
- * If-Match on PUT/PATCH/DELETE (§13.1.1), strong comparison against the tags of the entity's
- * current version: a mismatch is a 412 problem and nothing is written.
+ * If-Match (§13.1.1), strong comparison against the current tags: a mismatch is a 412 problem and,
+ * on a write, nothing is written.
  */
-export function checkIfMatch(ifMatch: string | undefined, version: string, halMediaType: string): void {
+export function checkIfMatch(ifMatch: string | undefined, current: readonly string[]): void {
   if (ifMatch === undefined) return;
-  const current = [entityTag(version, halMediaType, halMediaType), entityTag(version, '', halMediaType)];
   const tags = parseTagList(ifMatch);
   if (tags.includes('*') || tags.some((tag) => current.includes(uncoded(tag)))) return;
-  throw preconditionFailed('If-Match does not match the current ETag of the entity');
+  throw preconditionFailed('If-Match does not match the current ETag');
+}
+
+/**
+ * If-None-Match on a write (§13.1.2): `*`, or a tag of the current state, means the client wanted
+ * the write only if the state were other than it is — a 412 problem, nothing written.
+ */
+export function checkIfNoneMatch(ifNoneMatch: string | undefined, current: readonly string[]): void {
+  if (ifNoneMatch === undefined) return;
+  if (current.some((tag) => notModified(ifNoneMatch, tag))) throw preconditionFailed('If-None-Match matches the current ETag');
 }

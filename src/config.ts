@@ -1,4 +1,5 @@
 import { isIP } from 'node:net';
+import { tokenProblem } from './auth.js';
 import { DEFAULT_MAX_BODY_BYTES } from './body.js';
 
 /** Everything the CLI is told, from flags and `HALSERVE_*` variables (contract §9). */
@@ -26,6 +27,9 @@ export class ConfigError extends Error {
 /** Contract §1: resource names, and the names the server keeps for itself. */
 export const RESOURCE_NAME = /^[a-z][a-z0-9_-]{0,63}$/;
 export const RESERVED_NAMES: ReadonlySet<string> = new Set(['v1', 'healthz', 'readyz', 'metrics']);
+
+/** A path prefix that can stand in a header and a link as it is: `''`, `/`, `/api`, `/a/b/`. */
+const BASE_PATH = /^(?:\/?|(?:\/[A-Za-z0-9\-._~!$&'()*+,;=:@%]+)+\/?)$/;
 
 /** Why `name` cannot name a resource, or undefined when it can. */
 export function resourceNameProblem(name: string): string | undefined {
@@ -151,6 +155,15 @@ export function parseConfig(argv: readonly string[], env: Readonly<Record<string
     return variable === undefined ? false : parseBoolean(variable.name, variable.value);
   };
 
+  const tokens = list('token');
+  tokens.forEach((token, i) => {
+    const problem = tokenProblem(token, i + 1);
+    if (problem) throw new ConfigError(problem);
+  });
+  const basePath = text('base-path', '');
+  if (!BASE_PATH.test(basePath.value)) {
+    throw new ConfigError(`${basePath.name} must be a URL path such as /api (letters, digits and - . _ ~ ! $ & ' ( ) * + , ; = : @ %)`);
+  }
   const port = text('port', '8080');
   const maxBody = text('max-body', String(DEFAULT_MAX_BODY_BYTES));
   const log = text('log', 'json');
@@ -161,13 +174,13 @@ export function parseConfig(argv: readonly string[], env: Readonly<Record<string
     host: text('host', '127.0.0.1').value,
     data: text('data', './data').value,
     resources: list('resource'),
-    tokens: list('token'),
+    tokens,
     noAuth: boolean('no-auth'),
     log: oneOf(log.name, log.value, ['json', 'off'] as const),
     durability: oneOf(durability.name, durability.value, ['full', 'none'] as const),
     repair: boolean('repair'),
     maxBody: parseWholeNumber(maxBody.name, maxBody.value, 1, 1024 * 1024 * 1024),
-    basePath: text('base-path', '').value,
+    basePath: basePath.value,
     corsOrigin: cors.value === '' ? undefined : cors.value,
     help: boolean('help'),
   };

@@ -80,7 +80,12 @@ export function mediaTypeOf(contentType: string | undefined): string {
   return (semicolon === -1 ? contentType : contentType.slice(0, semicolon)).trim().toLowerCase();
 }
 
-/** True when `contentType` names one of `accepted` (parameters such as charset allowed, case ignored). */
+/**
+ * True when `contentType` names one of `accepted`, case ignored. Parameters are allowed, but a
+ * charset other than UTF-8 is not: JSON exchanged between systems is UTF-8 (RFC 8259 §8.1).
+ */
 export function isAcceptedContentType(contentType: string | undefined, accepted: readonly string[]): boolean {
-  return accepted.includes(mediaTypeOf(contentType));
+  if (!accepted.includes(mediaTypeOf(contentType))) return false;
+  const charset = /;\s*charset\s*=\s*"?([^";\s]*)/i.exec(contentType ?? '')?.[1];
+  return charset === undefined || /^utf-?8$/i.test(charset);
 }

@@ -34,11 +34,14 @@ function parseInteger(name: string, value: string | undefined, fallback: number)
 /**
  * Parses `page` and `limit` (contract §3): defaults 1 and 20; a limit over 200 is clamped to 200;
  * a value that is not a base-10 integer, or a limit under 1, is a 400 problem naming the parameter.
+ * A page beyond 2^53 - 1 is refused too: the 409 document could not state it as the integer it is.
  */
 export function parsePageRequest(page: string | undefined, limit: string | undefined): PageRequest {
   const parsedLimit = parseInteger('limit', limit, DEFAULT_LIMIT);
   if (parsedLimit < 1) throw badRequest('Query parameter limit must be at least 1');
-  return { page: parseInteger('page', page, DEFAULT_PAGE), limit: Math.min(parsedLimit, MAX_LIMIT) };
+  const parsedPage = parseInteger('page', page, DEFAULT_PAGE);
+  if (!Number.isSafeInteger(parsedPage)) throw badRequest(`Query parameter page must be at most ${Number.MAX_SAFE_INTEGER}`);
+  return { page: parsedPage, limit: Math.min(parsedLimit, MAX_LIMIT) };
 }
 
 /** `max(1, ceil(total / limit))`: an empty collection still has its one, empty, page (contract §3). */

@@ -88,8 +88,8 @@ export const payloadTooLarge = (limit: number): HttpProblem =>
   new HttpProblem(413, `Request body is larger than the limit of ${limit} bytes`);
 
 /** Seed 7.2: the wording lists the accepted media types ("Expecting one of the application/json"). */
-export const unsupportedMediaType = (accepted: readonly string[]): HttpProblem =>
-  new HttpProblem(415, `Expecting one of the ${accepted.join(', ')}`);
+export const unsupportedMediaType = (accepted: readonly string[], detail = `Expecting one of the ${accepted.join(', ')}`): HttpProblem =>
+  new HttpProblem(415, detail);
 
 export const serviceUnavailable = (detail: string): HttpProblem => new HttpProblem(503, detail);
 

@@ -1,7 +1,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { codedTag } from './conditional.js';
 import { chooseEncoding, COMPRESSION_THRESHOLD_BYTES, encode } from './encoding.js';
-import { PROBLEM_MEDIA_TYPE, type HttpProblem } from './problem.js';
+import type { Duplex } from 'node:stream';
+import { PROBLEM_MEDIA_TYPE, problemDocument, statusTitle, type HttpProblem } from './problem.js';
 
 /** What a route handler answers; `send` is the one writer of responses. */
 export interface Reply {
@@ -22,6 +23,12 @@ export function problemReply(problem: HttpProblem): Reply {
   // An oversized body may still be arriving: close the connection rather than read it.
   if (problem.status === 413) headers['connection'] = 'close';
   return { status: problem.status, headers, body: JSON.stringify(problem) };
+}
+
+/** True when a request announces a body (RFC 9112 §6.1, §6.2). */
+function declaresBody(req: IncomingMessage): boolean {
+  const length = req.headers['content-length'];
+  return (length !== undefined && length !== '0') || req.headers['transfer-encoding'] !== undefined;
 }
 
 /** Appends to a comma-separated list header (`Vary`, RFC 9110 §12.5.5). */
@@ -58,10 +65,45 @@ export function send(req: IncomingMessage, res: ServerResponse, reply: Reply, ex
       if (typeof etag === 'string') headers['etag'] = codedTag(etag, coding);
     }
   }
+  // A body the request declared but nobody read would be read and thrown away up to the
+  // request timeout: close the connection instead (RFC 9112 §9.6).
+  if (!req.complete && declaresBody(req)) headers['connection'] = 'close';
   const bytes = body === undefined ? 0 : Buffer.byteLength(body);
   if (body !== undefined) headers['content-length'] = bytes;
   res.writeHead(reply.status, headers);
   // HEAD gets the headers a GET would get, and no body.
   res.end(req.method === 'HEAD' ? undefined : body);
   return bytes;
+}
+
+/** Node's parser error codes that have a status of their own (RFC 9110 §15.5.9, RFC 6585 §5). */
+const CLIENT_ERROR_STATUS: Readonly<Record<string, number>> = {
+  HPE_HEADER_OVERFLOW: 431,
+  ERR_HTTP_REQUEST_TIMEOUT: 408,
+};
+
+/**
+ * Answers a request Node's parser refused (the server's `clientError` event) with a problem
+ * document (contract §7), then closes the connection: after a parse error nothing more on it can
+ * be trusted.
+ */
+export function answerClientError(error: Error & { code?: string }, socket: Duplex): void {
+  if (error.code === 'ECONNRESET' || !socket.writable) {
+    socket.destroy();
+    return;
+  }
+  const status = CLIENT_ERROR_STATUS[error.code ?? ''] ?? 400;
+  const detail = status === 431 ? 'The request headers are too large' : status === 408 ? 'The request took too long to arrive' : 'The request is not valid HTTP/1.1';
+  const body = JSON.stringify(problemDocument(status, detail));
+  // A request whose headers were fine but whose body is not (a bad chunk) already has a response:
+  // answer through it while nothing has been sent, else just close (Node's own 'clientError' advice).
+  const { _httpMessage: response } = socket as { _httpMessage?: ServerResponse | null };
+  if (response) {
+    if (response.headersSent) socket.destroy();
+    else response.writeHead(status, { 'content-type': PROBLEM_MEDIA_TYPE, 'content-length': Buffer.byteLength(body), connection: 'close' }).end(body);
+    return;
+  }
+  socket.end(
+    `HTTP/1.1 ${status} ${statusTitle(status)}\r\nContent-Type: ${PROBLEM_MEDIA_TYPE}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+  );
 }

@@ -104,14 +104,18 @@ export class Resource {
       range = pageRange(this.store.size, request);
       entities = this.store.page(range.offset, range.limit);
     } else {
-      const selected: StoredEntity[] = [];
-      for (const entity of this.store.values()) if (matchesFilters(entity.record, filters)) selected.push(entity);
+      // Each record is read once: a store may parse it on every read, and a sort compares n log n times.
+      const selected: { entity: StoredEntity; record: StoredEntity['record'] }[] = [];
+      for (const entity of this.store.values()) {
+        const record = entity.record;
+        if (matchesFilters(record, filters)) selected.push({ entity, record });
+      }
       if (sortKeys.length > 0) {
         const compare = sortComparator(sortKeys);
         selected.sort((a, b) => compare(a.record, b.record));
       }
       range = pageRange(selected.length, request);
-      entities = selected.slice(range.offset, range.offset + range.limit);
+      entities = selected.slice(range.offset, range.offset + range.limit).map((s) => s.entity);
     }
     const links = collectionLinks(this.#path, range, carriedQuery(sort, filters));
     const body = collectionJson(this.name, range, links, entities.map((e) => this.json(e)));

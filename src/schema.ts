@@ -107,7 +107,7 @@ interface Node {
 export function compileSchema(schema: unknown, source: string): Validator {
   const root = compile(schema, '', { source, ancestors: new Set() });
   return (value) => {
-    const out: Collector = { messages: undefined };
+    const out: Collector = { messages: undefined, fields: 0, full: false };
     check(root, value, '', out);
     return out.messages;
   };
@@ -316,15 +316,31 @@ function readRequired(site: Site, satisfiable: (name: string) => boolean): strin
   return names;
 }
 
+/**
+ * At most this many fields are reported: a body of 100,000 bad items must not buy an answer a
+ * hundred times its size. Past it, the field `*` says the list was cut.
+ */
+export const MAX_REPORTED_FIELDS = 100;
+
 /** Failures found so far; created on the first one so a valid body allocates nothing. */
 interface Collector {
   messages: ValidationMessages | undefined;
+  fields: number;
+  /** Set once the report is full: the walk stops there. */
+  full: boolean;
 }
 
 function report(out: Collector, field: string, rule: string, message: string): void {
+  if (out.full) return;
   const messages = (out.messages ??= {});
   let rules = Object.hasOwn(messages, field) ? messages[field] : undefined;
   if (rules === undefined) {
+    if (out.fields === MAX_REPORTED_FIELDS) {
+      out.full = true;
+      messages['*'] = { truncated: `only the first ${MAX_REPORTED_FIELDS} fields with failures are listed` };
+      return;
+    }
+    out.fields++;
     rules = {};
     // defineProperty, not assignment: a client's field named `__proto__` must stay an ordinary key.
     Object.defineProperty(messages, field, { value: rules, enumerable: true, writable: true, configurable: true });
@@ -357,7 +373,7 @@ function check(node: Node, value: unknown, path: string, out: Collector): void {
     if (list.length < node.minItems) report(out, path, 'minItems', node.messages.minItems);
     if (list.length > node.maxItems) report(out, path, 'maxItems', node.messages.maxItems);
     if (node.items !== undefined) {
-      for (let i = 0; i < list.length; i++) check(node.items, list[i], join(path, String(i)), out);
+      for (let i = 0; i < list.length && !out.full; i++) check(node.items, list[i], join(path, String(i)), out);
     }
   }
 }
@@ -372,6 +388,7 @@ function checkObject(node: Node, object: Readonly<Record<string, unknown>>, path
   }
   if (node.additional === true) return;
   for (const name of Object.keys(object)) {
+    if (out.full) return;
     if (node.properties.has(name) || object[name] === undefined) continue;
     if (node.additional === false) report(out, join(path, name), 'additionalProperties', 'is not allowed');
     else check(node.additional, object[name], join(path, name), out);

@@ -1,7 +1,8 @@
-import { createServer, type Server } from 'node:http';
+import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after } from 'node:test';
-import { createHandler, type HandlerOptions } from '../../src/app.js';
+import type { HandlerOptions } from '../../src/app.js';
+import { createHalServer } from '../../src/server.js';
 import { createMemoryStore } from '../../src/store/memory-store.js';
 import type { Validator } from '../../src/schema.js';
 import type { EntityRecord, Store } from '../../src/store/store.js';
@@ -20,9 +21,9 @@ export interface TestServer {
   close(): Promise<void>;
 }
 
-/** Starts `createHandler(options)` on a free loopback port; it is closed after the test file. */
+/** Starts `createHalServer(options)` on a free loopback port; it is closed after the test file. */
 export async function startServer(options: HandlerOptions): Promise<TestServer> {
-  const server = createServer(createHandler(options));
+  const server = createHalServer(options);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
   const url = `http://127.0.0.1:${port}`;

@@ -5,7 +5,7 @@ import { request as httpRequest } from 'node:http';
 import { records, RFC2616, startItems } from '../helpers/server.js';
 
 const JSON_HEADERS = { 'content-type': 'application/json' };
-const preconditionFailed = { type: RFC2616, title: 'Precondition Failed', detail: 'If-Match does not match the current ETag of the entity', status: 412 };
+const preconditionFailed = { type: RFC2616, title: 'Precondition Failed', detail: 'If-Match does not match the current ETag', status: 412 };
 
 describe('ETag and If-None-Match (contract §5)', () => {
   test('GET entity -> strong ETag; If-None-Match with it -> 304, no body', async () => {

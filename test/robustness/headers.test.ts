@@ -14,7 +14,7 @@ describe('conditional requests (RFC 9110 §13)', () => {
     const s = await startItems(records(1));
     const tag = (await s.request('/items/e000')).headers.get('etag') ?? '';
     const { responses } = await rawExchange(s.url, request('PATCH', '/items/e000', `${J}If-Match: W/${tag}\r\n`, '{"n":9}'), { responses: 1 });
-    assertRawProblem(responses[0], 412, 'If-Match does not match the current ETag of the entity');
+    assertRawProblem(responses[0], 412, 'If-Match does not match the current ETag');
     assert.deepEqual(s.store.get('e000')?.record, records(1)[0]);
   });
 

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { checkIfMatch, codedTag, entityTag, notModified, parseTagList } from '../../src/conditional.js';
+import { checkIfMatch, checkIfNoneMatch, codedTag, entityTag, notModified, parseTagList, versionTags } from '../../src/conditional.js';
 import { chooseEncoding, encode } from '../../src/encoding.js';
 import { HttpProblem } from '../../src/problem.js';
 import { gunzipSync, brotliDecompressSync } from 'node:zlib';
@@ -50,8 +50,23 @@ describe('checkIfMatch (strong comparison)', () => {
     ['"v2"', false],
   ] as const) {
     test(`If-Match ${header} on version v1 -> ${ok ? 'passes' : '412'}`, () => {
-      if (ok) assert.doesNotThrow(() => checkIfMatch(header, 'v1', HAL));
-      else assert.throws(() => checkIfMatch(header, 'v1', HAL), (e: unknown) => e instanceof HttpProblem && e.status === 412);
+      if (ok) assert.doesNotThrow(() => checkIfMatch(header, versionTags('v1', HAL)));
+      else assert.throws(() => checkIfMatch(header, versionTags('v1', HAL)), (e: unknown) => e instanceof HttpProblem && e.status === 412);
+    });
+  }
+});
+
+describe('checkIfNoneMatch on a write', () => {
+  for (const [header, ok] of [
+    [undefined, true],
+    ['*', false],
+    ['"v1"', false],
+    ['W/"v1-json"', false],
+    ['"v2"', true],
+  ] as const) {
+    test(`If-None-Match ${header} on version v1 -> ${ok ? 'passes' : '412'}`, () => {
+      if (ok) assert.doesNotThrow(() => checkIfNoneMatch(header, versionTags('v1', HAL)));
+      else assert.throws(() => checkIfNoneMatch(header, versionTags('v1', HAL)), (e: unknown) => e instanceof HttpProblem && e.status === 412);
     });
   }
 });

@@ -1,0 +1,51 @@
+import { createServer, type IncomingMessage, type Server, type ServerOptions, type ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
+import { createHandler, type HandlerOptions } from './app.js';
+import { answerClientError } from './reply.js';
+
+/**
+ * Slow or stalled clients are cut off: headers within 10 s, a whole request within 30 s, checked
+ * every second (Node's defaults are 60 s, 300 s and 30 s).
+ */
+export const SERVER_TIMEOUTS: Readonly<ServerOptions> = { headersTimeout: 10_000, requestTimeout: 30_000, connectionsCheckingInterval: 1_000 };
+
+/**
+ * A `node:http` server around `createHandler(options)`, with what the handler alone cannot do:
+ * problem documents for requests the parser refuses (contract §7), `100 Continue` sent only when
+ * a body is about to be read, and timeouts for slow clients. It is not listening yet.
+ */
+export function createHalServer(options: HandlerOptions, serverOptions: Readonly<ServerOptions> = SERVER_TIMEOUTS): Server {
+  const handler = createHandler(options);
+  const server = createServer(serverOptions, handler);
+  // With a listener here, Node no longer answers `Expect: 100-continue` on its own (RFC 9110 §10.1.1).
+  server.on('checkContinue', handler);
+  server.on('clientError', answerClientError);
+  return server;
+}
+
+/**
+ * Counts the requests in flight on each connection of `server`, so that a shutdown can end every
+ * connection that has none — keep-alive ones, and ones that never sent a request.
+ */
+export function trackConnections(server: Server): { closeIdle(): void } {
+  const inFlight = new Map<Socket, number>();
+  server.on('connection', (socket: Socket) => {
+    inFlight.set(socket, 0);
+    socket.once('close', () => inFlight.delete(socket));
+  });
+  const started = (req: IncomingMessage, res: ServerResponse): void => {
+    const socket = req.socket;
+    inFlight.set(socket, (inFlight.get(socket) ?? 0) + 1);
+    res.once('close', () => {
+      const count = inFlight.get(socket);
+      if (count !== undefined) inFlight.set(socket, count - 1);
+    });
+  };
+  server.on('request', started);
+  server.on('checkContinue', started);
+  return {
+    closeIdle() {
+      for (const [socket, count] of inFlight) if (count === 0) socket.destroy();
+    },
+  };
+}
