@@ -1,4 +1,5 @@
 import fs from 'node:fs';
+import { dirname } from 'node:path';
 import { promisify } from 'node:util';
 
 /**
@@ -67,14 +68,20 @@ export async function writeAll(fsys: StoreFs, fd: number, buffer: Uint8Array, po
   }
 }
 
-/** Appends `data` to the file at `path` (created when missing) and syncs it before resolving. */
+/**
+ * Appends `data` to the file at `path` (created when missing) and syncs it, and its directory
+ * entry when the file is new, before resolving.
+ */
 export async function appendDurably(fsys: StoreFs, path: string, data: Uint8Array): Promise<void> {
   const fd = await fsys.open(path, OPEN_READ_WRITE, 0o644);
+  let created = false;
   try {
     const { size } = await fsys.fstat(fd);
+    created = size === 0;
     await writeAll(fsys, fd, data, size);
     await fsys.fsync(fd);
   } finally {
     await fsys.close(fd);
   }
+  if (created) await syncDirectory(fsys, dirname(path));
 }
