@@ -4,8 +4,8 @@ import { spawnCli, startCli, tempDir } from '../helpers/process.js';
 
 /**
  * Ways to take the whole process down from outside the request body: configuration that only
- * fails when a response is written, a log reader that goes away, and records at the size limit
- * that must survive a restart.
+ * fails when a response is written, and a log reader that goes away. (Records at the size limit
+ * surviving a restart are in concurrency.test.ts.)
  */
 
 const waitFor = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
@@ -72,33 +72,4 @@ describe('the access log', () => {
       assert.equal(cli.child.exitCode, null, cli.stderr());
     },
   );
-});
-
-describe('records at the size limit', () => {
-  test('five bodies of ~1 MiB (the default limit) -> stored, and identical after a restart', async () => {
-    const dir = await tempDir('halserve-qa-');
-    const args = ['--port', '0', '--data', dir, '--resource', 'items', '--log', 'off'];
-    const first = await startCli(args);
-    const texts: string[] = [];
-    for (let i = 0; i < 5; i++) {
-      // Multi-byte characters, so that byte and character offsets differ across read blocks.
-      const body = JSON.stringify({ i, text: `${'é'.repeat(100_000 + i)}${'x'.repeat(800_000)}😀` });
-      assert.ok(Buffer.byteLength(body) <= 1024 * 1024);
-      const res = await fetch(`${first.url}/items`, { method: 'POST', headers: JSON_HEADERS, body });
-      assert.equal(res.status, 201);
-      texts.push(await res.text());
-    }
-    first.child.kill('SIGTERM');
-    assert.equal(await first.exited, 0);
-
-    const second = await startCli(args);
-    for (const text of texts) {
-      const { id } = JSON.parse(text) as { id: string };
-      const res = await fetch(`${second.url}/items/${id}`);
-      assert.equal(res.status, 200);
-      assert.equal(await res.text(), text);
-    }
-    second.child.kill('SIGTERM');
-    assert.equal(await second.exited, 0);
-  });
 });
