@@ -28,7 +28,7 @@ export interface RawExchange {
 export interface RawOptions {
   /** Give up (and close the socket) after this many milliseconds. Default 2000. */
   readonly timeoutMs?: number;
-  /** Stop waiting once this many complete responses have arrived. */
+  /** Stop waiting once this many complete final (non-1xx) responses have arrived. */
   readonly responses?: number;
   /** Close our side right after writing, as a client that disconnects mid-request does. */
   readonly destroyAfterWriteMs?: number;
@@ -58,7 +58,7 @@ export function rawExchange(url: string, data: string | Buffer | readonly (strin
     socket.on('error', () => {}); // a reset is an outcome, reported through `closedByServer`
     socket.on('data', (chunk: Buffer) => {
       text += chunk.toString('latin1');
-      if (wanted !== undefined && parseResponses(text).length >= wanted) finish(false);
+      if (wanted !== undefined && parseResponses(text).filter((r) => r.status >= 200).length >= wanted) finish(false);
     });
     socket.on('close', () => finish(true));
     socket.on('connect', () => {
