@@ -79,10 +79,11 @@ async function assertConsistent(request: Fetch): Promise<Snapshot> {
 }
 
 /**
- * A storm of POST, PUT, PATCH and DELETE on a few shared ids plus fresh ones. Returns the statuses;
- * each must be one the contract allows for that request.
+ * A storm of POST, PUT, PATCH and DELETE on shared ids; every created id joins `ids`, so later
+ * requests fight over it too. Returns the count of each `METHOD status`; every status must be one
+ * the contract allows for that request.
  */
-async function storm(request: Fetch, ids: readonly string[], operations: number, seed: number): Promise<Map<string, number>> {
+async function storm(request: Fetch, ids: string[], operations: number, seed: number): Promise<Map<string, number>> {
   const next = random(seed);
   const counts = new Map<string, number>();
   const tasks = Array.from({ length: operations }, (_, i) => async (): Promise<void> => {
@@ -101,7 +102,8 @@ async function storm(request: Fetch, ids: readonly string[], operations: number,
       body = undefined;
     }
     const res = await request(path, { method, headers: JSON_HEADERS, ...(body === undefined ? {} : { body }) });
-    await res.arrayBuffer();
+    const text = await res.text();
+    if (method === 'POST' && res.status === 201) ids.push((JSON.parse(text) as { id: string }).id);
     const allowed = method === 'POST' ? [201] : method === 'DELETE' ? [204, 404] : [200, 404];
     assert.ok(allowed.includes(res.status), `${method} ${path} -> ${res.status}`);
     const key = `${method} ${res.status}`;
@@ -181,7 +183,7 @@ describe('JSON-lines store behind the CLI', () => {
     };
   }
 
-  test('300 mixed concurrent writes on shared ids, hostile field names, 1 MiB bodies -> consistent; SIGTERM and restart -> the same state', async () => {
+  test('300 mixed writes on shared ids, hostile values, 1 MiB bodies, 150 more writes during compaction -> consistent; SIGTERM and restart -> the same state', async () => {
     const dir = await tempDir('halserve-qa-');
     const first = await serve(dir);
     const ids: string[] = [];
@@ -189,7 +191,7 @@ describe('JSON-lines store behind the CLI', () => {
       const res = await first.request('/items', { method: 'POST', headers: JSON_HEADERS, body: JSON.stringify({ seed: i }) });
       ids.push(((await res.json()) as { id: string }).id);
     }
-    await storm(first.request, ids, 300, 2);
+    const counts = [await storm(first.request, ids, 300, 2)];
 
     // Values that look like the log's own syntax, or that sit on read-block boundaries at start-up.
     const hostile = [
@@ -208,6 +210,8 @@ describe('JSON-lines store behind the CLI', () => {
       assert.equal(res.status, 201, body.slice(0, 100));
       await res.arrayBuffer();
     }
+    // The log is now over 1 MiB with most lines dead, so compaction starts: write on through it.
+    counts.push(await storm(first.request, ids, 150, 4));
     const target = ids[0] ?? '';
     const patched = await first.request(`/items/${target}`, { method: 'PATCH', headers: JSON_HEADERS, body: '{"_deleted":true,"id":"moved"}' });
     assert.ok(patched.status === 200 || patched.status === 404, `PATCH -> ${patched.status}`);
@@ -221,6 +225,10 @@ describe('JSON-lines store behind the CLI', () => {
     // Every line is one JSON object: nothing a client sent split or merged lines.
     const lines = (await readFile(join(dir, 'items.jsonl'), 'utf8')).split('\n').filter((line) => line !== '');
     for (const line of lines) assert.equal(typeof JSON.parse(line), 'object');
+    // Each successful PUT, PATCH or DELETE left one dead line; fewer dead lines than that means
+    // compaction ran, with the second storm writing through it.
+    const obsoleting = counts.reduce((n, c) => n + (c.get('PUT 200') ?? 0) + (c.get('PATCH 200') ?? 0) + (c.get('DELETE 204') ?? 0), 0);
+    assert.ok(lines.length - after.total < obsoleting, `${lines.length} lines, ${after.total} live, ${obsoleting} obsoleting writes: no compaction`);
   });
 
   test('acknowledged writes, then SIGKILL and restart -> the same state', async () => {
