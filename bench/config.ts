@@ -17,12 +17,16 @@ export interface BenchConfig {
   readonly warmup: number;
   /** Concurrent connections of the load generator (the p99 target is stated at 50). */
   readonly connections: number;
+  /** Fixed request rate for every server (diagnostic; unset: as fast as each server goes). */
+  readonly rate: number | undefined;
   /** Entities in the data set every server gets for the side-by-side workloads. */
   readonly entities: number;
   /** Sizes measured for start-up time and memory; the largest also serves last-vs-first page. */
   readonly largeSizes: readonly number[];
   /** Workload names to run (all when empty). */
   readonly only: readonly string[];
+  /** Servers to run (all when empty): `halserve,limit` skips json-server while tuning. */
+  readonly servers: readonly string[];
   /** Pin the server and the load generator to different cores with taskset. */
   readonly pin: boolean;
   /** Where the Markdown report goes. */
@@ -65,9 +69,11 @@ export function readConfig(): BenchConfig {
     duration: number('BENCH_DURATION', quick ? 1 : 5),
     warmup: number('BENCH_WARMUP', quick ? 0.5 : 1),
     connections: Math.round(number('BENCH_CONNECTIONS', 50)),
+    rate: process.env['BENCH_RATE'] ? number('BENCH_RATE', 1) : undefined,
     entities: Math.round(number('BENCH_ENTITIES', quick ? 2_000 : 10_000)),
     largeSizes: largeSizes.length > 0 ? largeSizes : quick ? [100_000] : [100_000, 1_000_000],
     only: list('BENCH_ONLY'),
+    servers: list('BENCH_SERVERS'),
     pin: process.env['BENCH_NO_PIN'] !== '1' && os.availableParallelism() >= 2,
     // A smoke run must not overwrite the committed results.
     out: process.env['BENCH_OUT'] ?? (quick ? path.join(work, 'RESULTS.quick.md') : path.join(root, 'bench', 'RESULTS.md')),

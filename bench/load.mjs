@@ -2,7 +2,8 @@
 // against one server, a warm-up first and then the measured run.
 //
 // Usage: node bench/load.mjs <job.json>
-// <job.json>: { url, connections, warmup, duration, requests: [{ method, path, headers, body }] }
+// <job.json>: { url, connections, warmup, duration, rate?, requests: [{ method, path, headers, body }] }
+//   rate: requests per second for all connections together (a diagnostic: CPU per request at equal load)
 // Protocol on stdout, one JSON object per line:
 //   {"event":"ready"}                 warm-up done; waits for a line "go" on stdin
 //   {"event":"done","result":{...}}   measured run finished
@@ -27,6 +28,7 @@ function run(seconds) {
     duration: seconds,
     timeout: 10,
     requests: job.requests,
+    ...(job.rate ? { overallRate: job.rate } : {}),
   });
 }
 

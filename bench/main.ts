@@ -165,7 +165,9 @@ async function main(): Promise<void> {
   try {
     log(`generating ${fmt(config.entities)} entities`);
     small = await generateDataset(path.join(tmp, 'small'), config.entities, true);
-    const side = workloads(small, undefined).filter((w) => wanted(config, w.name));
+    const side = workloads(small, undefined)
+      .filter((w) => wanted(config, w.name))
+      .map((w) => ({ ...w, contenders: w.contenders.filter((c) => config.servers.length === 0 || config.servers.includes(c.server)) }));
     for (const w of side) results.push(await runWorkload(config, tmp, w, small));
 
     const sizes = [...config.largeSizes].sort((a, b) => a - b);

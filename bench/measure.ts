@@ -51,6 +51,7 @@ export async function measure(config: BenchConfig, server: Running, requests: re
       connections: config.connections,
       warmup: config.warmup,
       duration: config.duration,
+      rate: config.rate,
       requests,
     }),
   );

@@ -175,6 +175,7 @@ export function renderReport(result: RunResult): string {
     const byCpu = t.byCpu === undefined ? '' : `${fmt(t.byCpu, 2)}×`;
     out.push(`| ${t.workload} | ${t.what} | ${t.target} | ${measured} | ${t.met === undefined ? 'n/a' : t.met ? 'yes' : '**no**'} | ${byCpu} |`);
   }
+  out.push('', 'Where a target is missed, `bench/NOTES.md` gives the profile that explains it and what was tried.');
   out.push('', '## Workloads', '');
   for (const w of result.workloads) out.push(workloadTable(w));
   if (result.startup.length > 0) {
@@ -207,7 +208,7 @@ export function renderReport(result: RunResult): string {
     'BENCH_QUICK=1 npm run bench      # smoke run, ~1 min, writes .bench/RESULTS.quick.md',
     '```',
     '',
-    'Knobs: `BENCH_ROUNDS`, `BENCH_DURATION`, `BENCH_WARMUP` (seconds), `BENCH_CONNECTIONS`, `BENCH_ENTITIES`, `BENCH_LARGE=100000,1000000`, `BENCH_ONLY=get-entity,post,startup,store`, `BENCH_NO_PIN=1`, `BENCH_OUT=<file>`.',
+    'Knobs: `BENCH_ROUNDS`, `BENCH_DURATION`, `BENCH_WARMUP` (seconds), `BENCH_CONNECTIONS`, `BENCH_ENTITIES`, `BENCH_LARGE=100000,1000000`, `BENCH_ONLY=get-entity,post,startup,store`, `BENCH_SERVERS=halserve,limit`, `BENCH_NO_PIN=1`, `BENCH_HALSERVE=<entry>` (measure another build), `BENCH_RATE=<req/s>` (CPU per request at equal load), `BENCH_OUT=<file>`.',
     '',
   );
   return out.join('\n');
