@@ -75,6 +75,10 @@ export interface CrashRunResult {
   inFlightAtKill: number;
   inFlightLanded: number;
   tornTailsRepaired: number;
+  /** Restarts that found a compaction cut short by the kill (its temporary file removed). */
+  compactionsInterrupted: number;
+  /** Cycles in which the file shrank: a compaction completed. */
+  compactionsCompleted: number;
   entities: number;
   ms: number;
 }
@@ -93,7 +97,18 @@ export async function crashRun(dir: string, options: CrashRunOptions): Promise<C
   const maxKill = options.maxKillMs ?? 400;
   const model = new Map<string, Tracked>();
   const clients: Client[] = Array.from({ length: nClients }, () => ({ ids: [] }));
-  const result: CrashRunResult = { cycles: 0, acknowledged: 0, inFlightAtKill: 0, inFlightLanded: 0, tornTailsRepaired: 0, entities: 0, ms: 0 };
+  const result: CrashRunResult = {
+    cycles: 0,
+    acknowledged: 0,
+    inFlightAtKill: 0,
+    inFlightLanded: 0,
+    tornTailsRepaired: 0,
+    compactionsInterrupted: 0,
+    compactionsCompleted: 0,
+    entities: 0,
+    ms: 0,
+  };
+  let fileSize = 0;
   let token = 0;
 
   for (let cycle = 0; cycle < options.cycles; cycle++) {
@@ -101,6 +116,7 @@ export async function crashRun(dir: string, options: CrashRunOptions): Promise<C
     await verify(server.url, model, clients, result);
     // Warnings are written before the ready line; by now they have arrived.
     result.tornTailsRepaired += (server.stderr().match(/torn final line/g) ?? []).length;
+    result.compactionsInterrupted += (server.stderr().match(/removed an unfinished compaction/g) ?? []).length;
     if (cycle > 0) assert.match(server.stderr(), /stale lock of process \d+ \(no longer running\) taken over/);
 
     let stop = false;
@@ -153,6 +169,9 @@ export async function crashRun(dir: string, options: CrashRunOptions): Promise<C
     await server.exited;
     await Promise.all(work);
     result.inFlightAtKill += clients.filter((c) => c.pendingPost).length + [...model.values()].filter((t) => t.inFlight).length;
+    const size = await fs.stat(path.join(dir, 'items.jsonl')).then((s) => s.size, () => 0);
+    if (size < fileSize) result.compactionsCompleted++;
+    fileSize = size;
     result.cycles++;
     options.log?.(`cycle ${cycle + 1}: ${result.acknowledged} writes acknowledged so far, ${model.size} ids`);
   }

@@ -23,7 +23,8 @@ try {
   console.log(
     `crash soak: ${result.cycles} SIGKILL cycles, ${clients} clients, ${result.acknowledged} acknowledged writes, ` +
       `0 lost; ${result.inFlightAtKill} writes in flight at a kill (${result.inFlightLanded} landed), ` +
-      `${result.tornTailsRepaired} torn tails truncated, ${result.entities} live entities, file ${size} bytes, ${(result.ms / 1000).toFixed(1)} s`,
+      `${result.tornTailsRepaired} torn tails truncated, compactions: ${result.compactionsCompleted} completed, ` +
+      `${result.compactionsInterrupted} cut short by a kill; ${result.entities} live entities, file ${size} bytes, ${(result.ms / 1000).toFixed(1)} s`,
   );
 } catch (error) {
   console.error(`crash soak FAILED: ${(error as Error).stack ?? String(error)}`);
