@@ -53,10 +53,13 @@ export function collectionLinks(collectionPath: string, range: PageRange, carrie
  * `_links.self`. Built by splicing text, so the entity is never parsed or serialised again.
  */
 export function entityJson(storedJson: string, selfHref: string): string {
+  const links = `"_links":{"self":{"href":${JSON.stringify(selfHref)}}}}`;
+  // The usual case, text as JSON.stringify writes it: `{…}` with at least one member.
+  if (storedJson.endsWith('}') && !storedJson.endsWith('{}')) return `${storedJson.slice(0, -1)},${links}`;
   const close = storedJson.lastIndexOf('}');
   const body = storedJson.slice(0, close).trimEnd();
   const separator = body.endsWith('{') ? '' : ',';
-  return `${body}${separator}"_links":{"self":{"href":${JSON.stringify(selfHref)}}}}`;
+  return `${body}${separator}${links}`;
 }
 
 /** A collection page's HAL representation (seed 2.2) around already-serialised entities. */

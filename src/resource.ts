@@ -26,16 +26,12 @@ export interface Page {
   readonly etag: string;
 }
 
-/**
- * One resource as the HTTP layer sees it: its representations (built once per entity version and
- * kept while that version is current), its pages, and its validation.
- */
+/** One resource as the HTTP layer sees it: its representations, its pages, and its validation. */
 export class Resource {
   readonly name: string;
   readonly store: Store;
   readonly #validate: Validator | undefined;
   readonly #path: string;
-  readonly #json = new WeakMap<StoredEntity, string>();
   /** Tags of collection pages: a random epoch (new per handler) and a count of writes begun or ended. */
   readonly #epoch = randomBytes(6).toString('base64url');
   #generation = 0;
@@ -51,14 +47,12 @@ export class Resource {
     return entityHref(this.#path, id);
   }
 
-  /** The entity's HAL text, spliced from its stored text once per version. */
+  /**
+   * The entity's HAL text, spliced from its stored text. Not cached: splicing costs less than a
+   * cache of every entity ever served would cost in memory at a million entities.
+   */
   json(entity: StoredEntity): string {
-    let text = this.#json.get(entity);
-    if (text === undefined) {
-      text = entityJson(entity.json, this.href(entity.id));
-      this.#json.set(entity, text);
-    }
-    return text;
+    return entityJson(entity.json, this.href(entity.id));
   }
 
   etag(entity: StoredEntity, mediaType: string): string {
