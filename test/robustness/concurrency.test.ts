@@ -183,7 +183,7 @@ describe('JSON-lines store behind the CLI', () => {
     };
   }
 
-  test('300 mixed writes on shared ids, hostile values, 1 MiB bodies, 150 more writes during compaction -> consistent; SIGTERM and restart -> the same state', async () => {
+  test('300 mixed writes on shared ids, hostile values, 1 MiB bodies, 150 more writes during compaction, 20 racing If-Match -> consistent, one racer wins; SIGTERM and restart -> the same state', async () => {
     const dir = await tempDir('halserve-qa-');
     const first = await serve(dir);
     const ids: string[] = [];
@@ -215,6 +215,20 @@ describe('JSON-lines store behind the CLI', () => {
     const target = ids[0] ?? '';
     const patched = await first.request(`/items/${target}`, { method: 'PATCH', headers: JSON_HEADERS, body: '{"_deleted":true,"id":"moved"}' });
     assert.ok(patched.status === 200 || patched.status === 404, `PATCH -> ${patched.status}`);
+    // Twenty writers holding the same ETag: the store's write order lets exactly one through.
+    const live = (await traverse(first.request)).byTraversal.keys().next().value ?? '';
+    const etag = (await first.request(`/items/${live}`)).headers.get('etag') ?? '';
+    const racers = await Promise.all(
+      Array.from({ length: 20 }, (_, i) =>
+        first
+          .request(`/items/${live}`, { method: 'PATCH', headers: { ...JSON_HEADERS, 'if-match': etag }, body: JSON.stringify({ racer: i }) })
+          .then(async (r) => (await r.arrayBuffer(), r.status)),
+      ),
+    );
+    assert.deepEqual(
+      racers.filter((status) => status !== 412),
+      [200],
+    );
     const before = await assertConsistent(first.request);
     assert.equal(await first.stop(), 0);
 
