@@ -137,7 +137,7 @@ export function createHandler(options: HandlerOptions): Handler {
     const fields = clientFields(await readJsonBody(req, res, JSON_BODY_TYPES, maxBody));
     resource.check(fields);
     const time = now();
-    const entity = await resource.write(() => createWithFreshId(resource.store, () => createdRecord(newId(), time, fields)));
+    const entity = await createWithFreshId(resource.store, () => createdRecord(newId(), time, fields));
     return entityReply(201, mediaType, resource, entity, { location: resource.href(entity.id) });
   });
 
@@ -159,12 +159,10 @@ export function createHandler(options: HandlerOptions): Handler {
     const time = now();
     const id = params['id'] ?? '';
     const preconditions = writePreconditions(req);
-    const entity = await resource.write(() =>
-      resource.store.update(id, (current) => {
-        preconditions(current);
-        return replacedRecord(current.record, time, fields);
-      }),
-    );
+    const entity = await resource.store.update(id, (current) => {
+      preconditions(current);
+      return replacedRecord(current.record, time, fields);
+    });
     return entityReply(200, mediaType, resource, entity ?? resource.missing(id));
   });
 
@@ -175,23 +173,21 @@ export function createHandler(options: HandlerOptions): Handler {
     const time = now();
     const id = params['id'] ?? '';
     const preconditions = writePreconditions(req);
-    const entity = await resource.write(() =>
-      resource.store.update(id, (current) => {
-        // The preconditions and the patch apply to the latest state, inside the store's write order,
-        // so a concurrent update is never lost or overwritten unseen.
-        preconditions(current);
-        const merged = mergePatch(clientFields(current.record), patch) as ClientFields;
-        resource.check(merged);
-        return replacedRecord(current.record, time, merged);
-      }),
-    );
+    const entity = await resource.store.update(id, (current) => {
+      // The preconditions and the patch apply to the latest state, inside the store's write order,
+      // so a concurrent update is never lost or overwritten unseen.
+      preconditions(current);
+      const merged = mergePatch(clientFields(current.record), patch) as ClientFields;
+      resource.check(merged);
+      return replacedRecord(current.record, time, merged);
+    });
     return entityReply(200, mediaType, resource, entity ?? resource.missing(id));
   });
 
   router.add('DELETE', '/:name/:id', async ({ req, params }) => {
     const resource = resourceOf(params);
     const id = params['id'] ?? '';
-    const deleted = await resource.write(() => resource.store.delete(id, writePreconditions(req)));
+    const deleted = await resource.store.delete(id, writePreconditions(req));
     if (!deleted) resource.missing(id);
     return { status: 204 };
   });

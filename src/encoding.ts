@@ -32,7 +32,7 @@ export function chooseEncoding(acceptEncoding: string | undefined): ContentCodin
  * Compresses a response body. Brotli at quality 4 compresses JSON about as well as gzip's default
  * at a fraction of brotli's default (11) cost, which would dominate the request.
  */
-export function encode(body: string, coding: ContentCoding): Buffer {
+export function encode(body: string | Buffer, coding: ContentCoding): Buffer {
   return coding === 'br'
     ? brotliCompressSync(body, { params: { [constants.BROTLI_PARAM_QUALITY]: 4, [constants.BROTLI_PARAM_SIZE_HINT]: Buffer.byteLength(body) } })
     : gzipSync(body);

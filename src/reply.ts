@@ -9,11 +9,11 @@ export interface Reply {
   readonly status: number;
   /** Lower-case header names. */
   readonly headers?: Readonly<Record<string, string>>;
-  readonly body?: string;
+  readonly body?: string | Buffer;
 }
 
 /** A JSON body in `mediaType`, which depended on `Accept`. */
-export function jsonReply(status: number, mediaType: string, body: string, headers: Readonly<Record<string, string>> = {}): Reply {
+export function jsonReply(status: number, mediaType: string, body: string | Buffer, headers: Readonly<Record<string, string>> = {}): Reply {
   return { status, headers: { 'content-type': mediaType, vary: 'Accept', ...headers }, body };
 }
 

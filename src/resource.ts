@@ -20,11 +20,15 @@ export interface ResourceOptions {
 
 /** A collection page, ready to send. */
 export interface Page {
-  readonly body: string;
+  /** The HAL text as UTF-8, encoded once. */
+  readonly body: Buffer;
   readonly links: CollectionLinks;
   /** Same for every request of the same page while the collection does not change. */
   readonly etag: string;
 }
+
+/** Pages kept per resource while its store's revision stays the same; any write empties them. */
+const PAGE_CACHE_SIZE = 256;
 
 /** One resource as the HTTP layer sees it: its representations, its pages, and its validation. */
 export class Resource {
@@ -32,9 +36,11 @@ export class Resource {
   readonly store: Store;
   readonly #validate: Validator | undefined;
   readonly #path: string;
-  /** Tags of collection pages: a random epoch (new per handler) and a count of writes begun or ended. */
+  /** Tags of collection pages: a random epoch (new per handler, as revisions restart) and the store's revision. */
   readonly #epoch = randomBytes(6).toString('base64url');
-  #generation = 0;
+  /** Pages built at revision `#pagesRevision`, by media type and query string. */
+  readonly #pages = new Map<string, Page>();
+  #pagesRevision = -1;
 
   constructor(options: ResourceOptions, basePath: string) {
     this.name = options.name;
@@ -74,20 +80,27 @@ export class Resource {
   }
 
   /**
-   * Runs a write. The generation moves before and after it, so a page read while the write is in
-   * flight never shares a tag with the state after it.
+   * A collection page (seed 2.2, contract §2, §3, §3a), its links and its tag. A page is built once
+   * per store revision: the revision moves with every write the store applies, however it came, so
+   * a kept page is byte for byte what a rebuild would give.
    */
-  async write<T>(run: () => Promise<T>): Promise<T> {
-    this.#generation++;
-    try {
-      return await run();
-    } finally {
-      this.#generation++;
+  page(query: string, mediaType: string): Page {
+    const revision = this.store.revision;
+    if (revision !== this.#pagesRevision) {
+      this.#pages.clear();
+      this.#pagesRevision = revision;
     }
+    const key = `${mediaType} ${query}`;
+    let page = this.#pages.get(key);
+    if (page === undefined) {
+      page = this.#build(query, mediaType, revision);
+      if (this.#pages.size >= PAGE_CACHE_SIZE) this.#pages.clear();
+      this.#pages.set(key, page);
+    }
+    return page;
   }
 
-  /** A collection page (seed 2.2, contract §2, §3, §3a), its links and its tag. */
-  page(query: string, mediaType: string): Page {
+  #build(query: string, mediaType: string, revision: number): Page {
     const params = new URLSearchParams(query);
     const request = parsePageRequest(params.get('page') ?? undefined, params.get('limit') ?? undefined);
     const { filters, sort, sortKeys } = parseCollectionQuery(params);
@@ -112,9 +125,9 @@ export class Resource {
       entities = selected.slice(range.offset, range.offset + range.limit).map((s) => s.entity);
     }
     const links = collectionLinks(this.#path, range, carriedQuery(sort, filters));
-    const body = collectionJson(this.name, range, links, entities.map((e) => this.json(e)));
-    // The URL fixes the page and its query; the generation fixes the collection's state.
-    const etag = `"c.${this.#epoch}.${this.#generation.toString(36)}${mediaType === HAL_JSON ? '' : '-json'}"`;
+    const body = Buffer.from(collectionJson(this.name, range, links, entities.map((e) => this.json(e))));
+    // The URL fixes the page and its query; the revision fixes the collection's state.
+    const etag = `"c.${this.#epoch}.${revision.toString(36)}${mediaType === HAL_JSON ? '' : '-json'}"`;
     return { body, links, etag };
   }
 }

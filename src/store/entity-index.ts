@@ -67,6 +67,12 @@ export class EntityIndex<E extends Identified> {
   /** Fenwick tree over `#slots` (1-based): 1 per live slot. Length is a capacity ≥ slots + 1. */
   #tree = new Int32Array(1024);
   #holes = 0;
+  #revision = 0;
+
+  /** Moves on every change of the index: equal revisions mean equal contents. */
+  get revision(): number {
+    return this.#revision;
+  }
 
   /** Number of live entities. */
   get size(): number {
@@ -88,6 +94,7 @@ export class EntityIndex<E extends Identified> {
    * the id string is never built for an entity that is only added.
    */
   set(entity: E, idHash?: number): void {
+    this.#revision++;
     const at = this.#probe(entity, idHash ?? hashId(entity.id));
     const slot = this.#table[at]!;
     if (slot !== EMPTY) {
@@ -114,6 +121,7 @@ export class EntityIndex<E extends Identified> {
     const at = this.#probe(id, hashId(id));
     const slot = this.#table[at]!;
     if (slot === EMPTY) return false;
+    this.#revision++;
     this.#unlink(at);
     this.#count--;
     this.#slots[slot] = undefined;
@@ -156,6 +164,7 @@ export class EntityIndex<E extends Identified> {
 
   /** Drops every entity. */
   clear(): void {
+    this.#revision++;
     this.#table = emptyTable(1024);
     this.#count = 0;
     this.#slots = [];

@@ -135,6 +135,9 @@ class JsonlLogStore implements JsonlStore {
   get size(): number {
     return this.#index.size;
   }
+  get revision(): number {
+    return this.#index.revision;
+  }
   get ready(): boolean {
     return this.#open;
   }

@@ -35,6 +35,9 @@ export function createMemoryStore(initial: Iterable<EntityRecord> = []): Store {
     get size() {
       return index.size;
     },
+    get revision() {
+      return index.revision;
+    },
     get ready() {
       return open;
     },

@@ -37,6 +37,11 @@ export type DeleteCheck = (current: StoredEntity) => void;
 export interface Store {
   /** Number of live entities. */
   readonly size: number;
+  /**
+   * Moves whenever an acknowledged write changes what reads return; while it stays the same, every
+   * read gives the same answer. Collection tags and cached pages are keyed by it.
+   */
+  readonly revision: number;
   /** The acknowledged state of an entity, or undefined. */
   get(id: string): StoredEntity | undefined;
   /**

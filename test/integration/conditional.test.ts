@@ -49,6 +49,21 @@ describe('ETag and If-None-Match (contract §5)', () => {
     assert.equal((await res.json()).total, 4);
   });
 
+  test('store written directly, not through HTTP -> the next page shows it under a new ETag', async () => {
+    const s = await startItems(records(2));
+    const first = await s.request('/items');
+    const etag = first.headers.get('etag');
+    assert.equal((await first.json()).total, 2);
+    await s.store.create({ id: 'direct', createdAt: 1, updatedAt: 1 });
+    const second = await s.request('/items', { headers: { 'if-none-match': etag ?? '' } });
+    assert.equal(second.status, 200);
+    assert.notEqual(second.headers.get('etag'), etag);
+    assert.equal((await second.json()).total, 3);
+    await s.store.update('direct', (current) => ({ ...current.record, touched: true }));
+    const third = await (await s.request('/items')).json();
+    assert.equal(third._embedded.items[2].touched, true);
+  });
+
   test('POST -> 201 carries the new entity ETag, same as a GET of it', async () => {
     const s = await startItems();
     const created = await s.request('/items', { method: 'POST', headers: JSON_HEADERS, body: '{"a":1}' });

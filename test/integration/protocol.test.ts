@@ -145,6 +145,9 @@ function faultyStore(fault: 'write' | 'crash'): Store {
     get size() {
       return store.size;
     },
+    get revision() {
+      return store.revision;
+    },
     ready: true,
     get: (id) => (fault === 'crash' ? failure() : store.get(id)),
     page: (offset, limit) => store.page(offset, limit),

@@ -33,6 +33,9 @@ function countingStore(initial: readonly EntityRecord[]): { store: Store; parses
     get size() {
       return inner.size;
     },
+    get revision() {
+      return inner.revision;
+    },
     get ready() {
       return inner.ready;
     },
