@@ -145,10 +145,12 @@ export function createHandler(options: HandlerOptions): Handler {
     const mediaType = accepted(req);
     const resource = resourceOf(params);
     const entity = resource.entity(params['id'] ?? '');
-    checkIfMatch(req.headers['if-match'], versionTags(entity.version, HAL_JSON));
-    const etag = resource.etag(entity, mediaType);
+    const { body, version } = resource.representation(entity);
+    const ifMatch = req.headers['if-match'];
+    if (ifMatch !== undefined) checkIfMatch(ifMatch, versionTags(version, HAL_JSON));
+    const etag = resource.etag(version, mediaType);
     if (notModified(req.headers['if-none-match'], etag)) return { status: 304, headers: { etag, vary: 'Accept' } };
-    return entityReply(200, mediaType, resource, entity);
+    return jsonReply(200, mediaType, body, { etag });
   });
 
   router.add('PUT', '/:name/:id', async ({ req, res, params }) => {
@@ -289,6 +291,8 @@ function routeSegments(path: string, basePath: string): string[] {
   let segments = splitPath(rest);
   if (segments[0] === VERSION_PREFIX) segments = segments.slice(1);
   if (segments.length > 0 && segments[segments.length - 1] === '' && segments.length === 1) segments = [];
+  // Most paths hold no escape at all, and then the segments are already decoded.
+  if (!path.includes('%')) return segments;
   try {
     return segments.map(decodeURIComponent);
   } catch {
@@ -296,9 +300,20 @@ function routeSegments(path: string, basePath: string): string[] {
   }
 }
 
+/** Outcomes of `negotiate` by `Accept` header: clients send a handful of values, over and over. */
+const negotiated = new Map<string | undefined, string | undefined>();
+/** Bounded, so that a client varying its `Accept` cannot grow it. */
+const NEGOTIATED_SIZE = 64;
+
 /** The response media type for the request's `Accept` (contract §5), or a 406 problem. */
 function accepted(req: IncomingMessage): string {
-  const mediaType = negotiate(req.headers.accept);
+  const accept = req.headers.accept;
+  let mediaType = negotiated.get(accept);
+  if (mediaType === undefined && !negotiated.has(accept)) {
+    mediaType = negotiate(accept);
+    if (negotiated.size >= NEGOTIATED_SIZE) negotiated.clear();
+    negotiated.set(accept, mediaType);
+  }
   if (mediaType === undefined) throw notAcceptable(OFFERED_TYPES);
   return mediaType;
 }
@@ -350,7 +365,8 @@ function repeatsHost(rawHeaders: readonly string[]): boolean {
 
 /** An entity with its tag; `extra` adds headers such as `Location`. */
 function entityReply(status: number, mediaType: string, resource: Resource, entity: StoredEntity, extra: Readonly<Record<string, string>> = {}): Reply {
-  return jsonReply(status, mediaType, resource.json(entity), { etag: resource.etag(entity, mediaType), ...extra });
+  const { body, version } = resource.representation(entity);
+  return jsonReply(status, mediaType, body, { etag: resource.etag(version, mediaType), ...extra });
 }
 
 /** Creates with a fresh id; 96 random bits make a collision all but impossible, but never fatal. */

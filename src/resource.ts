@@ -29,6 +29,14 @@ export interface Page {
 
 /** Pages kept per resource while its store's revision stays the same; any write empties them. */
 const PAGE_CACHE_SIZE = 256;
+/** Entities whose HAL bytes and version are kept (a store may decode and hash its line for them). */
+const ENTITY_CACHE_SIZE = 10_000;
+
+/** What is sent for one version of an entity. */
+interface Representation {
+  readonly body: Buffer;
+  readonly version: string;
+}
 
 /** One resource as the HTTP layer sees it: its representations, its pages, and its validation. */
 export class Resource {
@@ -41,6 +49,11 @@ export class Resource {
   /** Pages built at revision `#pagesRevision`, by media type and query string. */
   readonly #pages = new Map<string, Page>();
   #pagesRevision = -1;
+  /**
+   * By entity object, which a write replaces: an entry can never describe another version. Bounded,
+   * and emptied when full, so memory stays flat at any size of store.
+   */
+  readonly #entities = new Map<StoredEntity, Representation>();
 
   constructor(options: ResourceOptions, basePath: string) {
     this.name = options.name;
@@ -61,8 +74,19 @@ export class Resource {
     return entityJson(entity.json, this.href(entity.id));
   }
 
-  etag(entity: StoredEntity, mediaType: string): string {
-    return entityTag(entity.version, mediaType, HAL_JSON);
+  /** The entity's HAL bytes and version, made once while the entity is among the recently served. */
+  representation(entity: StoredEntity): Representation {
+    let representation = this.#entities.get(entity);
+    if (representation === undefined) {
+      representation = { body: Buffer.from(this.json(entity)), version: entity.version };
+      if (this.#entities.size >= ENTITY_CACHE_SIZE) this.#entities.clear();
+      this.#entities.set(entity, representation);
+    }
+    return representation;
+  }
+
+  etag(version: string, mediaType: string): string {
+    return entityTag(version, mediaType, HAL_JSON);
   }
 
   entity(id: string): StoredEntity {
