@@ -71,14 +71,15 @@ describe('one server, many abusers', () => {
     },
   );
 
-  test('300 idle keep-alive connections -> a new client is still answered at once', async () => {
+  test('300 idle keep-alive connections -> a new client is still answered within 2.5 s', async () => {
     const cli = await sharedCli();
     const sockets = await openConnections(cli.url, 300, 'GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n');
     assert.equal(sockets.length, 300);
     const started = performance.now();
     const res = await fetch(`${cli.url}/items`);
     assert.equal(res.status, 200);
-    assert.ok(performance.now() - started < 1000, 'the server is not blocked by idle connections');
+    // Generous, for a loaded machine: a server blocked by idle connections would not answer at all.
+    assert.ok(performance.now() - started < 2500, 'the server is not blocked by idle connections');
   });
 });
 
