@@ -197,6 +197,8 @@ export function createHandler(options: HandlerOptions): Handler {
   const dispatch = (req: IncomingMessage, res: ServerResponse): Reply | Promise<Reply> => {
     const method = req.method ?? 'GET';
     if (repeatsHost(req.rawHeaders)) throw badRequest('The request has more than one Host header');
+    // RFC 9112 §3.2: an HTTP/1.1 request without Host is a 400.
+    if (req.headers.host === undefined && req.httpVersionMinor >= 1) throw badRequest('The request has no Host header');
     const url = originForm(req.url ?? '/');
     const mark = url.indexOf('?');
     const segments = routeSegments(mark === -1 ? url : url.slice(0, mark), basePath);
@@ -240,14 +242,19 @@ export function createHandler(options: HandlerOptions): Handler {
     const started = performance.now();
     const extra = corsHeaders(req.headers.origin);
     const log = options.accessLog;
+    // A response that cannot be written (a header Node refuses) ends this exchange, not the process.
+    const unwritable = (error: unknown): void => {
+      options.errorLog?.(error);
+      res.destroy();
+    };
     const finish = (reply: Reply): void => {
       let bytes = 0;
       try {
-        bytes = send(req, res, reply, extra);
+        const sent = send(req, res, reply, extra);
+        if (typeof sent === 'number') bytes = sent;
+        else sent.then((n) => (bytes = n), unwritable);
       } catch (error) {
-        // A response that cannot be written (a header Node refuses) ends this exchange, not the process.
-        options.errorLog?.(error);
-        res.destroy();
+        unwritable(error);
         return;
       }
       if (log) {

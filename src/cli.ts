@@ -53,14 +53,12 @@ async function resourceNames(config: Config): Promise<string[]> {
   return names;
 }
 
+/** Refuses to serve off loopback without tokens (contract §6), before anything is opened. */
 function checkAuthentication(config: Config): void {
-  if (config.tokens.length > 0) return;
-  if (!isLoopback(config.host) && !config.noAuth) {
-    throw new StartupError(
-      `refusing to listen on ${config.host} without authentication: set HALSERVE_TOKENS (or --token), or HALSERVE_NO_AUTH=1 (--no-auth) to serve without it`,
-    );
-  }
-  warn(`WARNING: authentication is OFF — anyone who can reach ${config.host} may read and write`);
+  if (config.tokens.length > 0 || isLoopback(config.host) || config.noAuth) return;
+  throw new StartupError(
+    `refusing to listen on ${config.host} without authentication: set HALSERVE_TOKENS (or --token), or HALSERVE_NO_AUTH=1 (--no-auth) to serve without it`,
+  );
 }
 
 async function main(): Promise<void> {
@@ -80,7 +78,6 @@ async function main(): Promise<void> {
     repair: config.repair,
     warn,
   });
-  if (names.length === 0) warn(`no resources: ${config.data} has no *.jsonl files and none was declared with --resource`);
 
   let draining = false;
   const resources: ResourceOptions[] = names.map((name) => {
@@ -123,6 +120,9 @@ async function main(): Promise<void> {
   const address = server.address() as AddressInfo;
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
   out.write(`halserve listening on http://${host}:${address.port}\n`);
+  // Said once serving, so that a start-up failure stays the one line it is.
+  if (names.length === 0) warn(`no resources: ${config.data} has no *.jsonl files and none was declared with --resource`);
+  if (config.tokens.length === 0) warn(`WARNING: authentication is OFF — anyone who can reach ${config.host} may read and write`);
 
   const shutdown = (signal: string): void => {
     if (draining) return;

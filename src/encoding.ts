@@ -1,4 +1,5 @@
-import { brotliCompressSync, constants, gzipSync } from 'node:zlib';
+import { promisify } from 'node:util';
+import { brotliCompress, brotliCompressSync, constants, gzip, gzipSync, type BrotliOptions } from 'node:zlib';
 
 /** Bodies smaller than this go out as they are: compression would not pay for itself. */
 export const COMPRESSION_THRESHOLD_BYTES = 1024;
@@ -33,7 +34,20 @@ export function chooseEncoding(acceptEncoding: string | undefined): ContentCodin
  * at a fraction of brotli's default (11) cost, which would dominate the request.
  */
 export function encode(body: string | Buffer, coding: ContentCoding): Buffer {
-  return coding === 'br'
-    ? brotliCompressSync(body, { params: { [constants.BROTLI_PARAM_QUALITY]: 4, [constants.BROTLI_PARAM_SIZE_HINT]: Buffer.byteLength(body) } })
-    : gzipSync(body);
+  return coding === 'br' ? brotliCompressSync(body, brotliOptions(body)) : gzipSync(body);
+}
+
+/** Bodies from this size up are compressed on libuv's thread pool, so the event loop goes on serving. */
+export const ASYNC_COMPRESSION_BYTES = 256 * 1024;
+
+const brotliAsync = promisify(brotliCompress);
+const gzipAsync = promisify(gzip);
+
+/** `encode` off the event loop, for large bodies. */
+export function encodeAsync(body: string | Buffer, coding: ContentCoding): Promise<Buffer> {
+  return coding === 'br' ? brotliAsync(body, brotliOptions(body)) : gzipAsync(body);
+}
+
+function brotliOptions(body: string | Buffer): BrotliOptions {
+  return { params: { [constants.BROTLI_PARAM_QUALITY]: 4, [constants.BROTLI_PARAM_SIZE_HINT]: Buffer.byteLength(body) } };
 }

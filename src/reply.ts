@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { codedTag } from './conditional.js';
-import { chooseEncoding, COMPRESSION_THRESHOLD_BYTES, encode } from './encoding.js';
+import { ASYNC_COMPRESSION_BYTES, chooseEncoding, COMPRESSION_THRESHOLD_BYTES, encode, encodeAsync } from './encoding.js';
 import type { Duplex } from 'node:stream';
 import { PROBLEM_MEDIA_TYPE, problemDocument, statusTitle, type HttpProblem } from './problem.js';
 
@@ -39,9 +39,10 @@ function addToList(headers: Record<string, string | number>, name: string, value
 
 /**
  * Writes a reply: `extra` headers (CORS) merged in, the body compressed when the client asks and
- * it is large enough (contract §5), `Content-Length` always set. Returns the bytes of body sent.
+ * it is large enough (contract §5), `Content-Length` always set. Returns the bytes of body sent,
+ * later for a body so large that it is compressed off the event loop.
  */
-export function send(req: IncomingMessage, res: ServerResponse, reply: Reply, extra?: Readonly<Record<string, string>>): number {
+export function send(req: IncomingMessage, res: ServerResponse, reply: Reply, extra?: Readonly<Record<string, string>>): number | Promise<number> {
   if (res.headersSent) {
     res.destroy();
     return 0;
@@ -53,24 +54,35 @@ export function send(req: IncomingMessage, res: ServerResponse, reply: Reply, ex
       else headers[name] = value;
     }
   }
-  let body: string | Buffer | undefined = reply.body;
+  // A body the request declared but nobody read would be read and thrown away up to the
+  // request timeout: close the connection instead (RFC 9112 §9.6).
+  if (!req.complete && declaresBody(req)) headers['connection'] = 'close';
+  const body = reply.body;
   if (body !== undefined && body.length >= COMPRESSION_THRESHOLD_BYTES) {
     addToList(headers, 'vary', 'Accept-Encoding');
     const coding = chooseEncoding(req.headers['accept-encoding']);
     if (coding) {
-      body = encode(body, coding);
       headers['content-encoding'] = coding;
       // A compressed representation has its own strong tag (RFC 9110 §8.8.3).
       const etag = headers['etag'];
       if (typeof etag === 'string') headers['etag'] = codedTag(etag, coding);
+      if (body.length < ASYNC_COMPRESSION_BYTES) return writeOut(req, res, reply.status, headers, encode(body, coding));
+      return encodeAsync(body, coding).then(
+        (encoded) => writeOut(req, res, reply.status, headers, encoded),
+        () => {
+          res.destroy();
+          return 0;
+        },
+      );
     }
   }
-  // A body the request declared but nobody read would be read and thrown away up to the
-  // request timeout: close the connection instead (RFC 9112 §9.6).
-  if (!req.complete && declaresBody(req)) headers['connection'] = 'close';
+  return writeOut(req, res, reply.status, headers, body);
+}
+
+function writeOut(req: IncomingMessage, res: ServerResponse, status: number, headers: Record<string, string | number>, body: string | Buffer | undefined): number {
   const bytes = body === undefined ? 0 : Buffer.byteLength(body);
   if (body !== undefined) headers['content-length'] = bytes;
-  res.writeHead(reply.status, headers);
+  res.writeHead(status, headers);
   // HEAD gets the headers a GET would get, and no body.
   res.end(req.method === 'HEAD' ? undefined : body);
   return bytes;

@@ -1,6 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerOptions, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { createHandler, type HandlerOptions } from './app.js';
+import { PROBLEM_MEDIA_TYPE, problemDocument } from './problem.js';
 import { answerClientError } from './reply.js';
 
 /**
@@ -10,13 +11,24 @@ import { answerClientError } from './reply.js';
 export const SERVER_TIMEOUTS: Readonly<ServerOptions> = { headersTimeout: 10_000, requestTimeout: 30_000, connectionsCheckingInterval: 1_000 };
 
 /**
+ * Node's own checks that answer with an empty body are turned off or taken over, so that every
+ * error is a problem document (contract §7): a missing Host is refused by the handler instead.
+ */
+const PROBLEM_DOCUMENTS_ONLY: Readonly<ServerOptions> = { requireHostHeader: false };
+
+/**
  * A `node:http` server around `createHandler(options)`, with what the handler alone cannot do:
  * problem documents for requests the parser refuses (contract §7), `100 Continue` sent only when
  * a body is about to be read, and timeouts for slow clients. It is not listening yet.
  */
 export function createHalServer(options: HandlerOptions, serverOptions: Readonly<ServerOptions> = SERVER_TIMEOUTS): Server {
   const handler = createHandler(options);
-  const server = createServer(serverOptions, handler);
+  const server = createServer({ ...serverOptions, ...PROBLEM_DOCUMENTS_ONLY }, handler);
+  // RFC 9110 §10.1.1: an expectation the server cannot meet is a 417.
+  server.on('checkExpectation', (_req: IncomingMessage, res: ServerResponse) => {
+    const body = JSON.stringify(problemDocument(417, 'The only expectation this server meets is 100-continue'));
+    res.writeHead(417, { 'content-type': PROBLEM_MEDIA_TYPE, 'content-length': Buffer.byteLength(body), connection: 'close' }).end(body);
+  });
   // With a listener here, Node no longer answers `Expect: 100-continue` on its own (RFC 9110 §10.1.1).
   server.on('checkContinue', handler);
   server.on('clientError', answerClientError);

@@ -83,9 +83,12 @@ export async function openDataDir(options: DataDirOptions): Promise<{ stores: Ma
     if (failed) throw failed.reason;
   };
   try {
+    const opened = new Map<string, string>();
     for (const name of options.resources) {
+      const file = path.join(dir, name + LOG_EXTENSION);
+      await checkLogFile(file, name, opened);
       const store = await openJsonlStore({
-        file: path.join(dir, name + LOG_EXTENSION),
+        file,
         durability: options.durability,
         repair: options.repair,
         warn,
@@ -103,4 +106,24 @@ export async function openDataDir(options: DataDirOptions): Promise<{ stores: Ma
     stores: stores as Map<string, Store>,
     close: () => (closing ??= closeAll()),
   };
+}
+
+/**
+ * Refuses a resource file that two stores would share (one a symbolic link to the other: each
+ * store would append to the same file and lose the other's writes at the next start) and one that
+ * is not a regular file (a FIFO would block start-up for ever). A missing file is created later.
+ */
+async function checkLogFile(file: string, name: string, opened: Map<string, string>): Promise<void> {
+  let real: string;
+  try {
+    const stat = await fs.stat(file);
+    if (!stat.isFile()) throw new StoreOpenError(`${file} is not a regular file`);
+    real = await fs.realpath(file);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return;
+    throw error;
+  }
+  const other = opened.get(real);
+  if (other !== undefined) throw new StoreOpenError(`${file} is the same file as the one of resource ${other} (${real}): each resource needs its own file`);
+  opened.set(real, name);
 }
