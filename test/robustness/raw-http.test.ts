@@ -57,7 +57,7 @@ describe('malformed requests -> 400 problem document, connection closed, nothing
     { todo: 'bug (contract §7): Node answers a missing Host itself (requireHostHeader) with an empty 400, before clientError or the handler; create the server with requireHostHeader: false (src/server.ts SERVER_TIMEOUTS) and refuse it in app.ts beside repeatsHost' },
     async () => {
       const s = await startItems(records(1));
-      const { responses } = await rawExchange(s.url, 'GET /items HTTP/1.1\r\n\r\n');
+      const { responses } = await rawExchange(s.url, 'GET /items HTTP/1.1\r\n\r\n', { responses: 1 });
       assertRawProblem(responses[0], 400);
     },
   );
@@ -105,6 +105,43 @@ describe('malformed requests -> 400 problem document, connection closed, nothing
     assert.equal(closedByServer, true);
     await assertAlive(s);
   });
+});
+
+describe('framing that request smuggling plays on (RFC 9112 §6)', () => {
+  const smuggled = 'GET /items/smuggled HTTP/1.1\r\nHost: x\r\n\r\n';
+  for (const [label, data, status] of [
+    ['Transfer-Encoding:<tab>chunked (OWS is a tab)', `${JSON_POST}Transfer-Encoding:\tchunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n`, 201],
+    ['TRANSFER-ENCODING: CHUNKED (case-insensitive)', `${JSON_POST}TRANSFER-ENCODING: CHUNKED\r\n\r\n2\r\n{}\r\n0\r\n\r\n`, 201],
+    ['a chunk extension (2;a=b)', `${JSON_POST}Transfer-Encoding: chunked\r\n\r\n2;a=b\r\n{}\r\n0\r\n\r\n`, 201],
+    ['Transfer-Encoding: xchunked beside Content-Length', `${JSON_POST}Transfer-Encoding: xchunked\r\nContent-Length: 2\r\n\r\n{}`, 400],
+    ['a space before the colon', `${JSON_POST}Transfer-Encoding : chunked\r\nContent-Length: 2\r\n\r\n{}`, 400],
+    ['Content-Length: 2, 2', `${JSON_POST}Content-Length: 2, 2\r\n\r\n{}`, 400],
+    ['Content-Length: +2', `${JSON_POST}Content-Length: +2\r\n\r\n{}`, 400],
+    ['Content-Length: 0x2', `${JSON_POST}Content-Length: 0x2\r\n\r\n{}`, 400],
+    ['Transfer-Encoding chunked, then identity', `${JSON_POST}Transfer-Encoding: chunked\r\nTransfer-Encoding: identity\r\n\r\n2\r\n{}\r\n0\r\n\r\n`, 400],
+    ['Transfer-Encoding: chunked, chunked', `${JSON_POST}Transfer-Encoding: chunked, chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n`, 400],
+    ['chunks ended by bare LF', `${JSON_POST}Transfer-Encoding: chunked\r\n\r\n2\n{}\n0\n\n`, 400],
+    ['headers ended by bare LF', 'POST /items HTTP/1.1\nHost: x\nContent-Type: application/json\nContent-Length: 2\n\n{}', 400],
+    ['NUL inside a header value', `${JSON_POST}X-A: a\0b\r\nContent-Length: 2\r\n\r\n{}`, 400],
+    ['Content-Length 2 and chunked, a request hidden after the 0 chunk', `${JSON_POST}Content-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n${smuggled}`, 400],
+    ['Content-Length 0 and chunked, a request hidden after the 0 chunk', `${JSON_POST}Transfer-Encoding: chunked\r\nContent-Length: 0\r\n\r\n0\r\n\r\n${smuggled}`, 400],
+  ] as const) {
+    test(`${label} -> ${status}${status === 400 ? ' and close, nothing stored, nothing hidden runs' : ', one entity'}`, async () => {
+      const s = await startItems();
+      const { responses, closedByServer } = await rawExchange(s.url, data, status === 201 ? { responses: 1 } : {});
+      assert.deepEqual(
+        responses.map((r) => r.status),
+        [status],
+      );
+      if (status === 400) {
+        assertRawProblem(responses[0], 400);
+        assert.equal(closedByServer, true);
+        assert.equal(s.store.size, 0);
+      } else {
+        assert.equal(s.store.size, 1);
+      }
+    });
+  }
 });
 
 describe('pipelining', () => {
