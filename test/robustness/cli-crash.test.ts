@@ -100,7 +100,6 @@ describe('the access log', () => {
 describe('start-up failures after the configuration is read', () => {
   test(
     'port already in use -> exit 1 with exactly one line on stderr',
-    { todo: 'minor (contract: a start-up failure is one line): cli.ts prints "WARNING: authentication is OFF" before it listens, so EADDRINUSE (or a bad --host, or a data dir that is a file) gives two lines; warn only once the server is listening' },
     async () => {
       const blocker = createServer();
       await new Promise<void>((resolve) => blocker.listen(0, '127.0.0.1', resolve));
@@ -118,7 +117,6 @@ describe('start-up failures after the configuration is read', () => {
 describe('two resources, one file', () => {
   test(
     'a.jsonl a symbolic link to b.jsonl -> refused at start-up, not two stores writing one file',
-    { todo: 'bug (data loss, store engineer): both resources open the same file; measured: 2 POSTs to /a and 2 to /b all answered 201, after a restart the file held only the 2 /b lines and /a served them too — the acknowledged /a writes were gone. Fix in src/store/data-dir.ts openDataDir: realpath each <name>.jsonl and refuse start-up when two resources resolve to one file' },
     async () => {
       const dir = await tempDir('halserve-qa-');
       await writeFile(join(dir, 'b.jsonl'), '');
@@ -140,7 +138,6 @@ describe('two resources, one file', () => {
 describe('a resource file that is not a regular file', () => {
   test(
     '--resource x with x.jsonl a FIFO -> refused at start-up within 2 s, not a silent hang',
-    { todo: 'minor (store engineer): opening the FIFO blocks start-up forever, with no ready line and no message; stat each <name>.jsonl in src/store/data-dir.ts and refuse anything but a regular file (a directory already gets EISDIR, /dev/null gets 503 on every write)' },
     async (t) => {
       const dir = await tempDir('halserve-qa-');
       if (spawnSync('mkfifo', [join(dir, 'x.jsonl')]).status !== 0) {
