@@ -183,7 +183,7 @@ describe('JSON-lines store behind the CLI', () => {
     };
   }
 
-  test('300 mixed writes on shared ids, hostile values, 1 MiB bodies, 150 more writes during compaction, 20 racing If-Match -> consistent, one racer wins; SIGTERM and restart -> the same state', async () => {
+  test('200 mixed writes on shared ids, hostile values, 1 MiB bodies, 100 more writes during compaction, 20 racing If-Match -> consistent, one racer wins; SIGTERM and restart -> the same state', async () => {
     const dir = await tempDir('halserve-qa-');
     const first = await serve(dir);
     const ids: string[] = [];
@@ -191,7 +191,7 @@ describe('JSON-lines store behind the CLI', () => {
       const res = await first.request('/items', { method: 'POST', headers: JSON_HEADERS, body: JSON.stringify({ seed: i }) });
       ids.push(((await res.json()) as { id: string }).id);
     }
-    const counts = [await storm(first.request, ids, 300, 2)];
+    const counts = [await storm(first.request, ids, 200, 2)];
 
     // Values that look like the log's own syntax, or that sit on read-block boundaries at start-up.
     const hostile = [
@@ -211,7 +211,7 @@ describe('JSON-lines store behind the CLI', () => {
       await res.arrayBuffer();
     }
     // The log is now over 1 MiB with most lines dead, so compaction starts: write on through it.
-    counts.push(await storm(first.request, ids, 150, 4));
+    counts.push(await storm(first.request, ids, 100, 4));
     const target = ids[0] ?? '';
     const patched = await first.request(`/items/${target}`, { method: 'PATCH', headers: JSON_HEADERS, body: '{"_deleted":true,"id":"moved"}' });
     assert.ok(patched.status === 200 || patched.status === 404, `PATCH -> ${patched.status}`);
@@ -253,7 +253,7 @@ describe('JSON-lines store behind the CLI', () => {
       const res = await first.request('/items', { method: 'POST', headers: JSON_HEADERS, body: JSON.stringify({ seed: i }) });
       ids.push(((await res.json()) as { id: string }).id);
     }
-    await storm(first.request, ids, 150, 3);
+    await storm(first.request, ids, 100, 3);
     const before = await assertConsistent(first.request);
     await first.stop('SIGKILL');
 
