@@ -46,6 +46,13 @@ describe('malformed requests -> 400 problem document, connection closed, nothing
     });
   }
 
+  test('HTTP/1.0 without Host -> 200 (Host is required from HTTP/1.1 on)', async () => {
+    const s = await startItems(records(1));
+    const { responses } = await rawExchange(s.url, 'GET /items HTTP/1.0\r\n\r\n', { responses: 1 });
+    assert.equal(responses[0]?.status, 200);
+    assert.equal(JSON.parse(responses[0]?.body ?? '{}').total, 1);
+  });
+
   test(
     'HTTP/1.1 without Host -> 400 problem document',
     async () => {
