@@ -67,17 +67,27 @@ export function send(req: IncomingMessage, res: ServerResponse, reply: Reply, ex
       const etag = headers['etag'];
       if (typeof etag === 'string') headers['etag'] = codedTag(etag, coding);
       if (body.length < ASYNC_COMPRESSION_BYTES) return writeOut(req, res, reply.status, headers, encode(body, coding));
-      return encodeAsync(body, coding).then(
-        (encoded) => writeOut(req, res, reply.status, headers, encoded),
-        () => {
-          res.destroy();
-          return 0;
-        },
-      );
+      // Compressions share libuv's four threads with the store's fsyncs: past two at once, a large
+      // body goes out as it is rather than delay every write behind it.
+      if (compressing < MAX_ASYNC_COMPRESSIONS) {
+        compressing++;
+        return encodeAsync(body, coding).then(
+          (encoded) => writeOut(req, res, reply.status, headers, encoded),
+          () => {
+            res.destroy();
+            return 0;
+          },
+        ).finally(() => compressing--);
+      }
+      delete headers['content-encoding'];
+      if (typeof etag === 'string') headers['etag'] = etag;
     }
   }
   return writeOut(req, res, reply.status, headers, body);
 }
+
+const MAX_ASYNC_COMPRESSIONS = 2;
+let compressing = 0;
 
 function writeOut(req: IncomingMessage, res: ServerResponse, status: number, headers: Record<string, string | number>, body: string | Buffer | undefined): number {
   const bytes = body === undefined ? 0 : Buffer.byteLength(body);

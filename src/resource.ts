@@ -27,8 +27,13 @@ export interface Page {
   readonly etag: string;
 }
 
-/** Pages kept per resource while its store's revision stays the same; any write empties them. */
-const PAGE_CACHE_SIZE = 256;
+/**
+ * Pages kept per resource while its store's revision stays the same; any write empties them. The
+ * bound is in bytes, since a page of 200 large entities can weigh megabytes; a page over a tenth
+ * of it is not kept at all.
+ */
+const PAGE_CACHE_BYTES = 32 * 1024 * 1024;
+const PAGE_CACHE_MAX_PAGE_BYTES = PAGE_CACHE_BYTES / 10;
 /** Entities whose HAL bytes and version are kept (a store may decode and hash its line for them). */
 const ENTITY_CACHE_SIZE = 10_000;
 
@@ -48,6 +53,7 @@ export class Resource {
   readonly #epoch = randomBytes(6).toString('base64url');
   /** Pages built at revision `#pagesRevision`, by media type and query string. */
   readonly #pages = new Map<string, Page>();
+  #pagesBytes = 0;
   #pagesRevision = -1;
   /**
    * By entity object, which a write replaces: an entry can never describe another version. Bounded,
@@ -111,17 +117,26 @@ export class Resource {
   page(query: string, mediaType: string): Page {
     const revision = this.store.revision;
     if (revision !== this.#pagesRevision) {
-      this.#pages.clear();
+      this.#emptyPages();
       this.#pagesRevision = revision;
     }
     const key = `${mediaType} ${query}`;
     let page = this.#pages.get(key);
     if (page === undefined) {
       page = this.#build(query, mediaType, revision);
-      if (this.#pages.size >= PAGE_CACHE_SIZE) this.#pages.clear();
-      this.#pages.set(key, page);
+      const bytes = page.body.length + key.length;
+      if (bytes <= PAGE_CACHE_MAX_PAGE_BYTES) {
+        if (this.#pagesBytes + bytes > PAGE_CACHE_BYTES) this.#emptyPages();
+        this.#pages.set(key, page);
+        this.#pagesBytes += bytes;
+      }
     }
     return page;
+  }
+
+  #emptyPages(): void {
+    this.#pages.clear();
+    this.#pagesBytes = 0;
   }
 
   #build(query: string, mediaType: string, revision: number): Page {
