@@ -4,7 +4,7 @@ import { createAuthenticator } from './auth.js';
 import { checkBodyHeaders, ClientAbortedError, DEFAULT_MAX_BODY_BYTES, parseJsonObject, readBody, type JsonObject } from './body.js';
 import { checkIfMatch, checkIfNoneMatch, notModified, versionTags } from './conditional.js';
 import { clientFields, createdRecord, mergePatch, replacedRecord, type ClientFields } from './entity.js';
-import { indexDocument, linkHeader } from './hal.js';
+import { indexDocument } from './hal.js';
 import { HAL_JSON, isAcceptedContentType, JSON_TYPE, MERGE_PATCH_JSON, negotiate, OFFERED_TYPES } from './negotiation.js';
 import {
   badRequest,
@@ -124,7 +124,7 @@ export function createHandler(options: HandlerOptions): Handler {
     const mediaType = accepted(req);
     const page = resourceOf(params).page(query, mediaType);
     checkIfMatch(req.headers['if-match'], [page.etag]);
-    const link = linkHeader(page.links);
+    const link = page.link;
     // A long filter makes five long links: past a size proxies take, the body alone carries them.
     const headers: Record<string, string> = link.length <= MAX_LINK_HEADER ? { etag: page.etag, link } : { etag: page.etag };
     if (notModified(req.headers['if-none-match'], page.etag)) return { status: 304, headers: { ...headers, vary: 'Accept' } };

@@ -31,68 +31,80 @@ function declaresBody(req: IncomingMessage): boolean {
   return (length !== undefined && length !== '0') || req.headers['transfer-encoding'] !== undefined;
 }
 
-/** Appends to a comma-separated list header (`Vary`, RFC 9110 §12.5.5). */
-function addToList(headers: Record<string, string | number>, name: string, value: string): void {
-  const current = headers[name];
-  headers[name] = current === undefined ? value : `${current}, ${value}`;
-}
-
 /**
  * Writes a reply: `extra` headers (CORS) merged in, the body compressed when the client asks and
  * it is large enough (contract §5), `Content-Length` always set. Returns the bytes of body sent,
  * later for a body so large that it is compressed off the event loop.
+ *
+ * Headers go to `writeHead` as a flat `[name, value, …]` list, which it takes without copying or
+ * re-reading an object: this runs for every response.
  */
 export function send(req: IncomingMessage, res: ServerResponse, reply: Reply, extra?: Readonly<Record<string, string>>): number | Promise<number> {
   if (res.headersSent) {
     res.destroy();
     return 0;
   }
-  const headers: Record<string, string | number> = { ...reply.headers };
-  if (extra) {
-    for (const [name, value] of Object.entries(extra)) {
-      if (name === 'vary') addToList(headers, name, value);
-      else headers[name] = value;
-    }
+  const list: string[] = [];
+  // Vary and ETag may still change below; they are written last.
+  let vary: string | undefined;
+  let etag: string | undefined;
+  const own = reply.headers;
+  for (const name in own) {
+    const value = own[name] as string;
+    if (name === 'vary') vary = value;
+    else if (name === 'etag') etag = value;
+    else list.push(name, value);
+  }
+  for (const name in extra) {
+    const value = extra[name] as string;
+    // Vary lists every header the response depends on (RFC 9110 §12.5.5).
+    if (name === 'vary') vary = vary === undefined ? value : `${vary}, ${value}`;
+    else list.push(name, value);
   }
   // A body the request declared but nobody read would be read and thrown away up to the
   // request timeout: close the connection instead (RFC 9112 §9.6).
-  if (!req.complete && declaresBody(req)) headers['connection'] = 'close';
+  if (!req.complete && declaresBody(req)) list.push('connection', 'close');
   const body = reply.body;
   if (body !== undefined && body.length >= COMPRESSION_THRESHOLD_BYTES) {
-    addToList(headers, 'vary', 'Accept-Encoding');
+    vary = vary === undefined ? 'Accept-Encoding' : `${vary}, Accept-Encoding`;
     const coding = chooseEncoding(req.headers['accept-encoding']);
-    if (coding) {
-      headers['content-encoding'] = coding;
+    // Compressions share libuv's four threads with the store's fsyncs: past two large ones at
+    // once, a large body goes out as it is rather than delay every write behind it.
+    const large = body.length >= ASYNC_COMPRESSION_BYTES;
+    if (coding && (!large || compressing < MAX_ASYNC_COMPRESSIONS)) {
+      list.push('content-encoding', coding);
       // A compressed representation has its own strong tag (RFC 9110 §8.8.3).
-      const etag = headers['etag'];
-      if (typeof etag === 'string') headers['etag'] = codedTag(etag, coding);
-      if (body.length < ASYNC_COMPRESSION_BYTES) return writeOut(req, res, reply.status, headers, encode(body, coding));
-      // Compressions share libuv's four threads with the store's fsyncs: past two at once, a large
-      // body goes out as it is rather than delay every write behind it.
-      if (compressing < MAX_ASYNC_COMPRESSIONS) {
-        compressing++;
-        return encodeAsync(body, coding).then(
-          (encoded) => writeOut(req, res, reply.status, headers, encoded),
+      const tags = closeList(list, vary, etag === undefined ? undefined : codedTag(etag, coding));
+      if (!large) return writeOut(req, res, reply.status, tags, encode(body, coding));
+      compressing++;
+      return encodeAsync(body, coding)
+        .then(
+          (encoded) => writeOut(req, res, reply.status, tags, encoded),
           () => {
             res.destroy();
             return 0;
           },
-        ).finally(() => compressing--);
-      }
-      delete headers['content-encoding'];
-      if (typeof etag === 'string') headers['etag'] = etag;
+        )
+        .finally(() => compressing--);
     }
   }
-  return writeOut(req, res, reply.status, headers, body);
+  return writeOut(req, res, reply.status, closeList(list, vary, etag), body);
 }
 
+/** Process-wide, as libuv's thread pool is. */
 const MAX_ASYNC_COMPRESSIONS = 2;
 let compressing = 0;
 
-function writeOut(req: IncomingMessage, res: ServerResponse, status: number, headers: Record<string, string | number>, body: string | Buffer | undefined): number {
-  const bytes = body === undefined ? 0 : Buffer.byteLength(body);
-  if (body !== undefined) headers['content-length'] = bytes;
-  res.writeHead(status, headers);
+function closeList(list: string[], vary: string | undefined, etag: string | undefined): string[] {
+  if (vary !== undefined) list.push('vary', vary);
+  if (etag !== undefined) list.push('etag', etag);
+  return list;
+}
+
+function writeOut(req: IncomingMessage, res: ServerResponse, status: number, list: string[], body: string | Buffer | undefined): number {
+  const bytes = body === undefined ? 0 : typeof body === 'string' ? Buffer.byteLength(body) : body.length;
+  if (body !== undefined) list.push('content-length', String(bytes));
+  res.writeHead(status, list);
   // HEAD gets the headers a GET would get, and no body.
   res.end(req.method === 'HEAD' ? undefined : body);
   return bytes;
