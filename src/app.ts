@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { randomFillSync } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createAuthenticator } from './auth.js';
 import { checkBodyHeaders, ClientAbortedError, DEFAULT_MAX_BODY_BYTES, parseJsonObject, readBody, type JsonObject } from './body.js';
@@ -84,8 +84,20 @@ const CORS_MAX_AGE_SECONDS = '600';
 const MAX_LINK_HEADER = 2048;
 
 const unixSeconds = (): number => Math.floor(Date.now() / 1000);
+/** Random bytes drawn in blocks: one call to the CSPRNG serves 341 ids instead of one. */
+const ID_BYTES = 12;
+const ID_POOL = Buffer.alloc(ID_BYTES * 341);
+let idOffset = ID_POOL.length;
+
 /** 16 URL-safe characters carrying 96 random bits. */
-const randomId = (): string => randomBytes(12).toString('base64url');
+const randomId = (): string => {
+  if (idOffset + ID_BYTES > ID_POOL.length) {
+    randomFillSync(ID_POOL);
+    idOffset = 0;
+  }
+  idOffset += ID_BYTES;
+  return ID_POOL.toString('base64url', idOffset - ID_BYTES, idOffset);
+};
 
 /** Builds the request listener for a set of resources. Everything it uses comes from `options`. */
 export function createHandler(options: HandlerOptions): Handler {

@@ -16,7 +16,10 @@ export type ClientFields = Readonly<Record<string, unknown>>;
 export function clientFields(source: Readonly<Record<string, unknown>>): Record<string, unknown> {
   const fields: Record<string, unknown> = {};
   for (const key of Object.keys(source)) {
-    if (!SERVER_MANAGED.has(key)) define(fields, key, source[key]);
+    if (SERVER_MANAGED.has(key)) continue;
+    // Assignment is the fast path; only `__proto__` needs defining to stay plain data.
+    if (key === '__proto__') define(fields, key, source[key]);
+    else fields[key] = source[key];
   }
   return fields;
 }

@@ -26,6 +26,21 @@ describe('POST /<name>', () => {
     assert.deepEqual(await (await s.request('/items/new0000000000001')).json(), expected);
   });
 
+  test('800 POSTs -> 800 distinct ids of 16 URL-safe characters', async () => {
+    const s = await startItems();
+    const ids = new Set<string>();
+    for (let batch = 0; batch < 8; batch++) {
+      const created = await Promise.all(
+        Array.from({ length: 100 }, () => s.request('/items', { method: 'POST', headers: JSON_HEADERS, body: '{}' }).then((r) => r.json())),
+      );
+      for (const entity of created) {
+        assert.match(entity.id, /^[A-Za-z0-9_-]{16}$/);
+        ids.add(entity.id);
+      }
+    }
+    assert.equal(ids.size, 800);
+  });
+
   test('/v1/<name> (seed 4) -> 201 as well', async () => {
     const s = await startItems([], fixed);
     const res = await s.request('/v1/items', { method: 'POST', headers: JSON_HEADERS, body: '{"a":1}' });
