@@ -36,28 +36,22 @@ export function createHalServer(options: HandlerOptions, serverOptions: Readonly
 }
 
 /**
- * Counts the requests in flight on each connection of `server`, so that a shutdown can end every
- * connection that has none — keep-alive ones, and ones that never sent a request.
+ * Keeps the open connections of `server`, so that a shutdown can end every one that has no
+ * response under way — keep-alive ones between requests, and ones that never sent a request.
+ * Nothing runs per request: a connection's response in progress is Node's own `_httpMessage`.
  */
 export function trackConnections(server: Server): { closeIdle(): void } {
-  const inFlight = new Map<Socket, number>();
+  const sockets = new Set<Socket>();
   server.on('connection', (socket: Socket) => {
-    inFlight.set(socket, 0);
-    socket.once('close', () => inFlight.delete(socket));
+    sockets.add(socket);
+    socket.once('close', () => sockets.delete(socket));
   });
-  const started = (req: IncomingMessage, res: ServerResponse): void => {
-    const socket = req.socket;
-    inFlight.set(socket, (inFlight.get(socket) ?? 0) + 1);
-    res.once('close', () => {
-      const count = inFlight.get(socket);
-      if (count !== undefined) inFlight.set(socket, count - 1);
-    });
-  };
-  server.on('request', started);
-  server.on('checkContinue', started);
   return {
     closeIdle() {
-      for (const [socket, count] of inFlight) if (count === 0) socket.destroy();
+      for (const socket of sockets) {
+        const { _httpMessage: response } = socket as Socket & { _httpMessage?: ServerResponse | null };
+        if (response === undefined || response === null) socket.destroy();
+      }
     },
   };
 }

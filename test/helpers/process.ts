@@ -54,3 +54,12 @@ export async function tempDir(prefix = 'halserve-test-'): Promise<string> {
   after(() => rm(dir, { recursive: true, force: true }));
   return dir;
 }
+
+/** Waits until `condition` holds (polling), or fails after `ms`. */
+export async function eventually(condition: () => boolean, ms = 3000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
