@@ -1,24 +1,23 @@
-import { randomFillSync } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createAuthenticator } from './auth.js';
-import { checkBodyHeaders, ClientAbortedError, DEFAULT_MAX_BODY_BYTES, parseJsonObject, readBody, type JsonObject } from './body.js';
+import { ClientAbortedError, DEFAULT_MAX_BODY_BYTES } from './body.js';
 import { checkIfMatch, checkIfNoneMatch, notModified, versionTags } from './conditional.js';
 import { clientFields, createdRecord, mergePatch, replacedRecord, type ClientFields } from './entity.js';
 import { indexDocument } from './hal.js';
-import { HAL_JSON, isAcceptedContentType, JSON_TYPE, MERGE_PATCH_JSON, negotiate, OFFERED_TYPES } from './negotiation.js';
+import { randomId } from './id.js';
+import { HAL_JSON, JSON_TYPE, MERGE_PATCH_JSON } from './negotiation.js';
 import {
   badRequest,
   HttpProblem,
   internalError,
   methodNotAllowed,
-  notAcceptable,
   notFound,
   serviceUnavailable,
-  unsupportedMediaType,
 } from './problem.js';
 import { jsonReply, problemReply, send, type Reply } from './reply.js';
+import { accepted, normaliseBasePath, originForm, readJsonBody, repeatsHost, routeSegments } from './request.js';
 import { Resource, type ResourceOptions } from './resource.js';
-import { createRouter, splitPath, type Params } from './router.js';
+import { createRouter, type Params } from './router.js';
 import { StoreConflictError, StoreWriteError, type Store, type StoredEntity } from './store/store.js';
 
 export type { ResourceOptions } from './resource.js';
@@ -67,8 +66,6 @@ interface Context {
 
 type RouteHandler = (context: Context) => Reply | Promise<Reply>;
 
-/** The version prefix every route is also served under (seed 9). */
-export const VERSION_PREFIX = 'v1';
 const HEALTH_PATHS: ReadonlySet<string> = new Set(['healthz', 'readyz']);
 const WRITE_METHODS: ReadonlySet<string> = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 /** Contract §5: PUT and POST take JSON; PATCH also takes a merge patch (RFC 7396). */
@@ -84,21 +81,6 @@ const CORS_MAX_AGE_SECONDS = '600';
 const MAX_LINK_HEADER = 2048;
 
 const unixSeconds = (): number => Math.floor(Date.now() / 1000);
-/** Random bytes drawn in blocks: one call to the CSPRNG serves 341 ids instead of one. */
-const ID_BYTES = 12;
-const ID_POOL = Buffer.alloc(ID_BYTES * 341);
-let idOffset = ID_POOL.length;
-
-/** 16 URL-safe characters carrying 96 random bits. */
-const randomId = (): string => {
-  if (idOffset + ID_BYTES > ID_POOL.length) {
-    randomFillSync(ID_POOL);
-    idOffset = 0;
-  }
-  idOffset += ID_BYTES;
-  return ID_POOL.toString('base64url', idOffset - ID_BYTES, idOffset);
-};
-
 /** Builds the request listener for a set of resources. Everything it uses comes from `options`. */
 export function createHandler(options: HandlerOptions): Handler {
   const basePath = normaliseBasePath(options.basePath ?? '');
@@ -293,68 +275,6 @@ export function createHandler(options: HandlerOptions): Handler {
   };
 }
 
-/** `/api/` → `/api`; '' and `/` → ''. */
-function normaliseBasePath(basePath: string): string {
-  const trimmed = basePath.replace(/\/+$/, '');
-  if (trimmed === '') return '';
-  return trimmed.startsWith('/') ? trimmed : `/${trimmed}`;
-}
-
-/**
- * Decoded path segments below the optional base path and `/v1` prefix: `/v1/products/a%20b` →
- * ['products', 'a b']. Malformed percent-encoding is a 400 problem.
- */
-function routeSegments(path: string, basePath: string): string[] {
-  let rest = path;
-  if (basePath !== '' && (rest === basePath || rest.startsWith(`${basePath}/`))) rest = rest.slice(basePath.length) || '/';
-  let segments = splitPath(rest);
-  if (segments[0] === VERSION_PREFIX) segments = segments.slice(1);
-  if (segments.length > 0 && segments[segments.length - 1] === '' && segments.length === 1) segments = [];
-  // Most paths hold no escape at all, and then the segments are already decoded.
-  if (!path.includes('%')) return segments;
-  try {
-    return segments.map(decodeURIComponent);
-  } catch {
-    throw badRequest('The request path has malformed percent-encoding');
-  }
-}
-
-/** Outcomes of `negotiate` by `Accept` header: clients send a handful of values, over and over. */
-const negotiated = new Map<string | undefined, string | undefined>();
-/** Bounded, so that a client varying its `Accept` cannot grow it. */
-const NEGOTIATED_SIZE = 64;
-
-/** The response media type for the request's `Accept` (contract §5), or a 406 problem. */
-function accepted(req: IncomingMessage): string {
-  const accept = req.headers.accept;
-  let mediaType = negotiated.get(accept);
-  if (mediaType === undefined && !negotiated.has(accept)) {
-    mediaType = negotiate(accept);
-    if (negotiated.size >= NEGOTIATED_SIZE) negotiated.clear();
-    negotiated.set(accept, mediaType);
-  }
-  if (mediaType === undefined) throw notAcceptable(OFFERED_TYPES);
-  return mediaType;
-}
-
-/** Checks `Content-Type` before reading anything (seed 7.2 rule 2), then reads a JSON object. */
-async function readJsonBody(req: IncomingMessage, res: ServerResponse, types: readonly string[], maxBody: number): Promise<JsonObject> {
-  checkBodyHeaders(req, types, (contentType) => isAcceptedContentType(contentType, types));
-  return parseJsonObject(await readBody(req, maxBody, res));
-}
-
-/**
- * The path and query of a request target: an absolute-form target (`http://host/items`), which a
- * server must accept (RFC 9112 §3.2.2), is reduced to its origin form (`/items`).
- */
-function originForm(target: string): string {
-  if (target.startsWith('/')) return target;
-  const match = /^[a-z][a-z0-9+.-]*:\/\/[^/?#]*([^#]*)/i.exec(target);
-  if (!match) return target;
-  const rest = match[1] ?? '';
-  return rest.startsWith('/') ? rest : `/${rest}`;
-}
-
 /**
  * The conditions of a write (RFC 9110 §13.1.1, §13.1.2), checked against the latest state inside
  * the store's write order.
@@ -367,19 +287,6 @@ function writePreconditions(req: IncomingMessage): (current: StoredEntity) => vo
     checkIfMatch(ifMatch, tags);
     checkIfNoneMatch(ifNoneMatch, tags);
   };
-}
-
-/** True when a request carries more than one Host header, which RFC 9112 §3.2 makes a 400. */
-function repeatsHost(rawHeaders: readonly string[]): boolean {
-  let seen = false;
-  for (let i = 0; i < rawHeaders.length; i += 2) {
-    const name = rawHeaders[i] ?? '';
-    if (name.length === 4 && name.toLowerCase() === 'host') {
-      if (seen) return true;
-      seen = true;
-    }
-  }
-  return false;
 }
 
 /** An entity with its tag; `extra` adds headers such as `Location`. */

@@ -2,7 +2,8 @@
  * halserve as a library: the request handler, the pure functions of the conventions, and the
  * stores. Importing it has no side effects.
  */
-export { createHandler, VERSION_PREFIX } from './app.js';
+export { createHandler } from './app.js';
+export { VERSION_PREFIX } from './request.js';
 export type { AccessLogEntry, Handler, HandlerOptions, ResourceOptions } from './app.js';
 export { bearerToken, createAuthenticator, parseTokens, READ_ONLY_PREFIX } from './auth.js';
 export type { Access, Authenticator } from './auth.js';

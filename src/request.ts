@@ -1,0 +1,88 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { checkBodyHeaders, parseJsonObject, readBody, type JsonObject } from './body.js';
+import { isAcceptedContentType, negotiate, OFFERED_TYPES } from './negotiation.js';
+import { badRequest, notAcceptable } from './problem.js';
+import { splitPath } from './router.js';
+
+/**
+ * The edge of a request: its target reduced to route segments, its `Accept`, its body — each
+ * checked here, so that handlers receive values they can trust (STYLE: validate at the edge).
+ */
+
+/** The version prefix every route is also served under (seed 9). */
+export const VERSION_PREFIX = 'v1';
+
+/** `/api/` → `/api`; '' and `/` → ''. */
+export function normaliseBasePath(basePath: string): string {
+  const trimmed = basePath.replace(/\/+$/, '');
+  if (trimmed === '') return '';
+  return trimmed.startsWith('/') ? trimmed : `/${trimmed}`;
+}
+
+/**
+ * Decoded path segments below the optional base path and `/v1` prefix: `/v1/products/a%20b` →
+ * ['products', 'a b']. Malformed percent-encoding is a 400 problem.
+ */
+export function routeSegments(path: string, basePath: string): string[] {
+  let rest = path;
+  if (basePath !== '' && (rest === basePath || rest.startsWith(`${basePath}/`))) rest = rest.slice(basePath.length) || '/';
+  let segments = splitPath(rest);
+  if (segments[0] === VERSION_PREFIX) segments = segments.slice(1);
+  if (segments.length > 0 && segments[segments.length - 1] === '' && segments.length === 1) segments = [];
+  // Most paths hold no escape at all, and then the segments are already decoded.
+  if (!path.includes('%')) return segments;
+  try {
+    return segments.map(decodeURIComponent);
+  } catch {
+    throw badRequest('The request path has malformed percent-encoding');
+  }
+}
+
+/** Outcomes of `negotiate` by `Accept` header: clients send a handful of values, over and over. */
+const negotiated = new Map<string | undefined, string | undefined>();
+/** Bounded, so that a client varying its `Accept` cannot grow it. */
+const NEGOTIATED_SIZE = 64;
+
+/** The response media type for the request's `Accept` (contract §5), or a 406 problem. */
+export function accepted(req: IncomingMessage): string {
+  const accept = req.headers.accept;
+  let mediaType = negotiated.get(accept);
+  if (mediaType === undefined && !negotiated.has(accept)) {
+    mediaType = negotiate(accept);
+    if (negotiated.size >= NEGOTIATED_SIZE) negotiated.clear();
+    negotiated.set(accept, mediaType);
+  }
+  if (mediaType === undefined) throw notAcceptable(OFFERED_TYPES);
+  return mediaType;
+}
+
+/** Checks `Content-Type` before reading anything (seed 7.2 rule 2), then reads a JSON object. */
+export async function readJsonBody(req: IncomingMessage, res: ServerResponse, types: readonly string[], maxBody: number): Promise<JsonObject> {
+  checkBodyHeaders(req, types, (contentType) => isAcceptedContentType(contentType, types));
+  return parseJsonObject(await readBody(req, maxBody, res));
+}
+
+/**
+ * The path and query of a request target: an absolute-form target (`http://host/items`), which a
+ * server must accept (RFC 9112 §3.2.2), is reduced to its origin form (`/items`).
+ */
+export function originForm(target: string): string {
+  if (target.startsWith('/')) return target;
+  const match = /^[a-z][a-z0-9+.-]*:\/\/[^/?#]*([^#]*)/i.exec(target);
+  if (!match) return target;
+  const rest = match[1] ?? '';
+  return rest.startsWith('/') ? rest : `/${rest}`;
+}
+
+/** True when a request carries more than one Host header, which RFC 9112 §3.2 makes a 400. */
+export function repeatsHost(rawHeaders: readonly string[]): boolean {
+  let seen = false;
+  for (let i = 0; i < rawHeaders.length; i += 2) {
+    const name = rawHeaders[i] ?? '';
+    if (name.length === 4 && name.toLowerCase() === 'host') {
+      if (seen) return true;
+      seen = true;
+    }
+  }
+  return false;
+}
