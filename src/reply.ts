@@ -75,6 +75,9 @@ export function send(req: IncomingMessage, res: ServerResponse, reply: Reply, ex
       list.push('content-encoding', coding);
       // A compressed representation has its own strong tag (RFC 9110 §8.8.3).
       const tags = closeList(list, vary, etag === undefined ? undefined : codedTag(etag, coding));
+      // HEAD: the headers of the compressed GET, without compressing what is never sent; the
+      // length is known only by compressing, so it is left out (RFC 9110 §9.3.2 allows that).
+      if (req.method === 'HEAD') return writeOut(req, res, reply.status, tags, undefined);
       if (!large) return writeOut(req, res, reply.status, tags, encode(body, coding));
       compressing++;
       return encodeAsync(body, coding)

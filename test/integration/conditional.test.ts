@@ -140,6 +140,23 @@ describe('compression (contract §5)', () => {
     });
   }
 
+  test('HEAD with Accept-Encoding: gzip on a large page -> GET\'s coding and tag, no body, nothing compressed', async () => {
+    const s = await startItems(records(50));
+    const get = await raw(`${s.url}/items`, { 'accept-encoding': 'gzip' });
+    const head = await new Promise<{ headers: Record<string, string | string[] | undefined> }>((resolve, reject) => {
+      httpRequest(`${s.url}/items`, { method: 'HEAD', headers: { 'accept-encoding': 'gzip' } }, (res) => {
+        res.resume();
+        res.on('end', () => resolve({ headers: res.headers }));
+      })
+        .on('error', reject)
+        .end();
+    });
+    assert.equal(head.headers['content-encoding'], 'gzip');
+    assert.equal(head.headers['etag'], get.headers['etag']);
+    assert.equal(head.headers['vary'], get.headers['vary']);
+    assert.equal(head.headers['content-length'], undefined);
+  });
+
   test('Accept-Encoding: gzip on a small entity -> sent as it is', async () => {
     const s = await startItems(records(1));
     const res = await raw(`${s.url}/items/e000`, { 'accept-encoding': 'gzip' });
