@@ -118,9 +118,8 @@ export function createHandler(options: HandlerOptions): Handler {
     const mediaType = accepted(req);
     const page = resourceOf(params).page(query, mediaType);
     checkIfMatch(req.headers['if-match'], [page.etag]);
-    const link = page.link;
     // A long filter makes five long links: past a size proxies take, the body alone carries them.
-    const headers: Record<string, string> = link.length <= MAX_LINK_HEADER ? { etag: page.etag, link } : { etag: page.etag };
+    const headers: Record<string, string> = page.link.length <= MAX_LINK_HEADER ? { etag: page.etag, link: page.link } : { etag: page.etag };
     if (notModified(req.headers['if-none-match'], page.etag)) return { status: 304, headers: { ...headers, vary: 'Accept' } };
     return jsonReply(200, mediaType, page.body, headers);
   });
@@ -195,13 +194,15 @@ export function createHandler(options: HandlerOptions): Handler {
     if (req.headers.host === undefined && req.httpVersionMinor >= 1) throw badRequest('The request has no Host header');
     const url = originForm(req.url ?? '/');
     const mark = url.indexOf('?');
-    const segments = routeSegments(mark === -1 ? url : url.slice(0, mark), basePath);
+    const path = mark === -1 ? url : url.slice(0, mark);
+    const segments = routeSegments(path, basePath);
     const query = mark === -1 ? '' : url.slice(mark + 1);
+    const nothingHere = (): HttpProblem => notFound(`There is nothing at ${JSON.stringify(path)}`);
     const isHealth = segments.length === 1 && HEALTH_PATHS.has(segments[0] ?? '');
     if (cors && method === 'OPTIONS' && req.headers['access-control-request-method'] !== undefined) {
       // A CORS preflight carries no credentials (Fetch standard §3.2.2), so it is answered before authentication.
       const match = router.match('OPTIONS', segments);
-      if (!match) throw notFound(`There is nothing at ${JSON.stringify(url.slice(0, mark === -1 ? undefined : mark))}`);
+      if (!match) throw nothingHere();
       const methods = match.allow.join(', ');
       return {
         status: 204,
@@ -216,7 +217,7 @@ export function createHandler(options: HandlerOptions): Handler {
     // Authenticate before routing, so that a client without a token learns nothing of what exists.
     if (!isHealth) auth.check(req.headers.authorization, WRITE_METHODS.has(method));
     const match = router.match(method, segments);
-    if (!match) throw notFound(`There is nothing at ${JSON.stringify(url.slice(0, mark === -1 ? undefined : mark))}`);
+    if (!match) throw nothingHere();
     if (match.params['name'] !== undefined) resourceOf(match.params);
     if (method === 'OPTIONS') return { status: 204, headers: { allow: match.allow.join(', ') } };
     if (!match.handler) throw methodNotAllowed(method, match.allow);

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { entityTag } from './conditional.js';
 import type { ClientFields } from './entity.js';
-import { carriedQuery, collectionJson, collectionLinks, entityHref, entityJson, linkHeader, type CollectionLinks } from './hal.js';
+import { carriedQuery, collectionJson, collectionLinks, entityHref, entityJson, linkHeader } from './hal.js';
 import { HAL_JSON } from './negotiation.js';
 import { pageRange, parsePageRequest, type PageRange } from './pagination.js';
 import { notFound, validationFailed } from './problem.js';
@@ -22,8 +22,7 @@ export interface ResourceOptions {
 export interface Page {
   /** The HAL text as UTF-8, encoded once. */
   readonly body: Buffer;
-  readonly links: CollectionLinks;
-  /** The links as an RFC 8288 `Link` header (contract §2), made once with the page. */
+  /** The body's links as an RFC 8288 `Link` header (contract §2), made once with the page. */
   readonly link: string;
   /** Same for every request of the same page while the collection does not change. */
   readonly etag: string;
@@ -169,6 +168,6 @@ export class Resource {
     const body = Buffer.from(collectionJson(this.name, range, links, entities.map((e) => this.json(e))));
     // The URL fixes the page and its query; the revision fixes the collection's state.
     const etag = `"c.${this.#epoch}.${revision.toString(36)}${mediaType === HAL_JSON ? '' : '-json'}"`;
-    return { body, links, link: linkHeader(links), etag };
+    return { body, link: linkHeader(links), etag };
   }
 }
