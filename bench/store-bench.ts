@@ -11,7 +11,7 @@ import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { openJsonlStore } from '../src/store/jsonl-store.js';
+import { openJsonlStore } from '../src/store/log/jsonl-store.js';
 import type { StoredEntity } from '../src/store/store.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');

@@ -2,11 +2,11 @@
 import { readFile } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import type { ResourceOptions } from './app.js';
-import { createHalServer, trackConnections } from './server.js';
+import type { ResourceOptions } from './http/app.js';
+import { createHalServer, trackConnections } from './http/server.js';
 import { ConfigError, HELP, isLoopback, parseConfig, resourceNameProblem, type Config } from './config.js';
-import { compileSchema, SchemaError, type Validator } from './schema.js';
-import { discoverResources, openDataDir } from './store/data-dir.js';
+import { compileSchema, SchemaError, type Validator } from './conventions/schema.js';
+import { discoverResources, openDataDir } from './store/log/data-dir.js';
 import { StoreOpenError } from './store/store.js';
 
 /** A start-up failure: printed as one line, exit code 1. */

@@ -1,6 +1,6 @@
 import { isIP } from 'node:net';
-import { tokenProblem } from './auth.js';
-import { DEFAULT_MAX_BODY_BYTES } from './body.js';
+import { tokenProblem } from './http/auth.js';
+import { DEFAULT_MAX_BODY_BYTES } from './http/body.js';
 
 /** Everything the CLI is told, from flags and `HALSERVE_*` variables (contract §9). */
 export interface Config {

@@ -1,4 +1,4 @@
-import { EntityIndex } from './entity-index.js';
+import { EntityIndex } from './index/entity-index.js';
 import {
   StoreConflictError,
   StoreWriteError,

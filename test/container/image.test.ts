@@ -11,7 +11,7 @@ import { appendFile, readFile, readdir } from 'node:fs/promises';
 import http from 'node:http';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { LOCK_FILE } from '../../src/store/dir-lock.js';
+import { LOCK_FILE } from '../../src/store/log/dir-lock.js';
 
 const image = requiredEnv('HALSERVE_TEST_IMAGE');
 const repo = requiredEnv('HALSERVE_TEST_REPO');

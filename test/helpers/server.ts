@@ -1,10 +1,10 @@
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after } from 'node:test';
-import type { HandlerOptions } from '../../src/app.js';
-import { createHalServer } from '../../src/server.js';
+import type { HandlerOptions } from '../../src/http/app.js';
+import { createHalServer } from '../../src/http/server.js';
 import { createMemoryStore } from '../../src/store/memory-store.js';
-import type { Validator } from '../../src/schema.js';
+import type { Validator } from '../../src/conventions/schema.js';
 import type { EntityRecord, Store } from '../../src/store/store.js';
 
 /** A fetch Response whose JSON the tests inspect freely (assertions check its shape). */

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { compileSchema } from '../../src/schema.js';
+import { compileSchema } from '../../src/conventions/schema.js';
 import { records, RFC2616, startItems } from '../helpers/server.js';
 
 const NOW = 1_800_000_000;

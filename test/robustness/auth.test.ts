@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { createHandler } from '../../src/app.js';
+import { createHandler } from '../../src/http/app.js';
 import { createMemoryStore } from '../../src/store/memory-store.js';
 import { spawnCli, startCli, tempDir } from '../helpers/process.js';
 import { records, startItems } from '../helpers/server.js';

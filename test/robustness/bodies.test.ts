@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { compileSchema } from '../../src/schema.js';
+import { compileSchema } from '../../src/conventions/schema.js';
 import { records, startItems, type TestResponse, type TestServer } from '../helpers/server.js';
 import { assertFetchProblem } from './raw.js';
 

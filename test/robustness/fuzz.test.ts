@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import { describe, test } from 'node:test';
-import { compileSchema } from '../../src/schema.js';
+import { compileSchema } from '../../src/conventions/schema.js';
 import { createMemoryStore } from '../../src/store/memory-store.js';
 import { startServer } from '../helpers/server.js';
 import { rawExchange, type RawResponse } from './raw.js';

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import type { AddressInfo } from 'node:net';
 import { after, describe, test } from 'node:test';
-import { createHalServer } from '../../src/server.js';
+import { createHalServer } from '../../src/http/server.js';
 import { createMemoryStore } from '../../src/store/memory-store.js';
 import type { Store } from '../../src/store/store.js';
 import { records, startItems } from '../helpers/server.js';

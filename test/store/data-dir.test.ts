@@ -3,8 +3,8 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { test } from 'node:test';
-import { discoverResources, openDataDir } from '../../src/store/data-dir.js';
-import { LOCK_FILE } from '../../src/store/dir-lock.js';
+import { discoverResources, openDataDir } from '../../src/store/log/data-dir.js';
+import { LOCK_FILE } from '../../src/store/log/dir-lock.js';
 import { StoreOpenError } from '../../src/store/store.js';
 import { line, tempDir, warnings } from './helpers.js';
 

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { EntityIndex, hashId, hashIdBytes } from '../../src/store/entity-index.js';
+import { EntityIndex, hashId, hashIdBytes } from '../../src/store/index/entity-index.js';
 
 interface Item {
   id: string;

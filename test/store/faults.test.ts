@@ -2,8 +2,8 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { test } from 'node:test';
-import { openJsonlStore } from '../../src/store/jsonl-store.js';
-import { nodeFs, type StoreFs } from '../../src/store/store-fs.js';
+import { openJsonlStore } from '../../src/store/log/jsonl-store.js';
+import { nodeFs, type StoreFs } from '../../src/store/log/store-fs.js';
 import { StoreWriteError } from '../../src/store/store.js';
 import { tempDir, warnings } from './helpers.js';
 

@@ -1,7 +1,7 @@
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { openJsonlStore, type JsonlStore } from '../../src/store/jsonl-store.js';
+import { openJsonlStore, type JsonlStore } from '../../src/store/log/jsonl-store.js';
 import type { Store } from '../../src/store/store.js';
 import { storeSuite } from './store-suite.js';
 

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { LineScanner } from '../../src/store/line-scanner.js';
+import { LineScanner } from '../../src/store/log/line-scanner.js';
 
 const scanner = new LineScanner();
 const scan = (text: string): boolean => {

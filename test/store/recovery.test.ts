@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { test } from 'node:test';
-import { openJsonlStore } from '../../src/store/jsonl-store.js';
+import { openJsonlStore } from '../../src/store/log/jsonl-store.js';
 import { StoreOpenError } from '../../src/store/store.js';
 import { line, tempDir, warnings } from './helpers.js';
 

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { bearerToken, createAuthenticator, parseTokens } from '../../src/auth.js';
-import { HttpProblem } from '../../src/problem.js';
+import { bearerToken, createAuthenticator, parseTokens } from '../../src/http/auth.js';
+import { HttpProblem } from '../../src/conventions/problem.js';
 
 describe('bearerToken', () => {
   for (const [header, token] of [

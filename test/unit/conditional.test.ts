@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { checkIfMatch, checkIfNoneMatch, codedTag, entityTag, notModified, parseTagList, versionTags } from '../../src/conditional.js';
-import { chooseEncoding, encode } from '../../src/encoding.js';
-import { HttpProblem } from '../../src/problem.js';
+import { checkIfMatch, checkIfNoneMatch, codedTag, entityTag, notModified, parseTagList, versionTags } from '../../src/conventions/conditional.js';
+import { chooseEncoding, encode } from '../../src/http/encoding.js';
+import { HttpProblem } from '../../src/conventions/problem.js';
 import { gunzipSync, brotliDecompressSync } from 'node:zlib';
 
 const HAL = 'application/hal+json';

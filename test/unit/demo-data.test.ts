@@ -7,7 +7,7 @@ import { describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 
-import { compileSchema } from '../../src/schema.js';
+import { compileSchema } from '../../src/conventions/schema.js';
 
 // Guards the committed demo data that `npm start` serves: read-only here, never written.
 const DATA = fileURLToPath(new URL('../../data/', import.meta.url));

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { clientFields, createdRecord, mergePatch, replacedRecord } from '../../src/entity.js';
+import { clientFields, createdRecord, mergePatch, replacedRecord } from '../../src/conventions/entity.js';
 
 describe('clientFields', () => {
   test('server-managed members -> dropped, the rest kept in order', () => {

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { carriedQuery, collectionJson, collectionLinks, entityHref, entityJson, indexDocument, linkHeader, pageHref } from '../../src/hal.js';
-import { pageRange } from '../../src/pagination.js';
+import { carriedQuery, collectionJson, collectionLinks, entityHref, entityJson, indexDocument, linkHeader, pageHref } from '../../src/conventions/hal.js';
+import { pageRange } from '../../src/conventions/pagination.js';
 
 describe('hrefs', () => {
   for (const [path, id, href] of [

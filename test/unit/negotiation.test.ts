@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { isAcceptedContentType, mediaTypeOf, negotiate, parseAccept } from '../../src/negotiation.js';
+import { isAcceptedContentType, mediaTypeOf, negotiate, parseAccept } from '../../src/http/negotiation.js';
 
 describe('negotiate', () => {
   for (const [accept, expected] of [

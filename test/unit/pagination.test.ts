@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { pageCount, pageRange, parsePageRequest } from '../../src/pagination.js';
-import { HttpProblem } from '../../src/problem.js';
+import { pageCount, pageRange, parsePageRequest } from '../../src/conventions/pagination.js';
+import { HttpProblem } from '../../src/conventions/problem.js';
 
 describe('parsePageRequest', () => {
   for (const [page, limit, expected] of [

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import * as problems from '../../src/problem.js';
+import * as problems from '../../src/conventions/problem.js';
 
 const TYPE = 'http://www.w3.org/Protocols/rfc2616/rfc2616-sec10.html';
 

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { HttpProblem } from '../../src/problem.js';
-import { compareValues, matchesFilters, parseCollectionQuery, parseSort, sortComparator } from '../../src/query.js';
+import { HttpProblem } from '../../src/conventions/problem.js';
+import { compareValues, matchesFilters, parseCollectionQuery, parseSort, sortComparator } from '../../src/conventions/query.js';
 import type { EntityRecord } from '../../src/store/store.js';
 
 const rec = (fields: Record<string, unknown>): EntityRecord => ({ id: 'x', createdAt: 1, updatedAt: 1, ...fields });

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { createRouter, splitPath } from '../../src/router.js';
+import { createRouter, splitPath } from '../../src/http/router.js';
 
 describe('splitPath', () => {
   for (const [path, segments] of [

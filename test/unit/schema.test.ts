@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 
-import { compileSchema, SchemaError, type ValidationMessages } from '../../src/schema.js';
+import { compileSchema, SchemaError, type ValidationMessages } from '../../src/conventions/schema.js';
 
 const SOURCE = 'data/things.schema.json';
 

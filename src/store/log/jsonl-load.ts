@@ -1,8 +1,8 @@
-import { hashIdBytes, type EntityIndex } from './entity-index.js';
+import { hashIdBytes, type EntityIndex } from '../index/entity-index.js';
 import { LoadedEntity, WrittenEntity, type LogEntity } from './jsonl-entity.js';
 import { LineScanner } from './line-scanner.js';
 import { OPEN_READ, type StoreFs } from './store-fs.js';
-import { StoreOpenError } from './store.js';
+import { StoreOpenError } from '../store.js';
 
 /** What loading a log file found. */
 export interface LoadResult {

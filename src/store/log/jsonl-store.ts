@@ -1,8 +1,8 @@
 import path from 'node:path';
-import { EntityIndex } from './entity-index.js';
+import { EntityIndex } from '../index/entity-index.js';
 import { WrittenEntity, type LogEntity } from './jsonl-entity.js';
 import { loadLog, type LoadResult } from './jsonl-load.js';
-import { checkRecord } from './memory-store.js';
+import { checkRecord } from '../memory-store.js';
 import {
   appendDurably,
   nodeFs,
@@ -21,7 +21,7 @@ import {
   type EntityRecord,
   type Store,
   type StoredEntity,
-} from './store.js';
+} from '../store.js';
 
 /** When to compact: the file holds more than `ratio` lines per live entity and is over `minBytes`. */
 export interface CompactionPolicy {

@@ -1,4 +1,4 @@
-import type { EntityRecord, StoredEntity } from './store.js';
+import type { EntityRecord, StoredEntity } from '../store.js';
 
 /**
  * Entities of the JSON-lines store. Each keeps its line as the source of truth and parses its

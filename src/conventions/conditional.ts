@@ -1,4 +1,4 @@
-import type { ContentCoding } from './encoding.js';
+import type { ContentCoding } from '../http/encoding.js';
 import { preconditionFailed } from './problem.js';
 
 /**

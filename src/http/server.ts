@@ -1,7 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerOptions, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { createHandler, type HandlerOptions } from './app.js';
-import { PROBLEM_MEDIA_TYPE, problemDocument } from './problem.js';
+import { PROBLEM_MEDIA_TYPE, problemDocument } from '../conventions/problem.js';
 import { answerClientError } from './reply.js';
 
 /**

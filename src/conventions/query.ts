@@ -1,5 +1,5 @@
 import { badRequest } from './problem.js';
-import type { EntityRecord } from './store/store.js';
+import type { EntityRecord } from '../store/store.js';
 
 /** Query parameters with a meaning of their own; every other one filters (contract §3a). */
 export const RESERVED_PARAMETERS: ReadonlySet<string> = new Set(['page', 'limit', 'sort']);

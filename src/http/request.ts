@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { checkBodyHeaders, parseJsonObject, readBody, type JsonObject } from './body.js';
 import { isAcceptedContentType, negotiate, OFFERED_TYPES } from './negotiation.js';
-import { badRequest, notAcceptable } from './problem.js';
+import { badRequest, notAcceptable } from '../conventions/problem.js';
 import { splitPath } from './router.js';
 
 /**

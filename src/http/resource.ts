@@ -1,13 +1,13 @@
 import { randomBytes } from 'node:crypto';
-import { entityTag } from './conditional.js';
-import type { ClientFields } from './entity.js';
-import { carriedQuery, collectionJson, collectionLinks, entityHref, entityJson, linkHeader } from './hal.js';
+import { entityTag } from '../conventions/conditional.js';
+import type { ClientFields } from '../conventions/entity.js';
+import { carriedQuery, collectionJson, collectionLinks, entityHref, entityJson, linkHeader } from '../conventions/hal.js';
 import { HAL_JSON } from './negotiation.js';
-import { pageRange, parsePageRequest, type PageRange } from './pagination.js';
-import { notFound, validationFailed } from './problem.js';
-import { matchesFilters, parseCollectionQuery, sortComparator } from './query.js';
-import type { Validator } from './schema.js';
-import type { Store, StoredEntity } from './store/store.js';
+import { pageRange, parsePageRequest, type PageRange } from '../conventions/pagination.js';
+import { notFound, validationFailed } from '../conventions/problem.js';
+import { matchesFilters, parseCollectionQuery, sortComparator } from '../conventions/query.js';
+import type { Validator } from '../conventions/schema.js';
+import type { Store, StoredEntity } from '../store/store.js';
 
 /** One resource served by the handler. */
 export interface ResourceOptions {

@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { badRequest, payloadTooLarge, unsupportedMediaType } from './problem.js';
+import { badRequest, payloadTooLarge, unsupportedMediaType } from '../conventions/problem.js';
 
 /** Contract §5: bodies are at most 1 MiB unless `--max-body` says otherwise. */
 export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;

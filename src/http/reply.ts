@@ -1,8 +1,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { codedTag } from './conditional.js';
+import { codedTag } from '../conventions/conditional.js';
 import { ASYNC_COMPRESSION_BYTES, chooseEncoding, COMPRESSION_THRESHOLD_BYTES, encode, encodeAsync } from './encoding.js';
 import type { Duplex } from 'node:stream';
-import { PROBLEM_MEDIA_TYPE, problemDocument, statusTitle, type HttpProblem } from './problem.js';
+import { PROBLEM_MEDIA_TYPE, problemDocument, statusTitle, type HttpProblem } from '../conventions/problem.js';
 
 /** What a route handler answers; `send` is the one writer of responses. */
 export interface Reply {

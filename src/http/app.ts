@@ -1,10 +1,10 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createAuthenticator } from './auth.js';
 import { ClientAbortedError, DEFAULT_MAX_BODY_BYTES } from './body.js';
-import { checkIfMatch, checkIfNoneMatch, notModified, versionTags } from './conditional.js';
-import { clientFields, createdRecord, mergePatch, replacedRecord, type ClientFields } from './entity.js';
-import { indexDocument } from './hal.js';
-import { randomId } from './id.js';
+import { checkIfMatch, checkIfNoneMatch, notModified, versionTags } from '../conventions/conditional.js';
+import { clientFields, createdRecord, mergePatch, replacedRecord, type ClientFields } from '../conventions/entity.js';
+import { indexDocument } from '../conventions/hal.js';
+import { randomId } from '../conventions/id.js';
 import { HAL_JSON, JSON_TYPE, MERGE_PATCH_JSON } from './negotiation.js';
 import {
   badRequest,
@@ -13,12 +13,12 @@ import {
   methodNotAllowed,
   notFound,
   serviceUnavailable,
-} from './problem.js';
+} from '../conventions/problem.js';
 import { jsonReply, problemReply, send, type Reply } from './reply.js';
 import { accepted, normaliseBasePath, originForm, readJsonBody, repeatsHost, routeSegments } from './request.js';
 import { Resource, type ResourceOptions } from './resource.js';
 import { createRouter, type Params } from './router.js';
-import { StoreConflictError, StoreWriteError, type Store, type StoredEntity } from './store/store.js';
+import { StoreConflictError, StoreWriteError, type Store, type StoredEntity } from '../store/store.js';
 
 export type { ResourceOptions } from './resource.js';
 

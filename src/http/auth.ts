@@ -1,5 +1,5 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
-import { forbidden, unauthorized } from './problem.js';
+import { forbidden, unauthorized } from '../conventions/problem.js';
 
 /** Prefix of a token that may only read (contract §6). */
 export const READ_ONLY_PREFIX = 'read:';

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { lockDirectory } from './dir-lock.js';
 import { openJsonlStore, type CompactionPolicy, type JsonlStore } from './jsonl-store.js';
 import type { StoreFs } from './store-fs.js';
-import { StoreOpenError, type Store } from './store.js';
+import { StoreOpenError, type Store } from '../store.js';
 
 /** The extension of a resource's log file (contract section 1). */
 export const LOG_EXTENSION = '.jsonl';

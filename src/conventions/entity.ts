@@ -1,4 +1,4 @@
-import type { EntityRecord } from './store/store.js';
+import type { EntityRecord } from '../store/store.js';
 
 /**
  * Members the server manages (contract §2): ignored in request bodies, never overwritten by a

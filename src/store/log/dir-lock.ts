@@ -1,6 +1,6 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { StoreOpenError } from './store.js';
+import { StoreOpenError } from '../store.js';
 
 /** The lock file that keeps a data directory to one process (contract section 8). */
 export const LOCK_FILE = '.halserve.lock';
