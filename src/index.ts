@@ -23,8 +23,8 @@ export { HAL_JSON, isAcceptedContentType, JSON_TYPE, mediaTypeOf, MERGE_PATCH_JS
 export { DEFAULT_LIMIT, DEFAULT_PAGE, MAX_LIMIT, pageCount, pageRange, parsePageRequest } from './conventions/pagination.js';
 export type { PageRange, PageRequest } from './conventions/pagination.js';
 export * from './conventions/problem.js';
-export { compareValues, matchesFilters, parseCollectionQuery, parseSort, sortComparator } from './conventions/query.js';
-export type { CollectionQuery, SortKey } from './conventions/query.js';
+export { compareValues, fold, matches, matchesFilter, matchesSearch, parseCollectionQuery, parseSort, sortComparator, valueAt } from './conventions/query.js';
+export type { CollectionQuery, Filter, FilterOperator, PathCheck, SortKey } from './conventions/query.js';
 export { createRouter, splitPath } from './http/router.js';
 export type { Match, Params, Router } from './http/router.js';
 export { compileSchema, SchemaError } from './conventions/schema.js';

@@ -1,69 +1,265 @@
 import { badRequest } from './problem.js';
-import type { EntityRecord } from '../store/store.js';
 
-/** Query parameters with a meaning of their own; every other one filters (contract §3a). */
-export const RESERVED_PARAMETERS: ReadonlySet<string> = new Set(['page', 'limit', 'sort']);
+/**
+ * The query language of collections (contract §3a): parsing a query string into filters, sort keys
+ * and search words, the canonical text links carry, and the reference semantics (`matches`,
+ * `compareValues`) that every store's engine must agree with. Pure: no I/O, no indexes.
+ */
 
-/** One sort key: a top-level field, ascending or descending. */
-export interface SortKey {
+/** Query parameters with a meaning of their own; every other one filters (contract §3a, §4a). */
+export const RESERVED_PARAMETERS: ReadonlySet<string> = new Set(['page', 'limit', 'sort', 'q', 'embed']);
+
+/** A field path as written (`dimensions.weight`) and as segments (`['dimensions', 'weight']`). */
+export interface FieldPath {
   readonly field: string;
+  readonly path: readonly string[];
+}
+
+export type RangeOperator = 'gt' | 'gte' | 'lt' | 'lte';
+export type FilterOperator = 'eq' | 'ne' | RangeOperator | 'exists';
+const OPERATORS: ReadonlySet<string> = new Set<FilterOperator>(['eq', 'ne', 'gt', 'gte', 'lt', 'lte', 'exists']);
+
+/** One filter: every filter of a query must hold (AND). */
+export type Filter =
+  /** Some value (an array's element) has one of these JSON texts (`eq`), or one of none of them (`ne`). */
+  | (FieldPath & { readonly op: 'eq' | 'ne'; readonly values: readonly string[] })
+  /** Some value of the bound's kind lies beyond the bound. */
+  | (FieldPath & { readonly op: RangeOperator; readonly bound: number | string })
+  /** The field is present (`null` counts) or absent. */
+  | (FieldPath & { readonly op: 'exists'; readonly present: boolean });
+
+/** One sort key. */
+export interface SortKey extends FieldPath {
   readonly descending: boolean;
 }
 
-/** A collection query beyond pagination: filters (field → accepted JSON texts) and sort keys. */
+/** A collection query beyond pagination (contract §3a). */
 export interface CollectionQuery {
-  readonly filters: ReadonlyMap<string, readonly string[]>;
-  /** The `sort` parameter as given, for the links; undefined when absent. */
-  readonly sort: string | undefined;
-  readonly sortKeys: readonly SortKey[];
+  readonly filters: readonly Filter[];
+  readonly sort: readonly SortKey[];
+  /** Case-folded words of `q`, each of which must occur in some string of the entity. */
+  readonly search: readonly string[];
+  /** Relations to embed (contract §4a). */
+  readonly embed: readonly string[];
+  /** What links carry after `page` and `limit`: `''` or `&…`, the same for every spelling of one query. */
+  readonly carried: string;
 }
 
+/** Is this path one the resource declares? Without a schema every path is allowed (and may match nothing). */
+export type PathCheck = (path: readonly string[]) => boolean;
+
+const SINGLE_USE = ['page', 'limit', 'sort', 'q'] as const;
+
 /**
- * Reads filters and sort from a query string (contract §3a). Repeating `page`, `limit` or `sort`
- * is ambiguous and refused; repeating a filter adds alternatives, as a comma does.
+ * Reads filters, sort and search from a query string (contract §3a). Repeating `page`, `limit`,
+ * `sort`, `q`, a range bound or `[exists]` is ambiguous and refused; repeating an `eq` or `ne`
+ * filter adds alternatives, as a comma does. Every refusal is a 400 problem naming the parameter.
  */
-export function parseCollectionQuery(params: URLSearchParams): CollectionQuery {
-  const filters = new Map<string, string[]>();
+export function parseCollectionQuery(params: URLSearchParams, declared?: PathCheck): CollectionQuery {
+  for (const name of SINGLE_USE) {
+    if (params.getAll(name).length > 1) throw badRequest(`Query parameter ${name} must be given once`);
+  }
+  const groups = new Map<string, { path: FieldPath; op: FilterOperator; values: string[] }>();
+  const embed: string[] = [];
   for (const [name, value] of params) {
-    if (RESERVED_PARAMETERS.has(name)) {
-      if (params.getAll(name).length > 1) throw badRequest(`Query parameter ${name} must be given once`);
+    if (name === 'embed') {
+      embed.push(...value.split(',').filter((rel) => rel !== ''));
       continue;
     }
-    const values = filters.get(name) ?? [];
-    values.push(...value.split(','));
-    filters.set(name, values);
+    if (RESERVED_PARAMETERS.has(name)) continue;
+    const { field, op } = splitFilterName(name);
+    const key = op === 'eq' ? field : `${field}[${op}]`;
+    let group = groups.get(key);
+    if (group === undefined) {
+      group = { path: fieldPath(field, name, declared), op, values: [] };
+      groups.set(key, group);
+    } else if (op !== 'eq' && op !== 'ne') {
+      throw badRequest(`Query parameter ${name} must be given once`);
+    }
+    if (op === 'eq' || op === 'ne') group.values.push(...value.split(','));
+    else group.values.push(value);
   }
-  const sort = params.get('sort') ?? undefined;
-  return { filters, sort, sortKeys: sort === undefined ? [] : parseSort(sort) };
+  const filters: Filter[] = [];
+  const carriedFilters: [string, string][] = [];
+  for (const [key, { path, op, values }] of groups) {
+    filters.push(makeFilter(path, op, values, key));
+    carriedFilters.push([key, values.join(',')]);
+  }
+  const sortText = params.get('sort') ?? undefined;
+  const sort = sortText === undefined ? [] : parseSort(sortText, declared);
+  const qText = params.get('q') ?? '';
+  const search = searchWords(qText);
+  let carried = sortText === undefined ? '' : `&sort=${encodeQueryValue(sortText)}`;
+  if (search.length > 0) carried += `&q=${encodeQueryValue(qText.trim())}`;
+  if (embed.length > 0) carried += `&embed=${encodeQueryValue(embed.join(','))}`;
+  carriedFilters.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  for (const [key, value] of carriedFilters) carried += `&${encodeQueryValue(key)}=${encodeQueryValue(value)}`;
+  return { filters, sort, search, embed, carried };
+}
+
+/** `price[gte]` → price, gte; `status` → status, eq. */
+function splitFilterName(name: string): { field: string; op: FilterOperator } {
+  const open = name.indexOf('[');
+  if (open === -1) return { field: name, op: 'eq' };
+  const op = name.endsWith(']') ? name.slice(open + 1, -1) : '';
+  if (!OPERATORS.has(op)) {
+    throw badRequest(`Query parameter ${name} has an unknown operator; use one of [eq], [ne], [gt], [gte], [lt], [lte], [exists]`);
+  }
+  return { field: name.slice(0, open), op: op as FilterOperator };
+}
+
+function fieldPath(field: string, parameter: string, declared: PathCheck | undefined): FieldPath {
+  const path = field.split('.');
+  if (path.some((segment) => segment === '')) {
+    throw badRequest(`Query parameter ${parameter} needs a field name, with no empty segment in its dotted path`);
+  }
+  if (declared && !declared(path)) throw badRequest(`Query parameter ${parameter} names a field the schema does not declare`);
+  return { field, path };
+}
+
+function makeFilter(path: FieldPath, op: FilterOperator, values: string[], parameter: string): Filter {
+  if (op === 'eq' || op === 'ne') return { ...path, op, values };
+  const value = values[0] ?? '';
+  if (op === 'exists') {
+    if (value !== 'true' && value !== 'false') throw badRequest(`Query parameter ${parameter} must be true or false`);
+    return { ...path, op, present: value === 'true' };
+  }
+  return { ...path, op, bound: rangeBound(value, parameter) };
+}
+
+const JSON_NUMBER = /^-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?$/;
+
+/**
+ * A range bound: a JSON number is a number; a JSON string in double quotes is that string (so that
+ * `sku[gte]="100"` compares text); any other non-empty text not starting with `"` is itself a string.
+ */
+export function rangeBound(text: string, parameter: string): number | string {
+  if (JSON_NUMBER.test(text)) {
+    const n = Number(text);
+    if (Number.isFinite(n)) return n;
+  } else if (text.startsWith('"')) {
+    try {
+      const s: unknown = JSON.parse(text);
+      if (typeof s === 'string') return s;
+    } catch {
+      // Not a JSON string: refused below.
+    }
+  } else if (text !== '') {
+    return text;
+  }
+  throw badRequest(`Query parameter ${parameter} needs a number or a string as its bound`);
 }
 
 /** `sort=-price,name` → price descending, then name ascending. An empty key is a 400 problem. */
-export function parseSort(sort: string): SortKey[] {
+export function parseSort(sort: string, declared?: PathCheck): SortKey[] {
   return sort.split(',').map((key) => {
     const descending = key.startsWith('-');
     const field = descending ? key.slice(1) : key;
     if (field === '') throw badRequest('Query parameter sort must list field names, each optionally prefixed with -');
-    return { field, descending };
+    return { ...fieldPath(field, 'sort', declared), descending };
   });
 }
 
-/** The JSON text a field is compared by: strings as they are, anything else as JSON (`?stock=0`). */
-function filterText(value: unknown): string | undefined {
-  if (value === undefined) return undefined;
+/** Percent-encodes a value but keeps the commas, brackets and dots of the query language readable. */
+function encodeQueryValue(value: string): string {
+  return encodeURIComponent(value).replace(/%2C|%5B|%5D/g, (m) => (m === '%2C' ? ',' : m === '%5B' ? '[' : ']'));
+}
+
+// ---- the reference semantics ----
+
+/**
+ * Case folding for search: lower, upper, lower again maps ß and ẞ to ss and final sigma to σ, as
+ * Unicode default (full) case folding does for the characters a catalogue holds.
+ */
+export function fold(text: string): string {
+  return text.toLowerCase().toUpperCase().toLowerCase();
+}
+
+/** The words of `q`: separated by white space, case-folded; none for an empty `q`. */
+export function searchWords(q: string): string[] {
+  return q
+    .split(/\s+/)
+    .filter((word) => word !== '')
+    .map(fold);
+}
+
+const isPlainObject = (value: unknown): value is Readonly<Record<string, unknown>> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/**
+ * The value at a dotted path: each segment an own member of a plain object. A path that passes
+ * through anything else (an array, a string) reaches nothing: `undefined`.
+ */
+export function valueAt(record: unknown, path: readonly string[]): unknown {
+  let value = record;
+  for (const segment of path) {
+    if (!isPlainObject(value) || !Object.hasOwn(value, segment)) return undefined;
+    value = value[segment];
+  }
+  return value;
+}
+
+/** The JSON text a value is compared by in `eq` and `ne`: strings as they are, anything else as JSON (`?stock=0`). */
+export function filterText(value: unknown): string {
   return typeof value === 'string' ? value : JSON.stringify(value);
 }
 
-/** True when the record passes every filter: some accepted value equals the field's JSON text. */
-export function matchesFilters(record: EntityRecord, filters: ReadonlyMap<string, readonly string[]>): boolean {
-  for (const [field, accepted] of filters) {
-    const text = Object.hasOwn(record, field) ? filterText(record[field]) : undefined;
-    if (text === undefined || !accepted.includes(text)) return false;
+/** What an operator applies to: an array's elements, or the value itself. */
+function elements(value: unknown): readonly unknown[] {
+  return Array.isArray(value) ? value : [value];
+}
+
+/** Does a single value (never an array) satisfy a range bound? Numbers numerically, strings by code unit. */
+export function inRange(value: unknown, op: RangeOperator, bound: number | string): boolean {
+  if (typeof value !== typeof bound) return false;
+  const v = value as number | string;
+  switch (op) {
+    case 'gt':
+      return v > bound;
+    case 'gte':
+      return v >= bound;
+    case 'lt':
+      return v < bound;
+    case 'lte':
+      return v <= bound;
   }
-  return true;
+}
+
+/** The reference meaning of one filter (contract §3a). */
+export function matchesFilter(record: unknown, filter: Filter): boolean {
+  const value = valueAt(record, filter.path);
+  if (filter.op === 'exists') return (value !== undefined) === filter.present;
+  if (value === undefined) return false;
+  switch (filter.op) {
+    case 'eq':
+      return elements(value).some((e) => filter.values.includes(filterText(e)));
+    case 'ne':
+      return elements(value).some((e) => !filter.values.includes(filterText(e)));
+    default:
+      return elements(value).some((e) => inRange(e, filter.op as RangeOperator, (filter as { bound: number | string }).bound));
+  }
+}
+
+/** Calls `visit` with every string value in a record, nested ones included, until it returns true. */
+export function someString(value: unknown, visit: (text: string) => boolean): boolean {
+  if (typeof value === 'string') return visit(value);
+  if (typeof value !== 'object' || value === null) return false;
+  for (const child of Object.values(value)) if (someString(child, visit)) return true;
+  return false;
+}
+
+/** The reference meaning of `q`: every word occurs, case-folded, in some string of the record. */
+export function matchesSearch(record: unknown, words: readonly string[]): boolean {
+  return words.every((word) => someString(record, (text) => fold(text).includes(word)));
+}
+
+/** The reference meaning of a whole query's filters and search. */
+export function matches(record: unknown, filters: readonly Filter[], search: readonly string[]): boolean {
+  return filters.every((filter) => matchesFilter(record, filter)) && (search.length === 0 || matchesSearch(record, search));
 }
 
 /** Order of JSON kinds when a field holds values of different kinds; an absent field sorts first. */
-function kindRank(value: unknown): number {
+export function kindRank(value: unknown): number {
   if (value === undefined) return 0;
   if (value === null) return 1;
   switch (typeof value) {
@@ -85,16 +281,20 @@ export function compareValues(a: unknown, b: unknown): number {
   if (rankA !== rankB) return rankA - rankB;
   if (typeof a === 'number' && typeof b === 'number') return a - b;
   if (typeof a === 'boolean' && typeof b === 'boolean') return Number(a) - Number(b);
-  const textA = typeof a === 'string' ? a : JSON.stringify(a) ?? '';
-  const textB = typeof b === 'string' ? b : JSON.stringify(b) ?? '';
+  if (rankA <= 1) return 0;
+  const textA = typeof a === 'string' ? a : (JSON.stringify(a) ?? '');
+  const textB = typeof b === 'string' ? b : (JSON.stringify(b) ?? '');
   return textA < textB ? -1 : textA > textB ? 1 : 0;
 }
 
-/** A comparator for the sort keys. Array.prototype.sort is stable, so ties keep creation order. */
-export function sortComparator(keys: readonly SortKey[]): (a: EntityRecord, b: EntityRecord) => number {
+/**
+ * The reference order of a sort: keys in turn, each ascending or descending; the caller's stable
+ * sort over creation order makes ties end in creation order.
+ */
+export function sortComparator(keys: readonly SortKey[]): (a: unknown, b: unknown) => number {
   return (a, b) => {
-    for (const { field, descending } of keys) {
-      const order = compareValues(Object.hasOwn(a, field) ? a[field] : undefined, Object.hasOwn(b, field) ? b[field] : undefined);
+    for (const { path, descending } of keys) {
+      const order = compareValues(valueAt(a, path), valueAt(b, path));
       if (order !== 0) return descending ? -order : order;
     }
     return 0;

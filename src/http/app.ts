@@ -1,8 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createAuthenticator } from './auth.js';
 import { ClientAbortedError, DEFAULT_MAX_BODY_BYTES } from './body.js';
-import { checkIfMatch, checkIfNoneMatch, notModified, versionTags } from '../conventions/conditional.js';
-import { clientFields, createdRecord, mergePatch, replacedRecord, type ClientFields } from '../conventions/entity.js';
+import { checkIfMatch, notModified, versionTags } from '../conventions/conditional.js';
 import { indexDocument } from '../conventions/hal.js';
 import { randomId } from '../conventions/id.js';
 import { HAL_JSON, JSON_TYPE, MERGE_PATCH_JSON } from './negotiation.js';
@@ -16,9 +15,9 @@ import {
 } from '../conventions/problem.js';
 import { jsonReply, problemReply, send, type Reply } from './reply.js';
 import { accepted, normaliseBasePath, originForm, readJsonBody, repeatsHost, routeSegments } from './request.js';
-import { Resource, type ResourceOptions } from './resource.js';
+import { Resource, type Page, type ResourceOptions, type WriteConditions } from './resource.js';
 import { createRouter, type Params } from './router.js';
-import { StoreConflictError, StoreWriteError, type Store, type StoredEntity } from '../store/store.js';
+import { StoreWriteError, type StoredEntity } from '../store/store.js';
 
 export type { ResourceOptions } from './resource.js';
 
@@ -117,20 +116,14 @@ export function createHandler(options: HandlerOptions): Handler {
   router.add('GET', '/:name', ({ req, params, query }) => {
     const mediaType = accepted(req);
     const page = resourceOf(params).page(query, mediaType);
-    checkIfMatch(req.headers['if-match'], [page.etag]);
-    // A long filter makes five long links: past a size proxies take, the body alone carries them.
-    const headers: Record<string, string> = page.link.length <= MAX_LINK_HEADER ? { etag: page.etag, link: page.link } : { etag: page.etag };
-    if (notModified(req.headers['if-none-match'], page.etag)) return { status: 304, headers: { ...headers, vary: 'Accept' } };
-    return jsonReply(200, mediaType, page.body, headers);
+    return page instanceof Promise ? page.then((p) => pageReply(req, p, mediaType)) : pageReply(req, page, mediaType);
   });
 
   router.add('POST', '/:name', async ({ req, res, params }) => {
     const resource = resourceOf(params);
     const mediaType = accepted(req);
-    const fields = clientFields(await readJsonBody(req, res, JSON_BODY_TYPES, maxBody));
-    resource.check(fields);
-    const time = now();
-    const entity = await createWithFreshId(resource.store, () => createdRecord(newId(), time, fields));
+    const body = await readJsonBody(req, res, JSON_BODY_TYPES, maxBody);
+    const entity = await resource.create(body, now(), newId);
     return entityReply(201, mediaType, resource, entity, { location: resource.href(entity.id) });
   });
 
@@ -138,52 +131,27 @@ export function createHandler(options: HandlerOptions): Handler {
     const mediaType = accepted(req);
     const resource = resourceOf(params);
     const entity = resource.entity(params['id'] ?? '');
-    const { body, version } = resource.representation(entity);
-    const ifMatch = req.headers['if-match'];
-    if (ifMatch !== undefined) checkIfMatch(ifMatch, versionTags(version, HAL_JSON));
-    const etag = resource.etag(version, mediaType);
-    if (notModified(req.headers['if-none-match'], etag)) return { status: 304, headers: { etag, vary: 'Accept' } };
-    return jsonReply(200, mediaType, body, { etag });
+    return entity instanceof Promise ? entity.then((e) => entityRead(req, mediaType, resource, e)) : entityRead(req, mediaType, resource, entity);
   });
 
   router.add('PUT', '/:name/:id', async ({ req, res, params }) => {
     const resource = resourceOf(params);
     const mediaType = accepted(req);
-    const fields = clientFields(await readJsonBody(req, res, JSON_BODY_TYPES, maxBody));
-    resource.check(fields);
-    const time = now();
-    const id = params['id'] ?? '';
-    const preconditions = writePreconditions(req);
-    const entity = await resource.store.update(id, (current) => {
-      preconditions(current);
-      return replacedRecord(current.record, time, fields);
-    });
-    return entityReply(200, mediaType, resource, entity ?? resource.missing(id));
+    const body = await readJsonBody(req, res, JSON_BODY_TYPES, maxBody);
+    const entity = await resource.replace(params['id'] ?? '', body, now(), writeConditions(req));
+    return entityReply(200, mediaType, resource, entity);
   });
 
   router.add('PATCH', '/:name/:id', async ({ req, res, params }) => {
     const resource = resourceOf(params);
     const mediaType = accepted(req);
-    const patch = clientFields(await readJsonBody(req, res, PATCH_BODY_TYPES, maxBody));
-    const time = now();
-    const id = params['id'] ?? '';
-    const preconditions = writePreconditions(req);
-    const entity = await resource.store.update(id, (current) => {
-      // The preconditions and the patch apply to the latest state, inside the store's write order,
-      // so a concurrent update is never lost or overwritten unseen.
-      preconditions(current);
-      const merged = mergePatch(clientFields(current.record), patch) as ClientFields;
-      resource.check(merged);
-      return replacedRecord(current.record, time, merged);
-    });
-    return entityReply(200, mediaType, resource, entity ?? resource.missing(id));
+    const body = await readJsonBody(req, res, PATCH_BODY_TYPES, maxBody);
+    const entity = await resource.patch(params['id'] ?? '', body, now(), writeConditions(req));
+    return entityReply(200, mediaType, resource, entity);
   });
 
   router.add('DELETE', '/:name/:id', async ({ req, params }) => {
-    const resource = resourceOf(params);
-    const id = params['id'] ?? '';
-    const deleted = await resource.store.delete(id, writePreconditions(req));
-    if (!deleted) resource.missing(id);
+    await resourceOf(params).remove(params['id'] ?? '', writeConditions(req));
     return { status: 204 };
   });
 
@@ -276,33 +244,39 @@ export function createHandler(options: HandlerOptions): Handler {
   };
 }
 
-/**
- * The conditions of a write (RFC 9110 §13.1.1, §13.1.2), checked against the latest state inside
- * the store's write order.
- */
-function writePreconditions(req: IncomingMessage): (current: StoredEntity) => void {
+/** The conditions of a write (RFC 9110 §13.1.1, §13.1.2), checked by the resource inside the store's write order. */
+function writeConditions(req: IncomingMessage): WriteConditions {
+  return { ifMatch: req.headers['if-match'], ifNoneMatch: req.headers['if-none-match'] };
+}
+
+/** A collection page, or 304 when the client's copy is current; a long `Link` is left to the body. */
+function pageReply(req: IncomingMessage, page: Page, mediaType: string): Reply {
+  const headers: Record<string, string> = {};
+  if (page.etag !== undefined) {
+    headers['etag'] = page.etag;
+    checkIfMatch(req.headers['if-match'], [page.etag]);
+  } else if (req.headers['if-match'] !== undefined) {
+    // The page spans writes: it matches no tag a client can hold.
+    checkIfMatch(req.headers['if-match'], []);
+  }
+  // A long filter makes five long links: past a size proxies take, the body alone carries them.
+  if (page.link.length <= MAX_LINK_HEADER) headers['link'] = page.link;
+  if (page.etag !== undefined && notModified(req.headers['if-none-match'], page.etag)) return { status: 304, headers: { ...headers, vary: 'Accept' } };
+  return jsonReply(200, mediaType, page.body, headers);
+}
+
+/** GET of one entity, with its tag and conditions. */
+function entityRead(req: IncomingMessage, mediaType: string, resource: Resource, entity: StoredEntity): Reply {
+  const { body, version } = resource.representation(entity);
   const ifMatch = req.headers['if-match'];
-  const ifNoneMatch = req.headers['if-none-match'];
-  return (current) => {
-    const tags = versionTags(current.version, HAL_JSON);
-    checkIfMatch(ifMatch, tags);
-    checkIfNoneMatch(ifNoneMatch, tags);
-  };
+  if (ifMatch !== undefined) checkIfMatch(ifMatch, versionTags(version, HAL_JSON));
+  const etag = resource.etag(version, mediaType);
+  if (notModified(req.headers['if-none-match'], etag)) return { status: 304, headers: { etag, vary: 'Accept' } };
+  return jsonReply(200, mediaType, body, { etag });
 }
 
 /** An entity with its tag; `extra` adds headers such as `Location`. */
 function entityReply(status: number, mediaType: string, resource: Resource, entity: StoredEntity, extra: Readonly<Record<string, string>> = {}): Reply {
   const { body, version } = resource.representation(entity);
   return jsonReply(status, mediaType, body, { etag: resource.etag(version, mediaType), ...extra });
-}
-
-/** Creates with a fresh id; 96 random bits make a collision all but impossible, but never fatal. */
-async function createWithFreshId(store: Store, record: () => ReturnType<typeof createdRecord>): Promise<StoredEntity> {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await store.create(record());
-    } catch (error) {
-      if (!(error instanceof StoreConflictError) || attempt >= 3) throw error;
-    }
-  }
 }

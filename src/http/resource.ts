@@ -1,13 +1,12 @@
-import { randomBytes } from 'node:crypto';
-import { entityTag } from '../conventions/conditional.js';
-import type { ClientFields } from '../conventions/entity.js';
-import { carriedQuery, collectionJson, collectionLinks, entityHref, entityJson, linkHeader } from '../conventions/hal.js';
-import { HAL_JSON } from './negotiation.js';
-import { pageRange, parsePageRequest, type PageRange } from '../conventions/pagination.js';
-import { notFound, validationFailed } from '../conventions/problem.js';
-import { matchesFilters, parseCollectionQuery, sortComparator } from '../conventions/query.js';
+import { checkIfMatch, checkIfNoneMatch, entityTag, versionTags } from '../conventions/conditional.js';
+import { clientFields, createdRecord, mergePatch, replacedRecord, type ClientFields } from '../conventions/entity.js';
+import { collectionJson, collectionLinks, entityHref, entityJson, linkHeader } from '../conventions/hal.js';
+import { pageRange, parsePageRequest, type PageRequest } from '../conventions/pagination.js';
+import { badRequest, notFound, serviceUnavailable, validationFailed } from '../conventions/problem.js';
+import { parseCollectionQuery, type CollectionQuery, type PathCheck } from '../conventions/query.js';
 import type { Validator } from '../conventions/schema.js';
-import type { Store, StoredEntity } from '../store/store.js';
+import { QueryTimeoutError, StoreConflictError, type MaybePromise, type QueryResult, type Store, type StoredEntity } from '../store/store.js';
+import { HAL_JSON } from './negotiation.js';
 
 /** One resource served by the handler. */
 export interface ResourceOptions {
@@ -16,6 +15,8 @@ export interface ResourceOptions {
   readonly store: Store;
   /** Checks the client's fields of a new or changed entity; see `compileSchema`. */
   readonly validate?: Validator;
+  /** The field paths a schema declares; filters and sorts on others are refused (contract §3a). */
+  readonly declared?: PathCheck;
 }
 
 /** A collection page, ready to send. */
@@ -24,8 +25,20 @@ export interface Page {
   readonly body: Buffer;
   /** The body's links as an RFC 8288 `Link` header (contract §2), made once with the page. */
   readonly link: string;
-  /** Same for every request of the same page while the collection does not change. */
-  readonly etag: string;
+  /** Same for every request of the same page while the collection does not change; none when the page spans writes. */
+  readonly etag: string | undefined;
+}
+
+/** What is sent for one version of an entity. */
+export interface Representation {
+  readonly body: Buffer;
+  readonly version: string;
+}
+
+/** The conditions of a write (RFC 9110 §13.1.1, §13.1.2), checked against the latest state in the store's write order. */
+export interface WriteConditions {
+  readonly ifMatch?: string | undefined;
+  readonly ifNoneMatch?: string | undefined;
 }
 
 /**
@@ -35,104 +48,203 @@ export interface Page {
  */
 const PAGE_CACHE_BYTES = 32 * 1024 * 1024;
 const PAGE_CACHE_MAX_PAGE_BYTES = PAGE_CACHE_BYTES / 10;
-/** Entities whose HAL bytes and version are kept (a store may decode and hash its line for them). */
-const ENTITY_CACHE_SIZE = 10_000;
+/** Recently served entities' HAL bytes, by id; bounded in bytes so that large entities cannot pile up. */
+const ENTITY_CACHE_BYTES = 16 * 1024 * 1024;
+const ENTITY_CACHE_MAX_ENTRY_BYTES = ENTITY_CACHE_BYTES / 16;
+/** Contract §9: a query that cannot finish within this many milliseconds ends in a 503 problem. */
+export const DEFAULT_QUERY_BUDGET_MS = 5000;
 
-/** What is sent for one version of an entity. */
-interface Representation {
-  readonly body: Buffer;
-  readonly version: string;
-}
-
-/** One resource as the HTTP layer sees it: its representations, its pages, and its validation. */
+/** One resource as the HTTP layer sees it: its representations, its pages, its writes and their checks. */
 export class Resource {
   readonly name: string;
   readonly store: Store;
   readonly #validate: Validator | undefined;
+  readonly #declared: PathCheck | undefined;
   readonly #path: string;
-  /** Tags of collection pages: a random epoch (new per handler, as revisions restart) and the store's revision. */
-  readonly #epoch = randomBytes(6).toString('base64url');
+  readonly #budgetMs: number;
   /** Pages built at revision `#pagesRevision`, by media type and query string. */
   readonly #pages = new Map<string, Page>();
   #pagesBytes = 0;
-  #pagesRevision = -1;
+  #pagesRevision: string | undefined;
   /**
-   * By entity object, which a write replaces: an entry can never describe another version. Bounded,
-   * and emptied when full, so memory stays flat at any size of store.
+   * By id, each entry naming the version it describes, so a write can never be served stale and a
+   * replaced version is dropped at once (the writes here evict it). Oldest first: a Map keeps
+   * insertion order, and a hit moves its entry to the end.
    */
-  readonly #entities = new Map<StoredEntity, Representation>();
+  readonly #entities = new Map<string, Representation>();
+  #entitiesBytes = 0;
 
-  constructor(options: ResourceOptions, basePath: string) {
+  constructor(options: ResourceOptions, basePath: string, budgetMs = DEFAULT_QUERY_BUDGET_MS) {
     this.name = options.name;
     this.store = options.store;
     this.#validate = options.validate;
+    this.#declared = options.declared;
     this.#path = `${basePath}/${options.name}`;
+    this.#budgetMs = budgetMs;
   }
 
   href(id: string): string {
     return entityHref(this.#path, id);
   }
 
-  /**
-   * The entity's HAL text, spliced from its stored text. Not cached: splicing costs less than a
-   * cache of every entity ever served would cost in memory at a million entities.
-   */
+  /** The entity's HAL text, spliced from its stored text. */
   json(entity: StoredEntity): string {
     return entityJson(entity.json, this.href(entity.id));
   }
 
   /** The entity's HAL bytes and version, made once while the entity is among the recently served. */
   representation(entity: StoredEntity): Representation {
-    let representation = this.#entities.get(entity);
-    if (representation === undefined) {
-      representation = { body: Buffer.from(this.json(entity)), version: entity.version };
-      if (this.#entities.size >= ENTITY_CACHE_SIZE) this.#entities.clear();
-      this.#entities.set(entity, representation);
+    const version = entity.version;
+    const cached = this.#entities.get(entity.id);
+    if (cached !== undefined && cached.version === version) {
+      this.#entities.delete(entity.id);
+      this.#entities.set(entity.id, cached);
+      return cached;
+    }
+    const representation = { body: Buffer.from(this.json(entity)), version };
+    this.#forget(entity.id);
+    const bytes = representation.body.length + entity.id.length;
+    if (bytes <= ENTITY_CACHE_MAX_ENTRY_BYTES) {
+      this.#entities.set(entity.id, representation);
+      this.#entitiesBytes += bytes;
+      for (const [id] of this.#entities) {
+        if (this.#entitiesBytes <= ENTITY_CACHE_BYTES) break;
+        this.#forget(id);
+      }
     }
     return representation;
+  }
+
+  #forget(id: string): void {
+    const cached = this.#entities.get(id);
+    if (cached === undefined) return;
+    this.#entities.delete(id);
+    this.#entitiesBytes -= cached.body.length + id.length;
   }
 
   etag(version: string, mediaType: string): string {
     return entityTag(version, mediaType, HAL_JSON);
   }
 
-  entity(id: string): StoredEntity {
-    return this.store.get(id) ?? this.missing(id);
+  /** The entity with this id, or a 404 problem. */
+  entity(id: string): MaybePromise<StoredEntity> {
+    const found = this.store.get(id);
+    return found instanceof Promise ? found.then((entity) => entity ?? this.#missing(id)) : (found ?? this.#missing(id));
   }
 
-  missing(id: string): never {
+  #missing(id: string): never {
     throw notFound(`There is no ${this.name} entity with id ${JSON.stringify(id)}`);
   }
 
   /** Contract §7: a schema failure is a 400 with `validationMessages`. */
-  check(fields: ClientFields): void {
+  #check(fields: ClientFields): void {
     const messages = this.#validate?.(fields);
     if (messages) throw validationFailed(messages);
   }
+
+  // ---- writes (contract §4): each checks its body and conditions against the latest state ----
+
+  /** POST: a new entity with a fresh id; 96 random bits make a collision all but impossible, but never fatal. */
+  async create(body: ClientFields, now: number, newId: () => string): Promise<StoredEntity> {
+    const fields = clientFields(body);
+    this.#check(fields);
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.store.create(createdRecord(newId(), now, fields));
+      } catch (error) {
+        if (!(error instanceof StoreConflictError) || attempt >= 3) throw error;
+      }
+    }
+  }
+
+  /** PUT: the client fields replaced. */
+  replace(id: string, body: ClientFields, now: number, conditions: WriteConditions): Promise<StoredEntity> {
+    const fields = clientFields(body);
+    this.#check(fields);
+    return this.#change(id, conditions, (current) => replacedRecord(current.record, now, fields));
+  }
+
+  /** PATCH: a JSON Merge Patch (RFC 7396) of the client fields, validated as merged. */
+  patch(id: string, body: ClientFields, now: number, conditions: WriteConditions): Promise<StoredEntity> {
+    const patch = clientFields(body);
+    return this.#change(id, conditions, (current) => {
+      const merged = mergePatch(clientFields(current.record), patch) as ClientFields;
+      this.#check(merged);
+      return replacedRecord(current.record, now, merged);
+    });
+  }
+
+  /** DELETE. */
+  async remove(id: string, conditions: WriteConditions): Promise<void> {
+    const deleted = await this.store.delete(id, (current) => checkConditions(current, conditions));
+    this.#forget(id);
+    if (!deleted) this.#missing(id);
+  }
+
+  /**
+   * The conditions and the change apply to the latest state, inside the store's write order, so a
+   * concurrent update is never lost or overwritten unseen.
+   */
+  async #change(id: string, conditions: WriteConditions, next: (current: StoredEntity) => ReturnType<typeof replacedRecord>): Promise<StoredEntity> {
+    const entity = await this.store.update(id, (current) => {
+      checkConditions(current, conditions);
+      return next(current);
+    });
+    this.#forget(id);
+    return entity ?? this.#missing(id);
+  }
+
+  // ---- collection pages ----
 
   /**
    * A collection page (seed 2.2, contract §2, §3, §3a), its links and its tag. A page is built once
    * per store revision: the revision moves with every write the store applies, however it came, so
    * a kept page is byte for byte what a rebuild would give.
    */
-  page(query: string, mediaType: string): Page {
+  page(query: string, mediaType: string): MaybePromise<Page> {
     const revision = this.store.revision;
     if (revision !== this.#pagesRevision) {
       this.#emptyPages();
       this.#pagesRevision = revision;
     }
     const key = `${mediaType} ${query}`;
-    let page = this.#pages.get(key);
-    if (page === undefined) {
-      page = this.#build(query, mediaType, revision);
-      const bytes = page.body.length + key.length;
-      if (bytes <= PAGE_CACHE_MAX_PAGE_BYTES) {
-        if (this.#pagesBytes + bytes > PAGE_CACHE_BYTES) this.#emptyPages();
-        this.#pages.set(key, page);
-        this.#pagesBytes += bytes;
-      }
+    const cached = this.#pages.get(key);
+    if (cached !== undefined) return cached;
+    const params = new URLSearchParams(query);
+    const request = parsePageRequest(params.get('page') ?? undefined, params.get('limit') ?? undefined);
+    const collection = parseCollectionQuery(params, this.#declared);
+    // No relations are declared yet (contract §4a): every rel is unknown.
+    if (collection.embed.length > 0) throw badRequest(`Query parameter embed names an unknown relation: ${collection.embed[0]}`);
+    const offset = Math.max(0, (request.page - 1) * request.limit);
+    const started = performance.now();
+    let result: MaybePromise<QueryResult>;
+    try {
+      result = this.store.query({ ...collection, offset, limit: request.limit, deadline: started + this.#budgetMs });
+    } catch (error) {
+      throw this.#timeout(error);
     }
-    return page;
+    const finish = (answer: QueryResult): Page => {
+      const page = this.#build(answer, collection, request, mediaType);
+      if (page.etag !== undefined && answer.revision === this.#pagesRevision) this.#keep(key, page);
+      return page;
+    };
+    return result instanceof Promise ? result.then(finish, (error: unknown) => Promise.reject(this.#timeout(error))) : finish(result);
+  }
+
+  #timeout(error: unknown): unknown {
+    if (!(error instanceof QueryTimeoutError)) return error;
+    const problem = serviceUnavailable(
+      `The query could not be answered within ${this.#budgetMs} ms; narrow it with a filter on an indexed field, or try again shortly`,
+    );
+    return problem;
+  }
+
+  #keep(key: string, page: Page): void {
+    const bytes = page.body.length + key.length;
+    if (bytes > PAGE_CACHE_MAX_PAGE_BYTES) return;
+    if (this.#pagesBytes + bytes > PAGE_CACHE_BYTES) this.#emptyPages();
+    this.#pages.set(key, page);
+    this.#pagesBytes += bytes;
   }
 
   #emptyPages(): void {
@@ -140,34 +252,18 @@ export class Resource {
     this.#pagesBytes = 0;
   }
 
-  #build(query: string, mediaType: string, revision: number): Page {
-    const params = new URLSearchParams(query);
-    const request = parsePageRequest(params.get('page') ?? undefined, params.get('limit') ?? undefined);
-    const { filters, sort, sortKeys } = parseCollectionQuery(params);
-    let entities: readonly StoredEntity[];
-    let range: PageRange;
-    if (filters.size === 0 && sortKeys.length === 0) {
-      // The common case reads one page straight from the store's creation order.
-      range = pageRange(this.store.size, request);
-      entities = this.store.page(range.offset, range.limit);
-    } else {
-      // Each record is read once: a store may parse it on every read, and a sort compares n log n times.
-      const selected: { entity: StoredEntity; record: StoredEntity['record'] }[] = [];
-      for (const entity of this.store.values()) {
-        const record = entity.record;
-        if (matchesFilters(record, filters)) selected.push({ entity, record });
-      }
-      if (sortKeys.length > 0) {
-        const compare = sortComparator(sortKeys);
-        selected.sort((a, b) => compare(a.record, b.record));
-      }
-      range = pageRange(selected.length, request);
-      entities = selected.slice(range.offset, range.offset + range.limit).map((s) => s.entity);
-    }
-    const links = collectionLinks(this.#path, range, carriedQuery(sort, filters));
-    const body = Buffer.from(collectionJson(this.name, range, links, entities.map((e) => this.json(e))));
+  #build(result: QueryResult, collection: CollectionQuery, request: PageRequest, mediaType: string): Page {
+    const range = pageRange(result.total, request);
+    const links = collectionLinks(this.#path, range, collection.carried);
+    const body = Buffer.from(collectionJson(this.name, range, links, result.entities.map((e) => this.json(e))));
     // The URL fixes the page and its query; the revision fixes the collection's state.
-    const etag = `"c.${this.#epoch}.${revision.toString(36)}${mediaType === HAL_JSON ? '' : '-json'}"`;
+    const etag = result.revision === undefined ? undefined : `"c.${result.revision}${mediaType === HAL_JSON ? '' : '-json'}"`;
     return { body, link: linkHeader(links), etag };
   }
+}
+
+function checkConditions(current: StoredEntity, { ifMatch, ifNoneMatch }: WriteConditions): void {
+  const tags = versionTags(current.version, HAL_JSON);
+  checkIfMatch(ifMatch, tags);
+  checkIfNoneMatch(ifNoneMatch, tags);
 }

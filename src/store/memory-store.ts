@@ -1,11 +1,11 @@
-import { EntityIndex } from './index/entity-index.js';
+import { MaterialisedIndex } from './index/materialised-index.js';
 import {
   StoreConflictError,
   StoreWriteError,
   type Change,
   type DeleteCheck,
   type EntityRecord,
-  type Store,
+  type LocalStore,
   type StoredEntity,
 } from './store.js';
 
@@ -13,8 +13,8 @@ import {
  * A store that keeps entities in memory only: for tests and embedding. It serves reads from the
  * same index as the JSON-lines store, so pages cost the same at any offset.
  */
-export function createMemoryStore(initial: Iterable<EntityRecord> = []): Store {
-  const index = new EntityIndex<StoredEntity>();
+export function createMemoryStore(initial: Iterable<EntityRecord> = []): LocalStore {
+  const index = new MaterialisedIndex<StoredEntity>();
   let writes = 0;
   let open = true;
   const stored = (record: EntityRecord): StoredEntity => {
@@ -26,7 +26,7 @@ export function createMemoryStore(initial: Iterable<EntityRecord> = []): Store {
       version: (++writes).toString(36),
     });
   };
-  for (const record of initial) index.set(stored(record));
+  for (const record of initial) index.put(stored(record));
   const writable = (): void => {
     if (!open) throw new StoreWriteError('the store is closed');
   };
@@ -42,13 +42,13 @@ export function createMemoryStore(initial: Iterable<EntityRecord> = []): Store {
       return open;
     },
     get: (id) => index.get(id),
-    page: (offset, limit) => index.page(offset, limit),
+    query: (query) => index.query(query),
     values: () => index.values(),
     async create(record) {
       writable();
       if (index.has(record.id)) throw new StoreConflictError(`id ${record.id} exists`);
       const entity = stored(record);
-      index.set(entity);
+      index.put(entity);
       return entity;
     },
     async update(id: string, change: Change) {
@@ -58,7 +58,7 @@ export function createMemoryStore(initial: Iterable<EntityRecord> = []): Store {
       const next = change(current);
       if (next.id !== id) throw new Error(`change() returned id ${String(next.id)} for ${id}`);
       const entity = stored(next);
-      index.set(entity);
+      index.put(entity);
       return entity;
     },
     async delete(id: string, check?: DeleteCheck) {
@@ -66,7 +66,7 @@ export function createMemoryStore(initial: Iterable<EntityRecord> = []): Store {
       const current = index.get(id);
       if (!current) return false;
       check?.(current);
-      return index.delete(id);
+      return index.remove(id);
     },
     async close() {
       open = false;

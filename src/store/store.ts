@@ -1,9 +1,16 @@
+import type { Filter, SortKey } from '../conventions/query.js';
+
 /**
  * The storage port: what the HTTP layer needs from a store of one resource.
  *
- * Reads are synchronous and served from memory; writes are asynchronous and resolve only once the
- * write is durable (for stores that persist). Every entity object is immutable: a write replaces it.
+ * Reads may answer at once or with a Promise (`MaybePromise`): the stores here answer from memory,
+ * synchronously when the work is small, and a networked store may always return a Promise. Writes
+ * resolve only once the write is durable (for stores that persist). Every entity object is
+ * immutable: a write replaces it.
  */
+
+/** A value now, or later. Callers test `instanceof Promise` to keep the in-memory path synchronous. */
+export type MaybePromise<T> = T | Promise<T>;
 
 /** The full state of one entity: the server-managed fields and the client's fields. */
 export interface EntityRecord {
@@ -19,7 +26,7 @@ export interface EntityRecord {
 export interface StoredEntity {
   readonly id: string;
   readonly record: EntityRecord;
-  /** `JSON.stringify(record)`, made once when the entity was written or loaded. */
+  /** `JSON.stringify(record)` as stored. A store may decode it from its log on each access. */
   readonly json: string;
   /** Opaque; different after every write of this entity (ETags are built from it). */
   readonly version: string;
@@ -34,23 +41,48 @@ export type Change = (current: StoredEntity) => EntityRecord;
 /** A check run against the latest state before a delete; it may throw to refuse the delete. */
 export type DeleteCheck = (current: StoredEntity) => void;
 
+/** A collection query (contract §3a) and the window of its result to return. */
+export interface StoreQuery {
+  /** All must hold. */
+  readonly filters: readonly Filter[];
+  /** Keys in turn; ties end in creation order. Empty: creation order. */
+  readonly sort: readonly SortKey[];
+  /** Case-folded words that must each occur in some string of the entity (`q`). */
+  readonly search: readonly string[];
+  readonly offset: number;
+  readonly limit: number;
+  /** `performance.now()` after which the query gives up with `QueryTimeoutError`. */
+  readonly deadline?: number;
+}
+
+export interface QueryResult {
+  /** How many entities match, in all. */
+  readonly total: number;
+  /** The matching entities at positions `[offset, offset + limit)` of the order. */
+  readonly entities: readonly StoredEntity[];
+  /**
+   * The revision the answer describes, or undefined when writes landed while it was computed (the
+   * answer then reflects no single revision: it must be neither cached nor tagged).
+   */
+  readonly revision: string | undefined;
+}
+
 export interface Store {
   /** Number of live entities. */
   readonly size: number;
   /**
-   * Moves whenever an acknowledged write changes what reads return; while it stays the same, every
-   * read gives the same answer. Collection tags and cached pages are keyed by it.
+   * An opaque token that moves whenever an acknowledged write changes what reads return, and is
+   * never the same for two different states, even across restarts. While it stays the same,
+   * every read gives the same answer: collection tags and cached pages are keyed by it.
    */
-  readonly revision: number;
+  readonly revision: string;
   /** The acknowledged state of an entity, or undefined. */
-  get(id: string): StoredEntity | undefined;
+  get(id: string): MaybePromise<StoredEntity | undefined>;
   /**
-   * Live entities in creation order, positions `[offset, offset + limit)`. Its cost does not depend
-   * on `offset` or on the size of the store.
+   * The entities matching a query, in its order, and how many match. Its cost depends on the page
+   * it returns, not on the size of the store or the position of the page (contract §3a).
    */
-  page(offset: number, limit: number): readonly StoredEntity[];
-  /** Every live entity in creation order (filters and sorts walk this). */
-  values(): IterableIterator<StoredEntity>;
+  query(query: StoreQuery): MaybePromise<QueryResult>;
   /** Adds a new entity at the end of the creation order. Rejects with `StoreConflictError` if the id exists. */
   create(record: EntityRecord): Promise<StoredEntity>;
   /**
@@ -67,9 +99,21 @@ export interface Store {
   close(): Promise<void>;
 }
 
+/** A store that answers from memory in this process: `get` is immediate. */
+export interface LocalStore extends Store {
+  get(id: string): StoredEntity | undefined;
+  /** Every live entity in creation order (export, compaction, tests). */
+  values(): IterableIterator<StoredEntity>;
+}
+
 /** A write could not be made durable (disk full, I/O error). The state is as it was before it. */
 export class StoreWriteError extends Error {
   override readonly name = 'StoreWriteError';
+}
+
+/** A query could not be answered before its deadline (contract §9). */
+export class QueryTimeoutError extends Error {
+  override readonly name = 'QueryTimeoutError';
 }
 
 /** `create` was given an id that already exists. */

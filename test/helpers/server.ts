@@ -5,7 +5,7 @@ import type { HandlerOptions } from '../../src/http/app.js';
 import { createHalServer } from '../../src/http/server.js';
 import { createMemoryStore } from '../../src/store/memory-store.js';
 import type { Validator } from '../../src/conventions/schema.js';
-import type { EntityRecord, Store } from '../../src/store/store.js';
+import type { EntityRecord, LocalStore } from '../../src/store/store.js';
 
 /** A fetch Response whose JSON the tests inspect freely (assertions check its shape). */
 export interface TestResponse extends Response {
@@ -50,7 +50,7 @@ export function records(count: number, fields: (i: number) => Record<string, unk
 export async function startItems(
   initial: EntityRecord[] = [],
   { validate, ...extra }: Partial<HandlerOptions> & { validate?: Validator } = {},
-): Promise<TestServer & { store: Store }> {
+): Promise<TestServer & { store: LocalStore }> {
   const store = createMemoryStore(initial);
   const server = await startServer({ resources: [validate ? { name: 'items', store, validate } : { name: 'items', store }], ...extra });
   return { ...server, store };

@@ -45,9 +45,9 @@ function countingStore(initial: readonly EntityRecord[]): { store: Store; parses
       const entity = inner.get(id);
       return entity && lazy(entity);
     },
-    page: (offset, limit) => inner.page(offset, limit).map(lazy),
-    *values() {
-      for (const entity of inner.values()) yield lazy(entity);
+    query: (query) => {
+      const result = inner.query(query);
+      return result instanceof Promise ? result : { ...result, entities: result.entities.map(lazy) };
     },
     create: (record) => inner.create(record),
     update: (id, change) => inner.update(id, change),

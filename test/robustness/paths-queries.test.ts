@@ -134,7 +134,18 @@ describe('query strings', () => {
     },
   );
 
-  for (const name of ['page[]', '__proto__', 'constructor', 'toString', 'hasOwnProperty', 'valueOf', '']) {
+  for (const [name, detail] of [
+    ['page[]', /page\[\] has an unknown operator/],
+    ['', /needs a field name/],
+  ] as const) {
+    test(`?${name}=x (no operator, or no field name: contract §3a) -> 400 naming the parameter`, async () => {
+      const s = await startItems(records(3));
+      const doc = await assertFetchProblem(await s.request(`/items?${encodeURIComponent(name)}=x`), 400);
+      assert.match(String(doc['detail']), detail);
+    });
+  }
+
+  for (const name of ['__proto__', 'constructor', 'toString', 'hasOwnProperty', 'valueOf']) {
     test(`?${name}=x (a filter on a field no entity has) -> empty page 1, link keeps it`, async () => {
       const s = await startItems(records(3));
       const res = await s.request(`/items?${encodeURIComponent(name)}=x`);

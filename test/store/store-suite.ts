@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
-import { StoreConflictError, type EntityRecord, type Store } from '../../src/store/store.js';
+import { StoreConflictError, type EntityRecord, type Store, type StoredEntity } from '../../src/store/store.js';
 
 /** How the suite gets a fresh, empty store of one kind, and (for persistent kinds) reopens it. */
 export interface StoreFactory {
@@ -16,6 +16,10 @@ export const record = (id: string, fields: Record<string, unknown> = {}): Entity
   updatedAt: 1_700_000_000,
   ...fields,
 });
+
+/** Positions `[offset, offset + limit)` of the creation order, through the port's query. */
+const pageOf = async (store: Store, offset: number, limit: number): Promise<readonly StoredEntity[]> =>
+  (await store.query({ filters: [], sort: [], search: [], offset, limit })).entities;
 
 const ids = (entities: Iterable<{ id: string }>): string[] => Array.from(entities, (e) => e.id);
 
@@ -37,9 +41,9 @@ export function storeSuite(name: string, factory: StoreFactory): void {
       const store = await open();
       assert.equal(store.size, 0);
       assert.equal(store.ready, true);
-      assert.deepEqual(store.page(0, 20), []);
-      assert.deepEqual([...store.values()], []);
-      assert.equal(store.get('nope'), undefined);
+      assert.deepEqual((await pageOf(store, 0, 20)), []);
+      assert.deepEqual((await pageOf(store, 0, 1e9)), []);
+      assert.equal(await store.get('nope'), undefined);
     });
 
     test('create -> entity with record, json of the record, version; get returns it', async () => {
@@ -51,7 +55,7 @@ export function storeSuite(name: string, factory: StoreFactory): void {
       assert.equal(created.json, JSON.stringify(input));
       assert.equal(typeof created.version, 'string');
       assert.ok(created.version.length > 0);
-      const got = store.get('a1');
+      const got = await store.get('a1');
       assert.ok(got);
       assert.deepEqual(got.record, input);
       assert.equal(got.json, created.json);
@@ -64,37 +68,37 @@ export function storeSuite(name: string, factory: StoreFactory): void {
       const first = await store.create(record('dup', { v: 1 }));
       await assert.rejects(store.create(record('dup', { v: 2 })), StoreConflictError);
       assert.equal(store.size, 1);
-      assert.deepEqual(store.get('dup')?.record, first.record);
+      assert.deepEqual((await store.get('dup'))?.record, first.record);
     });
 
     test('creates -> page and values in creation order', async () => {
       const store = await open();
       for (const id of ['c', 'a', 'b', 'e', 'd']) await store.create(record(id));
-      assert.deepEqual(ids(store.page(0, 10)), ['c', 'a', 'b', 'e', 'd']);
-      assert.deepEqual(ids(store.page(1, 2)), ['a', 'b']);
-      assert.deepEqual(ids(store.page(4, 2)), ['d']);
-      assert.deepEqual(ids(store.page(5, 2)), []);
-      assert.deepEqual(ids(store.values()), ['c', 'a', 'b', 'e', 'd']);
+      assert.deepEqual(ids((await pageOf(store, 0, 10))), ['c', 'a', 'b', 'e', 'd']);
+      assert.deepEqual(ids((await pageOf(store, 1, 2))), ['a', 'b']);
+      assert.deepEqual(ids((await pageOf(store, 4, 2))), ['d']);
+      assert.deepEqual(ids((await pageOf(store, 5, 2))), []);
+      assert.deepEqual(ids((await pageOf(store, 0, 1e9))), ['c', 'a', 'b', 'e', 'd']);
     });
 
     test('concurrent creates -> all stored, in call order', async () => {
       const store = await open();
       const created = await Promise.all(Array.from({ length: 50 }, (_, i) => store.create(record(`k${i}`, { i }))));
       assert.deepEqual(ids(created), Array.from({ length: 50 }, (_, i) => `k${i}`));
-      assert.deepEqual(ids(store.values()), ids(created));
+      assert.deepEqual(ids((await pageOf(store, 0, 1e9))), ids(created));
     });
 
     test('update -> new state and version, same place in the order', async () => {
       const store = await open();
       for (const id of ['u1', 'u2', 'u3']) await store.create(record(id, { n: 0 }));
-      const before = store.get('u2')!;
+      const before = (await store.get('u2'))!;
       const updated = await store.update('u2', (current) => ({ ...current.record, n: 1, updatedAt: 1_700_000_100 }));
       assert.ok(updated);
       assert.deepEqual(updated.record, record('u2', { n: 1, updatedAt: 1_700_000_100 }));
       assert.equal(updated.json, JSON.stringify(updated.record));
       assert.notEqual(updated.version, before.version);
-      assert.deepEqual(store.get('u2')?.record, updated.record);
-      assert.deepEqual(ids(store.values()), ['u1', 'u2', 'u3']);
+      assert.deepEqual((await store.get('u2'))?.record, updated.record);
+      assert.deepEqual(ids((await pageOf(store, 0, 1e9))), ['u1', 'u2', 'u3']);
     });
 
     test('update with the same content -> still a new version', async () => {
@@ -130,8 +134,8 @@ export function storeSuite(name: string, factory: StoreFactory): void {
         }),
         (error) => error === refusal,
       );
-      assert.equal(store.get('t')?.version, created.version);
-      assert.deepEqual(store.get('t')?.record, created.record);
+      assert.equal((await store.get('t'))?.version, created.version);
+      assert.deepEqual((await store.get('t'))?.record, created.record);
     });
 
     test('concurrent read-modify-write updates -> none lost', async () => {
@@ -142,17 +146,17 @@ export function storeSuite(name: string, factory: StoreFactory): void {
           store.update('counter', (current) => ({ ...current.record, n: (current.record.n as number) + 1 })),
         ),
       );
-      assert.equal(store.get('counter')?.record.n, 25);
+      assert.equal((await store.get('counter'))?.record.n, 25);
     });
 
     test('delete -> true; gone from get, page, values and size', async () => {
       const store = await open();
       for (const id of ['d1', 'd2', 'd3']) await store.create(record(id));
       assert.equal(await store.delete('d2'), true);
-      assert.equal(store.get('d2'), undefined);
+      assert.equal(await store.get('d2'), undefined);
       assert.equal(store.size, 2);
-      assert.deepEqual(ids(store.page(0, 10)), ['d1', 'd3']);
-      assert.deepEqual(ids(store.values()), ['d1', 'd3']);
+      assert.deepEqual(ids((await pageOf(store, 0, 10))), ['d1', 'd3']);
+      assert.deepEqual(ids((await pageOf(store, 0, 1e9))), ['d1', 'd3']);
     });
 
     test('delete of a missing id -> false', async () => {
@@ -173,7 +177,7 @@ export function storeSuite(name: string, factory: StoreFactory): void {
         (error) => error === refusal,
       );
       assert.equal(seen, 'keep');
-      assert.ok(store.get('keep'));
+      assert.ok(await store.get('keep'));
       assert.equal(store.size, 1);
     });
 
@@ -182,8 +186,8 @@ export function storeSuite(name: string, factory: StoreFactory): void {
       for (const id of ['r1', 'r2', 'r3']) await store.create(record(id));
       await store.delete('r1');
       await store.create(record('r1', { again: true }));
-      assert.deepEqual(ids(store.values()), ['r2', 'r3', 'r1']);
-      assert.equal(store.get('r1')?.record.again, true);
+      assert.deepEqual(ids((await pageOf(store, 0, 1e9))), ['r2', 'r3', 'r1']);
+      assert.equal((await store.get('r1'))?.record.again, true);
     });
 
     test('update then delete queued together -> delete sees the update; final state gone', async () => {
@@ -199,7 +203,7 @@ export function storeSuite(name: string, factory: StoreFactory): void {
       assert.equal(updated?.record.n, 1);
       assert.equal(deleted, true);
       assert.equal(seenN, 1);
-      assert.equal(store.get('q'), undefined);
+      assert.equal(await store.get('q'), undefined);
     });
 
     test('3000 creates with scattered deletes -> every page matches the creation order', async () => {
@@ -216,10 +220,10 @@ export function storeSuite(name: string, factory: StoreFactory): void {
       assert.equal(store.size, live.length);
       for (const limit of [1, 20, 200]) {
         for (let offset = 0; offset <= live.length; offset += 37) {
-          assert.deepEqual(ids(store.page(offset, limit)), live.slice(offset, offset + limit), `offset ${offset} limit ${limit}`);
+          assert.deepEqual(ids((await pageOf(store, offset, limit))), live.slice(offset, offset + limit), `offset ${offset} limit ${limit}`);
         }
       }
-      assert.deepEqual(ids(store.values()), live);
+      assert.deepEqual(ids((await pageOf(store, 0, 1e9))), live);
     });
 
     test('close -> not ready; writes after close reject', async () => {
@@ -238,10 +242,10 @@ export function storeSuite(name: string, factory: StoreFactory): void {
         await store.delete('s5');
         await store.delete('s0');
         await store.create(record('s0', { back: true }));
-        const before = [...store.values()].map((e) => ({ id: e.id, record: e.record, json: e.json, version: e.version }));
+        const before = (await pageOf(store, 0, 1e9)).map((e) => ({ id: e.id, record: e.record, json: e.json, version: e.version }));
         const reopened = await reopen(store);
         opened.push(reopened);
-        const afterReopen = [...reopened.values()].map((e) => ({ id: e.id, record: e.record, json: e.json, version: e.version }));
+        const afterReopen = (await pageOf(reopened, 0, 1e9)).map((e) => ({ id: e.id, record: e.record, json: e.json, version: e.version }));
         assert.deepEqual(afterReopen, before);
         assert.equal(reopened.size, 19);
       });

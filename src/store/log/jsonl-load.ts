@@ -1,4 +1,5 @@
-import { hashIdBytes, type EntityIndex } from '../index/entity-index.js';
+import { hashIdBytes } from '../index/entity-index.js';
+import type { IndexWriter } from '../index/materialised-index.js';
 import { LoadedEntity, WrittenEntity, type LogEntity } from './jsonl-entity.js';
 import { LineScanner } from './line-scanner.js';
 import { OPEN_READ, type StoreFs } from './store-fs.js';
@@ -38,7 +39,7 @@ interface Pending {
 export async function loadLog(
   fsys: StoreFs,
   file: string,
-  index: EntityIndex<LogEntity>,
+  index: IndexWriter<LogEntity>,
   repair: boolean,
   chunkBytes = LOAD_CHUNK_BYTES,
 ): Promise<LoadResult> {
@@ -74,13 +75,13 @@ export async function loadLog(
       } else {
         const idHash = r.idEscaped || r.deleted ? undefined : hashIdBytes(buffer, r.idStart, r.idEnd);
         if (idHash !== undefined) {
-          index.set(new LoadedEntity(buffer, r.objectStart, r.objectEnd, line, r.idStart, r.idEnd), idHash);
+          index.put(new LoadedEntity(buffer, r.objectStart, r.objectEnd, line, r.idStart, r.idEnd), idHash);
         } else {
           const id = r.idEscaped
             ? (JSON.parse(`"${buffer.toString('utf8', r.idStart, r.idEnd)}"`) as string)
             : buffer.toString('utf8', r.idStart, r.idEnd);
-          if (r.deleted) index.delete(id);
-          else index.set(new WrittenEntity(id, buffer.toString('utf8', r.objectStart, r.objectEnd), line));
+          if (r.deleted) index.remove(id);
+          else index.put(new WrittenEntity(id, buffer.toString('utf8', r.objectStart, r.objectEnd), line));
         }
       }
       keptSize = offset + end - start + (terminated ? 1 : 0);

@@ -1,5 +1,5 @@
 import path from 'node:path';
-import { EntityIndex } from '../index/entity-index.js';
+import { MaterialisedIndex } from '../index/materialised-index.js';
 import { WrittenEntity, type LogEntity } from './jsonl-entity.js';
 import { loadLog, type LoadResult } from './jsonl-load.js';
 import { checkRecord } from '../memory-store.js';
@@ -19,7 +19,9 @@ import {
   type Change,
   type DeleteCheck,
   type EntityRecord,
-  type Store,
+  type QueryResult,
+  type LocalStore,
+  type StoreQuery,
   type StoredEntity,
 } from '../store.js';
 
@@ -49,7 +51,7 @@ export interface JsonlStoreOptions {
 }
 
 /** A `Store` kept in an append-only JSON-lines file (contract section 8). */
-export interface JsonlStore extends Store {
+export interface JsonlStore extends LocalStore {
   /** Bytes of the log file. */
   readonly fileSize: number;
   /** Lines of the log file. */
@@ -96,7 +98,7 @@ class JsonlLogStore implements JsonlStore {
   readonly #minBytes: number;
   readonly #autoCompact: boolean;
   readonly #loadChunkBytes: number | undefined;
-  readonly #index = new EntityIndex<LogEntity>();
+  readonly #index = new MaterialisedIndex<LogEntity>();
 
   #fd: number | undefined;
   /** Bytes of acknowledged lines; anything beyond is the debris of a failed write. */
@@ -135,7 +137,7 @@ class JsonlLogStore implements JsonlStore {
   get size(): number {
     return this.#index.size;
   }
-  get revision(): number {
+  get revision(): string {
     return this.#index.revision;
   }
   get ready(): boolean {
@@ -150,8 +152,8 @@ class JsonlLogStore implements JsonlStore {
   get(id: string): StoredEntity | undefined {
     return this.#index.get(id);
   }
-  page(offset: number, limit: number): readonly StoredEntity[] {
-    return this.#index.page(offset, limit);
+  query(query: StoreQuery): QueryResult {
+    return this.#index.query(query);
   }
   values(): IterableIterator<StoredEntity> {
     return this.#index.values();
@@ -334,8 +336,8 @@ class JsonlLogStore implements JsonlStore {
       this.#lines = line;
       this.#needsNewline = false;
       for (const [id, entity] of effects) {
-        if (entity) this.#index.set(entity);
-        else this.#index.delete(id);
+        if (entity) this.#index.put(entity);
+        else this.#index.remove(id);
       }
     }
     for (const settle of outcomes) settle();
