@@ -68,6 +68,9 @@ export class EntityIndex<E extends Identified> {
   #tree = new Int32Array(1024);
   #holes = 0;
   #revision = 0;
+  #layout = 0;
+  /** Told the old → new slot map whenever a re-pack renumbers the slots (secondary indexes follow). */
+  onRepack: ((moved: Int32Array) => void) | undefined;
 
   /** Moves on every change of the index: equal revisions mean equal contents. */
   get revision(): number {
@@ -77,6 +80,26 @@ export class EntityIndex<E extends Identified> {
   /** Number of live entities. */
   get size(): number {
     return this.#count;
+  }
+
+  /** Moves whenever slots are renumbered: work that holds slot numbers across turns starts over. */
+  get layout(): number {
+    return this.#layout;
+  }
+
+  /** Slots are `[0, slotCount)`; a hole's entity is undefined. */
+  get slotCount(): number {
+    return this.#slots.length;
+  }
+
+  /** The entity in a slot (a row of the secondary indexes), or undefined for a hole. */
+  at(slot: number): E | undefined {
+    return this.#slots[slot];
+  }
+
+  /** The slot of an id, or -1. */
+  slotOf(id: string): number {
+    return this.#table[this.#probe(id, hashId(id))]!;
   }
 
   get(id: string): E | undefined {
@@ -93,13 +116,13 @@ export class EntityIndex<E extends Identified> {
    * `idHash` must be `hashId(entity.id)`; a loader that hashed the id's bytes passes it, so that
    * the id string is never built for an entity that is only added.
    */
-  set(entity: E, idHash?: number): void {
+  set(entity: E, idHash?: number): number {
     this.#revision++;
     const at = this.#probe(entity, idHash ?? hashId(entity.id));
     const slot = this.#table[at]!;
     if (slot !== EMPTY) {
       this.#slots[slot] = entity;
-      return;
+      return slot;
     }
     const index = this.#slots.length;
     this.#slots.push(entity);
@@ -109,6 +132,7 @@ export class EntityIndex<E extends Identified> {
     if (++this.#count * 4 > this.#table.length) this.#rehash(this.#table.length);
     if (index + 1 >= this.#tree.length) this.#rebuildTree(this.#tree.length * 2);
     else this.#add(index + 1, 1);
+    return index;
   }
 
   /** Makes room for `count` entities in the id table (a hint: loading knows roughly how many). */
@@ -116,7 +140,7 @@ export class EntityIndex<E extends Identified> {
     if (count * 4 > this.#table.length) this.#rehash(count * 2);
   }
 
-  /** Removes an entity; false when the id is not there. */
+  /** Removes an entity; false when the id is not there. Call `slotOf` first to learn its slot. */
   delete(id: string): boolean {
     const at = this.#probe(id, hashId(id));
     const slot = this.#table[at]!;
@@ -165,6 +189,7 @@ export class EntityIndex<E extends Identified> {
   /** Drops every entity. */
   clear(): void {
     this.#revision++;
+    this.#layout++;
     this.#table = emptyTable(1024);
     this.#count = 0;
     this.#slots = [];
@@ -218,8 +243,10 @@ export class EntityIndex<E extends Identified> {
     }
     this.#slots = packed;
     this.#holes = 0;
+    this.#layout++;
     this.#rebuildTree(1024);
     this.#rehash(this.#table.length / 2, moved);
+    this.onRepack?.(moved);
   }
 
   /** Index in `#table` of the entry for `id`: where it is, or the empty entry where it would go. */

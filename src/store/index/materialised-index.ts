@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import { compareValues, matches, valueAt } from '../../conventions/query.js';
-import type { QueryResult, StoreQuery, StoredEntity } from '../store.js';
+import type { MaybePromise, QueryResult, StoreQuery, StoredEntity } from '../store.js';
 import { EntityIndex } from './entity-index.js';
+import { QueryEngine } from './query-engine.js';
 
 /** What a log needs to feed an index while it replays. */
 export interface IndexWriter<E> {
@@ -18,8 +18,31 @@ export interface IndexWriter<E> {
  */
 export class MaterialisedIndex<E extends StoredEntity> implements IndexWriter<E> {
   readonly #entities = new EntityIndex<E>();
+  readonly #engine: QueryEngine<E>;
   /** Makes revisions of two indexes (or two runs of a server) differ. */
   readonly #epoch = randomBytes(6).toString('base64url');
+
+  constructor() {
+    const entities = this.#entities;
+    const self = this;
+    this.#engine = new QueryEngine<E>({
+      get size() {
+        return entities.size;
+      },
+      get slotCount() {
+        return entities.slotCount;
+      },
+      get layout() {
+        return entities.layout;
+      },
+      get revision() {
+        return self.revision;
+      },
+      at: (row) => entities.at(row),
+      page: (offset, limit) => entities.page(offset, limit),
+    });
+    entities.onRepack = (moved) => this.#engine.remap(moved);
+  }
 
   get size(): number {
     return this.#entities.size;
@@ -28,6 +51,11 @@ export class MaterialisedIndex<E extends StoredEntity> implements IndexWriter<E>
   /** Opaque: moves with every change, never repeats across instances. */
   get revision(): string {
     return `${this.#epoch}.${this.#entities.revision.toString(36)}`;
+  }
+
+  /** Field paths with a live index. */
+  get indexedFields(): string[] {
+    return this.#engine.indexedFields;
   }
 
   get(id: string): E | undefined {
@@ -40,10 +68,23 @@ export class MaterialisedIndex<E extends StoredEntity> implements IndexWriter<E>
 
   /** Adds an entity at the end of the creation order, or replaces the one with its id in place. */
   put(entity: E, idHash?: number): void {
-    this.#entities.set(entity, idHash);
+    if (!this.#engine.active) {
+      this.#entities.set(entity, idHash);
+      return;
+    }
+    const slot = this.#entities.slotOf(entity.id);
+    const old = slot === -1 ? undefined : this.#entities.at(slot);
+    const row = this.#entities.set(entity, idHash);
+    this.#engine.write(row, old, entity);
   }
 
   remove(id: string): boolean {
+    if (!this.#engine.active) return this.#entities.delete(id);
+    const row = this.#entities.slotOf(id);
+    if (row === -1) return false;
+    const old = this.#entities.at(row);
+    // Indexes first: a delete may re-pack the slots, and the row number is the old layout's.
+    this.#engine.write(row, old, undefined);
     return this.#entities.delete(id);
   }
 
@@ -51,34 +92,20 @@ export class MaterialisedIndex<E extends StoredEntity> implements IndexWriter<E>
     this.#entities.reserve(count);
   }
 
-  clear(): void {
-    this.#entities.clear();
-  }
-
   /** Live entities in creation order (compaction writes them out). */
   values(): IterableIterator<E> {
     return this.#entities.values();
   }
 
-  query(query: StoreQuery): QueryResult {
+  /** The matches of a query (contract §3a): at once from the creation order or an index, or later when work must be sliced. */
+  query(query: StoreQuery): MaybePromise<QueryResult> {
     const revision = this.revision;
     if (query.filters.length === 0 && query.sort.length === 0 && query.search.length === 0) {
       return { total: this.size, entities: this.#entities.page(query.offset, query.limit), revision };
     }
-    const selected: { entity: E; record: unknown }[] = [];
-    for (const entity of this.#entities.values()) {
-      const record = entity.record;
-      if (matches(record, query.filters, query.search)) selected.push({ entity, record });
-    }
-    if (query.sort.length > 0) {
-      selected.sort((a, b) => {
-        for (const { path, descending } of query.sort) {
-          const order = compareValues(valueAt(a.record, path), valueAt(b.record, path));
-          if (order !== 0) return descending ? -order : order;
-        }
-        return 0;
-      });
-    }
-    return { total: selected.length, entities: selected.slice(query.offset, query.offset + query.limit).map((s) => s.entity), revision };
+    this.#engine.revise(revision);
+    const answer = this.#engine.query(query);
+    if (!(answer instanceof Promise)) return { ...answer, revision };
+    return answer.then((a) => ({ ...a, revision: this.revision === revision ? revision : undefined }));
   }
 }

@@ -19,6 +19,7 @@ import {
   type Change,
   type DeleteCheck,
   type EntityRecord,
+  type MaybePromise,
   type QueryResult,
   type LocalStore,
   type StoreQuery,
@@ -152,7 +153,7 @@ class JsonlLogStore implements JsonlStore {
   get(id: string): StoredEntity | undefined {
     return this.#index.get(id);
   }
-  query(query: StoreQuery): QueryResult {
+  query(query: StoreQuery): MaybePromise<QueryResult> {
     return this.#index.query(query);
   }
   values(): IterableIterator<StoredEntity> {

@@ -1,0 +1,491 @@
+import { matchesSearch, valueAt, type Filter, type SortKey } from '../../conventions/query.js';
+import type { StoreQuery, StoredEntity } from '../store.js';
+import { compareCells, FieldIndex, NO_ROW, sortRows } from './field-index.js';
+import { CHECK_EVERY, runSliced, type Slice, type Work } from './slices.js';
+import { TextIndex } from './text-index.js';
+
+/** What the engine reads of the creation order: rows are its slots. */
+export interface Rows<E> {
+  readonly size: number;
+  readonly slotCount: number;
+  readonly layout: number;
+  /** The store's revision: a result is kept only if no write landed while it was computed. */
+  readonly revision: string;
+  at(row: number): E | undefined;
+  /** Live entities at positions `[offset, offset + limit)` of the creation order. */
+  page(offset: number, limit: number): E[];
+}
+
+/** A query's answer before its rows become entities. */
+interface Answer {
+  readonly total: number;
+  readonly rows: ArrayLike<number>;
+}
+
+type RangeFilter = Extract<Filter, { bound: number | string }>;
+type Candidates = { rows: Int32Array; exact: boolean };
+
+/** Where a query's candidate rows come from. */
+type Driver =
+  /** Rows in creation order; `covers` are the filters they satisfy exactly. */
+  | { kind: 'rows'; rows: Int32Array; covers: ReadonlySet<Filter>; searched: boolean }
+  /** Ranks `[lo, hi)` of a field's order. */
+  | { kind: 'range'; field: FieldIndex; lo: number; hi: number; covers: ReadonlySet<Filter> }
+  | { kind: 'all' };
+
+/** Matches kept per query while the revision stays the same: later pages cost their length. */
+const RESULT_CACHE_BYTES = 64 * 1024 * 1024;
+/** Below this many matches a sorted query sorts them all (and keeps them) rather than walking an order. */
+const SORT_ALL_BELOW = 20_000;
+
+/**
+ * The query engine over the materialised index (contract §3a). Indexes are built per field on
+ * first use (in slices, the event loop free between them) and kept current by every write. A
+ * query picks its most selective indexed filter as the driver, checks the other filters against
+ * the indexed values (never parsing a record), and for a sort either walks the first key's order
+ * (early pages) or sorts the matches once and keeps them for the following pages.
+ */
+export class QueryEngine<E extends StoredEntity> {
+  readonly #rows: Rows<E>;
+  readonly #fields = new Map<string, FieldIndex>();
+  /** Fields being built, and the rows written meanwhile (to refresh once the build ends). */
+  readonly #building = new Map<string, Promise<void>>();
+  #touched: Set<number> | undefined;
+  #text: TextIndex | undefined;
+  #textBuilding: Promise<void> | undefined;
+  readonly #results = new Map<string, Int32Array>();
+  #resultsRevision = '';
+  #resultsBytes = 0;
+
+  constructor(rows: Rows<E>) {
+    this.#rows = rows;
+  }
+
+  /** True when a write must tell the engine (some index exists or is being built). */
+  get active(): boolean {
+    return this.#fields.size > 0 || this.#building.size > 0 || this.#text !== undefined || this.#textBuilding !== undefined;
+  }
+
+  /** Paths with a live index (for tests and metrics). */
+  get indexedFields(): string[] {
+    return [...this.#fields.keys()];
+  }
+
+  // ---- keeping indexes current ----
+
+  /** A row's entity changes from `old` (undefined: new row) to `next` (undefined: deleted). */
+  write(row: number, old: E | undefined, next: E | undefined): void {
+    this.#touched?.add(row);
+    const record = next === undefined ? NO_ROW : this.#fields.size > 0 || this.#text ? next.record : NO_ROW;
+    for (const field of this.#fields.values()) field.apply(row, record);
+    if (this.#text) {
+      if (old !== undefined) this.#text.remove(row, old.record);
+      if (record !== NO_ROW) this.#text.add(row, record);
+    }
+  }
+
+  /** Slots were renumbered: every index follows. */
+  remap(moved: Int32Array): void {
+    const slots = this.#rows.slotCount;
+    for (const field of this.#fields.values()) field.remap(moved, slots);
+    this.#text?.remap(moved);
+    this.#results.clear();
+    this.#resultsBytes = 0;
+    if (this.#touched) this.#touched = new Set([...this.#touched].map((row) => moved[row]!));
+  }
+
+  // ---- building ----
+
+  #key(path: readonly string[]): string {
+    return path.join('.');
+  }
+
+  /** Resolves once every path has a live index; builds the missing ones together (one parse per record). */
+  #ensure(paths: readonly (readonly string[])[]): Promise<void> | undefined {
+    const missing = new Map<string, readonly string[]>();
+    const waits: Promise<void>[] = [];
+    for (const path of paths) {
+      const key = this.#key(path);
+      if (this.#fields.has(key)) continue;
+      const building = this.#building.get(key);
+      if (building) waits.push(building);
+      else missing.set(key, path);
+    }
+    if (missing.size > 0) {
+      const build = this.#build([...missing.values()]);
+      for (const key of missing.keys()) this.#building.set(key, build);
+      waits.push(build);
+    }
+    return waits.length === 0 ? undefined : Promise.all(waits).then(() => undefined);
+  }
+
+  async #build(paths: readonly (readonly string[])[]): Promise<void> {
+    const keys = paths.map((path) => this.#key(path));
+    this.#touched ??= new Set();
+    try {
+      for (;;) {
+        const layout = this.#rows.layout;
+        const fields = paths.map((path) => new FieldIndex(path));
+        const built = await runSliced((slice) => this.#fill(fields, slice), Infinity, () => this.#rows.layout !== layout);
+        if (this.#rows.layout !== layout) continue;
+        for (const field of built) {
+          // Writes that landed during the build: bring their rows up to date.
+          for (const row of this.#touched) {
+            const entity = this.#rows.at(row);
+            field.apply(row, entity === undefined ? NO_ROW : entity.record);
+          }
+          this.#fields.set(this.#key(field.path), field);
+        }
+        return;
+      }
+    } finally {
+      for (const key of keys) this.#building.delete(key);
+      if (this.#building.size === 0 && this.#textBuilding === undefined) this.#touched = undefined;
+    }
+  }
+
+  *#fill(fields: FieldIndex[], slice: Slice): Work<FieldIndex[]> {
+    const slots = this.#rows.slotCount;
+    for (const field of fields) field.values = new Array(slots);
+    for (let row = 0; row < slots; row++) {
+      const entity = this.#rows.at(row);
+      if (entity === undefined) {
+        for (const field of fields) field.values[row] = NO_ROW;
+      } else {
+        const record = entity.record;
+        for (const field of fields) field.values[row] = valueAt(record, field.path);
+      }
+      if (row % CHECK_EVERY === 0 && slice.due) yield;
+    }
+    for (const field of fields) yield* field.build(slice);
+    return fields;
+  }
+
+  #ensureText(): Promise<void> | undefined {
+    if (this.#text) return undefined;
+    this.#textBuilding ??= this.#buildText().finally(() => {
+      this.#textBuilding = undefined;
+      if (this.#building.size === 0) this.#touched = undefined;
+    });
+    return this.#textBuilding;
+  }
+
+  async #buildText(): Promise<void> {
+    this.#touched ??= new Set();
+    for (;;) {
+      const layout = this.#rows.layout;
+      const text = new TextIndex();
+      const added = new Map<number, E>();
+      await runSliced(
+        (slice) => this.#fillText(text, added, slice),
+        Infinity,
+        () => this.#rows.layout !== layout,
+      );
+      if (this.#rows.layout !== layout) continue;
+      for (const row of this.#touched) {
+        const before = added.get(row);
+        if (before) text.remove(row, before.record);
+        const entity = this.#rows.at(row);
+        if (entity) text.add(row, entity.record);
+      }
+      this.#text = text;
+      return;
+    }
+  }
+
+  *#fillText(text: TextIndex, added: Map<number, E>, slice: Slice): Work<void> {
+    const slots = this.#rows.slotCount;
+    for (let row = 0; row < slots; row++) {
+      const entity = this.#rows.at(row);
+      if (entity !== undefined) {
+        text.add(row, entity.record);
+        if (this.#touched?.has(row)) added.set(row, entity);
+      }
+      if (row % CHECK_EVERY === 0 && slice.due) yield;
+    }
+  }
+
+  // ---- answering ----
+
+  /** The matching entities of a query and their count; synchronous when the work fits in one slice. */
+  query(query: StoreQuery): { total: number; entities: E[] } | Promise<{ total: number; entities: E[] }> {
+    const layout = this.#rows.layout;
+    const answer = runSliced((slice) => this.#answer(query, slice), query.deadline ?? Infinity, () => this.#rows.layout !== layout);
+    return answer instanceof Promise ? answer.then((a) => this.#entities(a)) : this.#entities(answer);
+  }
+
+  #entities(answer: Answer): { total: number; entities: E[] } {
+    const entities: E[] = [];
+    for (let i = 0; i < answer.rows.length; i++) {
+      // A row deleted while a sliced query waited is left out (that answer carries no revision).
+      const entity = this.#rows.at(answer.rows[i]!);
+      if (entity !== undefined) entities.push(entity);
+    }
+    return { total: answer.total, entities };
+  }
+
+  *#answer(query: StoreQuery, slice: Slice): Work<Answer> {
+    const { filters, sort, search, offset, limit } = query;
+    const paths = [...filters.map((f) => f.path), ...sort.map((k) => k.path)];
+    for (;;) {
+      const wait = this.#ensure(paths) ?? (search.length > 0 ? this.#ensureText() : undefined);
+      if (wait === undefined) break;
+      yield wait;
+    }
+    const revision = this.#rows.revision;
+    const field = (path: readonly string[]): FieldIndex => this.#fields.get(this.#key(path))!;
+    const searched = search.length > 0 ? yield* this.#text!.candidates(search, this.#rows.slotCount, slice) : undefined;
+    const driver = this.#driver(filters, searched, field);
+    const tests = this.#tests(filters, search, searched, driver, field);
+    const window = (rows: ArrayLike<number>, total = rows.length): Answer => ({
+      total,
+      rows: Array.prototype.slice.call(rows, offset, offset + limit) as number[],
+    });
+    const first = sort.length > 0 ? field(sort[0]!.path) : undefined;
+    const onFirst = driver.kind === 'range' && driver.field === first;
+    const [lo, hi] = onFirst ? [driver.lo, driver.hi] : [0, first?.order.size ?? 0];
+
+    // Answers that are positions in one index: no row needs looking at.
+    if (tests.length === 0) {
+      if (first === undefined && driver.kind === 'rows') return window(driver.rows);
+      if (first !== undefined && (driver.kind === 'all' || onFirst)) {
+        const rows = yield* this.#walk(first, lo, hi, sort[0]!.descending, sort.slice(1), field, offset, limit, undefined, slice);
+        return { total: hi - lo, rows };
+      }
+    }
+    const cacheKey = resultKey(query);
+    const cached = this.#results.get(cacheKey);
+    if (cached) return window(cached);
+    const matches = yield* this.#collect(driver, tests, slice);
+    const keep = (rows: Int32Array): Answer => {
+      if (this.#rows.revision === revision) this.#keep(cacheKey, rows);
+      return window(rows);
+    };
+    if (first === undefined) {
+      if (driver.kind === 'range') matches.sort();
+      return keep(matches);
+    }
+    const total = matches.length;
+    // Walking the first key's order costs about (offset + limit) × span / total rows; sorting the
+    // matches costs total × log(total) once, and the following pages are then free.
+    const walkCost = ((offset + limit) * (hi - lo)) / Math.max(1, total);
+    if (total >= SORT_ALL_BELOW && walkCost < total) {
+      const member = rowSet(matches, this.#rows.slotCount);
+      const pass = (row: number): boolean => member[row] === 1;
+      const rows = yield* this.#walk(first, lo, hi, sort[0]!.descending, sort.slice(1), field, offset, limit, pass, slice);
+      return { total, rows };
+    }
+    return keep(yield* sortRows(matches, comparator(sort, field), slice));
+  }
+
+  /** The most selective source of candidates among the indexed filters and the search. */
+  #driver(filters: readonly Filter[], searched: Candidates | undefined, field: (path: readonly string[]) => FieldIndex): Driver {
+    let best: Driver = { kind: 'all' };
+    let bestSize = this.#rows.size;
+    let bestEq: { filter: Filter & { values: readonly string[] }; index: FieldIndex } | undefined;
+    const ranges = new Map<FieldIndex, RangeFilter[]>();
+    for (const filter of filters) {
+      const index = field(filter.path);
+      if (filter.op === 'eq') {
+        let size = 0;
+        for (const value of filter.values) size += index.postings.get(value)?.size ?? 0;
+        if (size < bestSize) {
+          bestEq = { filter, index };
+          bestSize = size;
+        }
+      } else if (filter.op === 'gt' || filter.op === 'gte' || filter.op === 'lt' || filter.op === 'lte') {
+        ranges.set(index, [...(ranges.get(index) ?? []), filter]);
+      }
+    }
+    for (const [index, group] of ranges) {
+      const span = index.rangeOf(group);
+      if (span && span[1] - span[0] < bestSize) {
+        best = { kind: 'range', field: index, lo: span[0], hi: span[1], covers: new Set(group) };
+        bestSize = span[1] - span[0];
+        bestEq = undefined;
+      }
+    }
+    if (bestEq) {
+      const { filter, index } = bestEq;
+      best = { kind: 'rows', rows: unionOf(filter.values.map((v) => index.postings.get(v)?.view())), covers: new Set([filter]), searched: false };
+    }
+    if (searched && searched.exact && searched.rows.length < bestSize) {
+      best = { kind: 'rows', rows: searched.rows, covers: new Set(), searched: true };
+    }
+    return best;
+  }
+
+  /** Tests for what the driver does not already guarantee. */
+  #tests(
+    filters: readonly Filter[],
+    search: readonly string[],
+    searched: Candidates | undefined,
+    driver: Driver,
+    field: (path: readonly string[]) => FieldIndex,
+  ): ((row: number) => boolean)[] {
+    const covered = driver.kind === 'all' ? new Set<Filter>() : driver.covers;
+    const tests = filters.filter((f) => !covered.has(f)).map((f) => field(f.path).predicate(f));
+    if (searched && !(driver.kind === 'rows' && driver.searched)) {
+      const member = rowSet(searched.rows, this.#rows.slotCount);
+      tests.push((row) => member[row] === 1);
+      if (!searched.exact) {
+        tests.push((row) => {
+          const entity = this.#rows.at(row);
+          return entity !== undefined && matchesSearch(entity.record, search);
+        });
+      }
+    }
+    return tests;
+  }
+
+  /** The driver's rows that pass every test, in creation order (range drivers: in value order). */
+  *#collect(driver: Driver, tests: readonly ((row: number) => boolean)[], slice: Slice): Work<Int32Array> {
+    const out: number[] = [];
+    const pass = (row: number): boolean => {
+      for (const test of tests) if (!test(row)) return false;
+      return true;
+    };
+    if (driver.kind === 'rows') {
+      const rows = driver.rows;
+      for (let i = 0; i < rows.length; i++) {
+        if (pass(rows[i]!)) out.push(rows[i]!);
+        if (i % CHECK_EVERY === 0 && slice.due) yield;
+      }
+    } else if (driver.kind === 'range') {
+      let i = 0;
+      for (const row of driver.field.order.ranks(driver.lo, driver.hi)) {
+        if (pass(row)) out.push(row);
+        if (++i % CHECK_EVERY === 0 && slice.due) yield;
+      }
+    } else {
+      const slots = this.#rows.slotCount;
+      for (let row = 0; row < slots; row++) {
+        if (this.#rows.at(row) !== undefined && pass(row)) out.push(row);
+        if (row % CHECK_EVERY === 0 && slice.due) yield;
+      }
+    }
+    return Int32Array.from(out);
+  }
+
+  /**
+   * Rows in sort order from ranks `[lo, hi)` of the first key's order: groups of equal first-key
+   * values in ascending or descending order, each group in creation order or sorted by the other
+   * keys. Skips `skip` rows that `pass` and returns the next `take` of them. Without `pass` the
+   * skip is a jump, not a walk.
+   */
+  *#walk(
+    first: FieldIndex,
+    lo: number,
+    hi: number,
+    descending: boolean,
+    rest: readonly SortKey[],
+    field: (path: readonly string[]) => FieldIndex,
+    skip: number,
+    take: number,
+    pass: ((row: number) => boolean) | undefined,
+    slice: Slice,
+  ): Work<number[]> {
+    const values = first.values;
+    const order = first.order;
+    const out: number[] = [];
+    if (take <= 0 || lo >= hi) return out;
+    const restCompare = rest.length > 0 ? comparator(rest, field) : undefined;
+    let start = descending ? hi : lo;
+    if (pass === undefined && skip > 0) {
+      // Jump to the group holding the skip-th row, and skip inside it.
+      const at = descending ? hi - 1 - skip : lo + skip;
+      if (at < lo || at >= hi) return out;
+      const value = values[order.at(at)];
+      const groupStart = Math.max(lo, order.rankWhere((row) => (compareCells(values[row], value) < 0 ? -1 : 1)));
+      const groupEnd = Math.min(hi, order.rankWhere((row) => (compareCells(values[row], value) <= 0 ? -1 : 1)));
+      if (descending) {
+        start = groupEnd;
+        skip -= hi - groupEnd;
+      } else {
+        start = groupStart;
+        skip -= groupStart - lo;
+      }
+    }
+    let group: number[] = [];
+    let groupValue: unknown = NO_ROW;
+    let walked = 0;
+    const flush = (): boolean => {
+      if (descending) group.reverse();
+      if (restCompare && group.length > 1) group.sort(restCompare);
+      for (const row of group) {
+        if (pass && !pass(row)) continue;
+        if (skip > 0) skip--;
+        else if (out.push(row) >= take) return true;
+      }
+      group = [];
+      return false;
+    };
+    for (const row of order.ranks(start, descending ? lo : hi)) {
+      const value = values[row];
+      if (group.length > 0 && compareCells(value, groupValue) !== 0 && flush()) return out;
+      if (group.length === 0) groupValue = value;
+      group.push(row);
+      if (++walked % CHECK_EVERY === 0 && slice.due) yield;
+    }
+    flush();
+    return out;
+  }
+
+  // ---- the result cache ----
+
+  /** Called with the revision before each query: results of another revision are dropped. */
+  revise(revision: string): void {
+    if (revision === this.#resultsRevision) return;
+    this.#results.clear();
+    this.#resultsBytes = 0;
+    this.#resultsRevision = revision;
+  }
+
+  #keep(key: string, rows: Int32Array): void {
+    if (rows.byteLength > RESULT_CACHE_BYTES / 4) return;
+    if (this.#resultsBytes + rows.byteLength > RESULT_CACHE_BYTES) {
+      this.#results.clear();
+      this.#resultsBytes = 0;
+    }
+    this.#results.set(key, rows);
+    this.#resultsBytes += rows.byteLength;
+  }
+}
+
+/** The query without its window: the key its sorted matches are kept under. */
+function resultKey(query: StoreQuery): string {
+  return JSON.stringify([query.filters, query.sort, query.search]);
+}
+
+/** Rows in any of the sorted lists, sorted, without repeats. */
+function unionOf(lists: readonly (Int32Array | undefined)[]): Int32Array {
+  const present = lists.filter((l): l is Int32Array => l !== undefined && l.length > 0);
+  if (present.length === 0) return new Int32Array(0);
+  if (present.length === 1) return present[0]!;
+  const merged = new Int32Array(present.reduce((n, l) => n + l.length, 0));
+  let k = 0;
+  for (const list of present) merged.set(list, (k += list.length) - list.length);
+  merged.sort();
+  let unique = 0;
+  for (let i = 0; i < merged.length; i++) if (i === 0 || merged[i] !== merged[i - 1]) merged[unique++] = merged[i]!;
+  return merged.subarray(0, unique);
+}
+
+/** A membership mark over rows `[0, slots)`. */
+function rowSet(rows: Int32Array, slots: number): Uint8Array {
+  const member = new Uint8Array(slots);
+  for (let i = 0; i < rows.length; i++) member[rows[i]!] = 1;
+  return member;
+}
+
+/** The order of a sort's keys over indexed values, ties in creation order. */
+function comparator(keys: readonly SortKey[], field: (path: readonly string[]) => FieldIndex): (a: number, b: number) => number {
+  const columns = keys.map((key) => ({ values: field(key.path).values, sign: key.descending ? -1 : 1 }));
+  return (a, b) => {
+    for (const { values, sign } of columns) {
+      const order = compareCells(values[a], values[b]);
+      if (order !== 0) return sign * order;
+    }
+    return a - b;
+  };
+}

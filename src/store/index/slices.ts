@@ -1,0 +1,79 @@
+import { setImmediate as nextTurn } from 'node:timers/promises';
+import { QueryTimeoutError } from '../store.js';
+
+/**
+ * Work that could hold the event loop (an index build, a large query) runs as a generator that
+ * yields whenever its slice of time is used up: the runner returns at once when the work fits in
+ * one slice, and otherwise goes on in later turns of the event loop, so that other requests are
+ * served in between (contract §9: no request holds the loop for more than about 10 ms). A
+ * generator may also yield a Promise to wait for (an index another query is building).
+ */
+export const SLICE_MS = 4;
+
+/** How often a loop looks at the clock: reading it costs more than one step of a loop. */
+export const CHECK_EVERY = 1024;
+
+export class Slice {
+  #end: number;
+
+  constructor() {
+    this.#end = performance.now() + SLICE_MS;
+  }
+
+  /** True when the work should yield. */
+  get due(): boolean {
+    return performance.now() > this.#end;
+  }
+
+  renew(): void {
+    this.#end = performance.now() + SLICE_MS;
+  }
+}
+
+export type Work<T> = Generator<Promise<unknown> | undefined, T, undefined>;
+
+/**
+ * Runs `start(slice)` to completion: synchronously if it never yields, else asynchronously. Past
+ * `deadline` (a `performance.now()` time) it stops with `QueryTimeoutError`. When `stale()` says
+ * the index was re-laid out while the work waited, the work starts over.
+ */
+export function runSliced<T>(start: (slice: Slice) => Work<T>, deadline = Infinity, stale: () => boolean = () => false): T | Promise<T> {
+  const slice = new Slice();
+  let work = start(slice);
+  const first = work.next();
+  if (first.done) return first.value;
+  return (async (): Promise<T> => {
+    let step: IteratorResult<Promise<unknown> | undefined, T> = first;
+    for (;;) {
+      if (step.done) return step.value;
+      if (step.value !== undefined) await waitUntil(step.value, deadline);
+      else await nextTurn();
+      if (performance.now() > deadline) {
+        work.return(undefined as T);
+        throw new QueryTimeoutError('the query ran past its deadline');
+      }
+      slice.renew();
+      if (stale()) {
+        work.return(undefined as T);
+        work = start(slice);
+      }
+      step = work.next();
+    }
+  })();
+}
+
+async function waitUntil(promise: Promise<unknown>, deadline: number): Promise<void> {
+  if (deadline === Infinity) {
+    await promise;
+    return;
+  }
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<void>((resolve) => {
+    timer = setTimeout(resolve, Math.max(0, deadline - performance.now()));
+  });
+  try {
+    await Promise.race([promise, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
