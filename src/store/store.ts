@@ -30,6 +30,11 @@ export interface StoredEntity {
   readonly json: string;
   /** Opaque; different after every write of this entity (ETags are built from it). */
   readonly version: string;
+  /**
+   * The values at these paths (as `valueAt(record, path)` gives them), for a store that can read
+   * them more cheaply than by parsing the whole record: index builds call it once per entity.
+   */
+  valuesAt?(paths: readonly (readonly string[])[]): unknown[];
 }
 
 /**

@@ -1,7 +1,10 @@
 import { compareValues, filterText, inRange, kindRank, valueAt, type Filter, type RangeOperator } from '../../conventions/query.js';
 import { OrderedRows } from './ordered-rows.js';
-import { RowSet } from './row-set.js';
+import { Postings } from './postings.js';
 import { CHECK_EVERY, type Slice, type Work } from './slices.js';
+
+/** Strings interned per field at most: past that the field is mostly distinct values anyway. */
+const MAX_INTERNED = 65_536;
 
 /** The value of a row that holds no entity (a hole of the creation order): in no index. */
 export const NO_ROW: unique symbol = Symbol('no row');
@@ -31,7 +34,9 @@ export class FieldIndex {
   readonly path: readonly string[];
   /** By row: the value at the path, `undefined` when absent, `NO_ROW` for a hole. */
   values: Cell[] = [];
-  readonly postings = new Map<string, RowSet>();
+  readonly postings = new Postings();
+  /** Equal strings share one copy (a status field holds three strings, not a million). */
+  readonly #intern = new Map<string, string>();
   readonly order: OrderedRows;
   /** Live rows whose value is an array: range filters on such a field cannot use the order. */
   arrays = 0;
@@ -45,6 +50,19 @@ export class FieldIndex {
     });
   }
 
+  /** Sets a row's value (or `NO_ROW`) while the index is being built: postings and order come after. */
+  fill(row: number, value: Cell): void {
+    this.values[row] = this.#canonical(value);
+  }
+
+  #canonical(value: Cell): Cell {
+    if (typeof value !== 'string') return value;
+    const known = this.#intern.get(value);
+    if (known !== undefined) return known;
+    if (this.#intern.size < MAX_INTERNED) this.#intern.set(value, value);
+    return value;
+  }
+
   /** The row's value at the path (`NO_ROW` past the end). */
   value(row: number): Cell {
     return row < this.values.length ? this.values[row] : NO_ROW;
@@ -53,7 +71,7 @@ export class FieldIndex {
   /** Sets a row's value (`NO_ROW` removes the row), keeping postings and order current. */
   apply(row: number, record: unknown): void {
     const old = this.value(row);
-    const next = record === NO_ROW ? NO_ROW : valueAt(record, this.path);
+    const next = record === NO_ROW ? NO_ROW : this.#canonical(valueAt(record, this.path));
     if (old !== NO_ROW) {
       this.order.remove(row);
       if (old !== undefined) this.#unpost(row, old);
@@ -68,24 +86,12 @@ export class FieldIndex {
 
   #post(row: number, value: Cell): void {
     if (Array.isArray(value)) this.arrays++;
-    for (const key of keysOf(value)) {
-      let rows = this.postings.get(key);
-      if (rows === undefined) {
-        rows = new RowSet();
-        this.postings.set(key, rows);
-      }
-      rows.add(row);
-    }
+    for (const key of keysOf(value)) this.postings.add(key, row);
   }
 
   #unpost(row: number, value: Cell): void {
     if (Array.isArray(value)) this.arrays--;
-    for (const key of keysOf(value)) {
-      const rows = this.postings.get(key);
-      if (rows === undefined) continue;
-      rows.remove(row);
-      if (rows.size === 0) this.postings.delete(key);
-    }
+    for (const key of keysOf(value)) this.postings.remove(key, row);
   }
 
   /**
@@ -114,7 +120,7 @@ export class FieldIndex {
       if (value !== NO_ROW) values[moved[row]!] = value;
     }
     this.values = values;
-    for (const rows of this.postings.values()) rows.remap(moved);
+    this.postings.remap(moved);
     this.order.remap(moved);
   }
 

@@ -146,14 +146,18 @@ export class QueryEngine<E extends StoredEntity> {
 
   *#fill(fields: FieldIndex[], slice: Slice): Work<FieldIndex[]> {
     const slots = this.#rows.slotCount;
+    const paths = fields.map((field) => field.path);
     for (const field of fields) field.values = new Array(slots);
     for (let row = 0; row < slots; row++) {
       const entity = this.#rows.at(row);
       if (entity === undefined) {
-        for (const field of fields) field.values[row] = NO_ROW;
+        for (const field of fields) field.fill(row, NO_ROW);
+      } else if (entity.valuesAt) {
+        const values = entity.valuesAt(paths);
+        for (let f = 0; f < fields.length; f++) fields[f]!.fill(row, values[f]);
       } else {
         const record = entity.record;
-        for (const field of fields) field.values[row] = valueAt(record, field.path);
+        for (const field of fields) field.fill(row, valueAt(record, field.path));
       }
       if (row % CHECK_EVERY === 0 && slice.due) yield;
     }
@@ -243,7 +247,10 @@ export class QueryEngine<E extends StoredEntity> {
     });
     const first = sort.length > 0 ? field(sort[0]!.path) : undefined;
     const onFirst = driver.kind === 'range' && driver.field === first;
-    const [lo, hi] = onFirst ? [driver.lo, driver.hi] : [0, first?.order.size ?? 0];
+    // Range filters on the first sort key bound the part of its order worth walking.
+    const firstRanges = filters.filter((f): f is RangeFilter => isRange(f) && first !== undefined && field(f.path) === first);
+    const span: [number, number] | undefined = onFirst ? [driver.lo, driver.hi] : first && firstRanges.length > 0 ? first.rangeOf(firstRanges) : undefined;
+    const [lo, hi] = span ?? [0, first?.order.size ?? 0];
 
     // Answers that are positions in one index: no row needs looking at.
     if (tests.length === 0) {
@@ -288,12 +295,12 @@ export class QueryEngine<E extends StoredEntity> {
       const index = field(filter.path);
       if (filter.op === 'eq') {
         let size = 0;
-        for (const value of filter.values) size += index.postings.get(value)?.size ?? 0;
+        for (const value of filter.values) size += index.postings.count(value);
         if (size < bestSize) {
           bestEq = { filter, index };
           bestSize = size;
         }
-      } else if (filter.op === 'gt' || filter.op === 'gte' || filter.op === 'lt' || filter.op === 'lte') {
+      } else if (isRange(filter)) {
         ranges.set(index, [...(ranges.get(index) ?? []), filter]);
       }
     }
@@ -307,7 +314,7 @@ export class QueryEngine<E extends StoredEntity> {
     }
     if (bestEq) {
       const { filter, index } = bestEq;
-      best = { kind: 'rows', rows: unionOf(filter.values.map((v) => index.postings.get(v)?.view())), covers: new Set([filter]), searched: false };
+      best = { kind: 'rows', rows: unionOf(filter.values.map((v) => index.postings.rows(v))), covers: new Set([filter]), searched: false };
     }
     if (searched && searched.exact && searched.rows.length < bestSize) {
       best = { kind: 'rows', rows: searched.rows, covers: new Set(), searched: true };
@@ -450,6 +457,10 @@ export class QueryEngine<E extends StoredEntity> {
     this.#results.set(key, rows);
     this.#resultsBytes += rows.byteLength;
   }
+}
+
+function isRange(filter: Filter): filter is RangeFilter {
+  return filter.op === 'gt' || filter.op === 'gte' || filter.op === 'lt' || filter.op === 'lte';
 }
 
 /** The query without its window: the key its sorted matches are kept under. */

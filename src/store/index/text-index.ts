@@ -1,6 +1,9 @@
 import { fold, someString } from '../../conventions/query.js';
-import { RowSet } from './row-set.js';
+import { Postings } from './postings.js';
 import { CHECK_EVERY, type Slice, type Work } from './slices.js';
+
+/** Search pieces whose matching tokens are remembered. */
+const MAX_PIECES = 1024;
 
 /** Letters and digits: the text between two of anything else is one token. */
 const SEPARATORS = /[^\p{L}\p{N}]+/u;
@@ -24,30 +27,46 @@ export function tokensOf(record: unknown): Set<string> {
  * against the records.
  */
 export class TextIndex {
-  readonly #tokens = new Map<string, RowSet>();
+  readonly #tokens = new Postings();
+  /**
+   * Search piece → the tokens that contain it, kept while the vocabulary grows (a new token joins
+   * the lists whose piece it contains), so that a repeated search does not scan the vocabulary.
+   */
+  readonly #containing = new Map<string, string[]>();
 
   add(row: number, record: unknown): void {
     for (const token of tokensOf(record)) {
-      let rows = this.#tokens.get(token);
-      if (rows === undefined) {
-        rows = new RowSet();
-        this.#tokens.set(token, rows);
+      if (this.#containing.size > 0 && this.#tokens.count(token) === 0) {
+        for (const [piece, tokens] of this.#containing) if (token.includes(piece)) tokens.push(token);
       }
-      rows.add(row);
+      this.#tokens.add(token, row);
     }
   }
 
   remove(row: number, record: unknown): void {
-    for (const token of tokensOf(record)) {
-      const rows = this.#tokens.get(token);
-      if (rows === undefined) continue;
-      rows.remove(row);
-      if (rows.size === 0) this.#tokens.delete(token);
-    }
+    // A token left with no rows stays in the lists above: it finds no rows there.
+    for (const token of tokensOf(record)) this.#tokens.remove(token, row);
   }
 
   remap(moved: Int32Array): void {
-    for (const rows of this.#tokens.values()) rows.remap(moved);
+    this.#tokens.remap(moved);
+  }
+
+  *#tokensContaining(piece: string, slice: Slice): Work<string[]> {
+    const known = this.#containing.get(piece);
+    if (known) return known;
+    const found: string[] = [];
+    let step = 0;
+    for (const token of this.#tokens.keys()) {
+      if (token.includes(piece)) found.push(token);
+      if (++step % CHECK_EVERY === 0 && slice.due) yield;
+    }
+    // Another search may have filled it while this one yielded.
+    const raced = this.#containing.get(piece);
+    if (raced) return raced;
+    if (this.#containing.size >= MAX_PIECES) this.#containing.clear();
+    this.#containing.set(piece, found);
+    return found;
   }
 
   /**
@@ -66,11 +85,9 @@ export class TextIndex {
     const hits = new Uint8Array(slots);
     let g = 0;
     for (const piece of groups) {
-      let step = 0;
-      for (const [token, rows] of this.#tokens) {
-        if (++step % CHECK_EVERY === 0 && slice.due) yield;
-        if (!token.includes(piece)) continue;
-        const view = rows.view();
+      for (const token of yield* this.#tokensContaining(piece, slice)) {
+        const view = this.#tokens.rows(token);
+        if (view === undefined) continue;
         for (let i = 0; i < view.length; i++) {
           const row = view[i]!;
           if (hits[row] === g) hits[row] = g + 1;

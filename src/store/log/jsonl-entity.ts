@@ -1,4 +1,5 @@
 import type { EntityRecord, StoredEntity } from '../store.js';
+import { valuesAt } from './json-fields.js';
 
 /**
  * Entities of the JSON-lines store. Each keeps its line as the source of truth and parses its
@@ -77,6 +78,10 @@ export class LoadedEntity implements StoredEntity {
 
   bytes(): Uint8Array {
     return this.#buffer.subarray(this.#start, this.#end);
+  }
+
+  valuesAt(paths: readonly (readonly string[])[]): unknown[] {
+    return valuesAt(this.#buffer, this.#start, this.#end, paths);
   }
 }
 
