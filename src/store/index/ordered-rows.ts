@@ -43,6 +43,18 @@ export class OrderedRows {
     return this.#chunks[chunk]![offset]!;
   }
 
+  /** A copy of the rows at ranks `[from, to)`. */
+  copy(from: number, to: number): Int32Array {
+    const out = new Int32Array(Math.max(0, to - from));
+    let [c, o] = this.#locate(from);
+    for (let k = 0; k < out.length; c++, o = 0) {
+      const take = Math.min(this.#sizes[c]! - o, out.length - k);
+      out.set(this.#chunks[c]!.subarray(o, o + take), k);
+      k += take;
+    }
+    return out;
+  }
+
   /** The rows at ranks `[from, to)` in order, or, when `from > to`, those at `[to, from)` backwards. */
   *ranks(from: number, to: number): Generator<number, void, undefined> {
     if (from < to) {

@@ -263,25 +263,26 @@ export class QueryEngine<E extends StoredEntity> {
     const cacheKey = resultKey(query);
     const cached = this.#results.get(cacheKey);
     if (cached) return window(cached);
-    const matches = yield* this.#collect(driver, tests, slice);
     const keep = (rows: Int32Array): Answer => {
       if (this.#rows.revision === revision) this.#keep(cacheKey, rows);
       return window(rows);
     };
     if (first === undefined) {
+      const matches = yield* this.#collect(driver, tests, slice);
       if (driver.kind === 'range') matches.sort();
       return keep(matches);
     }
-    const total = matches.length;
+    const total = yield* this.#count(driver, tests, slice);
     // Walking the first key's order costs about (offset + limit) × span / total rows; sorting the
     // matches costs total × log(total) once, and the following pages are then free.
     const walkCost = ((offset + limit) * (hi - lo)) / Math.max(1, total);
     if (total >= SORT_ALL_BELOW && walkCost < total) {
-      const member = rowSet(matches, this.#rows.slotCount);
-      const pass = (row: number): boolean => member[row] === 1;
+      const every = [...filters.map((f) => field(f.path).predicate(f)), ...this.#searchTests(search, searched)];
+      const pass = (row: number): boolean => every.every((test) => test(row));
       const rows = yield* this.#walk(first, lo, hi, sort[0]!.descending, sort.slice(1), field, offset, limit, pass, slice);
       return { total, rows };
     }
+    const matches = yield* this.#collect(driver, tests, slice);
     return keep(yield* sortRows(matches, comparator(sort, field), slice));
   }
 
@@ -332,46 +333,52 @@ export class QueryEngine<E extends StoredEntity> {
   ): ((row: number) => boolean)[] {
     const covered = driver.kind === 'all' ? new Set<Filter>() : driver.covers;
     const tests = filters.filter((f) => !covered.has(f)).map((f) => field(f.path).predicate(f));
-    if (searched && !(driver.kind === 'rows' && driver.searched)) {
-      const member = rowSet(searched.rows, this.#rows.slotCount);
-      tests.push((row) => member[row] === 1);
-      if (!searched.exact) {
-        tests.push((row) => {
-          const entity = this.#rows.at(row);
-          return entity !== undefined && matchesSearch(entity.record, search);
-        });
-      }
+    if (!(driver.kind === 'rows' && driver.searched)) tests.push(...this.#searchTests(search, searched));
+    return tests;
+  }
+
+  /** Tests of a row against the search: among the candidates, and (for words with other characters than letters and digits) in the record. */
+  #searchTests(search: readonly string[], searched: Candidates | undefined): ((row: number) => boolean)[] {
+    if (searched === undefined) return [];
+    const member = rowSet(searched.rows, this.#rows.slotCount);
+    const tests = [(row: number): boolean => member[row] === 1];
+    if (!searched.exact) {
+      tests.push((row) => {
+        const entity = this.#rows.at(row);
+        return entity !== undefined && matchesSearch(entity.record, search);
+      });
     }
     return tests;
+  }
+
+  /** How many of the driver's rows pass every test. */
+  *#count(driver: Driver, tests: readonly ((row: number) => boolean)[], slice: Slice): Work<number> {
+    if (tests.length === 0 && driver.kind === 'rows') return driver.rows.length;
+    if (tests.length === 0 && driver.kind === 'range') return driver.hi - driver.lo;
+    let count = 0;
+    yield* this.#scan(driver, tests, slice, () => count++);
+    return count;
   }
 
   /** The driver's rows that pass every test, in creation order (range drivers: in value order). */
   *#collect(driver: Driver, tests: readonly ((row: number) => boolean)[], slice: Slice): Work<Int32Array> {
     const out: number[] = [];
-    const pass = (row: number): boolean => {
-      for (const test of tests) if (!test(row)) return false;
-      return true;
-    };
-    if (driver.kind === 'rows') {
-      const rows = driver.rows;
-      for (let i = 0; i < rows.length; i++) {
-        if (pass(rows[i]!)) out.push(rows[i]!);
-        if (i % CHECK_EVERY === 0 && slice.due) yield;
-      }
-    } else if (driver.kind === 'range') {
-      let i = 0;
-      for (const row of driver.field.order.ranks(driver.lo, driver.hi)) {
-        if (pass(row)) out.push(row);
-        if (++i % CHECK_EVERY === 0 && slice.due) yield;
-      }
-    } else {
-      const slots = this.#rows.slotCount;
-      for (let row = 0; row < slots; row++) {
-        if (this.#rows.at(row) !== undefined && pass(row)) out.push(row);
-        if (row % CHECK_EVERY === 0 && slice.due) yield;
-      }
-    }
+    yield* this.#scan(driver, tests, slice, (row) => out.push(row));
     return Int32Array.from(out);
+  }
+
+  *#scan(driver: Driver, tests: readonly ((row: number) => boolean)[], slice: Slice, match: (row: number) => void): Work<void> {
+    const rows =
+      driver.kind === 'rows' ? driver.rows : driver.kind === 'range' ? driver.field.order.copy(driver.lo, driver.hi) : undefined;
+    const n = rows ? rows.length : this.#rows.slotCount;
+    const single = tests.length === 1 ? tests[0]! : undefined;
+    for (let i = 0; i < n; i++) {
+      const row = rows ? rows[i]! : i;
+      if (rows || this.#rows.at(row) !== undefined) {
+        if (single ? single(row) : tests.every((test) => test(row))) match(row);
+      }
+      if (i % CHECK_EVERY === 0 && slice.due) yield;
+    }
   }
 
   /**
