@@ -5,7 +5,8 @@ import { join } from 'node:path';
 import type { ResourceOptions } from './http/app.js';
 import { createHalServer, trackConnections } from './http/server.js';
 import { ConfigError, HELP, isLoopback, parseConfig, resourceNameProblem, type Config } from './config.js';
-import { compileSchema, SchemaError, type Validator } from './conventions/schema.js';
+import type { PathCheck } from './conventions/query.js';
+import { compileSchema, declaredPaths, SchemaError, type Validator } from './conventions/schema.js';
 import { discoverResources, openDataDir } from './store/log/data-dir.js';
 import { StoreOpenError } from './store/store.js';
 
@@ -23,8 +24,8 @@ const warn = (message: string): void => {
   process.stderr.write(`halserve: ${message}\n`);
 };
 
-/** Reads `<data>/<name>.schema.json` if there is one (contract §1). */
-async function loadValidator(data: string, name: string): Promise<Validator | undefined> {
+/** Reads `<data>/<name>.schema.json` if there is one (contract §1): its validator and the paths it declares. */
+async function loadSchema(data: string, name: string): Promise<{ validate: Validator; declared: PathCheck } | undefined> {
   const path = join(data, `${name}.schema.json`);
   let text: string;
   try {
@@ -39,7 +40,7 @@ async function loadValidator(data: string, name: string): Promise<Validator | un
   } catch (error) {
     throw new StartupError(`${path}: not valid JSON: ${(error as Error).message}`);
   }
-  return compileSchema(schema, path);
+  return { validate: compileSchema(schema, path), declared: declaredPaths(schema) };
 }
 
 /** The resources to serve: every `*.jsonl` file plus the declared ones, each name checked. */
@@ -69,8 +70,8 @@ async function main(): Promise<void> {
   }
   checkAuthentication(config);
   const names = await resourceNames(config);
-  const validators = new Map<string, Validator | undefined>();
-  for (const name of names) validators.set(name, await loadValidator(config.data, name));
+  const schemas = new Map<string, { validate: Validator; declared: PathCheck } | undefined>();
+  for (const name of names) schemas.set(name, await loadSchema(config.data, name));
   const dataDir = await openDataDir({
     dir: config.data,
     resources: names,
@@ -83,8 +84,8 @@ async function main(): Promise<void> {
   const resources: ResourceOptions[] = names.map((name) => {
     const store = dataDir.stores.get(name);
     if (!store) throw new StartupError(`store ${name} did not open`);
-    const validate = validators.get(name);
-    return validate ? { name, store, validate } : { name, store };
+    const schema = schemas.get(name);
+    return schema ? { name, store, ...schema } : { name, store };
   });
   const out = process.stdout;
   let logging = config.log === 'json';
@@ -99,6 +100,7 @@ async function main(): Promise<void> {
     tokens: config.tokens,
     basePath: config.basePath,
     maxBodyBytes: config.maxBody,
+    queryBudgetMs: config.queryBudgetMs,
     ready: () => !draining,
     errorLog: (error) => warn(`unexpected error: ${(error as Error)?.stack ?? String(error)}`),
     ...(logging ? { accessLog: (entry) => logging && out.write(`${JSON.stringify(entry)}\n`) } : {}),

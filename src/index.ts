@@ -27,7 +27,7 @@ export { compareValues, fold, matches, matchesFilter, matchesSearch, parseCollec
 export type { CollectionQuery, Filter, FilterOperator, PathCheck, SortKey } from './conventions/query.js';
 export { createRouter, splitPath } from './http/router.js';
 export type { Match, Params, Router } from './http/router.js';
-export { compileSchema, SchemaError } from './conventions/schema.js';
+export { compileSchema, declaredPaths, SchemaError } from './conventions/schema.js';
 export type { ValidationMessages, Validator } from './conventions/schema.js';
 export { createMemoryStore } from './store/memory-store.js';
 export * from './store/store.js';

@@ -483,3 +483,24 @@ function show(value: unknown): string {
 function plural(n: number, unit: string): string {
   return `${n} ${unit}${n === 1 ? '' : 's'}`;
 }
+
+/** Fields every entity has, whatever its schema (contract §2, §3a). */
+const SERVER_FIELDS: ReadonlySet<string> = new Set(['id', 'createdAt', 'updatedAt']);
+
+/**
+ * The field paths a schema declares, for filters and sorts (contract §3a): the server's fields,
+ * and every chain of `properties` from the root (`dimensions.weight`). The schema has already
+ * been compiled, so its shape is known to be sound.
+ */
+export function declaredPaths(schema: unknown): (path: readonly string[]) => boolean {
+  return (path) => {
+    if (path.length === 1 && SERVER_FIELDS.has(path[0]!)) return true;
+    let node = schema;
+    for (const segment of path) {
+      const properties = (node as { properties?: unknown } | null)?.properties;
+      if (typeof properties !== 'object' || properties === null || !Object.hasOwn(properties, segment)) return false;
+      node = (properties as Record<string, unknown>)[segment];
+    }
+    return true;
+  };
+}

@@ -37,6 +37,8 @@ export interface HandlerOptions {
   readonly tokens?: readonly string[];
   /** Public path prefix the server is mounted under: links carry it, requests may or may not. */
   readonly basePath?: string;
+  /** How long a collection query may run before it ends in a 503 problem (contract §9; default 5 s). */
+  readonly queryBudgetMs?: number;
   /** Largest accepted request body in bytes (contract §5; default 1 MiB). */
   readonly maxBodyBytes?: number;
   /** Called once per finished request. */
@@ -87,7 +89,7 @@ export function createHandler(options: HandlerOptions): Handler {
   const now = options.now ?? unixSeconds;
   const newId = options.newId ?? randomId;
   const auth = createAuthenticator(options.tokens ?? []);
-  const resources = new Map(options.resources.map((r) => [r.name, new Resource(r, basePath)]));
+  const resources = new Map(options.resources.map((r) => [r.name, new Resource(r, basePath, options.queryBudgetMs)]));
   const indexBody = JSON.stringify(indexDocument(basePath, [...resources.keys()]));
   const router = createRouter<RouteHandler>();
   const cors = options.corsOrigin;

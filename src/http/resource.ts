@@ -2,7 +2,7 @@ import { checkIfMatch, checkIfNoneMatch, entityTag, versionTags } from '../conve
 import { clientFields, createdRecord, mergePatch, replacedRecord, type ClientFields } from '../conventions/entity.js';
 import { collectionJson, collectionLinks, entityHref, entityJson, linkHeader } from '../conventions/hal.js';
 import { pageRange, parsePageRequest, type PageRequest } from '../conventions/pagination.js';
-import { badRequest, notFound, serviceUnavailable, validationFailed } from '../conventions/problem.js';
+import { badRequest, HttpProblem, notFound, validationFailed } from '../conventions/problem.js';
 import { parseCollectionQuery, type CollectionQuery, type PathCheck } from '../conventions/query.js';
 import type { Validator } from '../conventions/schema.js';
 import { QueryTimeoutError, StoreConflictError, type MaybePromise, type QueryResult, type Store, type StoredEntity } from '../store/store.js';
@@ -233,10 +233,13 @@ export class Resource {
 
   #timeout(error: unknown): unknown {
     if (!(error instanceof QueryTimeoutError)) return error;
-    const problem = serviceUnavailable(
+    // RFC 9110 §10.2.3: the index the query started keeps building; a retry soon may succeed.
+    return new HttpProblem(
+      503,
       `The query could not be answered within ${this.#budgetMs} ms; narrow it with a filter on an indexed field, or try again shortly`,
+      {},
+      { 'retry-after': '1' },
     );
-    return problem;
   }
 
   #keep(key: string, page: Page): void {

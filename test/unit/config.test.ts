@@ -13,6 +13,7 @@ const DEFAULTS = {
   durability: 'full',
   repair: false,
   maxBody: 1048576,
+  queryBudgetMs: 5000,
   basePath: '',
   corsOrigin: undefined,
   help: false,
@@ -22,7 +23,7 @@ describe('parseConfig', () => {
   test('nothing -> defaults', () => assert.deepEqual(parseConfig([], {}), DEFAULTS));
 
   test('every flag -> its value', () => {
-    const argv = ['--port', '0', '--host=0.0.0.0', '--data', '/d', '--resource', 'a', '--resource=b,c', '--token', 't1', '--token', 'read:t2', '--no-auth', '--log', 'off', '--durability', 'none', '--repair', '--max-body', '10', '--base-path', '/api', '--cors-origin', '*', '--help'];
+    const argv = ['--port', '0', '--host=0.0.0.0', '--data', '/d', '--resource', 'a', '--resource=b,c', '--token', 't1', '--token', 'read:t2', '--no-auth', '--log', 'off', '--durability', 'none', '--repair', '--max-body', '10', '--query-budget', '250', '--base-path', '/api', '--cors-origin', '*', '--help'];
     assert.deepEqual(parseConfig(argv, {}), {
       port: 0,
       host: '0.0.0.0',
@@ -34,6 +35,7 @@ describe('parseConfig', () => {
       durability: 'none',
       repair: true,
       maxBody: 10,
+      queryBudgetMs: 250,
       basePath: '/api',
       corsOrigin: '*',
       help: true,
@@ -52,6 +54,7 @@ describe('parseConfig', () => {
       HALSERVE_DURABILITY: 'none',
       HALSERVE_REPAIR: 'true',
       HALSERVE_MAX_BODY: '5',
+      HALSERVE_QUERY_BUDGET: '7',
       HALSERVE_BASE_PATH: '/b',
       HALSERVE_CORS_ORIGIN: 'https://a.example',
     };
@@ -67,6 +70,7 @@ describe('parseConfig', () => {
       durability: 'none',
       repair: true,
       maxBody: 5,
+      queryBudgetMs: 7,
       basePath: '/b',
       corsOrigin: 'https://a.example',
     });
@@ -92,6 +96,7 @@ describe('parseConfig', () => {
     [['--log', 'loud'], {}, '--log must be one of json, off, not "loud"'],
     [['--durability', 'some'], {}, '--durability must be one of full, none, not "some"'],
     [['--max-body', '0'], {}, '--max-body must be a whole number from 1 to 1073741824, not "0"'],
+    [['--query-budget', '0'], {}, '--query-budget must be a whole number from 1 to 3600000, not "0"'],
     [['--bogus'], {}, 'unknown option --bogus (see --help)'],
     [['stray'], {}, 'unexpected argument "stray" (see --help)'],
     [['--data'], {}, '--data needs a value'],

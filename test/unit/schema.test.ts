@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 
-import { compileSchema, SchemaError, type ValidationMessages } from '../../src/conventions/schema.js';
+import { compileSchema, declaredPaths, SchemaError, type ValidationMessages } from '../../src/conventions/schema.js';
 
 const SOURCE = 'data/things.schema.json';
 
@@ -239,4 +239,27 @@ describe('compileSchema: the compiled validator', () => {
     schema.properties.a.type = 'number';
     assert.deepEqual(validate({ a: 1 }), { a: { type: 'must be string' } });
   });
+});
+
+describe('declaredPaths (contract §3a: filters and sorts on undeclared fields are refused)', () => {
+  const declared = declaredPaths({
+    type: 'object',
+    properties: { price: { type: 'number' }, dimensions: { type: 'object', properties: { weight: { type: 'number' } } }, tags: { type: 'array' } },
+  });
+  for (const [path, expected] of [
+    ['price', true],
+    ['dimensions', true],
+    ['dimensions.weight', true],
+    ['dimensions.height', false],
+    ['tags', true],
+    ['tags.0', false],
+    ['colour', false],
+    ['id', true],
+    ['createdAt', true],
+    ['updatedAt', true],
+    ['price.cents', false],
+    ['toString', false],
+  ] as const) {
+    test(`${path} -> ${expected ? 'declared' : 'not declared'}`, () => assert.equal(declared(path.split('.')), expected));
+  }
 });

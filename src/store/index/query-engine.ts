@@ -37,6 +37,8 @@ type Driver =
 const RESULT_CACHE_BYTES = 64 * 1024 * 1024;
 /** Below this many matches a sorted query sorts them all (and keeps them) rather than walking an order. */
 const SORT_ALL_BELOW = 20_000;
+/** Searches whose candidates are kept per revision (each up to 4 bytes a row). */
+const MAX_SEARCHES = 16;
 
 /**
  * The query engine over the materialised index (contract §3a). Indexes are built per field on
@@ -54,6 +56,8 @@ export class QueryEngine<E extends StoredEntity> {
   #text: TextIndex | undefined;
   #textBuilding: Promise<void> | undefined;
   readonly #results = new Map<string, Int32Array>();
+  /** Search candidates of this revision, by words. */
+  readonly #searches = new Map<string, Candidates>();
   #resultsRevision = '';
   #resultsBytes = 0;
 
@@ -90,6 +94,7 @@ export class QueryEngine<E extends StoredEntity> {
     for (const field of this.#fields.values()) field.remap(moved, slots);
     this.#text?.remap(moved);
     this.#results.clear();
+    this.#searches.clear();
     this.#resultsBytes = 0;
     if (this.#touched) this.#touched = new Set([...this.#touched].map((row) => moved[row]!));
   }
@@ -238,7 +243,15 @@ export class QueryEngine<E extends StoredEntity> {
     }
     const revision = this.#rows.revision;
     const field = (path: readonly string[]): FieldIndex => this.#fields.get(this.#key(path))!;
-    const searched = search.length > 0 ? yield* this.#text!.candidates(search, this.#rows.slotCount, slice) : undefined;
+    let searched: Candidates | undefined;
+    if (search.length > 0) {
+      const key = search.join(' ');
+      searched = this.#searches.get(key);
+      if (searched === undefined) {
+        searched = yield* this.#text!.candidates(search, this.#rows.slotCount, slice);
+        if (this.#rows.revision === revision && this.#searches.size < MAX_SEARCHES) this.#searches.set(key, searched);
+      }
+    }
     const driver = this.#driver(filters, searched, field);
     const tests = this.#tests(filters, search, searched, driver, field);
     const window = (rows: ArrayLike<number>, total = rows.length): Answer => ({
@@ -451,6 +464,7 @@ export class QueryEngine<E extends StoredEntity> {
   revise(revision: string): void {
     if (revision === this.#resultsRevision) return;
     this.#results.clear();
+    this.#searches.clear();
     this.#resultsBytes = 0;
     this.#resultsRevision = revision;
   }
