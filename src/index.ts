@@ -30,4 +30,8 @@ export type { Match, Params, Router } from './http/router.js';
 export { compileSchema, declaredPaths, SchemaError } from './conventions/schema.js';
 export type { ValidationMessages, Validator } from './conventions/schema.js';
 export { createMemoryStore } from './store/memory-store.js';
+export { openDataDir } from './store/log/data-dir.js';
+export type { DataDir, DataDirOptions } from './store/log/data-dir.js';
+export { openJsonlStore } from './store/log/jsonl-store.js';
+export type { CompactionPolicy, JsonlStore, JsonlStoreOptions } from './store/log/jsonl-store.js';
 export * from './store/store.js';
