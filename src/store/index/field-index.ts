@@ -50,9 +50,9 @@ export class FieldIndex {
     });
   }
 
-  /** Sets a row's value (or `NO_ROW`) while the index is being built: postings and order come after. */
-  fill(row: number, value: Cell): void {
-    this.values[row] = this.#canonical(value);
+  /** Appends the next row's value (or `NO_ROW`) while the index is being built: postings and order come after. */
+  fill(value: Cell): void {
+    this.values.push(this.#canonical(value));
   }
 
   #canonical(value: Cell): Cell {
@@ -114,7 +114,9 @@ export class FieldIndex {
 
   /** Renumbers rows after a re-pack of the creation order. */
   remap(moved: Int32Array, slotCount: number): void {
-    const values: Cell[] = new Array<Cell>(slotCount).fill(NO_ROW);
+    // Grown by push: V8 keeps `new Array(n)` past 100,000 elements as a slow dictionary.
+    const values: Cell[] = [];
+    for (let row = 0; row < slotCount; row++) values.push(NO_ROW);
     for (let row = 0; row < this.values.length; row++) {
       const value = this.values[row];
       if (value !== NO_ROW) values[moved[row]!] = value;

@@ -28,7 +28,7 @@ type Candidates = { rows: Int32Array; exact: boolean };
 /** Where a query's candidate rows come from. */
 type Driver =
   /** Rows in creation order; `covers` are the filters they satisfy exactly. */
-  | { kind: 'rows'; rows: Int32Array; covers: ReadonlySet<Filter>; searched: boolean }
+  | { kind: 'rows'; rows: Int32Array; covers: ReadonlySet<Filter>; searched: boolean; merged: boolean }
   /** Ranks `[lo, hi)` of a field's order. */
   | { kind: 'range'; field: FieldIndex; lo: number; hi: number; covers: ReadonlySet<Filter> }
   | { kind: 'all' };
@@ -152,17 +152,17 @@ export class QueryEngine<E extends StoredEntity> {
   *#fill(fields: FieldIndex[], slice: Slice): Work<FieldIndex[]> {
     const slots = this.#rows.slotCount;
     const paths = fields.map((field) => field.path);
-    for (const field of fields) field.values = new Array(slots);
+    for (const field of fields) field.values = [];
     for (let row = 0; row < slots; row++) {
       const entity = this.#rows.at(row);
       if (entity === undefined) {
-        for (const field of fields) field.fill(row, NO_ROW);
+        for (const field of fields) field.fill(NO_ROW);
       } else if (entity.valuesAt) {
         const values = entity.valuesAt(paths);
-        for (let f = 0; f < fields.length; f++) fields[f]!.fill(row, values[f]);
+        for (let f = 0; f < fields.length; f++) fields[f]!.fill(values[f]);
       } else {
         const record = entity.record;
-        for (const field of fields) field.fill(row, valueAt(record, field.path));
+        for (const field of fields) field.fill(valueAt(record, field.path));
       }
       if (row % CHECK_EVERY === 0 && slice.due) yield;
     }
@@ -242,6 +242,17 @@ export class QueryEngine<E extends StoredEntity> {
       yield wait;
     }
     const revision = this.#rows.revision;
+    const cacheKey = resultKey(query);
+    const window = (rows: ArrayLike<number>, total = rows.length): Answer => ({
+      total,
+      rows: Array.prototype.slice.call(rows, offset, offset + limit) as number[],
+    });
+    const cached = this.#results.get(cacheKey);
+    if (cached) return window(cached);
+    const keep = (rows: Int32Array): Answer => {
+      if (this.#rows.revision === revision) this.#keep(cacheKey, rows);
+      return window(rows);
+    };
     const field = (path: readonly string[]): FieldIndex => this.#fields.get(this.#key(path))!;
     let searched: Candidates | undefined;
     if (search.length > 0) {
@@ -254,10 +265,6 @@ export class QueryEngine<E extends StoredEntity> {
     }
     const driver = this.#driver(filters, searched, field);
     const tests = this.#tests(filters, search, searched, driver, field);
-    const window = (rows: ArrayLike<number>, total = rows.length): Answer => ({
-      total,
-      rows: Array.prototype.slice.call(rows, offset, offset + limit) as number[],
-    });
     const first = sort.length > 0 ? field(sort[0]!.path) : undefined;
     const onFirst = driver.kind === 'range' && driver.field === first;
     // Range filters on the first sort key bound the part of its order worth walking.
@@ -267,19 +274,13 @@ export class QueryEngine<E extends StoredEntity> {
 
     // Answers that are positions in one index: no row needs looking at.
     if (tests.length === 0) {
-      if (first === undefined && driver.kind === 'rows') return window(driver.rows);
+      // A union of several values' postings was built for this query: keep it for the next pages.
+      if (first === undefined && driver.kind === 'rows') return driver.merged ? keep(driver.rows) : window(driver.rows);
       if (first !== undefined && (driver.kind === 'all' || onFirst)) {
         const rows = yield* this.#walk(first, lo, hi, sort[0]!.descending, sort.slice(1), field, offset, limit, undefined, slice);
         return { total: hi - lo, rows };
       }
     }
-    const cacheKey = resultKey(query);
-    const cached = this.#results.get(cacheKey);
-    if (cached) return window(cached);
-    const keep = (rows: Int32Array): Answer => {
-      if (this.#rows.revision === revision) this.#keep(cacheKey, rows);
-      return window(rows);
-    };
     if (first === undefined) {
       const matches = yield* this.#collect(driver, tests, slice);
       if (driver.kind === 'range') matches.sort();
@@ -328,10 +329,11 @@ export class QueryEngine<E extends StoredEntity> {
     }
     if (bestEq) {
       const { filter, index } = bestEq;
-      best = { kind: 'rows', rows: unionOf(filter.values.map((v) => index.postings.rows(v))), covers: new Set([filter]), searched: false };
+      const lists = filter.values.map((v) => index.postings.rows(v));
+      best = { kind: 'rows', rows: unionOf(lists), covers: new Set([filter]), searched: false, merged: lists.filter((l) => l !== undefined).length > 1 };
     }
     if (searched && searched.exact && searched.rows.length < bestSize) {
-      best = { kind: 'rows', rows: searched.rows, covers: new Set(), searched: true };
+      best = { kind: 'rows', rows: searched.rows, covers: new Set(), searched: true, merged: false };
     }
     return best;
   }
@@ -489,18 +491,37 @@ function resultKey(query: StoreQuery): string {
   return JSON.stringify([query.filters, query.sort, query.search]);
 }
 
-/** Rows in any of the sorted lists, sorted, without repeats. */
+/** Rows in any of the sorted lists, sorted, without repeats: merged pairwise, O(n log k). */
 function unionOf(lists: readonly (Int32Array | undefined)[]): Int32Array {
-  const present = lists.filter((l): l is Int32Array => l !== undefined && l.length > 0);
+  let present = lists.filter((l): l is Int32Array => l !== undefined && l.length > 0);
   if (present.length === 0) return new Int32Array(0);
-  if (present.length === 1) return present[0]!;
-  const merged = new Int32Array(present.reduce((n, l) => n + l.length, 0));
+  while (present.length > 1) {
+    const next: Int32Array[] = [];
+    for (let i = 0; i < present.length; i += 2) next.push(i + 1 < present.length ? merge(present[i]!, present[i + 1]!) : present[i]!);
+    present = next;
+  }
+  return present[0]!;
+}
+
+function merge(a: Int32Array, b: Int32Array): Int32Array {
+  const out = new Int32Array(a.length + b.length);
+  let i = 0;
+  let j = 0;
   let k = 0;
-  for (const list of present) merged.set(list, (k += list.length) - list.length);
-  merged.sort();
-  let unique = 0;
-  for (let i = 0; i < merged.length; i++) if (i === 0 || merged[i] !== merged[i - 1]) merged[unique++] = merged[i]!;
-  return merged.subarray(0, unique);
+  while (i < a.length && j < b.length) {
+    const x = a[i]!;
+    const y = b[j]!;
+    if (x < y) out[k++] = a[i++]!;
+    else if (y < x) out[k++] = b[j++]!;
+    else {
+      out[k++] = x;
+      i++;
+      j++;
+    }
+  }
+  while (i < a.length) out[k++] = a[i++]!;
+  while (j < b.length) out[k++] = b[j++]!;
+  return out.subarray(0, k);
 }
 
 /** A membership mark over rows `[0, slots)`. */

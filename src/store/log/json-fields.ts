@@ -56,7 +56,7 @@ function compile(paths: readonly (readonly string[])[]): Wanted[] {
 }
 
 /** The values at `paths` of the object at `bytes[start, end)`. */
-export function valuesAt(bytes: Uint8Array, start: number, end: number, paths: readonly (readonly string[])[]): unknown[] {
+export function valuesAt(bytes: Buffer, start: number, end: number, paths: readonly (readonly string[])[]): unknown[] {
   const out = new Array<unknown>(paths.length).fill(undefined);
   readObject(bytes, start, end, wantedPaths(paths), out);
   return out;
@@ -67,7 +67,7 @@ function isSpace(b: number): boolean {
 }
 
 /** Walks the object starting at `i` (`{`); returns the position after its `}`. */
-function readObject(bytes: Uint8Array, i: number, end: number, wanted: readonly Wanted[], out: unknown[]): number {
+function readObject(bytes: Buffer, i: number, end: number, wanted: readonly Wanted[], out: unknown[]): number {
   while (i < end && isSpace(bytes[i]!)) i++;
   i++; // {
   for (;;) {
@@ -111,18 +111,35 @@ function match(bytes: Uint8Array, start: number, end: number, wanted: readonly W
     return node;
   }
   // A key with escapes may still name a wanted member: compare decoded text.
-  if (bytes.subarray(start, end).includes(BACKSLASH)) {
-    const key = JSON.parse(Buffer.from(bytes.buffer, bytes.byteOffset + start - 1, length + 2).toString('utf8')) as string;
+  let escaped = false;
+  for (let k = start; k < end && !escaped; k++) escaped = bytes[k] === BACKSLASH;
+  if (escaped) {
+    const key = JSON.parse(utf8.decode(bytes.subarray(start - 1, end + 1))) as string;
     const encoded = encoder.encode(key);
     return wanted.find((n) => n.name.length === encoded.length && n.name.every((b, k) => b === encoded[k]));
   }
   return undefined;
 }
 
-function decode(bytes: Uint8Array, start: number, end: number): unknown {
-  const text = Buffer.from(bytes.buffer, bytes.byteOffset + start, end - start);
-  if (bytes[start] === QUOTE && !text.includes(BACKSLASH)) return text.toString('utf8', 1, text.length - 1);
-  return JSON.parse(text.toString('utf8'));
+const utf8 = new TextDecoder();
+
+/** The value at `bytes[start, end)`: plain strings and numbers without `JSON.parse`. */
+function decode(bytes: Buffer, start: number, end: number): unknown {
+  const first = bytes[start]!;
+  if (first === QUOTE) {
+    let plain = true;
+    for (let k = start + 1; k < end - 1; k++) {
+      if (bytes[k] === BACKSLASH) {
+        plain = false;
+        break;
+      }
+    }
+    if (plain) return bytes.toString('utf8', start + 1, end - 1);
+  } else if (first === 0x2d || (first >= 0x30 && first <= 0x39)) {
+    // JSON's number grammar is a subset of what Number() reads, with the same values.
+    return Number(bytes.toString('latin1', start, end));
+  }
+  return JSON.parse(utf8.decode(bytes.subarray(start, end)));
 }
 
 /** Position after the string starting at `i` (`"`). */
