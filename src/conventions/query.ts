@@ -51,6 +51,13 @@ export type PathCheck = (path: readonly string[]) => boolean;
 const SINGLE_USE = ['page', 'limit', 'sort', 'q'] as const;
 
 /**
+ * Most sort keys and filters one query may have: each is an index to build and keep, and a step of
+ * every comparison; no catalogue needs more (PostgreSQL's default limit on an index's columns is 32).
+ */
+export const MAX_SORT_KEYS = 32;
+export const MAX_FILTERS = 64;
+
+/**
  * Reads filters, sort and search from a query string (contract §3a). Repeating `page`, `limit`,
  * `sort`, `q`, a range bound or `[exists]` is ambiguous and refused; repeating an `eq` or `ne`
  * filter adds alternatives, as a comma does. Every refusal is a 400 problem naming the parameter.
@@ -79,6 +86,7 @@ export function parseCollectionQuery(params: URLSearchParams, declared?: PathChe
     if (op === 'eq' || op === 'ne') group.values.push(...value.split(','));
     else group.values.push(value);
   }
+  if (groups.size > MAX_FILTERS) throw badRequest(`A query may have at most ${MAX_FILTERS} filters`);
   const filters: Filter[] = [];
   const carriedFilters: [string, string][] = [];
   for (const [key, { path, op, values }] of groups) {
@@ -152,7 +160,9 @@ export function rangeBound(text: string, parameter: string): number | string {
 
 /** `sort=-price,name` → price descending, then name ascending. An empty key is a 400 problem. */
 export function parseSort(sort: string, declared?: PathCheck): SortKey[] {
-  return sort.split(',').map((key) => {
+  const keys = sort.split(',');
+  if (keys.length > MAX_SORT_KEYS) throw badRequest(`Query parameter sort may list at most ${MAX_SORT_KEYS} fields`);
+  return keys.map((key) => {
     const descending = key.startsWith('-');
     const field = descending ? key.slice(1) : key;
     if (field === '') throw badRequest('Query parameter sort must list field names, each optionally prefixed with -');
