@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createAuthenticator } from './auth.js';
-import { bodyLimits, ClientAbortedError } from './body.js';
+import { bodyLimits, ClientAbortedError, withEntityLimits } from './body.js';
 import { checkIfMatch, notModified, versionTags } from '../conventions/conditional.js';
 import { indexDocument } from '../conventions/hal.js';
 import { randomId } from '../conventions/id.js';
@@ -93,7 +93,7 @@ export function createHandler(options: HandlerOptions): Handler {
   const now = options.now ?? unixSeconds;
   const newId = options.newId ?? randomId;
   const auth = createAuthenticator(options.tokens ?? []);
-  const resources = new Map(options.resources.map((r) => [r.name, new Resource(r, basePath, options.queryBudgetMs)]));
+  const resources = new Map(options.resources.map((r) => [r.name, new Resource(withEntityLimits(r, maxBody), basePath, options.queryBudgetMs)]));
   const indexBody = JSON.stringify(indexDocument(basePath, [...resources.keys()]));
   const router = createRouter<RouteHandler>();
   const cors = options.corsOrigin;

@@ -180,3 +180,23 @@ export class BodyShapeScanner {
 export function checkBodyShape(text: Uint8Array, limits: BodyShapeLimits): ShapeViolation | undefined {
   return new BodyShapeScanner(limits).write(text);
 }
+
+/**
+ * Counts a parsed value like the scanner counts its text (depth aside): the first of `values` and
+ * `members` it breaks, or undefined. For what a body alone does not bound: a merge patch adds its
+ * members to the entity's, so an entity could otherwise grow past the limits one PATCH at a time.
+ * Stops as soon as a limit is broken, so it costs no more than a body within the limits.
+ */
+export function checkValueShape(root: unknown, limits: Pick<BodyShapeLimits, 'values' | 'members'>): ShapeViolation | undefined {
+  let values = 0;
+  const stack: unknown[] = [root];
+  while (stack.length > 0) {
+    const value = stack.pop();
+    if (++values > limits.values) return { limit: 'values', max: limits.values };
+    if (typeof value !== 'object' || value === null) continue;
+    const children = Object.values(value);
+    if (!Array.isArray(value) && children.length > limits.members) return { limit: 'members', max: limits.members };
+    for (const child of children) stack.push(child);
+  }
+  return undefined;
+}

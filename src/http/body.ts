@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { badRequest, payloadTooLarge, unsupportedMediaType, type HttpProblem } from '../conventions/problem.js';
-import { BodyShapeScanner, type ShapeViolation } from './body-shape.js';
+import { BodyShapeScanner, checkValueShape, type ShapeViolation } from './body-shape.js';
+import type { Validator } from '../conventions/schema.js';
 
 /** Contract §5: bodies are at most 1 MiB unless `--max-body` says otherwise. */
 export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
@@ -28,6 +29,26 @@ export function bodyLimits(options: { readonly maxBodyBytes?: number; readonly m
     bytes: options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES,
     values: options.maxBodyValues ?? DEFAULT_MAX_BODY_VALUES,
     members: options.maxBodyMembers ?? DEFAULT_MAX_BODY_MEMBERS,
+  };
+}
+
+/**
+ * `resource` with its entities held to the values and members of `limits` as well as to its schema:
+ * a body is already counted as it arrives, but a merge patch adds to what the entity holds, so the
+ * merged entity is counted too (a 400 problem, like a merged entity its schema refuses).
+ */
+export function withEntityLimits<R extends { readonly validate?: Validator }>(resource: R, limits: BodyLimits): R {
+  const validate = resource.validate;
+  return {
+    ...resource,
+    validate: (fields) => {
+      const violation = checkValueShape(fields, limits);
+      if (violation) {
+        const what = violation.limit === 'values' ? `${violation.max} values` : `${violation.max} members in one object`;
+        throw badRequest(`The entity would be larger than the limit of ${what}`);
+      }
+      return validate?.(fields);
+    },
   };
 }
 

@@ -92,6 +92,21 @@ describe('configured limits (maxBodyValues 6, maxBodyMembers 3)', () => {
     });
   }
 
+  test('PATCHes that add members one at a time -> 200 up to 3 members, then 400 problem, entity unchanged', async () => {
+    const s = await startItems([{ id: 'p1', createdAt: 1, updatedAt: 1, a: 1, b: 2 }], limits);
+    const patch = (body: string): Promise<TestResponse> =>
+      s.request('/items/p1', { method: 'PATCH', headers: { 'content-type': 'application/merge-patch+json' }, body });
+    assert.equal((await patch('{"c":3}')).status, 200);
+    const res = await patch('{"d":4}');
+    assert.equal(res.status, 400);
+    assert.equal(res.headers.get('content-type'), 'application/problem+json');
+    assert.deepEqual(await res.json(), problem(400, 'Bad Request', 'The entity would be larger than the limit of 3 members in one object'));
+    // Removing one member makes room for another.
+    assert.equal((await patch('{"a":null,"d":4}')).status, 200);
+    assert.deepEqual(await (await patch('{"c":[1,2,3]}')).json(), problem(400, 'Bad Request', 'The entity would be larger than the limit of 6 values'));
+    assert.deepEqual(s.store.get('p1')?.record, { id: 'p1', createdAt: 1, updatedAt: s.store.get('p1')?.record.updatedAt, b: 2, c: 3, d: 4 });
+  });
+
   test('PUT and PATCH with 7 values -> 413 problem, entity unchanged', async () => {
     const s = await startItems(records(1), limits);
     for (const [method, type] of [['PUT', 'application/json'], ['PATCH', 'application/merge-patch+json']] as const) {
@@ -200,6 +215,10 @@ describe('the CLI', () => {
     assert.equal((await send('{"a":[1]}')).status, 201);
     assert.deepEqual(await (await send('{"a":[1,2]}')).json(), tooManyValues(3));
     assert.deepEqual(await (await send('{"a":1,"b":2}')).json(), tooManyMembers(1));
+    // The JSON-lines store refuses a merged entity past the limits the same way.
+    const created = (await (await send('{"a":[1]}')).json()) as { id: string };
+    const res = await fetch(`${cli.url}/items/${created.id}`, { method: 'PATCH', headers: JSON_HEADERS, body: '{"b":1}' });
+    assert.deepEqual(await res.json(), problem(400, 'Bad Request', 'The entity would be larger than the limit of 1 members in one object'));
     cli.child.kill('SIGTERM');
     assert.equal(await cli.exited, 0);
   });

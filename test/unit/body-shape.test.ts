@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { BodyShapeScanner, checkBodyShape, type BodyShapeLimits, type ShapeViolation } from '../../src/http/body-shape.js';
+import { BodyShapeScanner, checkBodyShape, checkValueShape, type BodyShapeLimits, type ShapeViolation } from '../../src/http/body-shape.js';
 
 /** What the scanner must count, computed from the parsed value: the reference it is held to. */
 function shapeOf(value: unknown, depth = 1): { values: number; members: number; depth: number } {
@@ -40,16 +40,22 @@ function scanEverySplit(text: string, limits: BodyShapeLimits): ShapeViolation |
   return whole;
 }
 
-/** A body exactly at its own limits passes; one below any of them is refused with that limit, at every split. */
+/**
+ * A body exactly at its own limits passes; one below any of them is refused with that limit, at
+ * every split. The parsed value counts the same through `checkValueShape` (which leaves depth to the parser).
+ */
 function assertExact(text: string): void {
   // A BOM is dropped by the decoder before JSON.parse (RFC 8259 §8.1).
-  const { values, members, depth } = shapeOf(JSON.parse(text.replace(/^\ufeff/, '')));
+  const parsed: unknown = JSON.parse(text.replace(/^\ufeff/, ''));
+  const { values, members, depth } = shapeOf(parsed);
   const exact = { values, members, depth };
   assert.equal(scanEverySplit(text, exact), undefined, `${text} at its own limits`);
+  assert.equal(checkValueShape(parsed, exact), undefined, `${text} parsed, at its own limits`);
   for (const limit of ['values', 'members', 'depth'] as const) {
     if (exact[limit] === 0) continue;
     const tighter = { ...exact, [limit]: exact[limit] - 1 };
     assert.deepEqual(scanEverySplit(text, tighter), { limit, max: tighter[limit] }, `${text} with ${limit} ${tighter[limit]}`);
+    if (limit !== 'depth') assert.deepEqual(checkValueShape(parsed, tighter), { limit, max: tighter[limit] }, `${text} parsed, with ${limit} ${tighter[limit]}`);
   }
 }
 
