@@ -8,11 +8,12 @@ export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
 /** Deeper bodies are refused: serialising or merging them would exhaust the stack. */
 export const MAX_BODY_DEPTH = 1024;
 /**
- * Contract §9: values (objects, arrays, strings, numbers, literals) a body may hold. Parsing, checking,
- * storing and answering the costliest body within these limits and 1 MiB holds the event loop for
- * about 10 ms on a 2-core VM (`bench/body-shape.ts`); 121,838 members took 264–630 ms.
+ * Contract §9: values (objects, arrays, strings, numbers, literals) a body may hold. The costliest
+ * request these limits admit, a PATCH of 4 objects of 1,000 members onto an entity of that shape,
+ * holds the event loop for about 10 ms on the 2-core VM, no more than a 1 MiB string does
+ * (`bench/body-shape.ts`); at 10,000 values it took 34–52 ms, and 121,838 members 220–630 ms.
  */
-export const DEFAULT_MAX_BODY_VALUES = 10_000;
+export const DEFAULT_MAX_BODY_VALUES = 5_000;
 /** Members of any one object: a member costs V8 far more than an array element (a named property). */
 export const DEFAULT_MAX_BODY_MEMBERS = 1_000;
 
