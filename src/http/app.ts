@@ -41,7 +41,7 @@ export interface HandlerOptions {
   readonly queryBudgetMs?: number;
   /** Largest accepted request body in bytes (contract §5; default 1 MiB). */
   readonly maxBodyBytes?: number;
-  /** Most values a request body may hold (contract §9; default 5,000): more is a 413 before parsing. */
+  /** Most values a request body may hold (contract §9; default 2,500): more is a 413 before parsing. */
   readonly maxBodyValues?: number;
   /** Most members of any one object in a request body (default 1,000): more is a 413 before parsing. */
   readonly maxBodyMembers?: number;

@@ -9,11 +9,12 @@ export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
 export const MAX_BODY_DEPTH = 1024;
 /**
  * Contract §9: values (objects, arrays, strings, numbers, literals) a body may hold. The costliest
- * request these limits admit, a PATCH of 4 objects of 1,000 members onto an entity of that shape,
- * holds the event loop for about 10 ms on the 2-core VM, no more than a 1 MiB string does
- * (`bench/body-shape.ts`); at 10,000 values it took 34–52 ms, and 121,838 members 220–630 ms.
+ * request these limits admit, a PATCH of 2 objects of 1,000 members onto an entity of that shape,
+ * holds the event loop for 6–7 ms on the 2-core VM, about what a 1 MiB string does
+ * (`bench/body-shape.ts`); at 5,000 values it took 9–19 ms, at 10,000 24 ms and more, and one
+ * object of 121,838 members 220 ms and more. Members are what cost: each is a named property.
  */
-export const DEFAULT_MAX_BODY_VALUES = 5_000;
+export const DEFAULT_MAX_BODY_VALUES = 2_500;
 /** Members of any one object: a member costs V8 far more than an array element (a named property). */
 export const DEFAULT_MAX_BODY_MEMBERS = 1_000;
 

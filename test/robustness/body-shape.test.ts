@@ -32,13 +32,13 @@ const membersBody = (n: number): string => JSON.stringify(Object.fromEntries(Arr
 /** `{"a":[0,0,…]}` holding `n` values in all. */
 const valuesBody = (n: number): string => `{"a":[${new Array(n - 2).fill('0').join(',')}]}`;
 
-describe('default limits: 5,000 values, 1,000 members per object', () => {
-  test('5,000 values -> 201; 5,001 values -> 413 problem, nothing more stored', async () => {
+describe('default limits: 2,500 values, 1,000 members per object', () => {
+  test('2,500 values -> 201; 2,501 values -> 413 problem, nothing more stored', async () => {
     const s = await startItems();
-    const res = await post(s, valuesBody(5_000));
+    const res = await post(s, valuesBody(2_500));
     assert.equal(res.status, 201);
-    assert.equal(((await res.json()).a as unknown[]).length, 4_998);
-    await assertRefused(await post(s, valuesBody(5_001)), tooManyValues(5_000));
+    assert.equal(((await res.json()).a as unknown[]).length, 2_498);
+    await assertRefused(await post(s, valuesBody(2_501)), tooManyValues(2_500));
     assert.equal(s.store.size, 1);
   });
 
@@ -58,9 +58,9 @@ describe('default limits: 5,000 values, 1,000 members per object', () => {
     assert.equal(s.store.size, 0);
   });
 
-  test('499 objects of 9 members each (4,992 values) -> 201: members are counted per object', async () => {
+  test('249 objects of 9 members each (2,492 values) -> 201: members are counted per object', async () => {
     const s = await startItems();
-    const body = JSON.stringify({ a: Array.from({ length: 499 }, (_, i) => Object.fromEntries(Array.from({ length: 9 }, (_, j) => [`m${i}-${j}`, j]))) });
+    const body = JSON.stringify({ a: Array.from({ length: 249 }, (_, i) => Object.fromEntries(Array.from({ length: 9 }, (_, j) => [`m${i}-${j}`, j]))) });
     assert.equal((await post(s, body)).status, 201);
   });
 

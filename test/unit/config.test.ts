@@ -14,7 +14,7 @@ const DEFAULTS = {
   repair: false,
   maxBody: 1048576,
   queryBudgetMs: 5000,
-  maxBodyValues: 5000,
+  maxBodyValues: 2500,
   maxBodyMembers: 1000,
   basePath: '',
   corsOrigin: undefined,
