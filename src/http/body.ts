@@ -10,7 +10,7 @@ export const MAX_BODY_DEPTH = 1024;
 /**
  * Contract §9: values (objects, arrays, strings, numbers, literals) a body may hold. The costliest
  * request these limits admit, a PATCH of 2 objects of 1,000 members onto an entity of that shape,
- * holds the event loop for 6–7 ms on the 2-core VM, about what a 1 MiB string does
+ * holds the event loop 5–7 ms at least (6–11 ms median) on the 2-core VM, about what a 1 MiB string does
  * (`bench/body-shape.ts`); at 5,000 values it took 9–19 ms, at 10,000 24 ms and more, and one
  * object of 121,838 members 220 ms and more. Members are what cost: each is a named property.
  */
