@@ -101,6 +101,8 @@ async function main(): Promise<void> {
     basePath: config.basePath,
     maxBodyBytes: config.maxBody,
     queryBudgetMs: config.queryBudgetMs,
+    maxBodyValues: config.maxBodyValues,
+    maxBodyMembers: config.maxBodyMembers,
     ready: () => !draining,
     errorLog: (error) => warn(`unexpected error: ${(error as Error)?.stack ?? String(error)}`),
     ...(logging ? { accessLog: (entry) => logging && out.write(`${JSON.stringify(entry)}\n`) } : {}),

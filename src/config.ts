@@ -1,6 +1,6 @@
 import { isIP } from 'node:net';
 import { tokenProblem } from './http/auth.js';
-import { DEFAULT_MAX_BODY_BYTES } from './http/body.js';
+import { DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_BODY_MEMBERS, DEFAULT_MAX_BODY_VALUES } from './http/body.js';
 import { DEFAULT_QUERY_BUDGET_MS } from './http/resource.js';
 
 /** Everything the CLI is told, from flags and `HALSERVE_*` variables (contract §9). */
@@ -17,6 +17,8 @@ export interface Config {
   readonly maxBody: number;
   /** Contract §9: how long a query may run before it ends in a problem document. */
   readonly queryBudgetMs: number;
+  readonly maxBodyValues: number;
+  readonly maxBodyMembers: number;
   readonly basePath: string;
   readonly corsOrigin: string | undefined;
   readonly help: boolean;
@@ -71,6 +73,8 @@ export const OPTIONS: readonly Option[] = [
   { flag: 'repair', env: ['HALSERVE_REPAIR'], kind: 'boolean', help: 'move malformed lines to <name>.jsonl.rejected and start' },
   { flag: 'max-body', env: ['HALSERVE_MAX_BODY'], kind: 'string', help: `largest request body in bytes (default ${DEFAULT_MAX_BODY_BYTES})` },
   { flag: 'query-budget', env: ['HALSERVE_QUERY_BUDGET'], kind: 'string', help: `milliseconds a query may take before it ends in a 503 problem (default ${DEFAULT_QUERY_BUDGET_MS})` },
+  { flag: 'max-body-values', env: ['HALSERVE_MAX_BODY_VALUES'], kind: 'string', help: `most JSON values in a request body (default ${DEFAULT_MAX_BODY_VALUES})` },
+  { flag: 'max-body-members', env: ['HALSERVE_MAX_BODY_MEMBERS'], kind: 'string', help: `most members of one object in a request body (default ${DEFAULT_MAX_BODY_MEMBERS})` },
   { flag: 'base-path', env: ['HALSERVE_BASE_PATH'], kind: 'string', help: 'path prefix put in front of every link (default none)' },
   { flag: 'cors-origin', env: ['HALSERVE_CORS_ORIGIN'], kind: 'string', help: 'allow cross-origin requests from this origin' },
   { flag: 'help', env: [], kind: 'boolean', help: 'print this help and exit' },
@@ -171,6 +175,8 @@ export function parseConfig(argv: readonly string[], env: Readonly<Record<string
   const port = text('port', '8080');
   const maxBody = text('max-body', String(DEFAULT_MAX_BODY_BYTES));
   const queryBudget = text('query-budget', String(DEFAULT_QUERY_BUDGET_MS));
+  const maxBodyValues = text('max-body-values', String(DEFAULT_MAX_BODY_VALUES));
+  const maxBodyMembers = text('max-body-members', String(DEFAULT_MAX_BODY_MEMBERS));
   const log = text('log', 'json');
   const durability = text('durability', 'full');
   const cors = text('cors-origin', '');
@@ -186,6 +192,8 @@ export function parseConfig(argv: readonly string[], env: Readonly<Record<string
     repair: boolean('repair'),
     maxBody: parseWholeNumber(maxBody.name, maxBody.value, 1, 1024 * 1024 * 1024),
     queryBudgetMs: parseWholeNumber(queryBudget.name, queryBudget.value, 1, 3_600_000),
+    maxBodyValues: parseWholeNumber(maxBodyValues.name, maxBodyValues.value, 1, 1_000_000_000),
+    maxBodyMembers: parseWholeNumber(maxBodyMembers.name, maxBodyMembers.value, 1, 1_000_000_000),
     basePath: basePath.value,
     corsOrigin: cors.value === '' ? undefined : cors.value,
     help: boolean('help'),

@@ -11,8 +11,10 @@ export { checkIfMatch, checkIfNoneMatch, codedTag, entityTag, notModified, parse
 export { createHalServer, SERVER_TIMEOUTS, trackConnections } from './http/server.js';
 export { chooseEncoding, COMPRESSION_THRESHOLD_BYTES, encode } from './http/encoding.js';
 export type { ContentCoding } from './http/encoding.js';
-export { DEFAULT_MAX_BODY_BYTES, parseJsonObject, readBody } from './http/body.js';
-export type { JsonObject } from './http/body.js';
+export { bodyLimits, DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_BODY_MEMBERS, DEFAULT_MAX_BODY_VALUES, MAX_BODY_DEPTH, parseJsonObject, readBody } from './http/body.js';
+export type { BodyLimits, JsonObject } from './http/body.js';
+export { BodyShapeScanner, checkBodyShape, checkValueShape } from './http/body-shape.js';
+export type { BodyShapeLimits, ShapeViolation } from './http/body-shape.js';
 export { isLoopback, parseConfig, resourceNameProblem, RESERVED_NAMES, RESOURCE_NAME } from './config.js';
 export type { Config } from './config.js';
 export { clientFields, createdRecord, mergePatch, replacedRecord, SERVER_MANAGED } from './conventions/entity.js';

@@ -84,8 +84,9 @@ export const pageOutOfRange = (pages: number, page: number): HttpProblem =>
 
 export const preconditionFailed = (detail: string): HttpProblem => new HttpProblem(412, detail);
 
-export const payloadTooLarge = (limit: number): HttpProblem =>
-  new HttpProblem(413, `Request body is larger than the limit of ${limit} bytes`);
+/** A body over a limit of `unit`s: bytes, or values and members that bound the work of parsing it (contract §9). */
+export const payloadTooLarge = (limit: number, unit = 'bytes'): HttpProblem =>
+  new HttpProblem(413, `Request body is larger than the limit of ${limit} ${unit}`);
 
 /** Seed 7.2: the wording lists the accepted media types ("Expecting one of the application/json"). */
 export const unsupportedMediaType = (accepted: readonly string[], detail = `Expecting one of the ${accepted.join(', ')}`): HttpProblem =>

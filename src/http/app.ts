@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createAuthenticator } from './auth.js';
-import { ClientAbortedError, DEFAULT_MAX_BODY_BYTES } from './body.js';
+import { bodyLimits, ClientAbortedError, withEntityLimits } from './body.js';
 import { checkIfMatch, notModified, versionTags } from '../conventions/conditional.js';
 import { indexDocument } from '../conventions/hal.js';
 import { randomId } from '../conventions/id.js';
@@ -41,6 +41,10 @@ export interface HandlerOptions {
   readonly queryBudgetMs?: number;
   /** Largest accepted request body in bytes (contract §5; default 1 MiB). */
   readonly maxBodyBytes?: number;
+  /** Most values a request body may hold (contract §9; default 2,500): more is a 413 before parsing. */
+  readonly maxBodyValues?: number;
+  /** Most members of any one object in a request body (default 1,000): more is a 413 before parsing. */
+  readonly maxBodyMembers?: number;
   /** Called once per finished request. */
   readonly accessLog?: (entry: AccessLogEntry) => void;
   /** Called with every unexpected error (the 500s and failed writes), for the server's log. */
@@ -85,11 +89,11 @@ const unixSeconds = (): number => Math.floor(Date.now() / 1000);
 /** Builds the request listener for a set of resources. Everything it uses comes from `options`. */
 export function createHandler(options: HandlerOptions): Handler {
   const basePath = normaliseBasePath(options.basePath ?? '');
-  const maxBody = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
+  const maxBody = bodyLimits(options);
   const now = options.now ?? unixSeconds;
   const newId = options.newId ?? randomId;
   const auth = createAuthenticator(options.tokens ?? []);
-  const resources = new Map(options.resources.map((r) => [r.name, new Resource(r, basePath, options.queryBudgetMs)]));
+  const resources = new Map(options.resources.map((r) => [r.name, new Resource(withEntityLimits(r, maxBody), basePath, options.queryBudgetMs)]));
   const indexBody = JSON.stringify(indexDocument(basePath, [...resources.keys()]));
   const router = createRouter<RouteHandler>();
   const cors = options.corsOrigin;

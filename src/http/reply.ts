@@ -63,7 +63,8 @@ export function send(req: IncomingMessage, res: ServerResponse, reply: Reply, ex
   }
   // A body the request declared but nobody read would be read and thrown away up to the
   // request timeout: close the connection instead (RFC 9112 §9.6).
-  if (!req.complete && declaresBody(req)) list.push('connection', 'close');
+  // A 413 says so already: one `Connection: close` is enough.
+  if (!req.complete && declaresBody(req) && own?.['connection'] === undefined) list.push('connection', 'close');
   const body = reply.body;
   if (body !== undefined && body.length >= COMPRESSION_THRESHOLD_BYTES) {
     vary = vary === undefined ? 'Accept-Encoding' : `${vary}, Accept-Encoding`;

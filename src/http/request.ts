@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { checkBodyHeaders, parseJsonObject, readBody, type JsonObject } from './body.js';
+import { checkBodyHeaders, parseJsonObject, readBody, type BodyLimits, type JsonObject } from './body.js';
 import { isAcceptedContentType, negotiate, OFFERED_TYPES } from './negotiation.js';
 import { badRequest, notAcceptable } from '../conventions/problem.js';
 import { splitPath } from './router.js';
@@ -56,8 +56,8 @@ export function accepted(req: IncomingMessage): string {
   return mediaType;
 }
 
-/** Checks `Content-Type` before reading anything (seed 7.2 rule 2), then reads a JSON object. */
-export async function readJsonBody(req: IncomingMessage, res: ServerResponse, types: readonly string[], maxBody: number): Promise<JsonObject> {
+/** Checks `Content-Type` before reading anything (seed 7.2 rule 2), then reads a JSON object within `maxBody`'s limits. */
+export async function readJsonBody(req: IncomingMessage, res: ServerResponse, types: readonly string[], maxBody: BodyLimits): Promise<JsonObject> {
   checkBodyHeaders(req, types, (contentType) => isAcceptedContentType(contentType, types));
   return parseJsonObject(await readBody(req, maxBody, res));
 }

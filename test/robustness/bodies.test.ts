@@ -141,8 +141,14 @@ describe('shapes that are not one JSON object', () => {
     });
   }
 
-  test('array of 200 000 numbers (under the limit) -> 201 with every element', async () => {
+  test('array of 200 000 numbers (under the byte limit) -> 413 problem: over the 2 500 values a body may hold', async () => {
     const s = await startItems();
+    await assertFetchProblem(await post(s, `{"a":[${new Array(200_000).fill('7').join(',')}]}`), 413, 'Request body is larger than the limit of 2500 values');
+    assert.equal(s.store.size, 0);
+  });
+
+  test('array of 200 000 numbers with maxBodyValues 200 002 -> 201 with every element', async () => {
+    const s = await startItems([], { maxBodyValues: 200_002 });
     const res = await post(s, `{"a":[${new Array(200_000).fill('7').join(',')}]}`);
     assert.equal(res.status, 201);
     const { id } = await res.json();
@@ -151,8 +157,15 @@ describe('shapes that are not one JSON object', () => {
     assert.ok(stored.every((n) => n === 7));
   });
 
-  test('object with 50 000 keys -> 201 with every key', async () => {
+  test('object with 50 000 keys -> 413 problem: over the 1 000 members an object may have', async () => {
     const s = await startItems();
+    const body = Object.fromEntries(Array.from({ length: 50_000 }, (_, i) => [`k${i}`, i]));
+    await assertFetchProblem(await post(s, JSON.stringify(body)), 413, 'Request body is larger than the limit of 1000 members in one object');
+    assert.equal(s.store.size, 0);
+  });
+
+  test('object with 50 000 keys with maxBodyMembers 50 000 and maxBodyValues 50 001 -> 201 with every key', async () => {
+    const s = await startItems([], { maxBodyMembers: 50_000, maxBodyValues: 50_001 });
     const body = Object.fromEntries(Array.from({ length: 50_000 }, (_, i) => [`k${i}`, i]));
     const res = await post(s, JSON.stringify(body));
     assert.equal(res.status, 201);
@@ -291,7 +304,7 @@ describe('validation against the demo schema (data/products.schema.json)', () =>
   };
 
   test('20 000 tags of "A" (maxItems 10, pattern ^[a-z0-9-]+$) -> 400 Validation failed, nothing stored', async () => {
-    const s = await startItems([], { validate: await demoSchema() });
+    const s = await startItems([], { validate: await demoSchema(), maxBodyValues: 20_002 });
     const doc = await assertFetchProblem(await post(s, JSON.stringify({ tags: new Array(20_000).fill('A') })), 400, 'Validation failed');
     assert.deepEqual((doc['validationMessages'] as Record<string, unknown>)['tags'], { maxItems: 'must have at most 10 items' });
     assert.equal(s.store.size, 0);
@@ -300,7 +313,7 @@ describe('validation against the demo schema (data/products.schema.json)', () =>
   test(
     '20 000 invalid tags -> a validation problem of at most 64 KB, not one message per item',
     async () => {
-      const s = await startItems([], { validate: await demoSchema() });
+      const s = await startItems([], { validate: await demoSchema(), maxBodyValues: 20_002 });
       const res = await post(s, JSON.stringify({ tags: new Array(20_000).fill('A') }));
       assert.equal(res.status, 400);
       const bytes = (await res.arrayBuffer()).byteLength;

@@ -14,6 +14,8 @@ const DEFAULTS = {
   repair: false,
   maxBody: 1048576,
   queryBudgetMs: 5000,
+  maxBodyValues: 2500,
+  maxBodyMembers: 1000,
   basePath: '',
   corsOrigin: undefined,
   help: false,
@@ -23,7 +25,7 @@ describe('parseConfig', () => {
   test('nothing -> defaults', () => assert.deepEqual(parseConfig([], {}), DEFAULTS));
 
   test('every flag -> its value', () => {
-    const argv = ['--port', '0', '--host=0.0.0.0', '--data', '/d', '--resource', 'a', '--resource=b,c', '--token', 't1', '--token', 'read:t2', '--no-auth', '--log', 'off', '--durability', 'none', '--repair', '--max-body', '10', '--query-budget', '250', '--base-path', '/api', '--cors-origin', '*', '--help'];
+    const argv = ['--port', '0', '--host=0.0.0.0', '--data', '/d', '--resource', 'a', '--resource=b,c', '--token', 't1', '--token', 'read:t2', '--no-auth', '--log', 'off', '--durability', 'none', '--repair', '--max-body', '10', '--max-body-values', '20', '--max-body-members=3', '--query-budget', '250', '--base-path', '/api', '--cors-origin', '*', '--help'];
     assert.deepEqual(parseConfig(argv, {}), {
       port: 0,
       host: '0.0.0.0',
@@ -36,6 +38,8 @@ describe('parseConfig', () => {
       repair: true,
       maxBody: 10,
       queryBudgetMs: 250,
+      maxBodyValues: 20,
+      maxBodyMembers: 3,
       basePath: '/api',
       corsOrigin: '*',
       help: true,
@@ -55,6 +59,8 @@ describe('parseConfig', () => {
       HALSERVE_REPAIR: 'true',
       HALSERVE_MAX_BODY: '5',
       HALSERVE_QUERY_BUDGET: '7',
+      HALSERVE_MAX_BODY_VALUES: '50',
+      HALSERVE_MAX_BODY_MEMBERS: '7',
       HALSERVE_BASE_PATH: '/b',
       HALSERVE_CORS_ORIGIN: 'https://a.example',
     };
@@ -71,6 +77,8 @@ describe('parseConfig', () => {
       repair: true,
       maxBody: 5,
       queryBudgetMs: 7,
+      maxBodyValues: 50,
+      maxBodyMembers: 7,
       basePath: '/b',
       corsOrigin: 'https://a.example',
     });
@@ -97,6 +105,8 @@ describe('parseConfig', () => {
     [['--durability', 'some'], {}, '--durability must be one of full, none, not "some"'],
     [['--max-body', '0'], {}, '--max-body must be a whole number from 1 to 1073741824, not "0"'],
     [['--query-budget', '0'], {}, '--query-budget must be a whole number from 1 to 3600000, not "0"'],
+    [['--max-body-values', '0'], {}, '--max-body-values must be a whole number from 1 to 1000000000, not "0"'],
+    [[], { HALSERVE_MAX_BODY_MEMBERS: '1e3' }, 'HALSERVE_MAX_BODY_MEMBERS must be a whole number from 1 to 1000000000, not "1e3"'],
     [['--bogus'], {}, 'unknown option --bogus (see --help)'],
     [['stray'], {}, 'unexpected argument "stray" (see --help)'],
     [['--data'], {}, '--data needs a value'],
@@ -108,7 +118,7 @@ describe('parseConfig', () => {
   }
 
   test('HELP -> names every flag and variable', () => {
-    for (const word of ['--port', '--host', '--data', '--resource', '--token', '--no-auth', '--log', '--durability', '--repair', '--max-body', '--base-path', '--cors-origin', 'HALSERVE_TOKENS', 'PORT']) {
+    for (const word of ['--port', '--host', '--data', '--resource', '--token', '--no-auth', '--log', '--durability', '--repair', '--max-body', '--max-body-values', '--max-body-members', 'HALSERVE_MAX_BODY_VALUES', '--base-path', '--cors-origin', 'HALSERVE_TOKENS', 'PORT']) {
       assert.ok(HELP.includes(word), word);
     }
   });
