@@ -168,9 +168,11 @@ export class Resource {
   patch(id: string, body: ClientFields, now: number, conditions: WriteConditions): Promise<StoredEntity> {
     const patch = clientFields(body);
     return this.#change(id, conditions, (current) => {
-      const merged = mergePatch(clientFields(current.record), patch) as ClientFields;
+      // A store may parse the record on every access: once is enough.
+      const record = current.record;
+      const merged = mergePatch(clientFields(record), patch) as ClientFields;
       this.#check(merged);
-      return replacedRecord(current.record, now, merged);
+      return replacedRecord(record, now, merged);
     });
   }
 

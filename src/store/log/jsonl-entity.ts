@@ -27,8 +27,12 @@ export class WrittenEntity implements StoredEntity {
     return JSON.parse(this.json) as EntityRecord;
   }
 
+  #version: string | undefined;
+
+  /** Hashed once: a written entity is served and checked (`If-Match`) again and again. */
   get version(): string {
-    return versionOf(this.#line, this.json);
+    this.#version ??= versionOf(this.#line, this.json);
+    return this.#version;
   }
 
   /** The line's bytes, for compaction. */
