@@ -40,7 +40,9 @@ describe('valuesAt: the values JSON.parse would give, without parsing the record
       const r = rnd();
       if (depth < 3 && r < 0.25) return Object.fromEntries(Array.from({ length: Math.floor(rnd() * 4) }, () => [names[Math.floor(rnd() * names.length)]!, value(depth + 1)]));
       if (depth < 3 && r < 0.35) return Array.from({ length: Math.floor(rnd() * 3) }, () => value(depth + 1));
-      if (r < 0.6) return ['', 'plain', 'q"uote', 'back\\slash', 'ünï', '}{][,:', '\n'][Math.floor(rnd() * 7)];
+      if (r < 0.5) return ['', 'plain', 'q"uote', 'back\\slash', 'ünï', '}{][,:', '\n'][Math.floor(rnd() * 7)];
+      // Long strings (searched natively past 24 bytes) with quotes and backslashes anywhere.
+      if (r < 0.6) return Array.from({ length: Math.floor(rnd() * 40) }, () => ['ab', '"', '\\', '\\"', 'ü', 'x'.repeat(9)][Math.floor(rnd() * 6)]).join('');
       if (r < 0.85) return Math.round((rnd() - 0.5) * 1e6) / 100;
       return [true, false, null][Math.floor(rnd() * 3)];
     };

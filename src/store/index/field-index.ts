@@ -14,7 +14,25 @@ export type Cell = unknown;
 export function compareCells(a: Cell, b: Cell): number {
   if (typeof a === 'number' && typeof b === 'number') return a - b;
   if (typeof a === 'string' && typeof b === 'string') return a < b ? -1 : a > b ? 1 : 0;
+  if (typeof a === 'object' && a !== null && typeof b === 'object' && b !== null) {
+    // Arrays and objects compare by their JSON text: made once per value, not per comparison.
+    const textA = jsonText(a);
+    const textB = jsonText(b);
+    return textA < textB ? -1 : textA > textB ? 1 : 0;
+  }
   return compareValues(a, b);
+}
+
+/** JSON texts of the indexed arrays and objects, for as long as they are indexed. */
+const texts = new WeakMap<object, string>();
+
+function jsonText(value: object): string {
+  let text = texts.get(value);
+  if (text === undefined) {
+    text = JSON.stringify(value);
+    texts.set(value, text);
+  }
+  return text;
 }
 
 /** The texts an `eq` filter compares a value by: one per element for an array, without repeats. */

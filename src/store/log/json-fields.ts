@@ -102,7 +102,7 @@ function clearBelow(nodes: readonly Wanted[], out: unknown[]): void {
   }
 }
 
-function match(bytes: Uint8Array, start: number, end: number, wanted: readonly Wanted[]): Wanted | undefined {
+function match(bytes: Buffer, start: number, end: number, wanted: readonly Wanted[]): Wanted | undefined {
   const length = end - start;
   outer: for (const node of wanted) {
     const name = node.name;
@@ -142,18 +142,30 @@ function decode(bytes: Buffer, start: number, end: number): unknown {
   return JSON.parse(utf8.decode(bytes.subarray(start, end)));
 }
 
+/** Bytes looked at one by one before a string is searched natively: short strings are the common case. */
+const SHORT_STRING = 24;
+
 /** Position after the string starting at `i` (`"`). */
-function skipString(bytes: Uint8Array, i: number, end: number): number {
-  for (i++; i < end; i++) {
+function skipString(bytes: Buffer, i: number, end: number): number {
+  const near = Math.min(end, i + SHORT_STRING);
+  for (i++; i < near; i++) {
     const b = bytes[i];
     if (b === BACKSLASH) i++;
     else if (b === QUOTE) return i + 1;
   }
-  return end;
+  // A long string: find each quote with memchr, and keep the first one not escaped.
+  for (;;) {
+    const quote = bytes.indexOf(QUOTE, i);
+    if (quote === -1 || quote >= end) return end;
+    let backslashes = 0;
+    while (bytes[quote - 1 - backslashes] === BACKSLASH) backslashes++;
+    if (backslashes % 2 === 0) return quote + 1;
+    i = quote + 1;
+  }
 }
 
 /** Position after the value starting at `i`. */
-function skipValue(bytes: Uint8Array, i: number, end: number): number {
+function skipValue(bytes: Buffer, i: number, end: number): number {
   const first = bytes[i];
   if (first === QUOTE) return skipString(bytes, i, end);
   if (first === OPEN_OBJECT || first === OPEN_ARRAY) {
