@@ -91,7 +91,9 @@ export function parseCollectionQuery(params: URLSearchParams, declared?: PathChe
   const carriedFilters: [string, string][] = [];
   for (const [key, { path, op, values }] of groups) {
     filters.push(makeFilter(path, op, values, key));
-    carriedFilters.push([key, values.join(',')]);
+    // Alternatives are a set: links list them sorted, once, so that `a=2&a=1` and `a=1,2` link alike.
+    const carriedValues = op === 'eq' || op === 'ne' ? [...new Set(values)].sort() : values;
+    carriedFilters.push([key, carriedValues.join(',')]);
   }
   const sortText = params.get('sort') ?? undefined;
   const sort = sortText === undefined ? [] : parseSort(sortText, declared);

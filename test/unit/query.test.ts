@@ -39,6 +39,10 @@ describe('parseCollectionQuery', () => {
     assert.equal(parse('b=2&q=Lamp%20desk&a[gte]=1&sort=x').carried, parse('sort=x&a[gte]=1&b=2&q=Lamp%20desk').carried);
     assert.equal(parse('b=2&q=Lamp%20desk&a[gte]=1&sort=x').carried, '&sort=x&q=Lamp%20desk&a[gte]=1&b=2');
   });
+  test('alternatives in another order, or repeated -> the same carried text, sorted', () => {
+    assert.equal(parse('s=b&s=a,b').carried, '&s=a,b');
+    assert.equal(parse('s[ne]=z,y').carried, parse('s[ne]=y&s[ne]=z').carried);
+  });
   test('q -> folded words; an empty q -> no search, not carried', () => {
     assert.deepEqual(parse('q=%20Desk%20%20LAMP%20').search, ['desk', 'lamp']);
     assert.deepEqual(parse('q=').search, []);
