@@ -118,15 +118,16 @@ export class FieldIndex {
    */
   *build(slice: Slice): Work<void> {
     const values = this.values;
-    const live: number[] = [];
+    const live = new Int32Array(values.length);
+    let count = 0;
     for (let row = 0; row < values.length; row++) {
       const value = values[row];
       if (value === NO_ROW) continue;
-      live.push(row);
+      live[count++] = row;
       if (value !== undefined) this.#post(row, value);
       if (row % CHECK_EVERY === 0 && slice.due) yield;
     }
-    const sorted = yield* sortRows(Int32Array.from(live), (a, b) => compareCells(values[a], values[b]) || a - b, slice);
+    const sorted = yield* sortRows(live.subarray(0, count), (a, b) => compareCells(values[a], values[b]) || a - b, slice);
     this.order.load(sorted);
   }
 

@@ -377,9 +377,17 @@ export class QueryEngine<E extends StoredEntity> {
 
   /** The driver's rows that pass every test, in creation order (range drivers: in value order). */
   *#collect(driver: Driver, tests: readonly ((row: number) => boolean)[], slice: Slice): Work<Int32Array> {
-    const out: number[] = [];
-    yield* this.#scan(driver, tests, slice, (row) => out.push(row));
-    return Int32Array.from(out);
+    let out = new Int32Array(1024);
+    let count = 0;
+    yield* this.#scan(driver, tests, slice, (row) => {
+      if (count === out.length) {
+        const grown = new Int32Array(out.length * 2);
+        grown.set(out);
+        out = grown;
+      }
+      out[count++] = row;
+    });
+    return out.slice(0, count);
   }
 
   *#scan(driver: Driver, tests: readonly ((row: number) => boolean)[], slice: Slice, match: (row: number) => void): Work<void> {
