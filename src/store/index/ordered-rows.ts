@@ -45,7 +45,7 @@ export class OrderedRows {
 
   /** A copy of the rows at ranks `[from, to)`. */
   copy(from: number, to: number): Int32Array {
-    const out = new Int32Array(Math.max(0, to - from));
+    const out = new Int32Array(Math.max(0, Math.min(to, this.#size) - from));
     let [c, o] = this.#locate(from);
     for (let k = 0; k < out.length; c++, o = 0) {
       const take = Math.min(this.#sizes[c]! - o, out.length - k);
@@ -93,33 +93,17 @@ export class OrderedRows {
     let rank = 0;
     for (let c = 0; c < lo; c++) rank += sizes[c]!;
     if (lo === chunks.length) return rank;
-    const chunk = chunks[lo]!;
-    let a = 0;
-    let b = sizes[lo]!;
-    while (a < b) {
-      const mid = (a + b) >>> 1;
-      if (probe(chunk[mid]!) < 0) a = mid + 1;
-      else b = mid;
-    }
-    return rank + a;
+    return rank + lowerBound(chunks[lo]!, sizes[lo]!, probe);
   }
 
   insert(row: number): void {
-    const compare = this.#compare;
     if (this.#chunks.length === 0) {
       this.#chunks.push(new Int32Array(CHUNK));
       this.#sizes.push(0);
     }
-    const c = this.#chunkFor((other) => compare(other, row));
+    const [c, a] = this.#place(row);
     const chunk = this.#chunks[c]!;
     const size = this.#sizes[c]!;
-    let a = 0;
-    let b = size;
-    while (a < b) {
-      const mid = (a + b) >>> 1;
-      if (compare(chunk[mid]!, row) < 0) a = mid + 1;
-      else b = mid;
-    }
     chunk.copyWithin(a + 1, a, size);
     chunk[a] = row;
     this.#sizes[c] = size + 1;
@@ -129,18 +113,10 @@ export class OrderedRows {
 
   /** Removes a row; its value must still be the one it was inserted with. */
   remove(row: number): boolean {
-    const compare = this.#compare;
     if (this.#chunks.length === 0) return false;
-    const c = this.#chunkFor((other) => compare(other, row));
+    const [c, a] = this.#place(row);
     const chunk = this.#chunks[c]!;
     const size = this.#sizes[c]!;
-    let a = 0;
-    let b = size;
-    while (a < b) {
-      const mid = (a + b) >>> 1;
-      if (compare(chunk[mid]!, row) < 0) a = mid + 1;
-      else b = mid;
-    }
     if (a >= size || chunk[a] !== row) return false;
     chunk.copyWithin(a, a + 1, size);
     this.#sizes[c] = size - 1;
@@ -158,6 +134,14 @@ export class OrderedRows {
       const chunk = this.#chunks[c]!;
       for (let i = 0; i < this.#sizes[c]!; i++) chunk[i] = moved[chunk[i]!]!;
     }
+  }
+
+  /** The chunk and the offset in it where `row` is, or would go. */
+  #place(row: number): [number, number] {
+    const compare = this.#compare;
+    const probe = (other: number): number => compare(other, row);
+    const c = this.#chunkFor(probe);
+    return [c, lowerBound(this.#chunks[c]!, this.#sizes[c]!, probe)];
   }
 
   /** The chunk where a row compared by `probe` belongs: the first whose last row is not below it. */
@@ -191,4 +175,16 @@ export class OrderedRows {
     this.#sizes.splice(c + 1, 0, CHUNK - half);
     this.#sizes[c] = half;
   }
+}
+
+/** The first offset in `chunk[0, size)` whose row is not below the probe's bound. */
+function lowerBound(chunk: Int32Array, size: number, probe: (row: number) => number): number {
+  let a = 0;
+  let b = size;
+  while (a < b) {
+    const mid = (a + b) >>> 1;
+    if (probe(chunk[mid]!) < 0) a = mid + 1;
+    else b = mid;
+  }
+  return a;
 }
