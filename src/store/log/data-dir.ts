@@ -1,7 +1,7 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { lockDirectory } from './dir-lock.js';
-import { openJsonlStore, type CompactionPolicy, type JsonlStore } from './jsonl-store.js';
+import { openJsonlStore, type CompactionPolicy, type JsonlStore, type StoreObserver } from './jsonl-store.js';
 import type { StoreFs } from './store-fs.js';
 import { StoreOpenError, type Store } from '../store.js';
 
@@ -46,6 +46,8 @@ export interface DataDirOptions {
   /** File-system seam for the stores (fault injection in tests). */
   fs?: StoreFs;
   compaction?: CompactionPolicy;
+  /** Metrics hooks of each resource's store. */
+  observer?: (resource: string) => StoreObserver;
 }
 
 /** The open stores of a data directory and the lock that keeps it to this process. */
@@ -94,6 +96,7 @@ export async function openDataDir(options: DataDirOptions): Promise<{ stores: Ma
         warn,
         ...(options.fs ? { fs: options.fs } : {}),
         ...(options.compaction ? { compaction: options.compaction } : {}),
+        ...(options.observer ? { observer: options.observer(name) } : {}),
       });
       stores.set(name, store);
     }

@@ -40,6 +40,16 @@ export interface JsonlStoreOptions {
   compaction?: CompactionPolicy;
   /** Read size at start-up (tests use small chunks to cross chunk boundaries). */
   loadChunkBytes?: number;
+  /** Told of durable batches and compactions, for metrics; never awaited, never in the way. */
+  observer?: StoreObserver;
+}
+
+/** Hooks for metrics. */
+export interface StoreObserver {
+  /** A batch of `lines` lines reached the disk; `syncSeconds` is what its write and fdatasync took (0 without sync). */
+  committed?(lines: number, syncSeconds: number): void;
+  /** A compaction ended, rewritten or not. */
+  compacted?(ok: boolean): void;
 }
 
 /** A `Store` kept in an append-only JSON-lines file (contract section 8). */
@@ -79,6 +89,7 @@ class JsonlLogStore implements JsonlStore {
   readonly #autoCompact: boolean;
   readonly #loadChunkBytes: number | undefined;
   readonly #index = new MaterialisedIndex<LogEntity>();
+  readonly #observer: StoreObserver | undefined;
   readonly #file: JsonlFile;
   readonly #writes: WriteBatcher<LogEntity>;
   readonly #compaction: Compaction;
@@ -99,11 +110,17 @@ class JsonlLogStore implements JsonlStore {
     this.#file = new JsonlFile(this.#path, this.#fs, options.durability !== 'none');
     const file = this.#file;
     const index = this.#index;
+    const observer = (this.#observer = options.observer);
+    const durable = options.durability !== 'none';
     this.#writes = new WriteBatcher<LogEntity>(
       {
         get: (id) => index.get(id),
         entity: (record, n) => new WrittenEntity(record.id, JSON.stringify(record), file.lines + n),
-        append: (changes) => file.append(changes.map((c) => ('deleted' in c ? `{"id":${JSON.stringify(c.deleted)},"_deleted":true}` : c.json))),
+        append: async (changes) => {
+          const started = performance.now();
+          await file.append(changes.map((c) => ('deleted' in c ? `{"id":${JSON.stringify(c.deleted)},"_deleted":true}` : c.json)));
+          observer?.committed?.(changes.length, durable ? (performance.now() - started) / 1000 : 0);
+        },
         apply: (change) => {
           if ('deleted' in change) index.remove(change.deleted);
           else index.put(change);
@@ -252,6 +269,7 @@ class JsonlLogStore implements JsonlStore {
     const file = this.#file;
     const done = await this.#compaction.start({ lines: Array.from(this.#index.values()), size: file.size, fileLines: file.lines });
     if (!done) this.#compactAfterLines = Math.ceil(file.lines * 1.5);
+    this.#observer?.compacted?.(done);
     return done;
   }
 

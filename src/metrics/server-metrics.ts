@@ -1,0 +1,91 @@
+import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks';
+import type { StoreObserver } from '../store/log/jsonl-store.js';
+import { Counter, Gauge, Histogram, Registry, type Sample } from './registry.js';
+
+/** Seconds: from a cached page (tens of microseconds) to a slow query (seconds). */
+const LATENCY_BUCKETS: readonly number[] = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5];
+/** fdatasync on SSDs takes about 0.1 to 10 ms; a slow disk or a full queue, more. */
+const FSYNC_BUCKETS: readonly number[] = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1];
+/** Lines per group commit: powers of two up to a large burst. */
+const BATCH_BUCKETS: readonly number[] = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512];
+
+/** What a query does, for `halserve_query_duration_seconds` (contract §3a). */
+export type QueryKind = 'plain' | 'filter' | 'sort' | 'search';
+
+/**
+ * Every metric halserve exposes at `/metrics` (contract §4b). Made per server (STYLE: factory, not
+ * singleton); the CLI hands `storeObserver` to the stores so that their writes are counted too.
+ */
+export class ServerMetrics {
+  readonly registry = new Registry();
+  readonly requests = this.registry.add(
+    new Counter('halserve_http_requests_total', 'HTTP requests answered, by method, route template and status code.', ['method', 'route', 'status']),
+  );
+  readonly latency = this.registry.add(
+    new Histogram('halserve_http_request_duration_seconds', 'Time from a request arriving to its response being handed to the socket.', LATENCY_BUCKETS, ['method', 'route']),
+  );
+  readonly queries = this.registry.add(
+    new Histogram('halserve_query_duration_seconds', 'Time to build a collection page that was not cached, by resource and kind (plain, filter, sort, search).', LATENCY_BUCKETS, ['resource', 'kind']),
+  );
+  readonly pageCache = this.registry.add(
+    new Counter('halserve_page_cache_requests_total', 'Collection page requests answered from the page cache (hit) or built (miss).', ['resource', 'result']),
+  );
+  readonly writes = this.registry.add(new Counter('halserve_store_writes_total', 'Lines made durable in a resource log (creates, replaces, patches, deletes).', ['resource']));
+  readonly fsync = this.registry.add(new Histogram('halserve_store_fsync_seconds', 'Time a group commit took to reach the disk: its write and fdatasync.', FSYNC_BUCKETS, ['resource']));
+  readonly batches = this.registry.add(new Histogram('halserve_store_batch_lines', 'Lines written per group commit (one fdatasync each).', BATCH_BUCKETS, ['resource']));
+  readonly compactions = this.registry.add(
+    new Counter('halserve_store_compactions_total', 'Compactions of a resource log, by outcome (ok or failed).', ['resource', 'outcome']),
+  );
+  readonly writeFailures = this.registry.add(
+    new Counter('halserve_store_write_failures_total', 'Writes refused because the log could not be written, by resource and cause (ENOSPC, EIO, ...).', ['resource', 'cause']),
+  );
+  readonly rateLimited = this.registry.add(new Counter('halserve_rate_limited_total', 'Requests refused with 429 by the rate limit.'));
+
+  readonly #sizes = new Map<string, () => number>();
+  readonly #loop: IntervalHistogram;
+
+  constructor() {
+    this.registry.add(
+      new Gauge('halserve_entities', 'Live entities per resource.', () => [...this.#sizes].map(([resource, size]): Sample => ({ labels: { resource }, value: size() }))),
+    );
+    // 10 ms resolution: the contract's budget for holding the loop (§9); finer costs more timer wake-ups.
+    this.#loop = monitorEventLoopDelay({ resolution: 10 });
+    this.#loop.enable();
+    const loop = this.#loop;
+    const seconds = (nanoseconds: number): number => (Number.isFinite(nanoseconds) ? nanoseconds / 1e9 : 0);
+    this.registry.add(
+      new Gauge('halserve_event_loop_delay_seconds', 'Event-loop delay since start: mean, p50, p99 and max (sampled every 10 ms).', () =>
+        loop.count === 0
+          ? []
+          : [
+              { labels: { stat: 'mean' }, value: seconds(loop.mean) },
+              { labels: { stat: 'p50' }, value: seconds(loop.percentile(50)) },
+              { labels: { stat: 'p99' }, value: seconds(loop.percentile(99)) },
+              { labels: { stat: 'max' }, value: seconds(loop.max) },
+            ],
+      ),
+    );
+  }
+
+  /** Makes `halserve_entities` report this resource's size when scraped. */
+  track(resource: string, size: () => number): void {
+    this.#sizes.set(resource, size);
+  }
+
+  /** The hooks a resource's store calls: durable batches and compactions. */
+  storeObserver(resource: string): StoreObserver {
+    return {
+      committed: (lines, syncSeconds) => {
+        this.writes.inc(lines, resource);
+        this.batches.observe(lines, resource);
+        if (syncSeconds > 0) this.fsync.observe(syncSeconds, resource);
+      },
+      compacted: (ok) => this.compactions.inc(1, resource, ok ? 'ok' : 'failed'),
+    };
+  }
+
+  /** Stops sampling the event loop. */
+  close(): void {
+    this.#loop.disable();
+  }
+}
