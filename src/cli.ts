@@ -2,7 +2,9 @@
 import { readFile } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import type { ResourceOptions } from './http/app.js';
+import type { ServedResource } from './http/app.js';
+import { ServerMetrics } from './metrics/server-metrics.js';
+import type { JsonSchema } from './representations/openapi.js';
 import { createHalServer, trackConnections } from './http/server.js';
 import { ConfigError, HELP, isLoopback, parseConfig, resourceNameProblem, type Config } from './config.js';
 import type { PathCheck } from './conventions/query.js';
@@ -24,8 +26,15 @@ const warn = (message: string): void => {
   process.stderr.write(`halserve: ${message}\n`);
 };
 
-/** Reads `<data>/<name>.schema.json` if there is one (contract §1): its validator and the paths it declares. */
-async function loadSchema(data: string, name: string): Promise<{ validate: Validator; declared: PathCheck } | undefined> {
+/** A resource's schema file: the schema itself (for OpenAPI and the browser), its validator and the paths it declares. */
+interface LoadedSchema {
+  readonly schema: JsonSchema;
+  readonly validate: Validator;
+  readonly declared: PathCheck;
+}
+
+/** Reads `<data>/<name>.schema.json` if there is one (contract §1). */
+async function loadSchema(data: string, name: string): Promise<LoadedSchema | undefined> {
   const path = join(data, `${name}.schema.json`);
   let text: string;
   try {
@@ -40,7 +49,7 @@ async function loadSchema(data: string, name: string): Promise<{ validate: Valid
   } catch (error) {
     throw new StartupError(`${path}: not valid JSON: ${(error as Error).message}`);
   }
-  return { validate: compileSchema(schema, path), declared: declaredPaths(schema) };
+  return { schema: schema as JsonSchema, validate: compileSchema(schema, path), declared: declaredPaths(schema) };
 }
 
 /** The resources to serve: every `*.jsonl` file plus the declared ones, each name checked. */
@@ -70,9 +79,11 @@ async function main(): Promise<void> {
   }
   checkAuthentication(config);
   const names = await resourceNames(config);
-  const schemas = new Map<string, { validate: Validator; declared: PathCheck } | undefined>();
+  const schemas = new Map<string, LoadedSchema | undefined>();
   for (const name of names) schemas.set(name, await loadSchema(config.data, name));
+  const metrics = new ServerMetrics();
   const dataDir = await openDataDir({
+    observer: (name) => metrics.storeObserver(name),
     dir: config.data,
     resources: names,
     durability: config.durability,
@@ -81,11 +92,11 @@ async function main(): Promise<void> {
   });
 
   let draining = false;
-  const resources: ResourceOptions[] = names.map((name) => {
+  const resources: ServedResource[] = names.map((name) => {
     const store = dataDir.stores.get(name);
     if (!store) throw new StartupError(`store ${name} did not open`);
-    const schema = schemas.get(name);
-    return schema ? { name, store, ...schema } : { name, store };
+    const found = schemas.get(name);
+    return found ? { name, store, ...found } : { name, store };
   });
   const out = process.stdout;
   let logging = config.log === 'json';
@@ -104,7 +115,11 @@ async function main(): Promise<void> {
     maxBodyValues: config.maxBodyValues,
     maxBodyMembers: config.maxBodyMembers,
     ready: () => !draining,
+    metrics,
+    warn,
     errorLog: (error) => warn(`unexpected error: ${(error as Error)?.stack ?? String(error)}`),
+    ...(config.rateLimit === undefined ? {} : { rateLimit: config.rateLimit }),
+    ...(config.rateLimitBurst === undefined ? {} : { rateLimitBurst: config.rateLimitBurst }),
     ...(logging ? { accessLog: (entry) => logging && out.write(`${JSON.stringify(entry)}\n`) } : {}),
     ...(config.corsOrigin === undefined ? {} : { corsOrigin: config.corsOrigin }),
   });
@@ -135,6 +150,7 @@ async function main(): Promise<void> {
     const force = setTimeout(() => server.closeAllConnections(), SHUTDOWN_GRACE_MS);
     force.unref();
     server.close(() => {
+      metrics.close();
       dataDir.close().then(
         () => process.exit(0),
         (error: unknown) => {

@@ -21,6 +21,9 @@ export interface Config {
   readonly maxBodyMembers: number;
   readonly basePath: string;
   readonly corsOrigin: string | undefined;
+  /** Requests per second per client; undefined: no limit (contract §4b). */
+  readonly rateLimit: number | undefined;
+  readonly rateLimitBurst: number | undefined;
   readonly help: boolean;
 }
 
@@ -31,7 +34,7 @@ export class ConfigError extends Error {
 
 /** Contract §1: resource names, and the names the server keeps for itself. */
 export const RESOURCE_NAME = /^[a-z][a-z0-9_-]{0,63}$/;
-export const RESERVED_NAMES: ReadonlySet<string> = new Set(['v1', 'healthz', 'readyz', 'metrics']);
+export const RESERVED_NAMES: ReadonlySet<string> = new Set(['v1', 'healthz', 'readyz', 'metrics', 'ping', 'me']);
 
 /** A path prefix that can stand in a header and a link as it is: `''`, `/`, `/api`, `/a/b/`. */
 const BASE_PATH = /^(?:\/?|(?:\/[A-Za-z0-9\-._~!$&'()*+,;=:@%]+)+\/?)$/;
@@ -77,6 +80,8 @@ export const OPTIONS: readonly Option[] = [
   { flag: 'max-body-members', env: ['HALSERVE_MAX_BODY_MEMBERS'], kind: 'string', help: `most members of one object in a request body (default ${DEFAULT_MAX_BODY_MEMBERS})` },
   { flag: 'base-path', env: ['HALSERVE_BASE_PATH'], kind: 'string', help: 'path prefix put in front of every link (default none)' },
   { flag: 'cors-origin', env: ['HALSERVE_CORS_ORIGIN'], kind: 'string', help: 'allow cross-origin requests from this origin' },
+  { flag: 'rate-limit', env: ['HALSERVE_RATE_LIMIT'], kind: 'string', help: 'requests per second per token (or per address without one); 429 beyond (default off)' },
+  { flag: 'rate-limit-burst', env: ['HALSERVE_RATE_LIMIT_BURST'], kind: 'string', help: 'requests allowed at once under --rate-limit (default one second\'s worth)' },
   { flag: 'help', env: [], kind: 'boolean', help: 'print this help and exit' },
 ];
 
@@ -105,6 +110,15 @@ function parseWholeNumber(name: string, value: string, min: number, max: number)
     throw new ConfigError(`${name} must be a whole number from ${min} to ${max}, not ${JSON.stringify(value)}`);
   }
   return Number(value);
+}
+
+/** A rate: a positive decimal such as `50` or `0.5`, at most a million. */
+function parsePositive(name: string, value: string): number {
+  const n = Number(value);
+  if (!/^[0-9]+(\.[0-9]+)?$/.test(value) || !(n > 0) || n > 1_000_000) {
+    throw new ConfigError(`${name} must be a number of requests per second greater than 0 (e.g. 50 or 0.5), not ${JSON.stringify(value)}`);
+  }
+  return n;
 }
 
 function oneOf<T extends string>(name: string, value: string, allowed: readonly T[]): T {
@@ -180,6 +194,11 @@ export function parseConfig(argv: readonly string[], env: Readonly<Record<string
   const log = text('log', 'json');
   const durability = text('durability', 'full');
   const cors = text('cors-origin', '');
+  const rate = text('rate-limit', '');
+  const burst = text('rate-limit-burst', '');
+  const rateLimit = rate.value === '' ? undefined : parsePositive(rate.name, rate.value);
+  const rateLimitBurst = burst.value === '' ? undefined : parseWholeNumber(burst.name, burst.value, 1, 1_000_000);
+  if (rateLimitBurst !== undefined && rateLimit === undefined) throw new ConfigError(`${burst.name} needs --rate-limit`);
   return {
     port: parseWholeNumber(port.name, port.value, 0, 65535),
     host: text('host', '127.0.0.1').value,
@@ -196,6 +215,8 @@ export function parseConfig(argv: readonly string[], env: Readonly<Record<string
     maxBodyMembers: parseWholeNumber(maxBodyMembers.name, maxBodyMembers.value, 1, 1_000_000_000),
     basePath: basePath.value,
     corsOrigin: cors.value === '' ? undefined : cors.value,
+    rateLimit,
+    rateLimitBurst,
     help: boolean('help'),
   };
 }

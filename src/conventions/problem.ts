@@ -100,3 +100,10 @@ export const validationFailed = (validationMessages: Readonly<Record<string, Rea
 
 /** Contract §7: an unexpected failure shows no internals. */
 export const internalError = (): HttpProblem => new HttpProblem(500, 'The server failed to handle the request');
+
+/**
+ * RFC 6585 §4 and contract §4b: over the rate limit. `Retry-After` is whole seconds rounded up
+ * (RFC 9110 §10.2.3); `X-RateLimit-Wait` the exact wait, as the Shopping Feed API sends it.
+ */
+export const tooManyRequests = (waitSeconds: number, waitText: string): HttpProblem =>
+  new HttpProblem(429, `Too many requests: wait ${waitText} s`, {}, { 'retry-after': String(Math.max(1, Math.ceil(waitSeconds))), 'x-ratelimit-wait': waitText });

@@ -1,38 +1,37 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { createTokenScrubber } from './access-log.js';
 import { createAuthenticator } from './auth.js';
-import { bodyLimits, ClientAbortedError, withEntityLimits } from './body.js';
-import { checkIfMatch, notModified, versionTags } from '../conventions/conditional.js';
+import { bodyLimits, withEntityLimits } from './body.js';
+import { createBoundary, type AccessLogEntry } from './boundary.js';
+import type { Context, Exchange, RouteHandler } from './context.js';
+import { createCors } from './cors.js';
+import { addDiscoveryRoutes, BROWSER_PATTERN, SHELL_PATTERNS } from './discovery-routes.js';
 import { indexDocument } from '../conventions/hal.js';
 import { randomId } from '../conventions/id.js';
-import { HAL_JSON, JSON_TYPE, MERGE_PATCH_JSON } from './negotiation.js';
-import {
-  badRequest,
-  HttpProblem,
-  internalError,
-  methodNotAllowed,
-  notFound,
-  serviceUnavailable,
-} from '../conventions/problem.js';
-import { jsonReply, problemReply, send, type Reply } from './reply.js';
-import { accepted, normaliseBasePath, originForm, readJsonBody, repeatsHost, routeSegments } from './request.js';
-import { Resource, type Page, type ResourceOptions, type WriteConditions } from './resource.js';
-import { createRouter, type Params } from './router.js';
-import { StoreWriteError, type StoredEntity } from '../store/store.js';
+import { badRequest, methodNotAllowed, notFound, tooManyRequests, type HttpProblem } from '../conventions/problem.js';
+import type { JsonSchema } from '../representations/openapi.js';
+import { ServerMetrics } from '../metrics/server-metrics.js';
+import { prefersHtml } from './negotiation.js';
+import { addOperationRoutes, OPEN_PATTERNS, UNLIMITED_PATTERNS } from './operation-routes.js';
+import { createOperationalLog } from './operational-log.js';
+import { RateLimiter, rateLimitHeaders, waitText } from './rate-limit.js';
+import { jsonReply, type Reply } from './reply.js';
+import { accepted, normaliseBasePath, originForm, repeatsHost, routeSegments } from './request.js';
+import { addResourceRoutes, resourceOf } from './resource-routes.js';
+import { Resource, type ResourceOptions } from './resource.js';
+import { createRouter } from './router.js';
 
 export type { ResourceOptions } from './resource.js';
+export type { AccessLogEntry } from './boundary.js';
 
-/** One line of the access log (contract §9). Never holds a token. */
-export interface AccessLogEntry {
-  readonly time: string;
-  readonly method: string;
-  readonly path: string;
-  readonly status: number;
-  readonly ms: number;
-  readonly bytes: number;
+/** A resource as the handler is given it: its store and checks, and the schema they came from. */
+export interface ServedResource extends ResourceOptions {
+  /** The JSON schema of its client fields, described in `/openapi.json` and the browser's forms. */
+  readonly schema?: JsonSchema;
 }
 
 export interface HandlerOptions {
-  readonly resources: readonly ResourceOptions[];
+  readonly resources: readonly ServedResource[];
   /** Bearer tokens, `read:`-prefixed for read-only ones (contract §6). None: no authentication. */
   readonly tokens?: readonly string[];
   /** Public path prefix the server is mounted under: links carry it, requests may or may not. */
@@ -47,12 +46,20 @@ export interface HandlerOptions {
   readonly maxBodyMembers?: number;
   /** Called once per finished request. */
   readonly accessLog?: (entry: AccessLogEntry) => void;
-  /** Called with every unexpected error (the 500s and failed writes), for the server's log. */
+  /** Called with every unexpected error (the 500s), for the server's log. */
   readonly errorLog?: (error: unknown) => void;
+  /** One line per expected operational failure (a full disk), at most one per kind every 10 s. */
+  readonly warn?: (message: string) => void;
   /** Extra readiness condition for `/readyz`, e.g. false while shutting down. */
   readonly ready?: () => boolean;
   /** Origin allowed to make cross-origin requests (`*` for any); no CORS headers when unset (contract §5). */
   readonly corsOrigin?: string;
+  /** Requests per second per token (or per client address without one); off when unset (contract §4b). */
+  readonly rateLimit?: number;
+  /** Requests allowed at once under the rate limit; default one second's worth. */
+  readonly rateLimitBurst?: number;
+  /** The server's metrics; the CLI shares them with the stores. Default: the handler's own. */
+  readonly metrics?: ServerMetrics;
   /** Current time in Unix seconds (tests pin it). */
   readonly now?: () => number;
   /** New entity ids (tests pin them). */
@@ -62,106 +69,38 @@ export interface HandlerOptions {
 /** A `node:http` request listener. */
 export type Handler = (req: IncomingMessage, res: ServerResponse) => void;
 
-interface Context {
-  readonly req: IncomingMessage;
-  readonly res: ServerResponse;
-  readonly params: Params;
-  readonly query: string;
-}
-
-type RouteHandler = (context: Context) => Reply | Promise<Reply>;
-
-const HEALTH_PATHS: ReadonlySet<string> = new Set(['healthz', 'readyz']);
 const WRITE_METHODS: ReadonlySet<string> = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
-/** Contract §5: PUT and POST take JSON; PATCH also takes a merge patch (RFC 7396). */
-const JSON_BODY_TYPES: readonly string[] = [JSON_TYPE];
-const PATCH_BODY_TYPES: readonly string[] = [JSON_TYPE, MERGE_PATCH_JSON];
-
-/** Fetch standard, CORS protocol: what a browser may send and read (contract §5). */
-const CORS_ALLOW_HEADERS = 'Authorization, Content-Type, Accept, If-Match, If-None-Match';
-const CORS_EXPOSE_HEADERS = 'Location, ETag, Link';
-const CORS_MAX_AGE_SECONDS = '600';
-
-/** Longest `Link` header sent: nginx's default proxy buffer is 4 KiB for all of them together. */
-const MAX_LINK_HEADER = 2048;
 
 const unixSeconds = (): number => Math.floor(Date.now() / 1000);
+
 /** Builds the request listener for a set of resources. Everything it uses comes from `options`. */
 export function createHandler(options: HandlerOptions): Handler {
   const basePath = normaliseBasePath(options.basePath ?? '');
-  const maxBody = bodyLimits(options);
   const now = options.now ?? unixSeconds;
-  const newId = options.newId ?? randomId;
   const auth = createAuthenticator(options.tokens ?? []);
+  const metrics = options.metrics ?? new ServerMetrics();
+  const maxBody = bodyLimits(options);
   const resources = new Map(options.resources.map((r) => [r.name, new Resource(withEntityLimits(r, maxBody), basePath, options.queryBudgetMs)]));
-  const indexBody = JSON.stringify(indexDocument(basePath, [...resources.keys()]));
+  for (const [name, resource] of resources) metrics.track(name, () => resource.store.size);
+  const names = [...resources.keys()];
+  const cors = createCors(options.corsOrigin);
+  const limiter = options.rateLimit === undefined ? undefined : new RateLimiter({ rate: options.rateLimit, ...(options.rateLimitBurst === undefined ? {} : { burst: options.rateLimitBurst }) });
+
   const router = createRouter<RouteHandler>();
-  const cors = options.corsOrigin;
-  /** CORS response headers for a request from `origin`, or none when CORS is off or the origin is not allowed. */
-  const corsHeaders = (origin: string | undefined): Record<string, string> | undefined => {
-    if (cors === undefined || origin === undefined || (cors !== '*' && cors !== origin)) return undefined;
-    return cors === '*'
-      ? { 'access-control-allow-origin': '*', 'access-control-expose-headers': CORS_EXPOSE_HEADERS }
-      : { 'access-control-allow-origin': origin, 'access-control-expose-headers': CORS_EXPOSE_HEADERS, vary: 'Origin' };
-  };
-
-  const resourceOf = (params: Params): Resource => {
-    const resource = resources.get(params['name'] ?? '');
-    if (!resource) throw notFound(`There is no resource named ${JSON.stringify(params['name'])}`);
-    return resource;
-  };
-
-  const isReady = (): boolean => (options.ready?.() ?? true) && [...resources.values()].every((r) => r.store.ready);
-  const health = (ok: boolean): Reply =>
-    ok ? jsonReply(200, JSON_TYPE, '{"status":"ok"}') : jsonReply(503, JSON_TYPE, '{"status":"unavailable"}');
-  router.add('GET', '/healthz', () => health(true));
-  router.add('GET', '/readyz', () => health(isReady()));
-
+  const indexBody = JSON.stringify(indexDocument(basePath, names));
   router.add('GET', '/', ({ req }) => jsonReply(200, accepted(req), indexBody));
-
-  router.add('GET', '/:name', ({ req, params, query }) => {
-    const mediaType = accepted(req);
-    const page = resourceOf(params).page(query, mediaType);
-    return page instanceof Promise ? page.then((p) => pageReply(req, p, mediaType)) : pageReply(req, page, mediaType);
+  addResourceRoutes(router, { resources, maxBody, now, newId: options.newId ?? randomId, metrics });
+  addOperationRoutes(router, {
+    basePath,
+    names,
+    auth,
+    metrics,
+    now,
+    ready: () => (options.ready?.() ?? true) && [...resources.values()].every((r) => r.store.ready),
   });
+  const discovery = addDiscoveryRoutes(router, { basePath, resources: options.resources, tokensConfigured: auth.enabled });
 
-  router.add('POST', '/:name', async ({ req, res, params }) => {
-    const resource = resourceOf(params);
-    const mediaType = accepted(req);
-    const body = await readJsonBody(req, res, JSON_BODY_TYPES, maxBody);
-    const entity = await resource.create(body, now(), newId);
-    return entityReply(201, mediaType, resource, entity, { location: resource.href(entity.id) });
-  });
-
-  router.add('GET', '/:name/:id', ({ req, params }) => {
-    const mediaType = accepted(req);
-    const resource = resourceOf(params);
-    const entity = resource.entity(params['id'] ?? '');
-    return entity instanceof Promise ? entity.then((e) => entityRead(req, mediaType, resource, e)) : entityRead(req, mediaType, resource, entity);
-  });
-
-  router.add('PUT', '/:name/:id', async ({ req, res, params }) => {
-    const resource = resourceOf(params);
-    const mediaType = accepted(req);
-    const body = await readJsonBody(req, res, JSON_BODY_TYPES, maxBody);
-    const entity = await resource.replace(params['id'] ?? '', body, now(), writeConditions(req));
-    return entityReply(200, mediaType, resource, entity);
-  });
-
-  router.add('PATCH', '/:name/:id', async ({ req, res, params }) => {
-    const resource = resourceOf(params);
-    const mediaType = accepted(req);
-    const body = await readJsonBody(req, res, PATCH_BODY_TYPES, maxBody);
-    const entity = await resource.patch(params['id'] ?? '', body, now(), writeConditions(req));
-    return entityReply(200, mediaType, resource, entity);
-  });
-
-  router.add('DELETE', '/:name/:id', async ({ req, params }) => {
-    await resourceOf(params).remove(params['id'] ?? '', writeConditions(req));
-    return { status: 204 };
-  });
-
-  const dispatch = (req: IncomingMessage, res: ServerResponse): Reply | Promise<Reply> => {
+  const dispatch = (req: IncomingMessage, res: ServerResponse, exchange: Exchange): Reply | Promise<Reply> => {
     const method = req.method ?? 'GET';
     if (repeatsHost(req.rawHeaders)) throw badRequest('The request has more than one Host header');
     // RFC 9112 §3.2: an HTTP/1.1 request without Host is a 400.
@@ -172,117 +111,58 @@ export function createHandler(options: HandlerOptions): Handler {
     const segments = routeSegments(path, basePath);
     const query = mark === -1 ? '' : url.slice(mark + 1);
     const nothingHere = (): HttpProblem => notFound(`There is nothing at ${JSON.stringify(path)}`);
-    const isHealth = segments.length === 1 && HEALTH_PATHS.has(segments[0] ?? '');
-    if (cors && method === 'OPTIONS' && req.headers['access-control-request-method'] !== undefined) {
-      // A CORS preflight carries no credentials (Fetch standard §3.2.2), so it is answered before authentication.
-      const match = router.match('OPTIONS', segments);
+    const match = router.match(method, segments);
+    if (match) exchange.route = routeLabel(match.pattern);
+    // A CORS preflight carries no credentials (Fetch standard §3.2.2), so it is answered before authentication.
+    if (cors.enabled && method === 'OPTIONS' && req.headers['access-control-request-method'] !== undefined) {
       if (!match) throw nothingHere();
-      const methods = match.allow.join(', ');
-      return {
-        status: 204,
-        headers: {
-          allow: methods,
-          'access-control-allow-methods': methods,
-          'access-control-allow-headers': CORS_ALLOW_HEADERS,
-          'access-control-max-age': CORS_MAX_AGE_SECONDS,
-        },
-      };
+      return cors.preflight(match.allow);
+    }
+    const pattern = match?.pattern;
+    // The browser's shell and its assets hold no data: served to anyone, before authentication (contract §4b).
+    if (pattern === BROWSER_PATTERN && (method === 'GET' || method === 'HEAD')) return discovery.asset(match?.params['asset'] ?? '');
+    if ((method === 'GET' || method === 'HEAD') && pattern !== undefined && SHELL_PATTERNS.has(pattern) && prefersHtml(req.headers.accept)) {
+      exchange.route = `${exchange.route} (html)`;
+      return discovery.shell();
+    }
+    const open = pattern !== undefined && OPEN_PATTERNS.has(pattern);
+    const principal = open ? undefined : auth.identify(req.headers.authorization);
+    if (limiter && !(pattern !== undefined && UNLIMITED_PATTERNS.has(pattern))) {
+      // Per token when one is valid; otherwise per address, so that inventing tokens buys nothing.
+      const decision = limiter.take(principal?.key ?? `address:${req.socket.remoteAddress ?? ''}`);
+      exchange.headers = rateLimitHeaders(limiter, decision);
+      if (!decision.allowed) {
+        metrics.rateLimited.inc();
+        throw tooManyRequests(decision.waitSeconds, waitText(decision.waitSeconds));
+      }
     }
     // Authenticate before routing, so that a client without a token learns nothing of what exists.
-    if (!isHealth) auth.check(req.headers.authorization, WRITE_METHODS.has(method));
-    const match = router.match(method, segments);
+    if (!open) auth.authorize(principal, req.headers.authorization, WRITE_METHODS.has(method));
     if (!match) throw nothingHere();
-    if (match.params['name'] !== undefined) resourceOf(match.params);
+    const name = match.params['name'];
+    if (name !== undefined) {
+      exchange.resource = resourceOf(resources, match.params).name;
+      // Known now to be one of the configured few: a bounded label.
+      exchange.route = match.pattern.replace(':name', name).replace(':id', '{id}');
+    }
     if (method === 'OPTIONS') return { status: 204, headers: { allow: match.allow.join(', ') } };
     if (!match.handler) throw methodNotAllowed(method, match.allow);
-    return match.handler({ req, res, params: match.params, query });
+    const context: Context = { req, res, params: match.params, query, principal };
+    return match.handler(context);
   };
 
-  const fail = (error: unknown): Reply => {
-    if (error instanceof HttpProblem) return problemReply(error);
-    // A client that left has no one to answer; that is no failure of the server.
-    if (error instanceof ClientAbortedError) return { status: 400 };
-    options.errorLog?.(error);
-    if (error instanceof StoreWriteError) return problemReply(serviceUnavailable('The change could not be saved; it was not applied. Try again later'));
-    return problemReply(internalError());
-  };
-
-  return (req, res) => {
-    const started = performance.now();
-    const extra = corsHeaders(req.headers.origin);
-    const log = options.accessLog;
-    // A response that cannot be written (a header Node refuses) ends this exchange, not the process.
-    const unwritable = (error: unknown): void => {
-      options.errorLog?.(error);
-      res.destroy();
-    };
-    const finish = (reply: Reply): void => {
-      let bytes = 0;
-      try {
-        const sent = send(req, res, reply, extra);
-        if (typeof sent === 'number') bytes = sent;
-        else sent.then((n) => (bytes = n), unwritable);
-      } catch (error) {
-        unwritable(error);
-        return;
-      }
-      if (log) {
-        res.once('finish', () =>
-          log({
-            time: new Date().toISOString(),
-            method: req.method ?? '',
-            path: req.url ?? '',
-            status: res.statusCode,
-            ms: Math.round((performance.now() - started) * 1000) / 1000,
-            bytes,
-          }),
-        );
-      }
-    };
-    let reply: Reply | Promise<Reply>;
-    try {
-      reply = dispatch(req, res);
-    } catch (error) {
-      reply = fail(error);
-    }
-    if (reply instanceof Promise) reply.then(finish, (error: unknown) => finish(fail(error)));
-    else finish(reply);
-  };
+  const warn = options.warn ?? ((message: string) => process.stderr.write(`halserve: ${message}\n`));
+  return createBoundary(dispatch, {
+    cors,
+    metrics,
+    accessLog: options.accessLog,
+    errorLog: options.errorLog,
+    operationalLog: createOperationalLog(warn),
+    scrub: createTokenScrubber(options.tokens ?? []),
+  });
 }
 
-/** The conditions of a write (RFC 9110 §13.1.1, §13.1.2), checked by the resource inside the store's write order. */
-function writeConditions(req: IncomingMessage): WriteConditions {
-  return { ifMatch: req.headers['if-match'], ifNoneMatch: req.headers['if-none-match'] };
-}
-
-/** A collection page, or 304 when the client's copy is current; a long `Link` is left to the body. */
-function pageReply(req: IncomingMessage, page: Page, mediaType: string): Reply {
-  const headers: Record<string, string> = {};
-  if (page.etag !== undefined) {
-    headers['etag'] = page.etag;
-    checkIfMatch(req.headers['if-match'], [page.etag]);
-  } else if (req.headers['if-match'] !== undefined) {
-    // The page spans writes: it matches no tag a client can hold.
-    checkIfMatch(req.headers['if-match'], []);
-  }
-  // A long filter makes five long links: past a size proxies take, the body alone carries them.
-  if (page.link.length <= MAX_LINK_HEADER) headers['link'] = page.link;
-  if (page.etag !== undefined && notModified(req.headers['if-none-match'], page.etag)) return { status: 304, headers: { ...headers, vary: 'Accept' } };
-  return jsonReply(200, mediaType, page.body, headers);
-}
-
-/** GET of one entity, with its tag and conditions. */
-function entityRead(req: IncomingMessage, mediaType: string, resource: Resource, entity: StoredEntity): Reply {
-  const { body, version } = resource.representation(entity);
-  const ifMatch = req.headers['if-match'];
-  if (ifMatch !== undefined) checkIfMatch(ifMatch, versionTags(version, HAL_JSON));
-  const etag = resource.etag(version, mediaType);
-  if (notModified(req.headers['if-none-match'], etag)) return { status: 304, headers: { etag, vary: 'Accept' } };
-  return jsonReply(200, mediaType, body, { etag });
-}
-
-/** An entity with its tag; `extra` adds headers such as `Location`. */
-function entityReply(status: number, mediaType: string, resource: Resource, entity: StoredEntity, extra: Readonly<Record<string, string>> = {}): Reply {
-  const { body, version } = resource.representation(entity);
-  return jsonReply(status, mediaType, body, { etag: resource.etag(version, mediaType), ...extra });
+/** A bounded label for a matched route: its pattern with `{…}` for each parameter, never a value from the request. */
+function routeLabel(pattern: string): string {
+  return pattern.replace(/:([a-z]+)/g, '{$1}');
 }

@@ -18,12 +18,23 @@ interface TokenEntry {
   readonly access: Access;
 }
 
+/** Who a request's valid token says it is: its access, and a key naming the token without holding it. */
+export interface Principal {
+  readonly access: Access;
+  /** `token:<n>`, the token's position in the configuration (rate limits count per token). */
+  readonly key: string;
+}
+
 /** Checks requests against the configured bearer tokens (contract §6). */
 export interface Authenticator {
   /** False when no token is configured: every request is let through. */
   readonly enabled: boolean;
+  /** The principal of a valid bearer token, or undefined for none, an unknown one, or no authentication. */
+  identify(authorization: string | undefined): Principal | undefined;
   /** Throws a 401 problem for a missing or unknown token, 403 for a read token on a write. */
-  check(authorization: string | undefined, write: boolean): void;
+  authorize(principal: Principal | undefined, authorization: string | undefined, write: boolean): void;
+  /** `identify` then `authorize`; returns the principal. */
+  check(authorization: string | undefined, write: boolean): Principal | undefined;
 }
 
 // Comparing fixed-length digests keeps the comparison's time independent of the token's length and content.
@@ -59,22 +70,36 @@ export function bearerToken(authorization: string | undefined): string | undefin
   return match?.[1];
 }
 
+/** An authenticator over `tokens` (`read:`-prefixed or plain); none configured lets everything through. */
 export function createAuthenticator(tokens: readonly string[]): Authenticator {
   const entries = parseTokens(tokens);
+  const identify = (authorization: string | undefined): Principal | undefined => {
+    if (entries.length === 0) return undefined;
+    const token = bearerToken(authorization);
+    if (token === undefined) return undefined;
+    const presented = digest(token);
+    let found: Principal | undefined;
+    // Compare against every entry, without stopping early, so timing does not tell which matched.
+    entries.forEach((entry, i) => {
+      if (timingSafeEqual(presented, entry.digest) && found?.access !== 'write') found = { access: entry.access, key: `token:${i}` };
+    });
+    return found;
+  };
+  const authorize = (principal: Principal | undefined, authorization: string | undefined, write: boolean): void => {
+    if (entries.length === 0) return;
+    if (principal === undefined) {
+      throw unauthorized(bearerToken(authorization) === undefined ? 'A bearer token is required: Authorization: Bearer <token>' : 'The bearer token is not valid');
+    }
+    if (write && principal.access === 'read') throw forbidden('This token may only read');
+  };
   return {
     enabled: entries.length > 0,
+    identify,
+    authorize,
     check(authorization, write) {
-      if (entries.length === 0) return;
-      const token = bearerToken(authorization);
-      if (token === undefined) throw unauthorized('A bearer token is required: Authorization: Bearer <token>');
-      const presented = digest(token);
-      let access: Access | undefined;
-      // Compare against every entry, without stopping early, so timing does not tell which matched.
-      for (const entry of entries) {
-        if (timingSafeEqual(presented, entry.digest) && access !== 'write') access = entry.access;
-      }
-      if (access === undefined) throw unauthorized('The bearer token is not valid');
-      if (write && access === 'read') throw forbidden('This token may only read');
+      const principal = identify(authorization);
+      authorize(principal, authorization, write);
+      return principal;
     },
   };
 }

@@ -4,6 +4,9 @@ export const JSON_TYPE = 'application/json';
 /** RFC 7396 §4. */
 export const MERGE_PATCH_JSON = 'application/merge-patch+json';
 
+/** The HAL browser's page (contract §4b). */
+export const HTML = 'text/html';
+
 /** What the service can send, best first: HAL wins a tie (contract §5). */
 export const OFFERED_TYPES: readonly string[] = [HAL_JSON, JSON_TYPE];
 
@@ -88,4 +91,16 @@ export function isAcceptedContentType(contentType: string | undefined, accepted:
   if (!accepted.includes(mediaTypeOf(contentType))) return false;
   const charset = /;\s*charset\s*=\s*"?([^";\s]*)/i.exec(contentType ?? '')?.[1];
   return charset === undefined || /^utf-?8$/i.test(charset);
+}
+
+/**
+ * True when `Accept` prefers `text/html` to both JSON types (contract §4b): a browser's
+ * `text/html,…,*\/*;q=0.8` does; `*\/*`, no header, or a JSON type does not, so every HAL client
+ * gets JSON as before.
+ */
+export function prefersHtml(accept: string | undefined): boolean {
+  if (accept === undefined || !accept.includes('html')) return false;
+  const ranges = parseAccept(accept);
+  const html = quality(ranges, HTML);
+  return html > 0 && html > quality(ranges, HAL_JSON) && html > quality(ranges, JSON_TYPE);
 }

@@ -7,6 +7,8 @@ export interface Match<H> {
   readonly params: Params;
   /** Methods allowed on the path, for `Allow` (RFC 9110 §10.2.1): HEAD with GET, and OPTIONS. */
   readonly allow: readonly string[];
+  /** The pattern that matched (`/:name/:id`): a bounded label for metrics, never the raw path. */
+  readonly pattern: string;
 }
 
 export interface Router<H> {
@@ -17,6 +19,7 @@ export interface Router<H> {
 }
 
 interface Route<H> {
+  readonly pattern: string;
   readonly segments: readonly string[];
   readonly handlers: Map<string, H>;
   allow: readonly string[];
@@ -40,7 +43,7 @@ export function createRouter<H>(): Router<H> {
       const segments = splitPath(pattern);
       let route = routes.find((r) => r.segments.join('/') === segments.join('/'));
       if (!route) {
-        route = { segments, handlers: new Map(), allow: [] };
+        route = { pattern: `/${segments.join('/')}`, segments, handlers: new Map(), allow: [] };
         routes.push(route);
         routes.sort((a, b) => a.segments.filter(isParam).length - b.segments.filter(isParam).length);
       }
@@ -62,7 +65,7 @@ export function createRouter<H>(): Router<H> {
         }
         if (!fits) continue;
         const handler = route.handlers.get(method) ?? (method === 'HEAD' ? route.handlers.get('GET') : undefined);
-        return { handler, params, allow: route.allow };
+        return { handler, params, allow: route.allow, pattern: route.pattern };
       }
       return undefined;
     },

@@ -159,14 +159,18 @@ function faultyStore(fault: 'write' | 'crash'): Store {
 }
 
 describe('failures (contract §7)', () => {
-  test('store write fails -> 503 problem, error logged, reads go on', async () => {
+  test('store write fails -> 503 problem, one warning line (no stack), reads go on', async () => {
     const logged: unknown[] = [];
-    const s = await startServer({ resources: [{ name: 'items', store: faultyStore('write') }], errorLog: (e) => logged.push(e) });
+    const warned: string[] = [];
+    const s = await startServer({ resources: [{ name: 'items', store: faultyStore('write') }], errorLog: (e) => logged.push(e), warn: (m) => warned.push(m) });
     const res = await s.request('/items', { method: 'POST', headers: JSON_HEADERS, body: '{}' });
     assert.equal(res.status, 503);
     assert.equal(res.headers.get('content-type'), 'application/problem+json');
     assert.deepEqual(await res.json(), problem(503, 'Service Unavailable', 'The change could not be saved; it was not applied. Try again later'));
-    assert.equal(logged.length, 1);
+    assert.deepEqual(logged, []);
+    assert.equal(warned.length, 1);
+    assert.match(warned[0] ?? '', /^write to items failed: ENOSPC: /);
+    assert.ok(!(warned[0] ?? '').includes('\n    at '));
     assert.equal((await s.request('/items/e000')).status, 200);
   });
 
@@ -194,7 +198,7 @@ describe('CORS (contract §5)', () => {
     const s = await startItems(records(1), { corsOrigin: 'https://app.example' });
     const res = await s.request('/items', { headers: { origin: 'https://app.example' } });
     assert.equal(res.headers.get('access-control-allow-origin'), 'https://app.example');
-    assert.equal(res.headers.get('access-control-expose-headers'), 'Location, ETag, Link');
+    assert.equal(res.headers.get('access-control-expose-headers'), 'Location, ETag, Link, Retry-After, X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Wait');
     assert.equal(res.headers.get('vary'), 'Accept, Origin');
   });
 
@@ -246,9 +250,10 @@ describe('access log', () => {
     await new Promise((r) => setTimeout(r, 20));
     assert.equal(entries.length, 1);
     const entry = entries[0] ?? {};
-    assert.deepEqual(Object.keys(entry), ['time', 'method', 'path', 'status', 'ms', 'bytes']);
+    assert.deepEqual(Object.keys(entry), ['time', 'method', 'path', 'query', 'status', 'ms', 'bytes']);
     assert.equal(entry['method'], 'GET');
-    assert.equal(entry['path'], '/items/e000?x=1');
+    assert.equal(entry['path'], '/items/e000');
+    assert.equal(entry['query'], 'x=1');
     assert.equal(entry['status'], 200);
     assert.equal(entry['bytes'], Buffer.byteLength(text));
     assert.equal(typeof entry['ms'], 'number');

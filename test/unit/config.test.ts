@@ -18,6 +18,8 @@ const DEFAULTS = {
   maxBodyMembers: 1000,
   basePath: '',
   corsOrigin: undefined,
+  rateLimit: undefined,
+  rateLimitBurst: undefined,
   help: false,
 };
 
@@ -25,7 +27,7 @@ describe('parseConfig', () => {
   test('nothing -> defaults', () => assert.deepEqual(parseConfig([], {}), DEFAULTS));
 
   test('every flag -> its value', () => {
-    const argv = ['--port', '0', '--host=0.0.0.0', '--data', '/d', '--resource', 'a', '--resource=b,c', '--token', 't1', '--token', 'read:t2', '--no-auth', '--log', 'off', '--durability', 'none', '--repair', '--max-body', '10', '--max-body-values', '20', '--max-body-members=3', '--query-budget', '250', '--base-path', '/api', '--cors-origin', '*', '--help'];
+    const argv = ['--port', '0', '--host=0.0.0.0', '--data', '/d', '--resource', 'a', '--resource=b,c', '--token', 't1', '--token', 'read:t2', '--no-auth', '--log', 'off', '--durability', 'none', '--repair', '--max-body', '10', '--max-body-values', '20', '--max-body-members=3', '--query-budget', '250', '--base-path', '/api', '--cors-origin', '*', '--rate-limit', '2.5', '--rate-limit-burst', '10', '--help'];
     assert.deepEqual(parseConfig(argv, {}), {
       port: 0,
       host: '0.0.0.0',
@@ -42,6 +44,8 @@ describe('parseConfig', () => {
       maxBodyMembers: 3,
       basePath: '/api',
       corsOrigin: '*',
+      rateLimit: 2.5,
+      rateLimitBurst: 10,
       help: true,
     });
   });
@@ -63,6 +67,8 @@ describe('parseConfig', () => {
       HALSERVE_MAX_BODY_MEMBERS: '7',
       HALSERVE_BASE_PATH: '/b',
       HALSERVE_CORS_ORIGIN: 'https://a.example',
+      HALSERVE_RATE_LIMIT: '50',
+      HALSERVE_RATE_LIMIT_BURST: '100',
     };
     assert.deepEqual(parseConfig([], env), {
       ...DEFAULTS,
@@ -81,6 +87,8 @@ describe('parseConfig', () => {
       maxBodyMembers: 7,
       basePath: '/b',
       corsOrigin: 'https://a.example',
+      rateLimit: 50,
+      rateLimitBurst: 100,
     });
   });
 
@@ -139,6 +147,8 @@ describe('resourceNameProblem', () => {
     ['healthz', 'reserved'],
     ['readyz', 'reserved'],
     ['metrics', 'reserved'],
+    ['ping', 'reserved'],
+    ['me', 'reserved'],
   ] as const) {
     test(`${JSON.stringify(name.slice(0, 20))} -> ${problem}`, () => assert.match(resourceNameProblem(name) ?? '', new RegExp(problem)));
   }

@@ -1,0 +1,112 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { HttpProblem, internalError, serviceUnavailable } from '../conventions/problem.js';
+import type { ServerMetrics } from '../metrics/server-metrics.js';
+import { StoreWriteError } from '../store/store.js';
+import { redactQuery } from './access-log.js';
+import { ClientAbortedError } from './body.js';
+import type { Exchange } from './context.js';
+import type { Cors } from './cors.js';
+import { failureCause } from './operational-log.js';
+import { problemReply, send, type Reply } from './reply.js';
+
+/** One line of the access log (contract §9). Never holds a token. */
+export interface AccessLogEntry {
+  readonly time: string;
+  readonly method: string;
+  /** The path as sent, without the query. */
+  readonly path: string;
+  /** The query as sent, credential-like values redacted; absent when there is none. */
+  readonly query?: string;
+  readonly status: number;
+  readonly ms: number;
+  readonly bytes: number;
+}
+
+export interface BoundaryOptions {
+  readonly cors: Cors;
+  readonly metrics: ServerMetrics;
+  readonly accessLog: ((entry: AccessLogEntry) => void) | undefined;
+  /** Unexpected errors, with their stack, for the server's log. */
+  readonly errorLog: ((error: unknown) => void) | undefined;
+  /** Expected operational failures (a full disk): one line per kind, rate-limited by the caller. */
+  readonly operationalLog: (kind: string, message: string) => void;
+  /** Removes configured tokens from text bound for the log. */
+  readonly scrub: (text: string) => string;
+}
+
+type Dispatch = (req: IncomingMessage, res: ServerResponse, exchange: Exchange) => Reply | Promise<Reply>;
+
+/**
+ * The one error boundary (STYLE: one error path): whatever a route throws becomes a problem
+ * document here, then the reply is written, logged and counted.
+ */
+export function createBoundary(dispatch: Dispatch, options: BoundaryOptions): (req: IncomingMessage, res: ServerResponse) => void {
+  const { cors, metrics, accessLog, errorLog, operationalLog, scrub } = options;
+
+  const fail = (error: unknown, exchange: Exchange): Reply => {
+    if (error instanceof HttpProblem) return problemReply(error);
+    // A client that left has no one to answer; that is no failure of the server.
+    if (error instanceof ClientAbortedError) return { status: 400 };
+    if (error instanceof StoreWriteError) {
+      // Expected in operation (a full disk): one counted line, no stack trace.
+      const resource = exchange.resource ?? 'unknown';
+      const cause = failureCause(error);
+      metrics.writeFailures.inc(1, resource, cause);
+      operationalLog(`${resource} ${cause}`, `write to ${resource} failed: ${cause}: ${error.message}`);
+      return problemReply(serviceUnavailable('The change could not be saved; it was not applied. Try again later'));
+    }
+    errorLog?.(error);
+    return problemReply(internalError());
+  };
+
+  return (req, res) => {
+    const started = performance.now();
+    const exchange: Exchange = { route: 'unmatched', resource: undefined, headers: undefined };
+    // A response that cannot be written (a header Node refuses) ends this exchange, not the process.
+    const unwritable = (error: unknown): void => {
+      errorLog?.(error);
+      res.destroy();
+    };
+    const finish = (reply: Reply): void => {
+      let bytes = 0;
+      const corsHeaders = cors.headers(req.headers.origin);
+      const extra = exchange.headers === undefined ? corsHeaders : { ...exchange.headers, ...corsHeaders };
+      try {
+        const sent = send(req, res, reply, extra);
+        if (typeof sent === 'number') bytes = sent;
+        else sent.then((n) => (bytes = n), unwritable);
+      } catch (error) {
+        unwritable(error);
+        return;
+      }
+      res.once('finish', () => {
+        const method = req.method ?? '';
+        const seconds = (performance.now() - started) / 1000;
+        metrics.requests.inc(1, method, exchange.route, String(res.statusCode));
+        metrics.latency.observe(seconds, method, exchange.route);
+        if (accessLog) {
+          const target = req.url ?? '';
+          const mark = target.indexOf('?');
+          const query = mark === -1 ? '' : redactQuery(target.slice(mark + 1));
+          accessLog({
+            time: new Date().toISOString(),
+            method,
+            path: scrub(mark === -1 ? target : target.slice(0, mark)),
+            ...(query === '' ? {} : { query: scrub(query) }),
+            status: res.statusCode,
+            ms: Math.round(seconds * 1_000_000) / 1000,
+            bytes,
+          });
+        }
+      });
+    };
+    let reply: Reply | Promise<Reply>;
+    try {
+      reply = dispatch(req, res, exchange);
+    } catch (error) {
+      reply = fail(error, exchange);
+    }
+    if (reply instanceof Promise) reply.then(finish, (error: unknown) => finish(fail(error, exchange)));
+    else finish(reply);
+  };
+}

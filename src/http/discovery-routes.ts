@@ -1,0 +1,66 @@
+import { createRequire } from 'node:module';
+import { notModified } from '../conventions/conditional.js';
+import { notFound } from '../conventions/problem.js';
+import { ASSET_SEGMENT, BROWSER_ASSETS, BROWSER_CSP, browserShell, staticRepresentation, type StaticRepresentation } from '../representations/html.js';
+import { openApiDocument, type OpenApiResource } from '../representations/openapi.js';
+import type { RouteHandler } from './context.js';
+import type { Reply } from './reply.js';
+import type { Router } from './router.js';
+
+/** The route of the browser's assets. */
+export const BROWSER_PATTERN = `/${ASSET_SEGMENT}/:asset`;
+/** The routes whose URLs a person may open in a browser and get the HAL browser for (contract §4b). */
+export const SHELL_PATTERNS: ReadonlySet<string> = new Set(['/', '/:name', '/:name/:id', '/me', '/ping']);
+
+export interface DiscoveryOptions {
+  readonly basePath: string;
+  readonly resources: readonly OpenApiResource[];
+  readonly tokensConfigured: boolean;
+}
+
+export interface Discovery {
+  /** The HTML shell, for any resource URL. */
+  shell(): Reply;
+  /** One of the shell's assets, or a 404 problem. */
+  asset(name: string): Reply;
+}
+
+/** The package's version, for the document's `info.version`; this file sits two levels below the package root, in src/ and in dist/. */
+function packageVersion(): string {
+  try {
+    const pkg = createRequire(import.meta.url)('../../package.json') as { version?: unknown };
+    return typeof pkg.version === 'string' ? pkg.version : '0.0.0';
+  } catch {
+    return '0.0.0';
+  }
+}
+
+const staticReply = (representation: StaticRepresentation, headers: Readonly<Record<string, string>> = {}): Reply => ({
+  status: 200,
+  headers: { 'content-type': representation.type, 'x-content-type-options': 'nosniff', ...headers, etag: representation.etag },
+  body: representation.body,
+});
+
+/** `/openapi.json`, and the browser's shell and assets: everything built once, here, at start-up. */
+export function addDiscoveryRoutes(router: Router<RouteHandler>, options: DiscoveryOptions): Discovery {
+  const document = staticRepresentation(
+    JSON.stringify(openApiDocument({ resources: options.resources, basePath: options.basePath, authenticated: options.tokensConfigured, version: packageVersion() })),
+    'application/json',
+  );
+  router.add('GET', '/openapi.json', ({ req }) =>
+    notModified(req.headers['if-none-match'], document.etag) ? { status: 304, headers: { etag: document.etag } } : staticReply(document),
+  );
+  // Registered so that OPTIONS and 405 know the path; served by the boundary before authentication.
+  router.add('GET', BROWSER_PATTERN, () => {
+    throw notFound('There is no such asset');
+  });
+  const shell = browserShell(options.basePath);
+  return {
+    shell: () => staticReply(shell, { 'content-security-policy': BROWSER_CSP, vary: 'Accept', 'cache-control': 'no-cache', 'referrer-policy': 'no-referrer' }),
+    asset(name) {
+      const asset = BROWSER_ASSETS.get(name);
+      if (!asset) throw notFound(`There is no browser asset named ${JSON.stringify(name)}`);
+      return staticReply(asset, { 'cache-control': 'no-cache' });
+    },
+  };
+}

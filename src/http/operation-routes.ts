@@ -1,0 +1,48 @@
+import type { ServerMetrics } from '../metrics/server-metrics.js';
+import { PROMETHEUS_TEXT, prometheusText } from '../representations/prometheus.js';
+import type { Authenticator } from './auth.js';
+import type { RouteHandler } from './context.js';
+import { JSON_TYPE } from './negotiation.js';
+import { jsonReply, type Reply } from './reply.js';
+import { accepted } from './request.js';
+import type { Router } from './router.js';
+
+export interface OperationRouteOptions {
+  readonly basePath: string;
+  readonly names: readonly string[];
+  readonly auth: Authenticator;
+  readonly metrics: ServerMetrics;
+  /** True when the server and every store can take requests. */
+  readonly ready: () => boolean;
+  /** Unix seconds. */
+  readonly now: () => number;
+}
+
+/** Routes that need no authentication: probes and the SDK's `ping` (contract §4, §4b). */
+export const OPEN_PATTERNS: ReadonlySet<string> = new Set(['/healthz', '/readyz', '/ping']);
+/** Routes a rate limit never applies to: an orchestrator's probes must not be refused. */
+export const UNLIMITED_PATTERNS: ReadonlySet<string> = new Set(['/healthz', '/readyz']);
+
+const health = (ok: boolean): Reply =>
+  ok ? jsonReply(200, JSON_TYPE, '{"status":"ok"}') : jsonReply(503, JSON_TYPE, '{"status":"unavailable"}');
+
+/** Liveness, readiness, `ping`, `me` and `metrics`: what operators and the Shopping Feed SDK ask. */
+export function addOperationRoutes(router: Router<RouteHandler>, options: OperationRouteOptions): void {
+  const { basePath, names, auth, metrics } = options;
+  router.add('GET', '/healthz', () => health(true));
+  router.add('GET', '/readyz', () => health(options.ready()));
+
+  // Contract §4b: the Shopping Feed SDK's Client::ping().
+  router.add('GET', '/ping', ({ req }) => jsonReply(200, accepted(req), `{"timestamp":${options.now()}}`));
+
+  // Contract §4b: the SDK's Client::authenticate() reads the caller's roles and links.
+  const collections = Object.fromEntries(names.map((name) => [name, { href: `${basePath}/${name}` }]));
+  router.add('GET', '/me', ({ req, principal }) => {
+    const roles = !auth.enabled || principal?.access === 'write' ? ['read', 'write'] : ['read'];
+    // `index` is the entry point; like the index document, no `self`, so that no resource name collides with a fixed rel.
+    const body = { roles, _links: { index: { href: `${basePath}/` }, ...collections } };
+    return jsonReply(200, accepted(req), JSON.stringify(body));
+  });
+
+  router.add('GET', '/metrics', () => ({ status: 200, headers: { 'content-type': PROMETHEUS_TEXT, 'cache-control': 'no-store' }, body: prometheusText(metrics.registry.metrics) }));
+}

@@ -1,0 +1,91 @@
+/**
+ * Token-bucket rate limits per client (contract §4b): each client may make `rate` requests a second
+ * on average, and `burst` at once after a pause.
+ *
+ * Memory is bounded whatever the number of clients: at most `maxClients` buckets are kept, least
+ * recently seen first out. A bucket idle for `burst / rate` seconds is full again, so dropping it
+ * changes nothing; only a flood of more than `maxClients` distinct clients within that time can
+ * give an evicted one a fresh burst, which is the price of a bound.
+ */
+
+/** What the limiter decided for one request. */
+export interface RateDecision {
+  readonly allowed: boolean;
+  /** Whole requests left in the bucket after this one. */
+  readonly remaining: number;
+  /** Seconds until one request is allowed again (0 when allowed). */
+  readonly waitSeconds: number;
+}
+
+interface Bucket {
+  tokens: number;
+  /** `now()` of the last refill, in milliseconds. */
+  at: number;
+}
+
+export interface RateLimiterOptions {
+  /** Requests per second, on average. */
+  readonly rate: number;
+  /** Requests allowed at once; default `max(1, rate)`, one second's worth. */
+  readonly burst?: number;
+  /** Default 10 000 buckets: about a megabyte. */
+  readonly maxClients?: number;
+  /** Milliseconds, monotonic (tests pin it). */
+  readonly now?: () => number;
+}
+
+/** A bounded set of token buckets, one per client key. */
+export class RateLimiter {
+  readonly rate: number;
+  readonly burst: number;
+  readonly #maxClients: number;
+  readonly #now: () => number;
+  /** By key; a Map keeps insertion order, and each use moves its bucket to the end. */
+  readonly #buckets = new Map<string, Bucket>();
+
+  constructor(options: RateLimiterOptions) {
+    if (!(options.rate > 0)) throw new RangeError('rate must be greater than 0');
+    this.rate = options.rate;
+    this.burst = options.burst ?? Math.max(1, options.rate);
+    this.#maxClients = options.maxClients ?? 10_000;
+    this.#now = options.now ?? (() => performance.now());
+  }
+
+  /** Buckets held now (never more than `maxClients`). */
+  get size(): number {
+    return this.#buckets.size;
+  }
+
+  /** Takes one request from `key`'s bucket, or says how long to wait for one. */
+  take(key: string): RateDecision {
+    const now = this.#now();
+    let bucket = this.#buckets.get(key);
+    if (bucket === undefined) {
+      bucket = { tokens: this.burst, at: now };
+      if (this.#buckets.size >= this.#maxClients) {
+        const oldest = this.#buckets.keys().next().value;
+        if (oldest !== undefined) this.#buckets.delete(oldest);
+      }
+    } else {
+      this.#buckets.delete(key);
+      bucket.tokens = Math.min(this.burst, bucket.tokens + ((now - bucket.at) / 1000) * this.rate);
+      bucket.at = now;
+    }
+    this.#buckets.set(key, bucket);
+    if (bucket.tokens >= 1) {
+      bucket.tokens -= 1;
+      return { allowed: true, remaining: Math.floor(bucket.tokens), waitSeconds: 0 };
+    }
+    return { allowed: false, remaining: 0, waitSeconds: (1 - bucket.tokens) / this.rate };
+  }
+}
+
+/** Response headers while limiting is on: the limit per second and what is left (contract §4b). */
+export function rateLimitHeaders(limiter: RateLimiter, decision: RateDecision): Record<string, string> {
+  return { 'x-ratelimit-limit': String(limiter.rate), 'x-ratelimit-remaining': String(decision.remaining) };
+}
+
+/** `X-RateLimit-Wait`: seconds as a decimal, to the millisecond, never 0 for a wait (`0.25`). */
+export function waitText(seconds: number): string {
+  return String(Math.max(0.001, Math.ceil(seconds * 1000) / 1000));
+}

@@ -1,0 +1,145 @@
+import type { IncomingMessage } from 'node:http';
+import { checkIfMatch, notModified, versionTags } from '../conventions/conditional.js';
+import { notFound } from '../conventions/problem.js';
+import type { ServerMetrics, QueryKind } from '../metrics/server-metrics.js';
+import type { StoredEntity } from '../store/store.js';
+import type { BodyLimits } from './body.js';
+import type { RouteHandler } from './context.js';
+import { HAL_JSON, JSON_TYPE, MERGE_PATCH_JSON } from './negotiation.js';
+import { jsonReply, type Reply } from './reply.js';
+import { accepted, readJsonBody } from './request.js';
+import type { Page, Resource, WriteConditions } from './resource.js';
+import type { Params, Router } from './router.js';
+
+/** Contract §5: PUT and POST take JSON; PATCH also takes a merge patch (RFC 7396). */
+const JSON_BODY_TYPES: readonly string[] = [JSON_TYPE];
+const PATCH_BODY_TYPES: readonly string[] = [JSON_TYPE, MERGE_PATCH_JSON];
+
+/** Longest `Link` header sent: nginx's default proxy buffer is 4 KiB for all of them together. */
+const MAX_LINK_HEADER = 2048;
+
+/** Query parameters that are not filters (contract §3a). */
+const NOT_FILTERS: ReadonlySet<string> = new Set(['page', 'limit', 'embed']);
+
+export interface ResourceRouteOptions {
+  readonly resources: ReadonlyMap<string, Resource>;
+  readonly maxBody: BodyLimits;
+  readonly now: () => number;
+  readonly newId: () => string;
+  readonly metrics: ServerMetrics;
+}
+
+/** The resource a route names, or a 404 problem. */
+export function resourceOf(resources: ReadonlyMap<string, Resource>, params: Params): Resource {
+  const resource = resources.get(params['name'] ?? '');
+  if (!resource) throw notFound(`There is no resource named ${JSON.stringify(params['name'])}`);
+  return resource;
+}
+
+/** What a collection query does, for the query-duration metric: the costliest part decides. */
+export function queryKind(query: string): QueryKind {
+  if (query === '') return 'plain';
+  const params = new URLSearchParams(query);
+  if (params.has('q')) return 'search';
+  if (params.has('sort')) return 'sort';
+  for (const name of params.keys()) if (!NOT_FILTERS.has(name)) return 'filter';
+  return 'plain';
+}
+
+/** Contract §4: the collection and entity routes, reads and writes. */
+export function addResourceRoutes(router: Router<RouteHandler>, options: ResourceRouteOptions): void {
+  const { resources, maxBody, now, newId, metrics } = options;
+  const of = (params: Params): Resource => resourceOf(resources, params);
+  /** Pages served before: the resource hands out the same object again when its cache answers. */
+  const served = new WeakSet<Page>();
+
+  router.add('GET', '/:name', ({ req, params, query }) => {
+    const mediaType = accepted(req);
+    const resource = of(params);
+    const started = performance.now();
+    const counted = (page: Page): Reply => {
+      if (served.has(page)) metrics.pageCache.inc(1, resource.name, 'hit');
+      else {
+        served.add(page);
+        metrics.pageCache.inc(1, resource.name, 'miss');
+        metrics.queries.observe((performance.now() - started) / 1000, resource.name, queryKind(query));
+      }
+      return pageReply(req, page, mediaType);
+    };
+    const page = resource.page(query, mediaType);
+    return page instanceof Promise ? page.then(counted) : counted(page);
+  });
+
+  router.add('POST', '/:name', async ({ req, res, params }) => {
+    const resource = of(params);
+    const mediaType = accepted(req);
+    const body = await readJsonBody(req, res, JSON_BODY_TYPES, maxBody);
+    const entity = await resource.create(body, now(), newId);
+    return entityReply(201, mediaType, resource, entity, { location: resource.href(entity.id) });
+  });
+
+  router.add('GET', '/:name/:id', ({ req, params }) => {
+    const mediaType = accepted(req);
+    const resource = of(params);
+    const entity = resource.entity(params['id'] ?? '');
+    return entity instanceof Promise ? entity.then((e) => entityRead(req, mediaType, resource, e)) : entityRead(req, mediaType, resource, entity);
+  });
+
+  router.add('PUT', '/:name/:id', async ({ req, res, params }) => {
+    const resource = of(params);
+    const mediaType = accepted(req);
+    const body = await readJsonBody(req, res, JSON_BODY_TYPES, maxBody);
+    const entity = await resource.replace(params['id'] ?? '', body, now(), writeConditions(req));
+    return entityReply(200, mediaType, resource, entity);
+  });
+
+  router.add('PATCH', '/:name/:id', async ({ req, res, params }) => {
+    const resource = of(params);
+    const mediaType = accepted(req);
+    const body = await readJsonBody(req, res, PATCH_BODY_TYPES, maxBody);
+    const entity = await resource.patch(params['id'] ?? '', body, now(), writeConditions(req));
+    return entityReply(200, mediaType, resource, entity);
+  });
+
+  router.add('DELETE', '/:name/:id', async ({ req, params }) => {
+    await of(params).remove(params['id'] ?? '', writeConditions(req));
+    return { status: 204 };
+  });
+}
+
+/** The conditions of a write (RFC 9110 §13.1.1, §13.1.2), checked by the resource inside the store's write order. */
+function writeConditions(req: IncomingMessage): WriteConditions {
+  return { ifMatch: req.headers['if-match'], ifNoneMatch: req.headers['if-none-match'] };
+}
+
+/** A collection page, or 304 when the client's copy is current; a long `Link` is left to the body. */
+function pageReply(req: IncomingMessage, page: Page, mediaType: string): Reply {
+  const headers: Record<string, string> = {};
+  if (page.etag !== undefined) {
+    headers['etag'] = page.etag;
+    checkIfMatch(req.headers['if-match'], [page.etag]);
+  } else if (req.headers['if-match'] !== undefined) {
+    // The page spans writes: it matches no tag a client can hold.
+    checkIfMatch(req.headers['if-match'], []);
+  }
+  // A long filter makes five long links: past a size proxies take, the body alone carries them.
+  if (page.link.length <= MAX_LINK_HEADER) headers['link'] = page.link;
+  if (page.etag !== undefined && notModified(req.headers['if-none-match'], page.etag)) return { status: 304, headers: { ...headers, vary: 'Accept' } };
+  return jsonReply(200, mediaType, page.body, headers);
+}
+
+/** GET of one entity, with its tag and conditions. */
+function entityRead(req: IncomingMessage, mediaType: string, resource: Resource, entity: StoredEntity): Reply {
+  const { body, version } = resource.representation(entity);
+  const ifMatch = req.headers['if-match'];
+  if (ifMatch !== undefined) checkIfMatch(ifMatch, versionTags(version, HAL_JSON));
+  const etag = resource.etag(version, mediaType);
+  if (notModified(req.headers['if-none-match'], etag)) return { status: 304, headers: { etag, vary: 'Accept' } };
+  return jsonReply(200, mediaType, body, { etag });
+}
+
+/** An entity with its tag; `extra` adds headers such as `Location`. */
+function entityReply(status: number, mediaType: string, resource: Resource, entity: StoredEntity, extra: Readonly<Record<string, string>> = {}): Reply {
+  const { body, version } = resource.representation(entity);
+  return jsonReply(status, mediaType, body, { etag: resource.etag(version, mediaType), ...extra });
+}

@@ -1,0 +1,451 @@
+import { DEFAULT_LIMIT, MAX_LIMIT } from '../conventions/pagination.js';
+import { PROBLEM_MEDIA_TYPE, PROBLEM_TYPE, problemDocument } from '../conventions/problem.js';
+
+/**
+ * The OpenAPI 3.1 document of a running service (contract §4b), built once at start-up from its
+ * resources and their schemas. Pure: resources in, a plain object out.
+ */
+
+/** A JSON schema object as read from `<name>.schema.json`. */
+export type JsonSchema = Readonly<Record<string, unknown>>;
+
+export interface OpenApiResource {
+  readonly name: string;
+  readonly schema?: JsonSchema | undefined;
+}
+
+export interface OpenApiOptions {
+  readonly resources: readonly OpenApiResource[];
+  /** Where the API is mounted (`''` or `/api`). */
+  readonly basePath: string;
+  /** True when bearer tokens are configured: every operation but the open ones then requires one. */
+  readonly authenticated: boolean;
+  readonly version: string;
+}
+
+type Json = Record<string, unknown>;
+
+const HAL_JSON = 'application/hal+json';
+const JSON_TYPE = 'application/json';
+const MERGE_PATCH = 'application/merge-patch+json';
+/** Contract §3a's operators; the bare name is `eq`. */
+const OPERATORS: readonly (readonly [string, string])[] = [
+  ['eq', 'equals one of the comma-separated values'],
+  ['ne', 'is present and equals none of the values'],
+  ['gt', 'is greater than the value (numbers numerically, strings by UTF-16 code unit)'],
+  ['gte', 'is greater than or equal to the value'],
+  ['lt', 'is less than the value'],
+  ['lte', 'is less than or equal to the value'],
+  ['exists', '`true`: the field is present (null counts); `false`: absent'],
+];
+
+const ref = (kind: string, name: string): Json => ({ $ref: `#/components/${kind}/${name}` });
+/** JSON pointer escaping (RFC 6901 §3). */
+const pointer = (segment: string): string => segment.replaceAll('~', '~0').replaceAll('/', '~1');
+const title = (name: string): string => name.replace(/(^|[-_])([a-z0-9])/g, (_, __, c: string) => c.toUpperCase());
+
+/** The seed's own examples (seed 7.2), sent byte for byte. */
+const EXAMPLE_409 = problemDocument(409, 'requested page is out of range', { pages: 15, page: 999 });
+const EXAMPLE_415 = problemDocument(415, 'Expecting one of the application/json');
+
+interface ProblemResponse {
+  readonly description: string;
+  readonly example: Json;
+}
+
+/** Every problem status the service sends, each with an example document (contract §7). */
+const PROBLEMS: Readonly<Record<string, ProblemResponse>> = {
+  '400': { description: 'Bad request: a malformed parameter or body, or a body the schema refuses (`validationMessages`).', example: problemDocument(400, 'Validation failed', { validationMessages: { price: { minimum: 'must be >= 0' } } }) },
+  '401': { description: 'No bearer token, or an unknown one.', example: problemDocument(401, 'A bearer token is required: Authorization: Bearer <token>') },
+  '403': { description: 'A read-only token on a write.', example: problemDocument(403, 'This token may only read') },
+  '404': { description: 'No such resource or entity.', example: problemDocument(404, 'There is no products entity with id "x"') },
+  '406': { description: 'Neither application/hal+json nor application/json is acceptable.', example: problemDocument(406, 'Expecting an Accept header that allows one of the application/hal+json, application/json') },
+  '409': { description: 'The requested page is out of range (seed 7.2); for a delete, the entity is still linked to.', example: EXAMPLE_409 },
+  '412': { description: '`If-Match` or `If-None-Match` does not hold.', example: problemDocument(412, 'If-Match does not match the current ETag') },
+  '413': { description: 'The body is larger than the limit.', example: problemDocument(413, 'Request body is larger than the limit of 1048576 bytes') },
+  '415': { description: 'No or another Content-Type (seed 7.2).', example: EXAMPLE_415 },
+  '429': { description: 'Over the rate limit (only with `--rate-limit`): wait `X-RateLimit-Wait` seconds.', example: problemDocument(429, 'Too many requests: wait 0.25 s') },
+  '500': { description: 'An unexpected failure; no internals are shown.', example: problemDocument(500, 'The server failed to handle the request') },
+  '503': { description: 'The change could not be saved (disk full), or a query ran past its budget.', example: problemDocument(503, 'The change could not be saved; it was not applied. Try again later') },
+};
+
+const RATE_HEADERS: Json = {
+  'X-RateLimit-Limit': { description: 'Requests per second allowed (only with `--rate-limit`).', schema: { type: 'number' } },
+  'X-RateLimit-Remaining': { description: 'Requests left in the burst (only with `--rate-limit`).', schema: { type: 'integer' } },
+};
+
+function problemResponse(status: string): Json {
+  const problem = PROBLEMS[status] as ProblemResponse;
+  const headers: Json = { ...RATE_HEADERS };
+  if (status === '401') headers['WWW-Authenticate'] = { schema: { type: 'string' }, example: 'Bearer realm="halserve"' };
+  if (status === '429') {
+    headers['Retry-After'] = { description: 'Whole seconds to wait, rounded up.', schema: { type: 'integer' } };
+    headers['X-RateLimit-Wait'] = { description: 'Seconds to wait as a decimal, e.g. 0.25.', schema: { type: 'number' } };
+  }
+  return {
+    description: problem.description,
+    headers,
+    content: { [PROBLEM_MEDIA_TYPE]: { schema: ref('schemas', 'Problem'), example: problem.example } },
+  };
+}
+
+/** The problem responses of an operation, by status. */
+function problems(statuses: readonly string[]): Json {
+  return Object.fromEntries(statuses.map((s) => [s, ref('responses', `Problem${s}`)]));
+}
+
+/** `dimensions.weight` for every property reachable through nested objects; arrays are leaves (their elements match). */
+function fieldPaths(schema: JsonSchema | undefined, prefix = ''): { path: string; schema: JsonSchema }[] {
+  const properties = schema?.['properties'];
+  if (typeof properties !== 'object' || properties === null) return [];
+  const out: { path: string; schema: JsonSchema }[] = [];
+  for (const [name, child] of Object.entries(properties as Record<string, JsonSchema>)) {
+    const path = `${prefix}${name}`;
+    out.push({ path, schema: child });
+    out.push(...fieldPaths(child, `${path}.`));
+  }
+  return out;
+}
+
+/** A query parameter's value: what the field holds, or for an array field, what its elements hold. */
+function valueSchema(field: JsonSchema): Json {
+  const items = field['type'] === 'array' && typeof field['items'] === 'object' ? (field['items'] as JsonSchema) : field;
+  const type = items['type'];
+  return typeof type === 'string' && ['string', 'number', 'integer', 'boolean'].includes(type) ? { type: 'string', description: `compared as ${type}` } : { type: 'string' };
+}
+
+function filterParameters(resource: OpenApiResource): Json[] {
+  if (resource.schema === undefined) {
+    return [
+      {
+        name: 'filters',
+        in: 'query',
+        description: 'Any other parameter filters on a field: `field=a,b`, `field[op]=v` with op one of eq, ne, gt, gte, lt, lte, exists; dotted paths reach nested fields (contract §3a). This resource has no schema, so a filter on an absent field matches nothing.',
+        style: 'form',
+        explode: true,
+        schema: { type: 'object', additionalProperties: { type: 'string' } },
+      },
+    ];
+  }
+  const fields = [
+    { path: 'id', schema: { type: 'string' } as JsonSchema },
+    { path: 'createdAt', schema: { type: 'integer' } as JsonSchema },
+    { path: 'updatedAt', schema: { type: 'integer' } as JsonSchema },
+    ...fieldPaths(resource.schema),
+  ];
+  const out: Json[] = [];
+  for (const field of fields) {
+    out.push({ name: field.path, in: 'query', description: `\`${field.path}\` equals one of the comma-separated values.`, schema: valueSchema(field.schema) });
+    for (const [op, meaning] of OPERATORS) {
+      out.push({
+        name: `${field.path}[${op}]`,
+        in: 'query',
+        description: `\`${field.path}\` ${meaning}.`,
+        schema: op === 'exists' ? { type: 'string', enum: ['true', 'false'] } : valueSchema(field.schema),
+      });
+    }
+  }
+  return out;
+}
+
+/** The schema file without the keywords that only make sense at a document's root. */
+function fieldsSchema(schema: JsonSchema | undefined): Json {
+  if (schema === undefined) return { type: 'object', description: 'Any JSON object: this resource has no schema.' };
+  const { $schema: _schema, $id: _id, ...rest } = schema as Json;
+  return rest;
+}
+
+function resourceSchemas(resource: OpenApiResource): Json {
+  const t = title(resource.name);
+  const fields = fieldsSchema(resource.schema);
+  const properties = (fields['properties'] ?? {}) as Json;
+  const required = Array.isArray(fields['required']) ? (fields['required'] as string[]) : [];
+  const entity: Json = {
+    ...fields,
+    description: `A ${resource.name} entity (seed 2.1): the server's id and times, the client's fields, and a self link.`,
+    type: 'object',
+    required: ['id', 'createdAt', 'updatedAt', ...required, '_links'],
+    properties: {
+      id: { type: 'string', description: 'Server-assigned, URL-safe.' },
+      createdAt: { type: 'integer', description: 'Unix seconds.' },
+      updatedAt: { type: 'integer', description: 'Unix seconds.' },
+      ...properties,
+      _links: { type: 'object', required: ['self'], properties: { self: ref('schemas', 'Link') }, additionalProperties: ref('schemas', 'LinkOrLinks') },
+      _embedded: { type: 'object' },
+    },
+  };
+  const page: Json = {
+    description: `A page of ${resource.name} (seed 2.2).`,
+    type: 'object',
+    required: ['total', 'count', 'pages', 'page', 'limit', '_links', '_embedded'],
+    properties: {
+      total: { type: 'integer', minimum: 0 },
+      count: { type: 'integer', minimum: 0 },
+      pages: { type: 'integer', minimum: 1 },
+      page: { type: 'integer', minimum: 1 },
+      limit: { type: 'integer', minimum: 1, maximum: MAX_LIMIT },
+      _links: {
+        type: 'object',
+        required: ['self', 'first', 'last'],
+        properties: Object.fromEntries(['self', 'first', 'prev', 'next', 'last'].map((rel) => [rel, ref('schemas', 'Link')])),
+      },
+      _embedded: {
+        type: 'object',
+        required: [resource.name],
+        properties: { [resource.name]: { type: 'array', items: ref('schemas', `${t}Entity`) } },
+      },
+    },
+  };
+  return { [`${t}Fields`]: fields, [`${t}Entity`]: entity, [`${t}Page`]: page };
+}
+
+const halContent = (schema: Json, example?: unknown): Json => {
+  const media = example === undefined ? { schema } : { schema, example };
+  return { [HAL_JSON]: media, [JSON_TYPE]: media };
+};
+
+const ETAG_HEADER: Json = { description: 'Strong tag of this representation (contract §5).', schema: { type: 'string' } };
+
+function resourcePaths(resource: OpenApiResource): Json {
+  const t = title(resource.name);
+  const tags = [resource.name];
+  const entityResponse = (status: string, description: string, extra: Json = {}): Json => ({
+    [status]: { description, headers: { ETag: ETAG_HEADER, ...RATE_HEADERS, ...extra }, content: halContent(ref('schemas', `${t}Entity`)) },
+  });
+  const body = (types: readonly string[], description: string): Json => ({
+    required: true,
+    description,
+    content: Object.fromEntries(types.map((type) => [type, { schema: ref('schemas', `${t}Fields`) }])),
+  });
+  const ifMatch = ref('parameters', 'IfMatch');
+  const ifNoneMatch = ref('parameters', 'IfNoneMatch');
+  const collection: Json = {
+    get: {
+      operationId: `list${t}`,
+      summary: `A page of ${resource.name}, filtered, sorted, searched`,
+      tags,
+      parameters: [ref('parameters', 'page'), ref('parameters', 'limit'), ref('parameters', 'sort'), ref('parameters', 'q'), ...filterParameters(resource), ifNoneMatch, ifMatch],
+      responses: {
+        '200': {
+          description: 'The page, with the same links in a `Link` header (RFC 8288).',
+          headers: { ETag: ETAG_HEADER, Link: { schema: { type: 'string' } }, ...RATE_HEADERS },
+          content: halContent(ref('schemas', `${t}Page`)),
+        },
+        '304': { description: 'The client\'s copy (If-None-Match) is current.' },
+        ...problems(['400', '401', '404', '406', '409', '412', '429', '500', '503']),
+      },
+    },
+    post: {
+      operationId: `create${t}`,
+      summary: `Creates a ${resource.name} entity`,
+      tags,
+      requestBody: body([JSON_TYPE], 'The client fields; server-managed ones (`id`, `createdAt`, `updatedAt`, `_links`, `_embedded`) are ignored.'),
+      responses: {
+        ...entityResponse('201', 'Created, and durable.', { Location: { schema: { type: 'string' } } }),
+        ...problems(['400', '401', '403', '404', '406', '413', '415', '429', '500', '503']),
+      },
+    },
+  };
+  const entity: Json = {
+    parameters: [{ name: 'id', in: 'path', required: true, schema: { type: 'string' } }],
+    get: {
+      operationId: `get${t}`,
+      summary: `One ${resource.name} entity`,
+      tags,
+      parameters: [ifNoneMatch, ifMatch],
+      responses: {
+        ...entityResponse('200', 'The entity.'),
+        '304': { description: 'The client\'s copy (If-None-Match) is current.' },
+        ...problems(['400', '401', '404', '406', '412', '429', '500']),
+      },
+    },
+    put: {
+      operationId: `replace${t}`,
+      summary: `Replaces the client fields of a ${resource.name} entity`,
+      tags,
+      parameters: [ifMatch, ifNoneMatch],
+      requestBody: body([JSON_TYPE], 'Every client field.'),
+      responses: { ...entityResponse('200', 'Replaced, and durable.'), ...problems(['400', '401', '403', '404', '406', '412', '413', '415', '429', '500', '503']) },
+    },
+    patch: {
+      operationId: `patch${t}`,
+      summary: `Changes some client fields of a ${resource.name} entity (JSON Merge Patch, RFC 7396)`,
+      tags,
+      parameters: [ifMatch, ifNoneMatch],
+      requestBody: {
+        required: true,
+        description: 'A merge patch: the fields to change, `null` to remove one. The merged entity must satisfy the schema.',
+        content: { [JSON_TYPE]: { schema: { type: 'object' } }, [MERGE_PATCH]: { schema: { type: 'object' } } },
+      },
+      responses: { ...entityResponse('200', 'Changed, and durable.'), ...problems(['400', '401', '403', '404', '406', '412', '413', '415', '429', '500', '503']) },
+    },
+    delete: {
+      operationId: `delete${t}`,
+      summary: `Deletes a ${resource.name} entity`,
+      tags,
+      parameters: [ifMatch],
+      responses: { '204': { description: 'Deleted, and durable.', headers: RATE_HEADERS }, ...problems(['400', '401', '403', '404', '409', '412', '429', '500', '503']) },
+    },
+  };
+  return { [`/${resource.name}`]: collection, [`/${resource.name}/{id}`]: entity };
+}
+
+function servicePaths(names: readonly string[], authenticated: boolean): Json {
+  const open = authenticated ? { security: [] } : {};
+  const health = (id: string, summary: string): Json => ({
+    get: {
+      operationId: id,
+      summary,
+      tags: ['operation'],
+      ...open,
+      responses: {
+        '200': { description: 'Yes.', content: { [JSON_TYPE]: { schema: ref('schemas', 'Health'), example: { status: 'ok' } } } },
+        '503': { description: 'No.', content: { [JSON_TYPE]: { schema: ref('schemas', 'Health'), example: { status: 'unavailable' } } } },
+      },
+    },
+  });
+  return {
+    '/': {
+      get: {
+        operationId: 'index',
+        summary: 'The entry point: a link to every collection',
+        tags: ['discovery'],
+        responses: {
+          '200': { description: 'The index.', headers: RATE_HEADERS, content: halContent(ref('schemas', 'Index'), { _links: Object.fromEntries(names.map((n) => [n, { href: `/${n}` }])) }) },
+          ...problems(['400', '401', '406', '429', '500']),
+        },
+      },
+    },
+    '/ping': {
+      get: {
+        operationId: 'ping',
+        summary: 'The server\'s time (the Shopping Feed SDK\'s Client::ping)',
+        tags: ['operation'],
+        ...open,
+        responses: {
+          '200': { description: 'Unix seconds.', headers: RATE_HEADERS, content: halContent({ type: 'object', required: ['timestamp'], properties: { timestamp: { type: 'integer' } } }, { timestamp: 1767225600 }) },
+          ...problems(['400', '406', '429', '500']),
+        },
+      },
+    },
+    '/me': {
+      get: {
+        operationId: 'me',
+        summary: 'The caller\'s roles and links (the Shopping Feed SDK\'s Client::authenticate)',
+        tags: ['operation'],
+        responses: {
+          '200': { description: 'Roles: `read` and `write` for a plain token, `read` for a `read:` one.', headers: RATE_HEADERS, content: halContent(ref('schemas', 'Me')) },
+          ...problems(['400', '401', '406', '429', '500']),
+        },
+      },
+    },
+    '/metrics': {
+      get: {
+        operationId: 'metrics',
+        summary: 'Prometheus text exposition',
+        tags: ['operation'],
+        responses: {
+          '200': { description: 'The metrics (README lists each).', headers: RATE_HEADERS, content: { 'text/plain': { schema: { type: 'string' } } } },
+          ...problems(['400', '401', '429', '500']),
+        },
+      },
+    },
+    '/openapi.json': {
+      get: {
+        operationId: 'openapi',
+        summary: 'This document',
+        tags: ['discovery'],
+        responses: {
+          '200': { description: 'OpenAPI 3.1.', headers: { ETag: ETAG_HEADER, ...RATE_HEADERS }, content: { [JSON_TYPE]: { schema: { type: 'object' } } } },
+          '304': { description: 'The client\'s copy (If-None-Match) is current.' },
+          ...problems(['400', '401', '429', '500']),
+        },
+      },
+    },
+    '/healthz': health('healthz', 'Liveness'),
+    '/readyz': health('readyz', 'Readiness: the stores are open and the server is not shutting down'),
+  };
+}
+
+function components(resources: readonly OpenApiResource[]): Json {
+  return {
+    securitySchemes: {
+      bearer: {
+        type: 'http',
+        scheme: 'bearer',
+        description: 'A token from `--token`/`HALSERVE_TOKENS`. A plain token may read and write; a `read:`-prefixed one may only GET and HEAD (a write gets 403).',
+      },
+    },
+    parameters: {
+      page: { name: 'page', in: 'query', description: 'Page number, from 1 (contract §3).', schema: { type: 'integer', minimum: 1, default: 1 } },
+      limit: { name: 'limit', in: 'query', description: `Entities per page; larger values are clamped to ${MAX_LIMIT}.`, schema: { type: 'integer', minimum: 1, default: DEFAULT_LIMIT } },
+      sort: { name: 'sort', in: 'query', description: 'Comma-separated fields (dotted paths allowed), `-` for descending: `-price,name`.', schema: { type: 'string' }, example: '-price,name' },
+      q: { name: 'q', in: 'query', description: 'Search: every word occurs, case-insensitively, in some string field.', schema: { type: 'string' } },
+      IfMatch: { name: 'If-Match', in: 'header', description: 'Only if the entity\'s current ETag is one of these (RFC 9110 §13.1.1).', schema: { type: 'string' } },
+      IfNoneMatch: { name: 'If-None-Match', in: 'header', description: 'On reads, 304 when current; on writes, 412 when it matches.', schema: { type: 'string' } },
+    },
+    schemas: {
+      Link: { type: 'object', required: ['href'], properties: { href: { type: 'string' } } },
+      LinkOrLinks: { oneOf: [ref('schemas', 'Link'), { type: 'array', items: ref('schemas', 'Link') }] },
+      Index: { type: 'object', required: ['_links'], properties: { _links: { type: 'object', additionalProperties: ref('schemas', 'Link') } } },
+      Me: {
+        type: 'object',
+        required: ['roles', '_links'],
+        properties: {
+          roles: { type: 'array', items: { type: 'string', enum: ['read', 'write'] } },
+          _links: { type: 'object', additionalProperties: ref('schemas', 'Link') },
+        },
+      },
+      Health: { type: 'object', required: ['status'], properties: { status: { type: 'string', enum: ['ok', 'unavailable'] } } },
+      Problem: {
+        description: 'A problem document (seed 7, RFC 7807).',
+        type: 'object',
+        required: ['type', 'title', 'detail', 'status'],
+        properties: {
+          type: { type: 'string', const: PROBLEM_TYPE },
+          title: { type: 'string' },
+          detail: { type: 'string' },
+          status: { type: 'integer' },
+          validationMessages: {
+            description: 'On 400 `Validation failed`: per field, per rule, a message.',
+            type: 'object',
+            additionalProperties: { type: 'object', additionalProperties: { type: 'string' } },
+          },
+          pages: { type: 'integer', description: 'On 409: the number of pages.' },
+          page: { type: 'integer', description: 'On 409: the page asked for.' },
+        },
+      },
+      ...Object.assign({}, ...resources.map(resourceSchemas)),
+    },
+    responses: Object.fromEntries(Object.keys(PROBLEMS).map((status) => [`Problem${status}`, problemResponse(status)])),
+  };
+}
+
+/** The OpenAPI 3.1 document: every route both unprefixed and under `/v1` (seed 9). */
+export function openApiDocument(options: OpenApiOptions): Json {
+  const { resources, basePath, authenticated } = options;
+  const paths: Json = {
+    ...servicePaths(resources.map((r) => r.name), authenticated),
+    ...Object.assign({}, ...resources.map(resourcePaths)),
+  };
+  // The same operations under /v1, by reference (a Path Item may be a $ref in OpenAPI 3.1).
+  for (const path of Object.keys(paths)) paths[path === '/' ? '/v1' : `/v1${path}`] = { $ref: `#/paths/${pointer(path)}` };
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: 'halserve',
+      version: options.version,
+      description:
+        'HAL+JSON collections of JSON-lines resources, following the Shopping Feed API conventions. Every route is also served under `/v1`. Errors are `application/problem+json`.',
+    },
+    servers: [{ url: basePath === '' ? '/' : basePath }],
+    ...(authenticated ? { security: [{ bearer: [] }] } : {}),
+    tags: [
+      { name: 'discovery', description: 'The entry point and this document' },
+      { name: 'operation', description: 'Health, ping, identity and metrics' },
+      ...resources.map((r) => ({ name: r.name, description: `The ${r.name} collection` })),
+    ],
+    paths,
+    components: components(resources),
+  };
+}
