@@ -1,0 +1,31 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { createTokenScrubber, redactQuery } from '../../src/http/access-log.js';
+
+describe('redactQuery', () => {
+  for (const [query, expected] of [
+    ['', ''],
+    ['page=2&limit=5', 'page=2&limit=5'],
+    ['access_token=s3cret', 'access_token=[redacted]'],
+    ['a=1&token=s3cret&b=2', 'a=1&token=[redacted]&b=2'],
+    ['API_KEY=x&api-key=y&apikey=z', 'API_KEY=[redacted]&api-key=[redacted]&apikey=[redacted]'],
+    ['access%5Ftoken=s3cret', 'access%5Ftoken=[redacted]'],
+    ['password=p&client_secret=c', 'password=[redacted]&client_secret=[redacted]'],
+    ['tokens=fine&status=active', 'tokens=fine&status=active'],
+    ['bad%zz=1&token', 'bad%zz=1&token'],
+  ] as const) {
+    test(`${JSON.stringify(query)} -> ${JSON.stringify(expected)}`, () => assert.equal(redactQuery(query), expected));
+  }
+});
+
+describe('createTokenScrubber', () => {
+  test('configured tokens, plain and read:, raw and percent-encoded -> [redacted]', () => {
+    const scrub = createTokenScrubber(['w-secret', 'read:r/secret']);
+    assert.equal(scrub('/w-secret/x'), '/[redacted]/x');
+    assert.equal(scrub('/items?q=r%2Fsecret'), '/items?q=[redacted]');
+    assert.equal(scrub('/items?q=r/secret'), '/items?q=[redacted]');
+    assert.equal(scrub('/items'), '/items');
+  });
+
+  test('no tokens -> text unchanged', () => assert.equal(createTokenScrubber([])('/a?b=c'), '/a?b=c'));
+});
