@@ -2,12 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { records, RFC2616, startItems, startServer } from '../helpers/server.js';
 import { createMemoryStore } from '../../src/store/memory-store.js';
-
-/** The value of one sample line of a scrape, or undefined. */
-export function sample(text: string, series: string): number | undefined {
-  const line = text.split('\n').find((l) => l.startsWith(`${series} `));
-  return line === undefined ? undefined : Number(line.slice(series.length + 1));
-}
+import { sample } from '../helpers/metrics.js';
 
 describe('GET /ping and /me (contract §4b)', () => {
   test('GET /ping and /v1/ping without a token on an authenticated server -> 200 {timestamp}', async () => {

@@ -1,0 +1,74 @@
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { describe, test } from 'node:test';
+import { eventually, startCli, tempDir } from '../helpers/process.js';
+import { sample } from '../helpers/metrics.js';
+
+const JSON_HEADERS = { 'content-type': 'application/json' };
+const PROMTOOL = '/usr/bin/promtool';
+
+describe('operation behind the CLI (contract §4b, §6)', { timeout: 60_000 }, () => {
+  test('writes through the JSON-lines store -> durable writes, fsync times and batch sizes in /metrics; promtool check metrics passes', async (t) => {
+    const dir = await tempDir();
+    await writeFile(join(dir, 'notes.jsonl'), '');
+    const cli = await startCli(['--port', '0', '--data', dir, '--log', 'off']);
+    // Twenty concurrent creates share group commits: fewer batches than lines.
+    const created = await Promise.all(Array.from({ length: 20 }, (_, i) => fetch(`${cli.url}/notes`, { method: 'POST', headers: JSON_HEADERS, body: JSON.stringify({ i }) })));
+    assert.deepEqual(new Set(created.map((r) => r.status)), new Set([201]));
+    const id = ((await created[0]?.json()) as { id: string }).id;
+    assert.equal((await fetch(`${cli.url}/notes/${id}`, { method: 'DELETE' })).status, 204);
+    const text = await (await fetch(`${cli.url}/metrics`)).text();
+    assert.equal(sample(text, 'halserve_store_writes_total{resource="notes"}'), 21);
+    assert.equal(sample(text, 'halserve_store_batch_lines_sum{resource="notes"}'), 21);
+    const batches = sample(text, 'halserve_store_batch_lines_count{resource="notes"}') ?? 0;
+    assert.ok(batches >= 2 && batches <= 21, `batches ${batches}`);
+    assert.equal(sample(text, 'halserve_store_fsync_seconds_count{resource="notes"}'), batches);
+    assert.ok((sample(text, 'halserve_store_fsync_seconds_sum{resource="notes"}') ?? 0) > 0);
+    assert.equal(sample(text, 'halserve_entities{resource="notes"}'), 19);
+    cli.child.kill('SIGTERM');
+    assert.equal(await cli.exited, 0);
+
+    if (!existsSync(PROMTOOL)) {
+      t.diagnostic('promtool is missing (Debian package prometheus; .ci/run installs it): check skipped');
+      return;
+    }
+    const checked = spawnSync(PROMTOOL, ['check', 'metrics'], { input: text, encoding: 'utf8' });
+    assert.equal(checked.status, 0, `promtool: ${checked.stdout}${checked.stderr}`);
+    assert.equal(`${checked.stdout}${checked.stderr}`.trim(), '');
+  });
+
+  test('a configured token sent every way a client might -> never on stdout or stderr', async () => {
+    const dir = await tempDir();
+    await writeFile(join(dir, 'notes.jsonl'), '');
+    const write = 'W-sekrit-token-1234';
+    const read = 'R-sekrit-token-5678';
+    const cli = await startCli(['--port', '0', '--data', dir, '--token', write, '--token', `read:${read}`]);
+    for (const token of [write, read, 'not-configured-but-secret']) {
+      const ways: [string, RequestInit][] = [
+        ['/notes', { headers: { authorization: `Bearer ${token}` } }],
+        ['/notes', { headers: { authorization: `Basic ${Buffer.from(`user:${token}`).toString('base64')}` } }],
+        [`/?access_token=${token}`, {}],
+        [`/notes?token=${token}&page=1`, {}],
+        [`/notes?api_key=${encodeURIComponent(token)}`, {}],
+        [`/notes?apikey=${token}`, { headers: { authorization: `Bearer ${token}` } }],
+        [`/${token}`, {}],
+        [`/notes/${token}`, { headers: { authorization: `Bearer ${write}` } }],
+        ['/notes', { method: 'POST', headers: { ...JSON_HEADERS, authorization: `Bearer ${token}`, 'x-api-key': token, cookie: `session=${token}` }, body: JSON.stringify({ token }) }],
+        ['/notes', { method: 'POST', headers: { authorization: `Bearer ${token}` }, body: token }],
+      ];
+      for (const [path, init] of ways) await (await fetch(`${cli.url}${path}`, init)).arrayBuffer();
+    }
+    await eventually(() => cli.stdout().split('\n').length > 25);
+    cli.child.kill('SIGTERM');
+    assert.equal(await cli.exited, 0);
+    const out = cli.stdout() + cli.stderr();
+    assert.ok(!out.includes(write) && !out.includes(read), 'a configured token reached the output');
+    assert.ok(!out.includes('sekrit'), 'part of a configured token reached the output');
+    // Credential parameters are redacted whatever their value.
+    assert.ok(!/=not-configured-but-secret/.test(out), 'a credential parameter was logged');
+    assert.match(out, /"query":"access_token=\[redacted\]"/);
+  });
+});
