@@ -429,7 +429,8 @@ export function openApiDocument(options: OpenApiOptions): Json {
     ...Object.assign({}, ...resources.map(resourcePaths)),
   };
   // The same operations under /v1, by reference (a Path Item may be a $ref in OpenAPI 3.1).
-  for (const path of Object.keys(paths)) paths[path === '/' ? '/v1' : `/v1${path}`] = { $ref: `#/paths/${pointer(path)}` };
+  // The fragment is a URI: `{` and `}` of a template are percent-encoded (RFC 6901 §6).
+  for (const path of Object.keys(paths)) paths[path === '/' ? '/v1' : `/v1${path}`] = { $ref: `#/paths/${encodeURI(pointer(path))}` };
   return {
     openapi: '3.1.0',
     info: {

@@ -1,0 +1,140 @@
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { describe, test } from 'node:test';
+import { Validator } from '@seriousme/openapi-schema-validator';
+import { compileSchema } from '../../src/conventions/schema.js';
+import { createMemoryStore } from '../../src/store/memory-store.js';
+import { Conformance } from '../helpers/openapi.js';
+import { startServer } from '../helpers/server.js';
+
+/** The demo catalogue's schema: a real one, with required fields, enums, patterns and a nested object (read only). */
+const SCHEMA = JSON.parse(readFileSync(new URL('../../data/products.schema.json', import.meta.url), 'utf8')) as Record<string, unknown>;
+const PRODUCT = {
+  sku: 'LMP-00001',
+  name: 'Desk lamp',
+  brand: 'Lumo',
+  category: 'lighting',
+  price: 39.9,
+  currency: 'EUR',
+  stock: 4,
+  status: 'active',
+  tags: ['desk'],
+  dimensions: { width: 15, height: 40, depth: 15, weight: 1.2 },
+  description: 'A lamp.',
+};
+const WRITE = { authorization: 'Bearer w' };
+const READ = { authorization: 'Bearer r' };
+const JSON_WRITE = { ...WRITE, 'content-type': 'application/json' };
+
+const s = await startServer({
+      resources: [
+        { name: 'products', store: createMemoryStore(), validate: compileSchema(SCHEMA, 'products.schema.json'), schema: SCHEMA },
+        { name: 'notes', store: createMemoryStore() },
+      ],
+      tokens: ['w', 'read:r'],
+      rateLimit: 1000,
+      maxBodyBytes: 4096,
+    });
+const first = await s.request('/openapi.json', { headers: READ });
+assert.equal(first.status, 200);
+const doc = (await first.json()) as Record<string, unknown>;
+const conformance = new Conformance(doc);
+
+describe('GET /openapi.json (contract §4b)', () => {
+  test('the document -> valid OpenAPI 3.1 for an independent validator (@seriousme/openapi-schema-validator)', async () => {
+    const validator = new Validator();
+    const result = await validator.validate(structuredClone(doc));
+    assert.deepEqual(result.errors, undefined);
+    assert.equal(result.valid, true);
+    assert.equal(validator.version, '3.1');
+  });
+
+  test('the document -> every route and method, unprefixed and under /v1; filters with every operator; bearer scheme; seed 409 and 415 examples', () => {
+    const paths = doc['paths'] as Record<string, Record<string, unknown>>;
+    for (const path of ['/', '/products', '/products/{id}', '/notes', '/notes/{id}', '/ping', '/me', '/metrics', '/openapi.json', '/healthz', '/readyz']) {
+      assert.ok(paths[path], path);
+      assert.ok(paths[path === '/' ? '/v1' : `/v1${path}`], `/v1${path}`);
+    }
+    assert.deepEqual(Object.keys(paths['/products/{id}'] ?? {}).filter((k) => k !== 'parameters'), ['get', 'put', 'patch', 'delete']);
+    const names = ((paths['/products']?.['get'] as { parameters: { name?: string; $ref?: string }[] }).parameters).map((p) => p.name ?? p.$ref);
+    for (const name of ['#/components/parameters/page', '#/components/parameters/limit', '#/components/parameters/sort', '#/components/parameters/q', 'price', 'price[eq]', 'price[ne]', 'price[gt]', 'price[gte]', 'price[lt]', 'price[lte]', 'description[exists]', 'dimensions.weight[lte]', 'createdAt[gte]']) {
+      assert.ok(names.includes(name), name);
+    }
+    const components = doc['components'] as { securitySchemes: unknown; responses: Record<string, { content: Record<string, { example: unknown }> }> };
+    assert.deepEqual(Object.keys(components.securitySchemes as object), ['bearer']);
+    assert.deepEqual(components.responses['Problem409']?.content['application/problem+json']?.example, {
+      type: 'http://www.w3.org/Protocols/rfc2616/rfc2616-sec10.html', title: 'Conflict', detail: 'requested page is out of range', status: 409, pages: 15, page: 999,
+    });
+    assert.deepEqual(components.responses['Problem415']?.content['application/problem+json']?.example, {
+      type: 'http://www.w3.org/Protocols/rfc2616/rfc2616-sec10.html', title: 'Unsupported Media Type', detail: 'Expecting one of the application/json', status: 415,
+    });
+  });
+
+  test('ETag -> If-None-Match gives 304', async () => {
+    const res = await s.request('/openapi.json', { headers: READ });
+    const etag = res.headers.get('etag') ?? '';
+    assert.match(etag, /^"[A-Za-z0-9_-]+"$/);
+    assert.equal((await s.request('/v1/openapi.json', { headers: { ...READ, 'if-none-match': etag } })).status, 304);
+  });
+
+  test('responses of every kind -> status declared and body valid against the declared schema', async () => {
+    const seen: string[] = [];
+    const call = async (method: string, path: string, headers: Record<string, string> = {}, body?: string): Promise<Response> => {
+      const res = await s.request(path, { method, headers, ...(body === undefined ? {} : { body }) });
+      const text = await res.text();
+      conformance.check(method, path, res.status, res.headers.get('content-type'), text);
+      seen.push(`${method} ${res.status}`);
+      return new Response(text === '' ? null : text, { status: res.status, headers: res.headers });
+    };
+    const created = await call('POST', '/products', JSON_WRITE, JSON.stringify(PRODUCT));
+    assert.equal(created.status, 201);
+    const id = ((await created.json()) as { id: string }).id;
+    await call('POST', '/v1/notes', JSON_WRITE, '{"text":"hi","nested":{"a":[1]}}');
+    await call('GET', '/');
+    await call('GET', '/', READ);
+    await call('GET', '/products', READ);
+    await call('GET', '/v1/products?limit=1&sort=-price&status=active,paused&price[gte]=1&q=lamp', READ);
+    await call('GET', '/notes', { ...READ, accept: 'application/json' });
+    await call('GET', `/products/${id}`, READ);
+    const etag = (await s.request(`/products/${id}`, { headers: READ })).headers.get('etag') ?? '';
+    await call('GET', `/products/${id}`, { ...READ, 'if-none-match': etag });
+    await call('GET', '/products?page=999', READ);
+    await call('GET', '/products?limit=x', READ);
+    await call('GET', '/products/nope', READ);
+    await call('GET', '/products', { ...READ, accept: 'image/png' });
+    await call('POST', '/products', JSON_WRITE, JSON.stringify({ ...PRODUCT, price: -1, sku: 'bad' }));
+    await call('POST', '/products', READ, '{}');
+    await call('POST', '/products', { ...WRITE, 'content-type': '' }, '{}');
+    await call('POST', '/products', JSON_WRITE, JSON.stringify({ pad: 'x'.repeat(5000) }));
+    await call('PATCH', `/products/${id}`, { ...WRITE, 'content-type': 'application/merge-patch+json' }, '{"stock":3}');
+    await call('PUT', `/products/${id}`, JSON_WRITE, JSON.stringify({ ...PRODUCT, stock: 1 }));
+    await call('PUT', `/products/${id}`, { ...JSON_WRITE, 'if-match': '"nope"' }, JSON.stringify(PRODUCT));
+    await call('GET', '/ping');
+    await call('GET', '/me', READ);
+    await call('GET', '/me');
+    await call('GET', '/healthz');
+    await call('GET', '/readyz');
+    await call('GET', '/metrics', READ);
+    await call('DELETE', `/products/${id}`, WRITE);
+    await call('DELETE', `/products/${id}`, WRITE);
+    await call('PATCH', '/products', JSON_WRITE, '{}');
+    for (const expected of ['POST 201', 'GET 200', 'GET 304', 'GET 409', 'GET 400', 'GET 404', 'GET 406', 'GET 401', 'POST 400', 'POST 403', 'POST 415', 'POST 413', 'PATCH 200', 'PUT 200', 'PUT 412', 'DELETE 204', 'DELETE 404', 'PATCH 405']) {
+      assert.ok(seen.includes(expected), `${expected} not exercised: ${seen.join(', ')}`);
+    }
+  });
+
+  test('the conformance check itself -> refuses a body off its schema, an undeclared status and an undeclared media type', () => {
+    assert.throws(() => conformance.check('GET', '/products/x', 200, 'application/hal+json', '{"id":1}'), /GET \/products\/x 200/);
+    assert.throws(() => conformance.check('GET', '/ping', 404, 'application/problem+json', '{}'), /does not declare 404/);
+    assert.throws(() => conformance.check('GET', '/products/x', 200, 'text/html', '<p>'), /does not declare text\/html/);
+    assert.throws(() => conformance.check('GET', '/v1/notes/x', 404, 'application/problem+json', '{"title":"Not Found"}'), /404/);
+  });
+
+  test('over the rate limit -> 429 declared and conforming', async () => {
+    const limited = await startServer({ resources: [{ name: 'notes', store: createMemoryStore() }], rateLimit: 1, rateLimitBurst: 1 });
+    const document = (await (await limited.request('/openapi.json')).json()) as Record<string, unknown>;
+    const res = await limited.request('/notes');
+    assert.equal(res.status, 429);
+    new Conformance(document).check('GET', '/notes', 429, res.headers.get('content-type'), await res.text());
+  });
+});
