@@ -120,10 +120,10 @@ export function createHandler(options: HandlerOptions): Handler {
     }
     const pattern = match?.pattern;
     // The browser's shell and its assets hold no data: served to anyone, before authentication (contract §4b).
-    if (pattern === BROWSER_PATTERN && (method === 'GET' || method === 'HEAD')) return discovery.asset(match?.params['asset'] ?? '');
+    if (pattern === BROWSER_PATTERN && (method === 'GET' || method === 'HEAD')) return discovery.asset(match?.params['asset'] ?? '', req.headers['if-none-match']);
     if ((method === 'GET' || method === 'HEAD') && pattern !== undefined && SHELL_PATTERNS.has(pattern) && prefersHtml(req.headers.accept)) {
       exchange.route = `${exchange.route} (html)`;
-      return discovery.shell();
+      return discovery.shell(req.headers['if-none-match']);
     }
     const open = pattern !== undefined && OPEN_PATTERNS.has(pattern);
     const principal = open ? undefined : auth.identify(req.headers.authorization);

@@ -19,10 +19,10 @@ export interface DiscoveryOptions {
 }
 
 export interface Discovery {
-  /** The HTML shell, for any resource URL. */
-  shell(): Reply;
-  /** One of the shell's assets, or a 404 problem. */
-  asset(name: string): Reply;
+  /** The HTML shell, for any resource URL; 304 when the client's copy is current. */
+  shell(ifNoneMatch: string | undefined): Reply;
+  /** One of the shell's assets, or a 404 problem; 304 when the client's copy is current. */
+  asset(name: string, ifNoneMatch: string | undefined): Reply;
 }
 
 /** The package's version, for the document's `info.version`; this file sits two levels below the package root, in src/ and in dist/. */
@@ -35,11 +35,15 @@ function packageVersion(): string {
   }
 }
 
-const staticReply = (representation: StaticRepresentation, headers: Readonly<Record<string, string>> = {}): Reply => ({
-  status: 200,
-  headers: { 'content-type': representation.type, 'x-content-type-options': 'nosniff', ...headers, etag: representation.etag },
-  body: representation.body,
-});
+/** A representation made at start-up, or 304 when `If-None-Match` names it (RFC 9110 §13.1.2). */
+function staticReply(representation: StaticRepresentation, ifNoneMatch: string | undefined, headers: Readonly<Record<string, string>> = {}): Reply {
+  if (notModified(ifNoneMatch, representation.etag)) return { status: 304, headers: { ...headers, etag: representation.etag } };
+  return {
+    status: 200,
+    headers: { 'content-type': representation.type, 'x-content-type-options': 'nosniff', ...headers, etag: representation.etag },
+    body: representation.body,
+  };
+}
 
 /** `/openapi.json`, and the browser's shell and assets: everything built once, here, at start-up. */
 export function addDiscoveryRoutes(router: Router<RouteHandler>, options: DiscoveryOptions): Discovery {
@@ -47,20 +51,19 @@ export function addDiscoveryRoutes(router: Router<RouteHandler>, options: Discov
     JSON.stringify(openApiDocument({ resources: options.resources, basePath: options.basePath, authenticated: options.tokensConfigured, version: packageVersion() })),
     'application/json',
   );
-  router.add('GET', '/openapi.json', ({ req }) =>
-    notModified(req.headers['if-none-match'], document.etag) ? { status: 304, headers: { etag: document.etag } } : staticReply(document),
-  );
+  router.add('GET', '/openapi.json', ({ req }) => staticReply(document, req.headers['if-none-match']));
   // Registered so that OPTIONS and 405 know the path; served by the boundary before authentication.
   router.add('GET', BROWSER_PATTERN, () => {
     throw notFound('There is no such asset');
   });
   const shell = browserShell(options.basePath);
   return {
-    shell: () => staticReply(shell, { 'content-security-policy': BROWSER_CSP, vary: 'Accept', 'cache-control': 'no-cache', 'referrer-policy': 'no-referrer' }),
-    asset(name) {
+    shell: (ifNoneMatch) =>
+      staticReply(shell, ifNoneMatch, { 'content-security-policy': BROWSER_CSP, vary: 'Accept', 'cache-control': 'no-cache', 'referrer-policy': 'no-referrer' }),
+    asset(name, ifNoneMatch) {
       const asset = BROWSER_ASSETS.get(name);
       if (!asset) throw notFound(`There is no browser asset named ${JSON.stringify(name)}`);
-      return staticReply(asset, { 'cache-control': 'no-cache' });
+      return staticReply(asset, ifNoneMatch, { 'cache-control': 'no-cache' });
     },
   };
 }

@@ -279,6 +279,8 @@ export const BROWSER_SCRIPT = String.raw`'use strict';
     var url = location.pathname;
     function write(method, body) {
       clearErrors(form);
+      var saved = main.querySelector('.notice');
+      if (saved) saved.remove();
       if (body === undefined) return;
       api(method, url, body, method === 'PATCH' ? 'application/merge-patch+json' : 'application/json').then(function (r) {
         if (r.status === 200) { main.textContent = ''; renderEntity(name, r.body, 'Saved.'); }

@@ -1,0 +1,133 @@
+import assert from 'node:assert/strict';
+import { existsSync, readFileSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, describe, test } from 'node:test';
+import { chromium, type Page } from 'playwright-core';
+import { compileSchema } from '../../src/conventions/schema.js';
+import { createMemoryStore } from '../../src/store/memory-store.js';
+import type { EntityRecord } from '../../src/store/store.js';
+import { startServer } from '../helpers/server.js';
+
+/**
+ * The HAL browser in a real browser (contract §4b): Debian's chromium driven by playwright-core,
+ * over the demo catalogue (read from data/, served from memory: nothing is written there).
+ */
+
+const CHROMIUM = '/usr/bin/chromium';
+/** The flags these machines need (shared/container/README.md); playwright adds --headless. */
+const FLAGS = ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+const TOKEN = 'browser-test-token';
+
+const dataFile = (name: string): string => readFileSync(new URL(`../../data/${name}`, import.meta.url), 'utf8');
+const products = dataFile('products.jsonl').split('\n').filter((l) => l.trim() !== '').map((l) => JSON.parse(l) as EntityRecord);
+const schema = JSON.parse(dataFile('products.schema.json')) as Record<string, unknown>;
+
+describe('HAL browser in Chromium (contract §4b)', { timeout: 120_000 }, () => {
+  test('open /, enter a token, click into a collection, page to the last page, open an entity, edit a field, see a validation problem beside its field, delete one', async (t) => {
+    if (!existsSync(CHROMIUM)) {
+      t.skip('needs Debian chromium at /usr/bin/chromium (.ci/run installs it)');
+      return;
+    }
+    const store = createMemoryStore(products);
+    const s = await startServer({
+      resources: [
+        { name: 'products', store, validate: compileSchema(schema, 'products.schema.json'), schema },
+        { name: 'categories', store: createMemoryStore() },
+      ],
+      tokens: [TOKEN],
+    });
+    const shots = await mkdtemp(join(tmpdir(), 'halserve-browser-'));
+    const profile = await mkdtemp(join(tmpdir(), 'halserve-chromium-'));
+    const context = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, headless: true, args: FLAGS, viewport: { width: 1280, height: 860 } });
+    after(async () => {
+      await context.close();
+      await rm(profile, { recursive: true, force: true });
+    });
+    const page: Page = context.pages()[0] ?? (await context.newPage());
+    const errors: string[] = [];
+    page.on('pageerror', (error) => errors.push(String(error)));
+    page.on('console', (message) => {
+      if (message.type() === 'error' && !/status of 40[0-9]/.test(message.text())) errors.push(message.text());
+    });
+    let transferred = 0;
+    page.on('requestfinished', (request) => {
+      void request.sizes().then((sizes) => (transferred += sizes.responseBodySize + sizes.responseHeadersSize), () => {});
+    });
+    const shot = (name: string): Promise<Buffer> => page.screenshot({ path: join(shots, `${name}.png`), fullPage: true });
+    const json = async (path: string): Promise<{ status: number; body: Record<string, unknown> }> => {
+      const res = await fetch(`${s.url}${path}`, { headers: { authorization: `Bearer ${TOKEN}` } });
+      return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+    };
+
+    // 1. The entry point, cold: no token yet, so the 401 problem is shown readably.
+    await page.goto(`${s.url}/`);
+    await page.locator('.problem h2').filter({ hasText: '401 Unauthorized' }).waitFor();
+    await page.waitForLoadState('networkidle');
+    assert.ok(transferred > 0 && transferred < 100 * 1024, `first load transferred ${transferred} bytes`);
+    await shot('1-unauthorized');
+    await page.fill('#token', TOKEN);
+    await page.click('#token-form button');
+    await page.locator('main h1', { hasText: 'Collections' }).waitFor();
+    assert.equal(await page.evaluate(() => sessionStorage.getItem('halserve.token')), TOKEN);
+    await shot('2-index');
+
+    // 2. Into the collection: a table of entities with page links.
+    await page.click('main a[rel="products"]');
+    await page.waitForURL(`${s.url}/products`);
+    await page.locator('table.entities tbody tr').first().waitFor();
+    assert.equal(await page.locator('table.entities tbody tr').count(), 20);
+    assert.equal(await page.locator('p.summary').textContent(), '300 in all; page 1 of 15, 20 shown');
+    await shot('3-collection');
+
+    // 3. To the last page through its link.
+    await page.locator('nav.pager a[rel="last"]').first().click();
+    await page.waitForURL(`${s.url}/products?page=15&limit=20`);
+    await page.locator('p.summary', { hasText: 'page 15 of 15' }).waitFor();
+    assert.equal(await page.locator('nav.pager a[rel="next"]').count(), 0);
+    await shot('4-last-page');
+
+    // 4. Into an entity of that page.
+    const link = page.locator('table.entities tbody tr a.entity-link').first();
+    const id = (await link.textContent()) ?? '';
+    await link.click();
+    await page.waitForURL(`${s.url}/products/${id}`);
+    await page.locator('main h1', { hasText: `products ${id}` }).waitFor();
+    await shot('5-entity');
+
+    // 5. Edit a field through the form (a merge patch of what changed), then check it through the JSON API.
+    await page.fill('#f-stock', '777');
+    await page.click('button[name="patch"]');
+    await page.locator('p.notice', { hasText: 'Saved.' }).waitFor();
+    assert.equal(await page.locator('dd[data-field="stock"]').textContent(), '777');
+    assert.equal((await json(`/products/${id}`)).body['stock'], 777);
+    await shot('6-saved');
+
+    // 6. A value the schema refuses: the problem, and its message beside the field.
+    await page.fill('#f-price', '-5');
+    await page.click('button[name="patch"]');
+    await page.locator('.field[data-field="price"] .error', { hasText: 'must be >= 0' }).waitFor();
+    assert.equal(await page.locator('.form-problem .problem h2').textContent(), '400 Bad Request');
+    assert.equal(await page.locator('.field.invalid').count(), 1);
+    assert.notEqual((await json(`/products/${id}`)).body['price'], -5);
+    await shot('7-validation');
+
+    // 7. Delete it (after the browser's confirmation); back on the collection; gone from the JSON API.
+    page.once('dialog', (dialog) => void dialog.accept());
+    await page.click('button.delete');
+    await page.waitForURL(`${s.url}/products`);
+    await page.locator('p.summary', { hasText: '299 in all' }).waitFor();
+    assert.equal((await json(`/products/${id}`)).status, 404);
+
+    // 8. The create form: required fields left empty, each message beside its field.
+    await page.fill('#f-name', 'A lamp');
+    await page.click('form.entity button[type="submit"]');
+    await page.locator('.field[data-field="sku"] .error', { hasText: 'is required' }).waitFor();
+    assert.ok((await page.locator('.field.invalid').count()) >= 5);
+    await shot('8-create-validation');
+
+    assert.deepEqual(errors, []);
+    t.diagnostic(`screenshots in ${shots}`);
+  });
+});
