@@ -1,4 +1,5 @@
 import type { ContentCoding } from '../http/encoding.js';
+import { HAL_JSON, JSON_TYPE, representationTag } from '../representations/hal.js';
 import { preconditionFailed } from './problem.js';
 
 /**
@@ -13,7 +14,7 @@ const CODING_SUFFIX = /-(br|gzip)"$/;
 
 /** The tag of the uncompressed representation of `version` in `mediaType`. */
 export function entityTag(version: string, mediaType: string, halMediaType: string): string {
-  return mediaType === halMediaType ? `"${version}"` : `"${version}-json"`;
+  return representationTag(version, mediaType === halMediaType ? HAL_JSON : JSON_TYPE);
 }
 
 /** The tag of the same representation sent with a content coding. */

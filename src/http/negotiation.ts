@@ -1,6 +1,6 @@
-/** Media types of the service (seed 4.2, contract §5). */
-export const HAL_JSON = 'application/hal+json';
-export const JSON_TYPE = 'application/json';
+import { HAL_JSON, JSON_TYPE } from '../representations/hal.js';
+
+export { HAL_JSON, JSON_TYPE };
 /** RFC 7396 §4. */
 export const MERGE_PATCH_JSON = 'application/merge-patch+json';
 

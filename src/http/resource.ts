@@ -262,7 +262,7 @@ export class Resource {
     const links = collectionLinks(this.#path, range, collection.carried);
     const body = Buffer.from(collectionJson(this.name, range, links, result.entities.map((e) => this.json(e))));
     // The URL fixes the page and its query; the revision fixes the collection's state.
-    const etag = result.revision === undefined ? undefined : `"c.${result.revision}${mediaType === HAL_JSON ? '' : '-json'}"`;
+    const etag = result.revision === undefined ? undefined : entityTag(`c.${result.revision}`, mediaType, HAL_JSON);
     return { body, link: linkHeader(links), etag };
   }
 }

@@ -70,7 +70,7 @@ describe('HAL browser in Chromium (contract §4b)', { timeout: 120_000 }, () => 
     await page.fill('#token', TOKEN);
     await page.click('#token-form button');
     await page.locator('main h1', { hasText: 'Collections' }).waitFor();
-    assert.equal(await page.evaluate(() => sessionStorage.getItem('halserve.token')), TOKEN);
+    assert.equal(await page.evaluate('sessionStorage.getItem("halserve.token")'), TOKEN);
     await shot('2-index');
 
     // 2. Into the collection: a table of entities with page links.

@@ -1,0 +1,17 @@
+/**
+ * The JSON representations of a resource (seed 4.2, contract §5): HAL, and plain JSON with the
+ * same bytes. Their media types and the rule that tells their tags apart live here, once.
+ */
+
+/** Media types of the service (seed 4.2, contract §5). */
+export const HAL_JSON = 'application/hal+json';
+export const JSON_TYPE = 'application/json';
+
+/**
+ * The strong tag (RFC 9110 §8.8.3) of the representation of `base` (an entity's version, a
+ * collection's revision) in `mediaType`: `"<base>"` for HAL, `"<base>-json"` for plain JSON, so
+ * that a cache never serves one for the other.
+ */
+export function representationTag(base: string, mediaType: string): string {
+  return mediaType === HAL_JSON ? `"${base}"` : `"${base}-json"`;
+}
