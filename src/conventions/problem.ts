@@ -92,6 +92,12 @@ export const payloadTooLarge = (limit: number, unit = 'bytes'): HttpProblem =>
 export const unsupportedMediaType = (accepted: readonly string[], detail = `Expecting one of the ${accepted.join(', ')}`): HttpProblem =>
   new HttpProblem(415, detail);
 
+/** RFC 9110 §10.1.1: an expectation the server cannot meet. */
+export const expectationFailed = (): HttpProblem => new HttpProblem(417, 'The only expectation this server meets is 100-continue', {}, { connection: 'close' });
+
+/** A request Node's parser refused: 400, 408 or 431 (RFC 9110 §15.5.9, RFC 6585 §5); the connection is closed after it. */
+export const unparsable = (status: number, detail: string): HttpProblem => new HttpProblem(status, detail, {}, { connection: 'close' });
+
 export const serviceUnavailable = (detail: string): HttpProblem => new HttpProblem(503, detail);
 
 /** Contract §7: validation failures. */

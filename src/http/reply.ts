@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { codedTag } from '../conventions/conditional.js';
 import { ASYNC_COMPRESSION_BYTES, chooseEncoding, COMPRESSION_THRESHOLD_BYTES, encode, encodeAsync } from './encoding.js';
 import type { Duplex } from 'node:stream';
-import { PROBLEM_MEDIA_TYPE, problemDocument, statusTitle, type HttpProblem } from '../conventions/problem.js';
+import { PROBLEM_MEDIA_TYPE, statusTitle, unparsable, type HttpProblem } from '../conventions/problem.js';
 
 /** What a route handler answers; `send` is the one writer of responses. */
 export interface Reply {
@@ -17,7 +17,11 @@ export function jsonReply(status: number, mediaType: string, body: string | Buff
   return { status, headers: { 'content-type': mediaType, vary: 'Accept', ...headers }, body };
 }
 
-/** The problem document of an error (seed 7), with the headers that belong to it. */
+/**
+ * The problem document of an error (seed 7), with the headers that belong to it: the one writer
+ * of error responses, whether they leave through the handler's boundary, the server's `417`, or a
+ * raw socket after a parse error.
+ */
 export function problemReply(problem: HttpProblem): Reply {
   const headers: Record<string, string> = { 'content-type': PROBLEM_MEDIA_TYPE, ...problem.headers };
   // An oversized body may still be arriving: close the connection rather than read it.
@@ -121,6 +125,24 @@ const CLIENT_ERROR_STATUS: Readonly<Record<string, number>> = {
 };
 
 /**
+ * Writes a reply outside the handler (the server's own events), with `Content-Length`; no
+ * negotiation or compression: these are short problem documents.
+ */
+export function writeReply(res: ServerResponse, reply: Reply): void {
+  const body = reply.body ?? '';
+  res.writeHead(reply.status, { ...reply.headers, 'content-length': Buffer.byteLength(body) }).end(body);
+}
+
+/** A reply as the bytes of an HTTP/1.1 response, for a socket that has no response object. */
+export function rawReply(reply: Reply): string {
+  const body = reply.body === undefined ? '' : reply.body.toString();
+  const headers = Object.entries(reply.headers ?? {})
+    .map(([name, value]) => `${name.replace(/(^|-)([a-z])/g, (_, dash: string, c: string) => dash + c.toUpperCase())}: ${value}\r\n`)
+    .join('');
+  return `HTTP/1.1 ${reply.status} ${statusTitle(reply.status)}\r\n${headers}Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
+}
+
+/**
  * Answers a request Node's parser refused (the server's `clientError` event) with a problem
  * document (contract §7), then closes the connection: after a parse error nothing more on it can
  * be trusted.
@@ -132,16 +154,14 @@ export function answerClientError(error: Error & { code?: string }, socket: Dupl
   }
   const status = CLIENT_ERROR_STATUS[error.code ?? ''] ?? 400;
   const detail = status === 431 ? 'The request headers are too large' : status === 408 ? 'The request took too long to arrive' : 'The request is not valid HTTP/1.1';
-  const body = JSON.stringify(problemDocument(status, detail));
+  const reply = problemReply(unparsable(status, detail));
   // A request whose headers were fine but whose body is not (a bad chunk) already has a response:
   // answer through it while nothing has been sent, else just close (Node's own 'clientError' advice).
   const { _httpMessage: response } = socket as { _httpMessage?: ServerResponse | null };
   if (response) {
     if (response.headersSent) socket.destroy();
-    else response.writeHead(status, { 'content-type': PROBLEM_MEDIA_TYPE, 'content-length': Buffer.byteLength(body), connection: 'close' }).end(body);
+    else writeReply(response, reply);
     return;
   }
-  socket.end(
-    `HTTP/1.1 ${status} ${statusTitle(status)}\r\nContent-Type: ${PROBLEM_MEDIA_TYPE}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
-  );
+  socket.end(rawReply(reply));
 }

@@ -1,8 +1,8 @@
 import { createServer, type IncomingMessage, type Server, type ServerOptions, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { createHandler, type HandlerOptions } from './app.js';
-import { PROBLEM_MEDIA_TYPE, problemDocument } from '../conventions/problem.js';
-import { answerClientError } from './reply.js';
+import { expectationFailed } from '../conventions/problem.js';
+import { answerClientError, problemReply, writeReply } from './reply.js';
 
 /**
  * Slow or stalled clients are cut off: headers within 10 s, a whole request within 30 s, checked
@@ -25,10 +25,7 @@ export function createHalServer(options: HandlerOptions, serverOptions: Readonly
   const handler = createHandler(options);
   const server = createServer({ ...serverOptions, ...PROBLEM_DOCUMENTS_ONLY }, handler);
   // RFC 9110 §10.1.1: an expectation the server cannot meet is a 417.
-  server.on('checkExpectation', (_req: IncomingMessage, res: ServerResponse) => {
-    const body = JSON.stringify(problemDocument(417, 'The only expectation this server meets is 100-continue'));
-    res.writeHead(417, { 'content-type': PROBLEM_MEDIA_TYPE, 'content-length': Buffer.byteLength(body), connection: 'close' }).end(body);
-  });
+  server.on('checkExpectation', (_req: IncomingMessage, res: ServerResponse) => writeReply(res, problemReply(expectationFailed())));
   // With a listener here, Node no longer answers `Expect: 100-continue` on its own (RFC 9110 §10.1.1).
   server.on('checkContinue', handler);
   server.on('clientError', answerClientError);
