@@ -66,6 +66,7 @@ describe('HAL browser in Chromium (contract §4b)', { timeout: 120_000 }, () => 
     await page.locator('.problem h2').filter({ hasText: '401 Unauthorized' }).waitFor();
     await page.waitForLoadState('networkidle');
     assert.ok(transferred > 0 && transferred < 100 * 1024, `first load transferred ${transferred} bytes`);
+    t.diagnostic(`first load, cold: ${transferred} bytes transferred`);
     await shot('1-unauthorized');
     await page.fill('#token', TOKEN);
     await page.click('#token-form button');
