@@ -150,7 +150,6 @@ async function main(): Promise<void> {
     const force = setTimeout(() => server.closeAllConnections(), SHUTDOWN_GRACE_MS);
     force.unref();
     server.close(() => {
-      metrics.close();
       dataDir.close().then(
         () => process.exit(0),
         (error: unknown) => {
