@@ -4,9 +4,19 @@
  */
 export { createHandler } from './http/app.js';
 export { VERSION_PREFIX } from './http/request.js';
-export type { AccessLogEntry, Handler, HandlerOptions, ResourceOptions } from './http/app.js';
+export type { AccessLogEntry, Handler, HandlerOptions, ResourceOptions, ServedResource } from './http/app.js';
+export { ServerMetrics } from './metrics/server-metrics.js';
+export type { QueryKind } from './metrics/server-metrics.js';
+export { Counter, Gauge, Histogram, Registry } from './metrics/registry.js';
+export { PROMETHEUS_TEXT, prometheusText } from './representations/prometheus.js';
+export { openApiDocument } from './representations/openapi.js';
+export type { JsonSchema, OpenApiOptions, OpenApiResource } from './representations/openapi.js';
+export { representationTag } from './representations/hal.js';
+export { RateLimiter, rateLimitHeaders, waitText } from './http/rate-limit.js';
+export type { RateDecision, RateLimiterOptions } from './http/rate-limit.js';
+export { createTokenScrubber, redactQuery, REDACTED } from './http/access-log.js';
 export { bearerToken, createAuthenticator, parseTokens, READ_ONLY_PREFIX } from './http/auth.js';
-export type { Access, Authenticator } from './http/auth.js';
+export type { Access, Authenticator, Principal } from './http/auth.js';
 export { checkIfMatch, checkIfNoneMatch, codedTag, entityTag, notModified, parseTagList, versionTags } from './conventions/conditional.js';
 export { createHalServer, SERVER_TIMEOUTS, trackConnections } from './http/server.js';
 export { chooseEncoding, COMPRESSION_THRESHOLD_BYTES, encode } from './http/encoding.js';
@@ -21,7 +31,7 @@ export { clientFields, createdRecord, mergePatch, replacedRecord, SERVER_MANAGED
 export type { ClientFields } from './conventions/entity.js';
 export { carriedQuery, collectionJson, collectionLinks, entityHref, entityJson, indexDocument, linkHeader, pageHref } from './conventions/hal.js';
 export type { CollectionLinks, CollectionRelation, Link } from './conventions/hal.js';
-export { HAL_JSON, isAcceptedContentType, JSON_TYPE, mediaTypeOf, MERGE_PATCH_JSON, negotiate, OFFERED_TYPES, parseAccept } from './http/negotiation.js';
+export { HAL_JSON, isAcceptedContentType, JSON_TYPE, mediaTypeOf, MERGE_PATCH_JSON, negotiate, OFFERED_TYPES, parseAccept, prefersHtml } from './http/negotiation.js';
 export { DEFAULT_LIMIT, DEFAULT_PAGE, MAX_LIMIT, pageCount, pageRange, parsePageRequest } from './conventions/pagination.js';
 export type { PageRange, PageRequest } from './conventions/pagination.js';
 export * from './conventions/problem.js';

@@ -99,6 +99,7 @@ export function isAcceptedContentType(contentType: string | undefined, accepted:
  * gets JSON as before.
  */
 export function prefersHtml(accept: string | undefined): boolean {
+  // Only a client that names text/html asks for a page; `text/*` is no browser.
   if (accept === undefined || !accept.includes('html')) return false;
   const ranges = parseAccept(accept);
   const html = quality(ranges, HTML);

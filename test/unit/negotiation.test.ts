@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { isAcceptedContentType, mediaTypeOf, negotiate, parseAccept } from '../../src/http/negotiation.js';
+import { isAcceptedContentType, mediaTypeOf, negotiate, parseAccept, prefersHtml } from '../../src/http/negotiation.js';
 
 describe('negotiate', () => {
   for (const [accept, expected] of [
@@ -51,5 +51,23 @@ describe('Content-Type', () => {
     ['application/merge-patch+json', ['application/json', 'application/merge-patch+json'], true],
   ] as const) {
     test(`${JSON.stringify(header)} against ${accepted.join('|')} -> ${ok}`, () => assert.equal(isAcceptedContentType(header, accepted), ok));
+  }
+});
+
+describe('prefersHtml (contract §4b)', () => {
+  for (const [accept, expected] of [
+    [undefined, false],
+    ['*/*', false],
+    ['application/hal+json', false],
+    ['text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8', true],
+    ['text/html', true],
+    ['text/*', false],
+    ['text/html, application/json', false],
+    ['text/html, */*', false],
+    ['text/html;q=0.5, application/json;q=0.4', true],
+    ['text/html;q=0', false],
+    ['application/json;q=0.9, text/html', true],
+  ] as const) {
+    test(`${JSON.stringify(accept)} -> ${expected}`, () => assert.equal(prefersHtml(accept), expected));
   }
 });
