@@ -112,7 +112,7 @@ export function createHandler(options: HandlerOptions): Handler {
     const query = mark === -1 ? '' : url.slice(mark + 1);
     const nothingHere = (): HttpProblem => notFound(`There is nothing at ${JSON.stringify(path)}`);
     const match = router.match(method, segments);
-    if (match) exchange.route = routeLabel(match.pattern);
+    if (match) exchange.route = routeLabel(match.pattern, undefined);
     // A CORS preflight carries no credentials (Fetch standard §3.2.2), so it is answered before authentication.
     if (cors.enabled && method === 'OPTIONS' && req.headers['access-control-request-method'] !== undefined) {
       if (!match) throw nothingHere();
@@ -143,7 +143,7 @@ export function createHandler(options: HandlerOptions): Handler {
     if (name !== undefined) {
       exchange.resource = resourceOf(resources, match.params).name;
       // Known now to be one of the configured few: a bounded label.
-      exchange.route = match.pattern.replace(':name', name).replace(':id', '{id}');
+      exchange.route = routeLabel(match.pattern, name);
     }
     if (method === 'OPTIONS') return { status: 204, headers: { allow: match.allow.join(', ') } };
     if (!match.handler) throw methodNotAllowed(method, match.allow);
@@ -162,7 +162,22 @@ export function createHandler(options: HandlerOptions): Handler {
   });
 }
 
-/** A bounded label for a matched route: its pattern with `{…}` for each parameter, never a value from the request. */
-function routeLabel(pattern: string): string {
-  return pattern.replace(/:([a-z]+)/g, '{$1}');
+/** Labels made so far, by pattern then resource name ('' for none): a handful, made once each. */
+const labels = new Map<string, Map<string, string>>();
+
+/**
+ * A bounded label for a matched route: its pattern with `{…}` for each parameter, never a value
+ * from the request, except a resource's name once it is known to be a configured one.
+ */
+function routeLabel(pattern: string, name: string | undefined): string {
+  let byName = labels.get(pattern);
+  if (byName === undefined) labels.set(pattern, (byName = new Map()));
+  let label = byName.get(name ?? '');
+  if (label === undefined) {
+    const named = name === undefined ? pattern : pattern.replace(':name', name);
+    label = named.replace(/:([a-z]+)/g, '{$1}');
+    // Names come from the configuration, but a process may make many handlers: keep the cache small.
+    if (byName.size < 1024) byName.set(name ?? '', label);
+  }
+  return label;
 }
