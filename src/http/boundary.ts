@@ -71,34 +71,38 @@ export function createBoundary(dispatch: Dispatch, options: BoundaryOptions): (r
       let bytes = 0;
       const corsHeaders = cors.headers(req.headers.origin);
       const extra = exchange.headers === undefined ? corsHeaders : { ...exchange.headers, ...corsHeaders };
+      // Counted when the response is handed to the socket: no listener per request on this hot path.
       try {
         const sent = send(req, res, reply, extra);
-        if (typeof sent === 'number') bytes = sent;
-        else sent.then((n) => (bytes = n), unwritable);
+        if (typeof sent === 'number') {
+          bytes = sent;
+          metrics.request(req.method ?? '', exchange.route, res.statusCode, (performance.now() - started) / 1000);
+        } else {
+          sent.then((n) => {
+            bytes = n;
+            metrics.request(req.method ?? '', exchange.route, res.statusCode, (performance.now() - started) / 1000);
+          }, unwritable);
+        }
       } catch (error) {
         unwritable(error);
         return;
       }
-      res.once('finish', () => {
-        const method = req.method ?? '';
-        const seconds = (performance.now() - started) / 1000;
-        metrics.requests.inc(1, method, exchange.route, String(res.statusCode));
-        metrics.latency.observe(seconds, method, exchange.route);
-        if (accessLog) {
+      if (accessLog) {
+        res.once('finish', () => {
           const target = req.url ?? '';
           const mark = target.indexOf('?');
           const query = mark === -1 ? '' : redactQuery(target.slice(mark + 1));
           accessLog({
             time: new Date().toISOString(),
-            method,
+            method: req.method ?? '',
             path: scrub(mark === -1 ? target : target.slice(0, mark)),
             ...(query === '' ? {} : { query: scrub(query) }),
             status: res.statusCode,
-            ms: Math.round(seconds * 1_000_000) / 1000,
+            ms: Math.round((performance.now() - started) * 1000) / 1000,
             bytes,
           });
-        }
-      });
+        });
+      }
     };
     let reply: Reply | Promise<Reply>;
     try {

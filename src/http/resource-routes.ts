@@ -52,16 +52,23 @@ export function addResourceRoutes(router: Router<RouteHandler>, options: Resourc
   const of = (params: Params): Resource => resourceOf(resources, params);
   /** Pages served before: the resource hands out the same object again when its cache answers. */
   const served = new WeakSet<Page>();
+  /** The page-cache counters of each resource, looked up once. */
+  const cacheCounters = new Map<string, { hit: { value: number }; miss: { value: number } }>();
+  const countersOf = (name: string): { hit: { value: number }; miss: { value: number } } => {
+    let counters = cacheCounters.get(name);
+    if (counters === undefined) cacheCounters.set(name, (counters = { hit: metrics.pageCache.series(name, 'hit'), miss: metrics.pageCache.series(name, 'miss') }));
+    return counters;
+  };
 
   router.add('GET', '/:name', ({ req, params, query }) => {
     const mediaType = accepted(req);
     const resource = of(params);
     const started = performance.now();
     const counted = (page: Page): Reply => {
-      if (served.has(page)) metrics.pageCache.inc(1, resource.name, 'hit');
+      if (served.has(page)) countersOf(resource.name).hit.value++;
       else {
         served.add(page);
-        metrics.pageCache.inc(1, resource.name, 'miss');
+        countersOf(resource.name).miss.value++;
         metrics.queries.observe((performance.now() - started) / 1000, resource.name, queryKind(query));
       }
       return pageReply(req, page, mediaType);

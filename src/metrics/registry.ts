@@ -67,10 +67,15 @@ export class Counter implements CounterMetric {
   }
 
   inc(by = 1, ...values: string[]): void {
+    this.series(...values).value += by;
+  }
+
+  /** The series of these label values, made on first use; hot paths keep it and add to `value`. */
+  series(...values: string[]): { value: number } {
     const k = key(values);
-    const series = this.#series.get(k);
-    if (series === undefined) this.#series.set(k, { values, value: by });
-    else series.value += by;
+    let series = this.#series.get(k);
+    if (series === undefined) this.#series.set(k, (series = { values, value: 0 }));
+    return series;
   }
 
   /** The value of one series (0 when never incremented). */
@@ -101,12 +106,33 @@ export class Gauge implements GaugeMetric {
   }
 }
 
-interface HistogramSeries {
+/** One series of a histogram; hot paths keep it and call `observe`. */
+export class HistogramSeries {
   readonly values: readonly string[];
+  readonly #buckets: readonly number[];
   /** Per bucket, not cumulative: made cumulative when scraped. */
   readonly counts: number[];
-  sum: number;
-  count: number;
+  sum = 0;
+  count = 0;
+
+  constructor(values: readonly string[], buckets: readonly number[]) {
+    this.values = values;
+    this.#buckets = buckets;
+    this.counts = new Array<number>(buckets.length).fill(0);
+  }
+
+  observe(value: number): void {
+    // Buckets are few (about ten): a linear scan beats a binary search at this size.
+    const buckets = this.#buckets;
+    for (let i = 0; i < buckets.length; i++) {
+      if (value <= (buckets[i] as number)) {
+        this.counts[i] = (this.counts[i] as number) + 1;
+        break;
+      }
+    }
+    this.sum += value;
+    this.count++;
+  }
 }
 
 /** A histogram with fixed upper bounds; `+Inf` is implied. */
@@ -126,22 +152,15 @@ export class Histogram implements HistogramMetric {
   }
 
   observe(value: number, ...values: string[]): void {
+    this.series(...values).observe(value);
+  }
+
+  /** The series of these label values, made on first use. */
+  series(...values: string[]): HistogramSeries {
     const k = key(values);
     let series = this.#series.get(k);
-    if (series === undefined) {
-      series = { values, counts: new Array<number>(this.buckets.length).fill(0), sum: 0, count: 0 };
-      this.#series.set(k, series);
-    }
-    // Buckets are few (about ten): a linear scan beats a binary search at this size.
-    const buckets = this.buckets;
-    for (let i = 0; i < buckets.length; i++) {
-      if (value <= (buckets[i] as number)) {
-        series.counts[i] = (series.counts[i] as number) + 1;
-        break;
-      }
-    }
-    series.sum += value;
-    series.count++;
+    if (series === undefined) this.#series.set(k, (series = new HistogramSeries(values, this.buckets)));
+    return series;
   }
 
   /** Observations of one series so far. */

@@ -1,6 +1,6 @@
 import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks';
 import type { StoreObserver } from '../store/log/jsonl-store.js';
-import { Counter, Gauge, Histogram, Registry, type Sample } from './registry.js';
+import { Counter, Gauge, Histogram, Registry, type HistogramSeries, type Sample } from './registry.js';
 
 /** Seconds: from a cached page (tens of microseconds) to a slow query (seconds). */
 const LATENCY_BUCKETS: readonly number[] = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5];
@@ -57,6 +57,8 @@ export class ServerMetrics {
   readonly rateLimited = this.registry.add(new Counter('halserve_rate_limited_total', 'Requests refused with 429 by the rate limit.'));
 
   readonly #sizes = new Map<string, () => number>();
+  /** Series of the request metrics by method, route and status: every request records into them, with no string built. */
+  readonly #routes = new Map<string, Map<string, { latency: HistogramSeries; byStatus: Map<number, { value: number }> }>>();
 
   constructor() {
     this.registry.add(
@@ -76,6 +78,18 @@ export class ServerMetrics {
             ],
       ),
     );
+  }
+
+  /** Counts one answered request and its latency. */
+  request(method: string, route: string, status: number, seconds: number): void {
+    let byRoute = this.#routes.get(method);
+    if (byRoute === undefined) this.#routes.set(method, (byRoute = new Map()));
+    let entry = byRoute.get(route);
+    if (entry === undefined) byRoute.set(route, (entry = { latency: this.latency.series(method, route), byStatus: new Map() }));
+    let counter = entry.byStatus.get(status);
+    if (counter === undefined) entry.byStatus.set(status, (counter = this.requests.series(method, route, String(status))));
+    counter.value++;
+    entry.latency.observe(seconds);
   }
 
   /** Makes `halserve_entities` report this resource's size when scraped. */
