@@ -421,6 +421,39 @@ function components(resources: readonly OpenApiResource[]): Json {
   };
 }
 
+/**
+ * HEAD beside every GET (the same answers without a body, RFC 9110 §9.3.2) and OPTIONS on every
+ * path (204 with `Allow`), so that the document has every method the server answers.
+ */
+function addHeadAndOptions(item: Json): void {
+  const get = item['get'] as Json | undefined;
+  if (get !== undefined) {
+    const responses: Json = {};
+    for (const [status, response] of Object.entries(get['responses'] as Json)) {
+      const description = (response as Json)['description'] ?? (PROBLEMS[status]?.description as string | undefined) ?? 'See GET.';
+      responses[status] = { description: `${String(description)} No body.` };
+    }
+    item['head'] = {
+      operationId: `${String(get['operationId'])}Head`,
+      summary: `Headers of GET: ${String(get['summary'])}`,
+      tags: get['tags'],
+      ...(get['security'] === undefined ? {} : { security: get['security'] }),
+      ...(get['parameters'] === undefined ? {} : { parameters: get['parameters'] }),
+      responses,
+    };
+  }
+  const first = Object.values(item).find((operation): operation is Json => typeof operation === 'object' && operation !== null && 'operationId' in operation);
+  item['options'] = {
+    operationId: `${String(first?.['operationId'] ?? 'path')}Options`,
+    summary: 'The methods this path allows',
+    tags: first?.['tags'],
+    responses: {
+      '204': { description: 'The methods, in `Allow`.', headers: { Allow: { schema: { type: 'string' }, example: 'GET, HEAD, POST, OPTIONS' } } },
+      ...problems(['400', '401', '404', '429']),
+    },
+  };
+}
+
 /** The OpenAPI 3.1 document: every route both unprefixed and under `/v1` (seed 9). */
 export function openApiDocument(options: OpenApiOptions): Json {
   const { resources, basePath, authenticated } = options;
@@ -428,6 +461,7 @@ export function openApiDocument(options: OpenApiOptions): Json {
     ...servicePaths(resources.map((r) => r.name), authenticated),
     ...Object.assign({}, ...resources.map(resourcePaths)),
   };
+  for (const item of Object.values(paths) as Json[]) addHeadAndOptions(item);
   // The same operations under /v1, by reference (a Path Item may be a $ref in OpenAPI 3.1).
   // The fragment is a URI: `{` and `}` of a template are percent-encoded (RFC 6901 §6).
   for (const path of Object.keys(paths)) paths[path === '/' ? '/v1' : `/v1${path}`] = { $ref: `#/paths/${encodeURI(pointer(path))}` };

@@ -55,7 +55,8 @@ describe('GET /openapi.json (contract §4b)', () => {
       assert.ok(paths[path], path);
       assert.ok(paths[path === '/' ? '/v1' : `/v1${path}`], `/v1${path}`);
     }
-    assert.deepEqual(Object.keys(paths['/products/{id}'] ?? {}).filter((k) => k !== 'parameters'), ['get', 'put', 'patch', 'delete']);
+    assert.deepEqual(Object.keys(paths['/products/{id}'] ?? {}).filter((k) => k !== 'parameters'), ['get', 'put', 'patch', 'delete', 'head', 'options']);
+    assert.deepEqual(Object.keys(paths['/products'] ?? {}), ['get', 'post', 'head', 'options']);
     const names = ((paths['/products']?.['get'] as { parameters: { name?: string; $ref?: string }[] }).parameters).map((p) => p.name ?? p.$ref);
     for (const name of ['#/components/parameters/page', '#/components/parameters/limit', '#/components/parameters/sort', '#/components/parameters/q', 'price', 'price[eq]', 'price[ne]', 'price[gt]', 'price[gte]', 'price[lt]', 'price[lte]', 'description[exists]', 'dimensions.weight[lte]', 'createdAt[gte]']) {
       assert.ok(names.includes(name), name);
@@ -118,7 +119,12 @@ describe('GET /openapi.json (contract §4b)', () => {
     await call('DELETE', `/products/${id}`, WRITE);
     await call('DELETE', `/products/${id}`, WRITE);
     await call('PATCH', '/products', JSON_WRITE, '{}');
-    for (const expected of ['POST 201', 'GET 200', 'GET 304', 'GET 409', 'GET 400', 'GET 404', 'GET 406', 'GET 401', 'POST 400', 'POST 403', 'POST 415', 'POST 413', 'PATCH 200', 'PUT 200', 'PUT 412', 'DELETE 204', 'DELETE 404', 'PATCH 405']) {
+    await call('HEAD', `/products?limit=2`, READ);
+    await call('HEAD', '/v1/me', READ);
+    await call('OPTIONS', '/products', READ);
+    await call('OPTIONS', '/v1/products/x', READ);
+    await call('OPTIONS', '/ping');
+    for (const expected of ['POST 201', 'GET 200', 'GET 304', 'GET 409', 'GET 400', 'GET 404', 'GET 406', 'GET 401', 'POST 400', 'POST 403', 'POST 415', 'POST 413', 'PATCH 200', 'PUT 200', 'PUT 412', 'DELETE 204', 'DELETE 404', 'PATCH 405', 'HEAD 200', 'OPTIONS 204']) {
       assert.ok(seen.includes(expected), `${expected} not exercised: ${seen.join(', ')}`);
     }
   });
