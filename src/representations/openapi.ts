@@ -42,7 +42,6 @@ const OPERATORS: readonly (readonly [string, string])[] = [
 const ref = (kind: string, name: string): Json => ({ $ref: `#/components/${kind}/${name}` });
 /** JSON pointer escaping (RFC 6901 §3). */
 const pointer = (segment: string): string => segment.replaceAll('~', '~0').replaceAll('/', '~1');
-const title = (name: string): string => name.replace(/(^|[-_])([a-z0-9])/g, (_, __, c: string) => c.toUpperCase());
 
 /** The seed's own examples (seed 7.2), sent byte for byte. */
 const EXAMPLE_409 = problemDocument(409, 'requested page is out of range', { pages: 15, page: 999 });
@@ -155,8 +154,13 @@ function fieldsSchema(schema: JsonSchema | undefined): Json {
   return rest;
 }
 
+/**
+ * A resource's components and operations are named after it as it is (`products.Entity`,
+ * `products.list`): names are unique and hold no dot, so no two resources, and no fixed component,
+ * can share a name.
+ */
 function resourceSchemas(resource: OpenApiResource): Json {
-  const t = title(resource.name);
+  const t = resource.name;
   const fields = fieldsSchema(resource.schema);
   const properties = (fields['properties'] ?? {}) as Json;
   const required = Array.isArray(fields['required']) ? (fields['required'] as string[]) : [];
@@ -192,11 +196,11 @@ function resourceSchemas(resource: OpenApiResource): Json {
       _embedded: {
         type: 'object',
         required: [resource.name],
-        properties: { [resource.name]: { type: 'array', items: ref('schemas', `${t}Entity`) } },
+        properties: { [resource.name]: { type: 'array', items: ref('schemas', `${t}.Entity`) } },
       },
     },
   };
-  return { [`${t}Fields`]: fields, [`${t}Entity`]: entity, [`${t}Page`]: page };
+  return { [`${t}.Fields`]: fields, [`${t}.Entity`]: entity, [`${t}.Page`]: page };
 }
 
 const halContent = (schema: Json, example?: unknown): Json => {
@@ -207,21 +211,21 @@ const halContent = (schema: Json, example?: unknown): Json => {
 const ETAG_HEADER: Json = { description: 'Strong tag of this representation (contract §5).', schema: { type: 'string' } };
 
 function resourcePaths(resource: OpenApiResource): Json {
-  const t = title(resource.name);
+  const t = resource.name;
   const tags = [resource.name];
   const entityResponse = (status: string, description: string, extra: Json = {}): Json => ({
-    [status]: { description, headers: { ETag: ETAG_HEADER, ...RATE_HEADERS, ...extra }, content: halContent(ref('schemas', `${t}Entity`)) },
+    [status]: { description, headers: { ETag: ETAG_HEADER, ...RATE_HEADERS, ...extra }, content: halContent(ref('schemas', `${t}.Entity`)) },
   });
   const body = (types: readonly string[], description: string): Json => ({
     required: true,
     description,
-    content: Object.fromEntries(types.map((type) => [type, { schema: ref('schemas', `${t}Fields`) }])),
+    content: Object.fromEntries(types.map((type) => [type, { schema: ref('schemas', `${t}.Fields`) }])),
   });
   const ifMatch = ref('parameters', 'IfMatch');
   const ifNoneMatch = ref('parameters', 'IfNoneMatch');
   const collection: Json = {
     get: {
-      operationId: `list${t}`,
+      operationId: `${t}.list`,
       summary: `A page of ${resource.name}, filtered, sorted, searched`,
       tags,
       parameters: [ref('parameters', 'page'), ref('parameters', 'limit'), ref('parameters', 'sort'), ref('parameters', 'q'), ...filterParameters(resource), ifNoneMatch, ifMatch],
@@ -229,14 +233,14 @@ function resourcePaths(resource: OpenApiResource): Json {
         '200': {
           description: 'The page, with the same links in a `Link` header (RFC 8288).',
           headers: { ETag: ETAG_HEADER, Link: { schema: { type: 'string' } }, ...RATE_HEADERS },
-          content: halContent(ref('schemas', `${t}Page`)),
+          content: halContent(ref('schemas', `${t}.Page`)),
         },
         '304': { description: 'The client\'s copy (If-None-Match) is current.' },
         ...problems(['400', '401', '404', '406', '409', '412', '429', '500', '503']),
       },
     },
     post: {
-      operationId: `create${t}`,
+      operationId: `${t}.create`,
       summary: `Creates a ${resource.name} entity`,
       tags,
       requestBody: body([JSON_TYPE], 'The client fields; server-managed ones (`id`, `createdAt`, `updatedAt`, `_links`, `_embedded`) are ignored.'),
@@ -249,7 +253,7 @@ function resourcePaths(resource: OpenApiResource): Json {
   const entity: Json = {
     parameters: [{ name: 'id', in: 'path', required: true, schema: { type: 'string' } }],
     get: {
-      operationId: `get${t}`,
+      operationId: `${t}.get`,
       summary: `One ${resource.name} entity`,
       tags,
       parameters: [ifNoneMatch, ifMatch],
@@ -260,7 +264,7 @@ function resourcePaths(resource: OpenApiResource): Json {
       },
     },
     put: {
-      operationId: `replace${t}`,
+      operationId: `${t}.replace`,
       summary: `Replaces the client fields of a ${resource.name} entity`,
       tags,
       parameters: [ifMatch, ifNoneMatch],
@@ -268,7 +272,7 @@ function resourcePaths(resource: OpenApiResource): Json {
       responses: { ...entityResponse('200', 'Replaced, and durable.'), ...problems(['400', '401', '403', '404', '406', '412', '413', '415', '429', '500', '503']) },
     },
     patch: {
-      operationId: `patch${t}`,
+      operationId: `${t}.patch`,
       summary: `Changes some client fields of a ${resource.name} entity (JSON Merge Patch, RFC 7396)`,
       tags,
       parameters: [ifMatch, ifNoneMatch],
@@ -280,7 +284,7 @@ function resourcePaths(resource: OpenApiResource): Json {
       responses: { ...entityResponse('200', 'Changed, and durable.'), ...problems(['400', '401', '403', '404', '406', '412', '413', '415', '429', '500', '503']) },
     },
     delete: {
-      operationId: `delete${t}`,
+      operationId: `${t}.delete`,
       summary: `Deletes a ${resource.name} entity`,
       tags,
       parameters: [ifMatch],

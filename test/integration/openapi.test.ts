@@ -71,6 +71,14 @@ describe('GET /openapi.json (contract §4b)', () => {
     });
   });
 
+  test('resources whose names differ only in - and _ -> distinct components and operations, still valid', async () => {
+    const twins = await startServer({ resources: [{ name: 'a-b', store: createMemoryStore() }, { name: 'a_b', store: createMemoryStore() }] });
+    const document = (await (await twins.request('/openapi.json')).json()) as { components: { schemas: Record<string, unknown> } };
+    assert.ok(document.components.schemas['a-b.Entity'] && document.components.schemas['a_b.Entity']);
+    const result = await new Validator().validate(document as unknown as Record<string, unknown>);
+    assert.equal(result.valid, true, JSON.stringify(result.errors));
+  });
+
   test('ETag -> If-None-Match gives 304', async () => {
     const res = await s.request('/openapi.json', { headers: READ });
     const etag = res.headers.get('etag') ?? '';

@@ -56,10 +56,6 @@ export const BROWSER_SCRIPT = String.raw`'use strict';
     return { name: rest[0], id: rest[1], depth: rest.length };
   }
 
-  function title(name) {
-    return name.replace(/(^|[-_])([a-z0-9])/g, function (_, __, c) { return c.toUpperCase(); });
-  }
-
   function loadSchemas() {
     if (schemas) return Promise.resolve(schemas);
     return api('GET', base + '/openapi.json').then(function (r) {
@@ -69,7 +65,7 @@ export const BROWSER_SCRIPT = String.raw`'use strict';
   }
 
   function fieldsSchema(name) {
-    var schema = schemas && schemas[title(name) + 'Fields'];
+    var schema = schemas && schemas[name + '.Fields'];
     return schema && schema.properties ? schema : undefined;
   }
 
