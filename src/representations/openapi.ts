@@ -77,6 +77,7 @@ function problemResponse(status: string): Json {
   const problem = PROBLEMS[status] as ProblemResponse;
   const headers: Json = { ...RATE_HEADERS };
   if (status === '401') headers['WWW-Authenticate'] = { schema: { type: 'string' }, example: 'Bearer realm="halserve"' };
+  if (status === '503') headers['Retry-After'] = { description: 'Seconds after which to try again (a query past its budget).', schema: { type: 'integer' } };
   if (status === '429') {
     headers['Retry-After'] = { description: 'Whole seconds to wait, rounded up.', schema: { type: 'integer' } };
     headers['X-RateLimit-Wait'] = { description: 'Seconds to wait as a decimal, e.g. 0.25.', schema: { type: 'number' } };
