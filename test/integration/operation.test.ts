@@ -127,6 +127,27 @@ describe('--rate-limit (contract §4b)', () => {
     assert.equal((await s.request('/ping')).status, 200);
   });
 
+  test('a client that waits X-RateLimit-Wait after each 429 (the Shopping Feed SDK\'s handler) -> walks every page to the end', async () => {
+    const s = await startItems(records(40), { rateLimit: 50, rateLimitBurst: 2 });
+    const ids: string[] = [];
+    let refused = 0;
+    let next: string | undefined = '/v1/items?limit=4';
+    while (next !== undefined) {
+      const res = await s.request(next);
+      if (res.status === 429) {
+        refused++;
+        await new Promise((r) => setTimeout(r, Number(res.headers.get('x-ratelimit-wait')) * 1000));
+        continue;
+      }
+      assert.equal(res.status, 200);
+      const page = await res.json();
+      ids.push(...page._embedded.items.map((e: { id: string }) => e.id));
+      next = page._links.next?.href;
+    }
+    assert.deepEqual(ids, records(40).map((r) => r.id));
+    assert.ok(refused > 0, 'the limit never bit');
+  });
+
   test('per token: one token over its limit -> another token still served; unknown tokens count against the address', async () => {
     const s = await startItems(records(1), { rateLimit: 1, rateLimitBurst: 1, tokens: ['a', 'b'] });
     const as = (token: string): Promise<Response> => s.request('/items/e000', { headers: { authorization: `Bearer ${token}` } });
