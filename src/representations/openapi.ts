@@ -61,7 +61,7 @@ const PROBLEMS: Readonly<Record<string, ProblemResponse>> = {
   '406': { description: 'Neither application/hal+json nor application/json is acceptable.', example: problemDocument(406, 'Expecting an Accept header that allows one of the application/hal+json, application/json') },
   '409': { description: 'The requested page is out of range (seed 7.2); for a delete, the entity is still linked to.', example: EXAMPLE_409 },
   '412': { description: '`If-Match` or `If-None-Match` does not hold.', example: problemDocument(412, 'If-Match does not match the current ETag') },
-  '413': { description: 'The body is larger than the limit.', example: problemDocument(413, 'Request body is larger than the limit of 1048576 bytes') },
+  '413': { description: 'The body is over a limit: bytes, values, or members of one object.', example: problemDocument(413, 'Request body is larger than the limit of 1048576 bytes') },
   '415': { description: 'No or another Content-Type (seed 7.2).', example: EXAMPLE_415 },
   '429': { description: 'Over the rate limit (only with `--rate-limit`): wait `X-RateLimit-Wait` seconds.', example: problemDocument(429, 'Too many requests: wait 0.25 s') },
   '500': { description: 'An unexpected failure; no internals are shown.', example: problemDocument(500, 'The server failed to handle the request') },
