@@ -12,8 +12,8 @@ export interface BatchTarget<E extends StoredEntity> {
    * on rejection the log holds none of them.
    */
   append(changes: readonly (E | { readonly deleted: string })[]): Promise<void>;
-  /** Applies a durable change to the index. */
-  apply(change: E | { readonly deleted: string }): void;
+  /** Applies a durable change to the index; `record` is the entity's record, already parsed. */
+  apply(change: E | { readonly deleted: string }, record: EntityRecord | undefined): void;
   /** Called after each batch (compaction policy). */
   afterBatch?(): void;
 }
@@ -120,6 +120,8 @@ export class WriteBatcher<E extends StoredEntity> {
       return p === undefined ? target.get(id) : (p ?? undefined);
     };
     const changes: (E | { deleted: string })[] = [];
+    /** The record of each change, so that the index need not parse the line it was made from. */
+    const records: (EntityRecord | undefined)[] = [];
     const outcomes: (() => void)[] = [];
     for (const op of batch) {
       try {
@@ -128,6 +130,7 @@ export class WriteBatcher<E extends StoredEntity> {
           if (latest(op.record.id)) throw new StoreConflictError(`id ${op.record.id} exists`);
           const entity = target.entity(op.record, changes.length + 1);
           changes.push(entity);
+          records.push(op.record);
           pending.set(entity.id, entity);
           outcomes.push(() => op.resolve(entity));
         } else if (op.kind === 'update') {
@@ -141,6 +144,7 @@ export class WriteBatcher<E extends StoredEntity> {
           if (next.id !== op.id) throw new Error(`change() returned id ${next.id} for ${op.id}`);
           const entity = target.entity(next, changes.length + 1);
           changes.push(entity);
+          records.push(next);
           pending.set(op.id, entity);
           outcomes.push(() => op.resolve(entity));
         } else {
@@ -151,6 +155,7 @@ export class WriteBatcher<E extends StoredEntity> {
           }
           op.check?.(current);
           changes.push({ deleted: op.id });
+          records.push(undefined);
           pending.set(op.id, null);
           outcomes.push(() => op.resolve(true));
         }
@@ -168,7 +173,7 @@ export class WriteBatcher<E extends StoredEntity> {
         for (const op of batch) op.reject(failure);
         return;
       }
-      for (const change of changes) target.apply(change);
+      changes.forEach((change, i) => target.apply(change, records[i]));
     }
     for (const settle of outcomes) settle();
   }

@@ -6,7 +6,8 @@ import { QueryEngine } from './query-engine.js';
 /** What a log needs to feed an index while it replays. */
 export interface IndexWriter<E> {
   readonly size: number;
-  put(entity: E, idHash?: number): void;
+  /** `record`: the entity's record when the caller has it parsed already. */
+  put(entity: E, idHash?: number, record?: unknown): void;
   remove(id: string): boolean;
   reserve(count: number): void;
 }
@@ -67,7 +68,7 @@ export class MaterialisedIndex<E extends StoredEntity> implements IndexWriter<E>
   }
 
   /** Adds an entity at the end of the creation order, or replaces the one with its id in place. */
-  put(entity: E, idHash?: number): void {
+  put(entity: E, idHash?: number, record?: unknown): void {
     if (!this.#engine.active) {
       this.#entities.set(entity, idHash);
       return;
@@ -75,7 +76,7 @@ export class MaterialisedIndex<E extends StoredEntity> implements IndexWriter<E>
     const slot = this.#entities.slotOf(entity.id);
     const old = slot === -1 ? undefined : this.#entities.at(slot);
     const row = this.#entities.set(entity, idHash);
-    this.#engine.write(row, old, entity);
+    this.#engine.write(row, old, entity, record);
   }
 
   remove(id: string): boolean {

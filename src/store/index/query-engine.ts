@@ -77,10 +77,10 @@ export class QueryEngine<E extends StoredEntity> {
 
   // ---- keeping indexes current ----
 
-  /** A row's entity changes from `old` (undefined: new row) to `next` (undefined: deleted). */
-  write(row: number, old: E | undefined, next: E | undefined): void {
+  /** A row's entity changes from `old` (undefined: new row) to `next` (undefined: deleted); `nextRecord` saves parsing it. */
+  write(row: number, old: E | undefined, next: E | undefined, nextRecord?: unknown): void {
     this.#touched?.add(row);
-    const record = next === undefined ? NO_ROW : this.#fields.size > 0 || this.#text ? next.record : NO_ROW;
+    const record = next === undefined ? NO_ROW : this.#fields.size > 0 || this.#text ? (nextRecord ?? next.record) : NO_ROW;
     for (const field of this.#fields.values()) field.apply(row, record);
     if (this.#text) {
       if (old !== undefined) this.#text.remove(row, old.record);

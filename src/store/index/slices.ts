@@ -1,4 +1,3 @@
-import { setImmediate as nextTurn } from 'node:timers/promises';
 import { QueryTimeoutError } from '../store.js';
 
 /**
@@ -31,6 +30,33 @@ export class Slice {
 }
 
 export type Work<T> = Generator<Promise<unknown> | undefined, T, undefined>;
+
+/**
+ * Sliced works take turns: one slice per turn of the event loop, whatever the number of works, so
+ * that a request arriving meanwhile waits for at most one slice, not one slice of every work.
+ */
+const waiting: (() => void)[] = [];
+let scheduled = false;
+
+function nextTurn(): Promise<void> {
+  return new Promise((resolve) => {
+    waiting.push(resolve);
+    if (!scheduled) {
+      scheduled = true;
+      setImmediate(runOne);
+    }
+  });
+}
+
+function runOne(): void {
+  scheduled = false;
+  // Its slice runs in this turn's microtasks; it queues itself again for a later turn if needed.
+  waiting.shift()?.();
+  if (waiting.length > 0 && !scheduled) {
+    scheduled = true;
+    setImmediate(runOne);
+  }
+}
 
 /**
  * Runs `start(slice)` to completion: synchronously if it never yields, else asynchronously. Past

@@ -121,9 +121,9 @@ class JsonlLogStore implements JsonlStore {
           await file.append(changes.map((c) => ('deleted' in c ? `{"id":${JSON.stringify(c.deleted)},"_deleted":true}` : c.json)));
           observer?.committed?.(changes.length, durable ? (performance.now() - started) / 1000 : 0);
         },
-        apply: (change) => {
+        apply: (change, record) => {
           if ('deleted' in change) index.remove(change.deleted);
-          else index.put(change);
+          else index.put(change, undefined, record);
         },
         afterBatch: () => this.#maybeCompact(),
       },
