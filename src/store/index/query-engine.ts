@@ -23,7 +23,8 @@ interface Answer {
 }
 
 type RangeFilter = Extract<Filter, { bound: number | string }>;
-type Candidates = { rows: Int32Array; exact: boolean };
+/** A search's candidate rows; `member` marks them by row, made when first needed and kept with them. */
+type Candidates = { rows: Int32Array; exact: boolean; member?: Uint8Array };
 
 /** Where a query's candidate rows come from. */
 type Driver =
@@ -37,6 +38,8 @@ type Driver =
 const RESULT_CACHE_BYTES = 64 * 1024 * 1024;
 /** Below this many matches a sorted query sorts them all (and keeps them) rather than walking an order. */
 const SORT_ALL_BELOW = 20_000;
+/** Rows a walk may be expected to look at before sorting all the matches (and keeping them) is cheaper. */
+const MAX_WALK = 20_000;
 /** Searches whose candidates are kept per revision (each up to 4 bytes a row). */
 const MAX_SEARCHES = 16;
 
@@ -287,10 +290,11 @@ export class QueryEngine<E extends StoredEntity> {
       return keep(matches);
     }
     const total = yield* this.#count(driver, tests, slice);
-    // Walking the first key's order costs about (offset + limit) × span / total rows; sorting the
-    // matches costs total × log(total) once, and the following pages are then free.
+    // Walking the first key's order costs about (offset + limit) × span / total rows, on every
+    // request; sorting the matches costs total × log(total) once, and every page of the query is
+    // then a slice of the kept result. Walk only when it is cheap: early pages of many matches.
     const walkCost = ((offset + limit) * (hi - lo)) / Math.max(1, total);
-    if (total >= SORT_ALL_BELOW && walkCost < total) {
+    if (total >= SORT_ALL_BELOW && walkCost < Math.min(total, MAX_WALK)) {
       const every = [...filters.map((f) => field(f.path).predicate(f)), ...this.#searchTests(search, searched)];
       const pass = (row: number): boolean => every.every((test) => test(row));
       const rows = yield* this.#walk(first, lo, hi, sort[0]!.descending, sort.slice(1), field, offset, limit, pass, slice);
@@ -355,7 +359,8 @@ export class QueryEngine<E extends StoredEntity> {
   /** Tests of a row against the search: among the candidates, and (for words with other characters than letters and digits) in the record. */
   #searchTests(search: readonly string[], searched: Candidates | undefined): ((row: number) => boolean)[] {
     if (searched === undefined) return [];
-    const member = rowSet(searched.rows, this.#rows.slotCount);
+    searched.member ??= rowSet(searched.rows, this.#rows.slotCount);
+    const member = searched.member;
     const tests = [(row: number): boolean => member[row] === 1];
     if (!searched.exact) {
       tests.push((row) => {

@@ -7,7 +7,7 @@ import { QueryTimeoutError } from '../store.js';
  * served in between (contract §9: no request holds the loop for more than about 10 ms). A
  * generator may also yield a Promise to wait for (an index another query is building).
  */
-export const SLICE_MS = 4;
+export const SLICE_MS = 2;
 
 /** How often a loop looks at the clock: reading it costs more than one step of a loop. */
 export const CHECK_EVERY = 1024;
