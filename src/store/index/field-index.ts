@@ -127,7 +127,8 @@ export class FieldIndex {
       if (value !== undefined) this.#post(row, value);
       if (row % CHECK_EVERY === 0 && slice.due) yield;
     }
-    const sorted = yield* sortRows(live.subarray(0, count), (a, b) => compareCells(values[a], values[b]) || a - b, slice);
+    const rows = live.subarray(0, count);
+    const sorted = (yield* groupByValue(values, rows, slice)) ?? (yield* sortRows(rows, (a, b) => compareCells(values[a], values[b]) || a - b, slice));
     this.order.load(sorted);
   }
 
@@ -201,6 +202,41 @@ export class FieldIndex {
       }
     }
   }
+}
+
+/** Past this many distinct values, grouping rows by value costs more than sorting them. */
+const GROUP_AT_MOST = 4096;
+
+/**
+ * The order of rows by (value, row) for a field of few distinct primitive values (a status, a
+ * category, a stock count): rows grouped by value in one pass, already in row order within each
+ * group, then the groups in value order. O(n + k log k) instead of a comparison sort of n rows.
+ * Undefined (a value the field cannot group) gives way to the sort.
+ */
+function* groupByValue(values: readonly Cell[], rows: Int32Array, slice: Slice): Work<Int32Array | undefined> {
+  const groups = new Map<Cell, number[]>();
+  for (let i = 0; i < rows.length; i++) {
+    const row = rows[i]!;
+    const value = values[row];
+    if (typeof value === 'object' && value !== null) return undefined;
+    let group = groups.get(value);
+    if (group === undefined) {
+      if (groups.size >= GROUP_AT_MOST) return undefined;
+      group = [];
+      groups.set(value, group);
+    }
+    group.push(row);
+    if (i % CHECK_EVERY === 0 && slice.due) yield;
+  }
+  const out = new Int32Array(rows.length);
+  let k = 0;
+  // Array.prototype.sort puts undefined last without asking the comparator: absent sorts first.
+  const order = [...groups.keys()].filter((value) => value !== undefined).sort(compareCells);
+  if (groups.has(undefined)) order.unshift(undefined);
+  for (const value of order) {
+    for (const row of groups.get(value)!) out[k++] = row;
+  }
+  return out;
 }
 
 /** Runs of this many rows are sorted at once; merging them is done in slices. */
