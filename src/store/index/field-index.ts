@@ -231,7 +231,7 @@ function* groupByValue(values: readonly Cell[], rows: Int32Array, slice: Slice):
   const out = new Int32Array(rows.length);
   let k = 0;
   // Array.prototype.sort puts undefined last without asking the comparator: absent sorts first.
-  const order = [...groups.keys()].filter((value) => value !== undefined).sort(compareCells);
+  const order: Cell[] = [...groups.keys()].filter((value) => value !== undefined).sort(compareCells);
   if (groups.has(undefined)) order.unshift(undefined);
   for (const value of order) {
     for (const row of groups.get(value)!) out[k++] = row;
