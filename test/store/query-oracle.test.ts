@@ -1,0 +1,574 @@
+import assert from 'node:assert/strict';
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import { randomInt } from 'node:crypto';
+import { describe, test } from 'node:test';
+import { parseCollectionQuery } from '../../src/conventions/query.js';
+import { openJsonlStore } from '../../src/store/log/jsonl-store.js';
+import { createMemoryStore } from '../../src/store/memory-store.js';
+import type { EntityRecord, Store } from '../../src/store/store.js';
+import { tempDir } from './helpers.js';
+
+/*
+ * The oracle test (issue 8): random data, thousands of random query strings, and the store's
+ * `query()` compared with a naive scan written here from the words of contract §3a alone — it
+ * deliberately imports nothing of src/conventions/query.ts but the parser whose output the store
+ * takes. Then random creates, patches, deletes (and for the JSON-lines store a compaction and a
+ * reopen) and the same comparison again.
+ *
+ * Replay a failure with QUERY_ORACLE_SEED=<seed printed in the message>.
+ */
+
+const SEED = process.env.QUERY_ORACLE_SEED !== undefined ? Number(process.env.QUERY_ORACLE_SEED) : randomInt(2 ** 31);
+/** Scales the number of queries (QUERY_ORACLE_SCALE=10 for a long soak). */
+const SCALE = Number(process.env.QUERY_ORACLE_SCALE ?? 1);
+
+// ---- a seeded PRNG (mulberry32) ----
+
+class Random {
+  #state: number;
+  constructor(seed: number) {
+    this.#state = seed >>> 0;
+  }
+  next(): number {
+    let t = (this.#state = (this.#state + 0x6d2b79f5) >>> 0);
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  }
+  int(n: number): number {
+    return Math.floor(this.next() * n);
+  }
+  chance(p: number): boolean {
+    return this.next() < p;
+  }
+  pick<T>(items: readonly T[]): T {
+    return items[this.int(items.length)] as T;
+  }
+  shuffle<T>(items: T[]): T[] {
+    for (let i = items.length - 1; i > 0; i--) {
+      const j = this.int(i + 1);
+      [items[i], items[j]] = [items[j] as T, items[i] as T];
+    }
+    return items;
+  }
+}
+
+// ---- the oracle: contract §3a read independently ----
+
+type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+type Rec = { [key: string]: Json };
+
+const isObject = (v: unknown): v is Rec => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** A dotted path reaches into nested objects: each segment an own member of an object, else nothing. */
+function reach(record: Rec, segments: readonly string[]): Json | undefined {
+  let v: Json | undefined = record;
+  for (const s of segments) {
+    if (!isObject(v) || !Object.prototype.hasOwnProperty.call(v, s)) return undefined;
+    v = v[s];
+  }
+  return v;
+}
+
+/** "values compare by their JSON text, so stock=0 matches the number 0": a string is its own text. */
+const jsonText = (v: Json): string => (typeof v === 'string' ? v : JSON.stringify(v));
+
+/**
+ * Unicode default (full) case folding, for the characters this test's data holds: toLowerCase
+ * plus the full foldings that differ from lower case (ß → ss, final sigma → σ, long s, micro
+ * sign, ligatures). Dotless ı has no folding: it stays ı.
+ */
+const FOLDS: Record<string, string> = { ß: 'ss', ς: 'σ', ſ: 's', µ: 'μ', ﬁ: 'fi', ﬂ: 'fl', ﬀ: 'ff', ϐ: 'β', ϑ: 'θ' };
+function caseFold(text: string): string {
+  let out = '';
+  for (const ch of text.toLowerCase()) out += FOLDS[ch] ?? ch;
+  return out;
+}
+
+const JSON_NUMBER_TEXT = /^-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?$/;
+/** A range bound: a JSON number, a JSON string in quotes, or any other text as a string. */
+function bound(text: string): number | string {
+  if (JSON_NUMBER_TEXT.test(text)) return Number(text);
+  if (text.startsWith('"')) return JSON.parse(text) as string;
+  return text;
+}
+
+type Op = 'eq' | 'ne' | 'gt' | 'gte' | 'lt' | 'lte' | 'exists';
+interface OracleFilter {
+  segments: string[];
+  op: Op;
+  values: string[];
+}
+interface OracleQuery {
+  filters: OracleFilter[];
+  sort: { segments: string[]; descending: boolean }[];
+  words: string[];
+}
+
+/** Reads the parameter list as contract §3a describes it (the store gets the same list through the parser). */
+function oracleQuery(params: readonly (readonly [string, string])[]): OracleQuery {
+  const groups = new Map<string, OracleFilter>();
+  let sort: OracleQuery['sort'] = [];
+  let words: string[] = [];
+  for (const [name, value] of params) {
+    if (name === 'sort') {
+      sort = value.split(',').map((key) => ({ segments: key.replace(/^-/, '').split('.'), descending: key.startsWith('-') }));
+      continue;
+    }
+    if (name === 'q') {
+      words = value.split(/\s+/).filter((w) => w !== '').map(caseFold);
+      continue;
+    }
+    const m = /^([^[]*)(?:\[([a-z]+)\])?$/.exec(name);
+    assert.ok(m, `the generator made a bad parameter ${name}`);
+    const field = m[1] as string;
+    const op = (m[2] ?? 'eq') as Op;
+    const key = `${field} ${op}`;
+    const group = groups.get(key) ?? { segments: field.split('.'), op, values: [] };
+    groups.set(key, group);
+    // Commas separate alternatives of eq and ne; repeating the parameter adds alternatives.
+    group.values.push(...(op === 'eq' || op === 'ne' ? value.split(',') : [value]));
+  }
+  return { filters: [...groups.values()], sort, words };
+}
+
+function holds(record: Rec, f: OracleFilter): boolean {
+  const v = reach(record, f.segments);
+  if (f.op === 'exists') return (v !== undefined) === (f.values[0] === 'true');
+  if (v === undefined) return false;
+  // "for an array field: some element equals the value (every operator applies per element)"
+  const elements: Json[] = Array.isArray(v) ? v : [v];
+  switch (f.op) {
+    case 'eq':
+      return elements.some((e) => f.values.includes(jsonText(e)));
+    case 'ne':
+      return elements.some((e) => !f.values.includes(jsonText(e)));
+    default: {
+      const b = bound(f.values[0] as string);
+      return elements.some((e) => {
+        if (typeof e !== typeof b) return false; // "a bound of the other kind matches nothing"
+        const x = e as number | string;
+        return f.op === 'gt' ? x > b : f.op === 'gte' ? x >= b : f.op === 'lt' ? x < b : x <= b;
+      });
+    }
+  }
+}
+
+function strings(v: Json, out: string[]): string[] {
+  if (typeof v === 'string') out.push(v);
+  else if (Array.isArray(v)) for (const e of v) strings(e, out);
+  else if (isObject(v)) for (const k of Object.keys(v)) strings(v[k] as Json, out);
+  return out;
+}
+
+function found(record: Rec, words: readonly string[]): boolean {
+  if (words.length === 0) return true;
+  const texts = strings(record, []).map(caseFold);
+  return words.every((w) => texts.some((t) => t.includes(w)));
+}
+
+/** "an absent field sorts first; values of different kinds order null < boolean < number < string < other" */
+function kind(v: Json | undefined): number {
+  if (v === undefined) return 0;
+  if (v === null) return 1;
+  if (typeof v === 'boolean') return 2;
+  if (typeof v === 'number') return 3;
+  if (typeof v === 'string') return 4;
+  return 5;
+}
+function compare(a: Json | undefined, b: Json | undefined): number {
+  const ka = kind(a);
+  const kb = kind(b);
+  if (ka !== kb) return ka < kb ? -1 : 1;
+  if (ka === 2 || ka === 3) return a === b ? 0 : (a as number) < (b as number) ? -1 : 1;
+  if (ka === 4) return a === b ? 0 : (a as string) < (b as string) ? -1 : 1;
+  if (ka === 5) {
+    // The contract leaves the order among objects and arrays open; src orders them by JSON text.
+    const ta = JSON.stringify(a);
+    const tb = JSON.stringify(b);
+    return ta === tb ? 0 : ta < tb ? -1 : 1;
+  }
+  return 0;
+}
+
+/** The naive answer: every live record in creation order, filtered, searched, stably sorted. */
+function oracle(model: ReadonlyMap<string, Rec>, q: OracleQuery): string[] {
+  const kept: Rec[] = [];
+  for (const record of model.values()) if (q.filters.every((f) => holds(record, f)) && found(record, q.words)) kept.push(record);
+  if (q.sort.length > 0) {
+    const position = new Map(kept.map((r, i) => [r, i]));
+    kept.sort((a, b) => {
+      for (const { segments, descending } of q.sort) {
+        const c = compare(reach(a, segments), reach(b, segments));
+        if (c !== 0) return descending ? -c : c;
+      }
+      return (position.get(a) as number) - (position.get(b) as number); // "ties end in creation order"
+    });
+  }
+  return kept.map((r) => r.id as string);
+}
+
+// ---- random data ----
+
+const WORDS = [
+  'lamp', 'Lamp', 'LAMP', 'desk lamp', 'Desk', 'Straße', 'STRASSE', 'strasse', 'Σύστημα', 'ΣΎΣΤΗΜΑ', 'οδός', 'ΟΔΟΣ',
+  'Σίσυφος', 'café', 'CAFÉ', 'cafe', 'İstanbul', 'Kırmızı', 'kirmizi', 'ﬁle', 'µm', 'usb-c', 'USB-C', 'a', 'A', 'b', 'B',
+  'z', 'Z', 'é', '', '0', '10', '-1', '9', '100', '2.5', 'true', 'null', 'x,y', 'a b', '__proto__', 'constructor',
+  'toString', '😀 smile', 'ǅemal', 'Ωmega', '~tilde',
+];
+const NUMBERS = [0, 1, -1, 2, 2.5, -3.75, 9, 10, 100, 0.1, 42, -100, 1e6, 1e21, 1e-7, 0.000001, 3.14159];
+const QUERY_WORDS = ['strasse', 'STRASSE', 'ss', 'ß', 'σύσ', 'σύστημα', 'ος', 'οσ', 'i', 'ı', 'kir', 'İ', 'fi', 'µ', 'μ', 'e0', 'lamp'];
+/** QUERY_ORACLE_TRY=… (comma-separated): put back characters left out below, to see a disagreement again. */
+const TRY = new Set((process.env.QUERY_ORACLE_TRY ?? '').split(','));
+/**
+ * Left out of the random run unless named in QUERY_ORACLE_TRY, because src and contract §3a
+ * ("Unicode default case folding") disagree on them, reported to the lead and pinned by the todo
+ * tests at the end: `dotless` (ı: src folds it to i, Unicode keeps it) and `sigma` (search words
+ * with σ/ς/Σ: src folds a word-final σ to ς, so q=σύσ finds no "Σύστημα").
+ */
+const LEFT_OUT = TRY.has('dotless') ? [] : ['ı'];
+for (const list of [WORDS, QUERY_WORDS]) list.splice(0, list.length, ...list.filter((w) => !LEFT_OUT.some((c) => w.includes(c))));
+
+function scalar(r: Random): Json {
+  const k = r.int(10);
+  if (k < 5) return r.pick(WORDS);
+  if (k < 8) return r.pick(NUMBERS);
+  if (k < 9) return r.chance(0.5);
+  return null;
+}
+function anyValue(r: Random, depth = 0): Json {
+  const k = r.int(10);
+  if (k < 7 || depth > 1) return scalar(r);
+  if (k < 8) return Array.from({ length: r.int(4) }, () => anyValue(r, depth + 1));
+  return { w: scalar(r), x: r.pick(WORDS) };
+}
+/** Sets or leaves out a field: "missing fields" are common. */
+function maybe(r: Random, rec: Rec, key: string, p: number, make: () => Json): void {
+  if (r.chance(p)) rec[key] = make();
+}
+
+function clientFields(r: Random): Rec {
+  const rec: Rec = {};
+  maybe(r, rec, 's', 0.85, () => (r.chance(0.9) ? r.pick(WORDS) : scalar(r)));
+  maybe(r, rec, 'n', 0.85, () => (r.chance(0.9) ? r.pick(NUMBERS) : scalar(r)));
+  maybe(r, rec, 'b', 0.7, () => (r.chance(0.9) ? r.chance(0.5) : null));
+  maybe(r, rec, 'm', 0.8, () => anyValue(r));
+  maybe(r, rec, 'z', 0.3, () => (r.chance(0.6) ? null : scalar(r)));
+  maybe(r, rec, 'tags', 0.75, () => Array.from({ length: r.int(5) }, () => (r.chance(0.8) ? r.pick(WORDS) : scalar(r))));
+  maybe(r, rec, 'dim', 0.75, () => {
+    if (r.chance(0.1)) return r.chance(0.5) ? r.pick(WORDS) : [r.pick(NUMBERS)];
+    const dim: Rec = {};
+    maybe(r, dim, 'w', 0.8, () => (r.chance(0.85) ? r.pick(NUMBERS) : scalar(r)));
+    maybe(r, dim, 'h', 0.6, () => scalar(r));
+    maybe(r, dim, 'deep', 0.5, () => {
+      const deep: Rec = {};
+      maybe(r, deep, 'x', 0.8, () => scalar(r));
+      maybe(r, deep, 'arr', 0.4, () => Array.from({ length: r.int(3) }, () => scalar(r)));
+      return deep;
+    });
+    return dim;
+  });
+  maybe(r, rec, 'variants', 0.2, () => Array.from({ length: r.int(3) }, () => ({ color: r.pick(WORDS), size: r.pick(NUMBERS) })));
+  maybe(r, rec, 'name', 0.7, () => Array.from({ length: 1 + r.int(3) }, () => r.pick(WORDS)).join(' '));
+  maybe(r, rec, 'constructor', 0.05, () => scalar(r));
+  return rec;
+}
+
+const BASE_TIME = 1_735_689_600;
+function newRecord(r: Random, id: string, now: number): Rec {
+  // Several records share a createdAt, so that sorting by it has ties.
+  return { id, createdAt: now, updatedAt: now + r.int(3), ...clientFields(r) };
+}
+
+// ---- random queries ----
+
+const PATHS = [
+  's', 's', 's', 'n', 'n', 'n', 'b', 'b', 'm', 'm', 'm', 'z', 'tags', 'tags', 'tags', 'dim', 'dim.w', 'dim.w', 'dim.w', 'dim.h',
+  'dim.h', 'dim.deep.x', 'dim.deep.x', 'dim.deep.arr', 'dim.deep', 'variants', 'name', 'name', 'id', 'createdAt', 'updatedAt',
+  'constructor',
+];
+/** Paths that reach nothing in any record (through an array, a string, a number; inherited names). */
+const NOWHERE = ['missing', 'toString', '__proto__', 'dim.toString', 's.length', 'tags.length', 'tags.0', 'n.x', 'variants.color'];
+const randomPath = (r: Random): string => (r.chance(0.08) ? r.pick(NOWHERE) : r.pick(PATHS));
+
+/** A value that some record holds at the path (an element, for an array), as its JSON text; or any word. */
+function sampleText(r: Random, records: readonly Rec[], segments: string[]): string {
+  for (let tries = 0; tries < 4 && records.length > 0; tries++) {
+    const v = reach(r.pick(records), segments);
+    if (v === undefined) continue;
+    const e = Array.isArray(v) ? (v.length > 0 ? v[r.int(v.length)] : undefined) : v;
+    if (e !== undefined) return jsonText(e as Json);
+  }
+  return jsonText(scalar(r));
+}
+
+function boundText(r: Random, records: readonly Rec[], segments: string[]): string {
+  const k = r.int(10);
+  if (k < 2) return String(r.pick(NUMBERS));
+  if (k < 3) return r.pick(['2.50', '1E2', '-0', '1e-3', '01', '+5', '.5', '5.']); // some numbers, some plain text
+  const text = k < 9 ? sampleText(r, records, segments) : r.pick(WORDS.filter((w) => w !== ''));
+  // A sampled number stays a number (a JSON number text).
+  if (k < 9 && JSON_NUMBER_TEXT.test(text) && r.chance(0.8)) return text;
+  // A text that reads as a JSON number or starts with a quote goes in quotes to stay a string.
+  if (text === '' || JSON_NUMBER_TEXT.test(text) || text.startsWith('"') || r.chance(0.2)) return JSON.stringify(text);
+  return text;
+}
+
+function searchText(r: Random, records: readonly Rec[]): string {
+  const word = (): string => {
+    if (r.chance(0.3)) return r.pick(QUERY_WORDS);
+    const texts = records.length > 0 ? strings(r.pick(records), []) : [];
+    const text = texts.length > 0 ? r.pick(texts) : r.pick(WORDS);
+    const chars = [...text];
+    const start = r.int(chars.length + 1);
+    const piece = chars.slice(start, start + 1 + r.int(5));
+    return piece.map((c) => (r.chance(0.3) ? c.toUpperCase() : r.chance(0.3) ? c.toLowerCase() : c)).join('');
+  };
+  const allowed = (w: string): boolean => TRY.has('sigma') || !/[σςΣ]/.test(w);
+  const words: string[] = [];
+  while (words.length < 1 + r.int(2)) {
+    const w = word();
+    if (allowed(w)) words.push(w);
+  }
+  return words.join(r.pick([' ', '  ', ' ']));
+}
+
+/** A random query as the parameter list a client would send (in a random order). */
+function randomParams(r: Random, records: readonly Rec[]): [string, string][] {
+  const params: [string, string][] = [];
+  const used = new Set<string>();
+  const nFilters = r.pick([0, 1, 1, 1, 1, 1, 2, 2, 3]);
+  for (let i = 0; i < nFilters; i++) {
+    const field = randomPath(r);
+    const segments = field.split('.');
+    const op = r.pick<Op>(['eq', 'eq', 'eq', 'ne', 'gt', 'gte', 'lt', 'lte', 'exists']);
+    if (op === 'eq' || op === 'ne') {
+      const values = Array.from({ length: 1 + r.int(3) }, () => sampleText(r, records, segments));
+      const name = op === 'ne' ? `${field}[ne]` : r.chance(0.7) ? field : `${field}[eq]`;
+      if (values.length > 1 && r.chance(0.3)) {
+        // Repeating the parameter adds alternatives, like a comma.
+        for (const v of values) params.push([op === 'ne' ? name : r.chance(0.5) ? field : `${field}[eq]`, v]);
+      } else {
+        params.push([name, values.join(',')]);
+      }
+    } else if (op === 'exists') {
+      if (used.has(`${field}[exists]`)) continue;
+      used.add(`${field}[exists]`);
+      params.push([`${field}[exists]`, r.chance(0.5) ? 'true' : 'false']);
+    } else {
+      if (used.has(`${field}[${op}]`)) continue;
+      used.add(`${field}[${op}]`);
+      params.push([`${field}[${op}]`, boundText(r, records, segments)]);
+      // Both ends of a range.
+      const other = op.startsWith('g') ? r.pick(['lt', 'lte']) : r.pick(['gt', 'gte']);
+      if (r.chance(0.35) && !used.has(`${field}[${other}]`)) {
+        used.add(`${field}[${other}]`);
+        params.push([`${field}[${other}]`, boundText(r, records, segments)]);
+      }
+    }
+  }
+  if (r.chance(0.6)) {
+    const keys = Array.from({ length: 1 + r.int(3) }, () => `${r.chance(0.5) ? '-' : ''}${randomPath(r)}`);
+    params.push(['sort', keys.join(',')]);
+  }
+  if (r.chance(0.25)) params.push(['q', searchText(r, records)]);
+  return r.shuffle(params);
+}
+
+// ---- running it ----
+
+interface Subject {
+  store: Store;
+  /** Live records in creation order, as the oracle sees them. */
+  model: Map<string, Rec>;
+}
+
+/** How many queries kept some but not all records: a guard against a generator that tests nothing. */
+const selective = { queries: 0, some: 0, kinds: { none: [] as string[], all: [] as string[], some: [] as string[] } };
+
+async function compareQueries(subject: Subject, r: Random, count: number, label: string): Promise<number> {
+  const records = [...subject.model.values()];
+  let pagesCompared = 0;
+  for (let i = 0; i < count; i++) {
+    const params = randomParams(r, records);
+    const qs = new URLSearchParams(params).toString();
+    const expected = oracle(subject.model, oracleQuery(params));
+    const parsed = parseCollectionQuery(new URLSearchParams(qs));
+    selective.queries++;
+    if (expected.length > 0 && expected.length < subject.model.size) selective.some++;
+    if (process.env.QUERY_ORACLE_STATS) selective.kinds[expected.length === 0 ? 'none' : expected.length === subject.model.size ? 'all' : 'some'].push(qs);
+    const where = (what: string): string => `seed ${SEED} (QUERY_ORACLE_SEED=${SEED}), ${label}, query #${i}: ?${decodeURIComponent(qs)} — ${what}`;
+    const ask = async (offset: number, limit: number): Promise<void> => {
+      const result = await subject.store.query({ filters: parsed.filters, sort: parsed.sort, search: parsed.search, offset, limit });
+      pagesCompared++;
+      if (result.total !== expected.length) {
+        // Name the records the two sides disagree on, with their data, before failing.
+        const all = await subject.store.query({ filters: parsed.filters, sort: parsed.sort, search: parsed.search, offset: 0, limit: result.total });
+        const got = new Set(all.entities.map((e) => e.id));
+        const want = new Set(expected);
+        const show = (ids: string[]): string => ids.slice(0, 3).map((id) => JSON.stringify(subject.model.get(id))).join('; ');
+        const extra = [...got].filter((id) => !want.has(id));
+        const missing = [...want].filter((id) => !got.has(id));
+        assert.fail(where(`total ${result.total}, expected ${expected.length}; store only: ${show(extra)}; oracle only: ${show(missing)}`));
+      }
+      assert.deepEqual(
+        result.entities.map((e) => e.id),
+        expected.slice(offset, offset + limit),
+        where(`ids at offset ${offset}, limit ${limit} (expected all: ${JSON.stringify(expected.slice(0, 40))}${expected.length > 40 ? '…' : ''})`),
+      );
+    };
+    // A random window, past the end too.
+    const limit = r.chance(0.1) ? 200 : 1 + r.int(50);
+    const offset = r.chance(0.1) ? expected.length + r.int(1000) : r.int(expected.length + 5);
+    await ask(offset, limit);
+    // Every page, as a client following `next` sees them.
+    if (i % 8 === 0) {
+      const pageLimit = expected.length <= 100 ? r.pick([7, 20]) : r.pick([50, 200]);
+      for (let o = 0; o < Math.max(1, expected.length); o += pageLimit) await ask(o, pageLimit);
+    }
+  }
+  return pagesCompared;
+}
+
+let clock = BASE_TIME + 10_000;
+let nextId = 0;
+const freshId = (): string => `r${String(nextId++).padStart(5, '0')}`;
+
+/** Random writes, applied to the store and to the model alike. */
+async function mutate(subject: Subject, r: Random, count: number, deleted: string[]): Promise<void> {
+  const { store, model } = subject;
+  for (let i = 0; i < count; i++) {
+    const k = r.int(10);
+    const ids = [...model.keys()];
+    if (k < 3 || ids.length === 0) {
+      // A create; now and then one reusing a deleted id (it goes to the end of the creation order).
+      const id = deleted.length > 0 && r.chance(0.2) ? (deleted.splice(r.int(deleted.length), 1)[0] as string) : freshId();
+      const rec = newRecord(r, id, r.chance(0.3) ? clock : ++clock);
+      await store.create(rec as EntityRecord);
+      model.set(id, rec);
+    } else if (k < 8) {
+      const id = r.pick(ids);
+      const current = model.get(id) as Rec;
+      const next: Rec = { ...current, updatedAt: ++clock };
+      if (r.chance(0.2)) {
+        // A replacement: every client field new.
+        for (const key of Object.keys(next)) if (!['id', 'createdAt', 'updatedAt'].includes(key)) delete next[key];
+        Object.assign(next, clientFields(r));
+      } else {
+        const fresh = clientFields(r);
+        for (let j = 1 + r.int(3); j > 0; j--) {
+          const key = r.pick(['s', 'n', 'b', 'm', 'z', 'tags', 'dim', 'variants', 'name']);
+          if (r.chance(0.3) || fresh[key] === undefined) delete next[key]; // a field removed
+          else next[key] = fresh[key] as Json; // changed, added, or of another kind now
+        }
+      }
+      const updated = await store.update(id, (stored) => {
+        assert.deepEqual(stored.record, current, `seed ${SEED}: the store's state of ${id} differs from the model's before an update`);
+        return next as EntityRecord;
+      });
+      assert.ok(updated, `seed ${SEED}: update of ${id}`);
+      model.set(id, next);
+    } else {
+      const id = r.pick(ids);
+      assert.equal(await store.delete(id), true, `seed ${SEED}: delete of ${id}`);
+      model.delete(id);
+      deleted.push(id);
+    }
+  }
+}
+
+function initialRecords(r: Random, count: number): Rec[] {
+  return Array.from({ length: count }, (_, i) => newRecord(r, freshId(), BASE_TIME + Math.floor(i / 3)));
+}
+
+const queries = (n: number): number => Math.max(1, Math.round(n * SCALE));
+
+describe(`query oracle (seed ${SEED})`, () => {
+  test('memory store: random queries -> the naive scan, before and after random writes', async () => {
+    const r = new Random(SEED);
+    const initial = initialRecords(r, 1200);
+    const subject: Subject = { store: createMemoryStore(initial as EntityRecord[]), model: new Map(initial.map((rec) => [rec.id as string, rec])) };
+    const deleted: string[] = [];
+    await compareQueries(subject, r, queries(1500), 'memory store, initial data');
+    for (let round = 0; round < 5; round++) {
+      await mutate(subject, r, 150, deleted);
+      await compareQueries(subject, r, queries(200), `memory store, after write round ${round + 1}`);
+    }
+  });
+
+  test('JSON-lines store: random queries -> the naive scan, after writes, a compaction and a reopen', async () => {
+    const r = new Random(SEED ^ 0x5bd1e995);
+    const dir = await tempDir('halserve-oracle-');
+    const file = path.join(dir, 'items.jsonl');
+    // The log as a server leaves it: records, later versions of some, and tombstones.
+    const initial = initialRecords(r, 700);
+    const model = new Map(initial.map((rec) => [rec.id as string, rec]));
+    const lines = initial.map((rec) => JSON.stringify(rec));
+    for (let i = 0; i < 150; i++) {
+      const id = r.pick([...model.keys()]);
+      if (r.chance(0.3)) {
+        model.delete(id);
+        lines.push(JSON.stringify({ id, _deleted: true }));
+      } else {
+        const rec = model.get(id) as Rec;
+        const next = { id, createdAt: rec.createdAt as number, updatedAt: (rec.updatedAt as number) + 1, ...clientFields(r) };
+        model.set(id, next);
+        lines.push(JSON.stringify(next));
+      }
+    }
+    await fs.writeFile(file, lines.join('\n') + '\n');
+    const open = () => openJsonlStore({ file, durability: 'none', compaction: { auto: false } });
+    const subject: Subject = { store: await open(), model };
+    const deleted: string[] = [];
+    await compareQueries(subject, r, queries(500), 'JSON-lines store, loaded from a log with history');
+    for (let round = 0; round < 3; round++) {
+      await mutate(subject, r, 150, deleted);
+      await compareQueries(subject, r, queries(150), `JSON-lines store, after write round ${round + 1}`);
+    }
+    const store = subject.store as Awaited<ReturnType<typeof open>>;
+    assert.equal(await store.compact(), true, `seed ${SEED}: compaction`);
+    assert.equal(store.lineCount, model.size, `seed ${SEED}: one line per live entity after compaction`);
+    await compareQueries(subject, r, queries(200), 'JSON-lines store, after compaction');
+    await mutate(subject, r, 100, deleted);
+    await compareQueries(subject, r, queries(150), 'JSON-lines store, after compaction and more writes');
+    await store.close();
+    subject.store = await open();
+    await compareQueries(subject, r, queries(200), 'JSON-lines store, reopened');
+    await mutate(subject, r, 100, deleted);
+    await compareQueries(subject, r, queries(150), 'JSON-lines store, reopened, after more writes');
+    await subject.store.close();
+  });
+});
+
+test('query oracle: the random queries are selective -> most keep some records but not all', () => {
+  // Runs after the two oracle tests above (node:test runs a file's tests in order).
+  if (process.env.QUERY_ORACLE_STATS) for (const [k, v] of Object.entries(selective.kinds)) console.log(k, v.length, v.slice(0, 30).map(decodeURIComponent));
+  assert.ok(selective.queries >= 1000, `${selective.queries} queries compared`);
+  assert.ok(selective.some / selective.queries > 0.4, `seed ${SEED}: only ${selective.some} of ${selective.queries} queries were selective`);
+});
+
+/*
+ * Where src and contract §3a disagree: "Unicode default case folding". Marked todo (reported to the
+ * lead, who decides); each asserts the contract's reading, so it passes once src agrees.
+ */
+describe('search case folding, contract §3a against src', () => {
+  const search = async (texts: string[], q: string): Promise<string[]> => {
+    const store = createMemoryStore(texts.map((name, i) => ({ id: `t${i}`, createdAt: 1, updatedAt: 1, name })));
+    const parsed = parseCollectionQuery(new URLSearchParams({ q }));
+    const result = await store.query({ filters: parsed.filters, sort: parsed.sort, search: parsed.search, offset: 0, limit: 10 });
+    return result.entities.map((e) => e.record.name as string);
+  };
+  test('Straße / STRASSE / strasse, q=strasse and q=STRASSE and q=ß -> each finds all three', async () => {
+    for (const q of ['strasse', 'STRASSE', 'straße', 'ss']) assert.deepEqual(await search(['Straße', 'STRASSE', 'strasse'], q), ['Straße', 'STRASSE', 'strasse'], q);
+  });
+  test('"Σύστημα", q=σύσ (a prefix ending in sigma) -> found', { todo: 'src folds q=σύσ to σύς (final sigma) and finds nothing' }, async () => {
+    assert.deepEqual(await search(['Σύστημα', 'ΣΎΣΤΗΜΑ'], 'σύσ'), ['Σύστημα', 'ΣΎΣΤΗΜΑ']);
+  });
+  test('"ΟΔΟΣ" and "οδός", q=σ -> both found', { todo: 'src folds the stored word-final Σ to ς, and σ no longer occurs in it' }, async () => {
+    assert.deepEqual(await search(['ΟΔΟΣ', 'οδός', 'lamp'], 'σ'), ['ΟΔΟΣ', 'οδός']);
+  });
+  test('"Kırmızı" (dotless ı), q=kirmizi -> not found: ı has no case folding in Unicode', { todo: 'src folds ı to i (lower-upper-lower); the lead decides whether that is wanted' }, async () => {
+    assert.deepEqual(await search(['Kırmızı', 'kirmizi', 'KIRMIZI'], 'kirmizi'), ['kirmizi', 'KIRMIZI']);
+  });
+});
