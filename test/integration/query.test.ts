@@ -1,0 +1,375 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { createMemoryStore } from '../../src/store/memory-store.js';
+import type { EntityRecord } from '../../src/store/store.js';
+import { records, RFC2616, startItems, startServer, type TestResponse } from '../helpers/server.js';
+
+/*
+ * The query language of contract §3a through HTTP: every operator with the whole response, links
+ * that keep the query in one canonical order, `next` reaching every match once, each 400, and
+ * conditional GETs of filtered pages.
+ */
+
+const T = 1_700_000_000;
+/** Nine items, fields chosen so every operator keeps a different, hand-checked set. */
+const FIELDS: Record<string, unknown>[] = [
+  { updatedAt: T + 50, status: 'active', price: 10, name: 'Desk lamp', tags: ['lighting', 'usb-c'], dimensions: { weight: 1.2, width: 15 }, description: 'A lamp.' },
+  { updatedAt: T + 20, status: 'paused', price: 49.5, name: 'Straße sign', tags: ['outdoor'], dimensions: { weight: 2 }, description: null },
+  { updatedAt: T + 90, status: 'archived', price: 5, name: 'USB-C cable', tags: ['usb-c', 'cable'], dimensions: { weight: 0.1 } },
+  { updatedAt: T + 30, status: 'active', price: 120, name: 'Floor LAMP', tags: [], dimensions: { weight: 7.5 }, description: 'Tall.' },
+  { updatedAt: T + 70, status: 'active', price: 0, name: 'Gift card', description: 'Free.' },
+  { updatedAt: T + 10, status: 'paused', price: 'n/a', name: 'Mystery box', tags: ['misc', 3], dimensions: { weight: 'heavy' } },
+  { updatedAt: T + 60, status: 'active', price: 75, name: 'Lamp shade', tags: ['lighting'], dimensions: { weight: 0.4, width: 30 }, description: 'Linen.' },
+  { updatedAt: T + 40, status: 'archived', price: 10, name: 'desk organiser', tags: ['office'], dimensions: null },
+  { updatedAt: T + 80, name: 'Cable ties', tags: ['cable'], dimensions: { weight: 0.05 } },
+];
+const ITEMS: EntityRecord[] = records(FIELDS.length, (i) => FIELDS[i] ?? {});
+const byId = new Map(ITEMS.map((r) => [r.id, r]));
+
+/** The HAL representation of fixture items. */
+const hal = (ids: readonly string[]): Record<string, unknown>[] => ids.map((id) => ({ ...byId.get(id), _links: { self: { href: `/items/${id}` } } }));
+const href = (page: number, limit: number, carried: string): { href: string } => ({ href: `/items?page=${page}&limit=${limit}${carried}` });
+
+/** The whole collection document for one page of `ids` (the full ordered match list). */
+function collection(all: readonly string[], carried: string, page = 1, limit = 20): Record<string, unknown> {
+  const pages = Math.max(1, Math.ceil(all.length / limit));
+  const slice = all.slice((page - 1) * limit, page * limit);
+  return {
+    total: all.length,
+    count: slice.length,
+    pages,
+    page,
+    limit,
+    _links: {
+      self: href(page, limit, carried),
+      first: href(1, limit, carried),
+      ...(page > 1 ? { prev: href(page - 1, limit, carried) } : {}),
+      ...(page < pages ? { next: href(page + 1, limit, carried) } : {}),
+      last: href(pages, limit, carried),
+    },
+    _embedded: { items: hal(slice) },
+  };
+}
+
+const linkHeader = (body: { _links: Record<string, { href: string }> }): string =>
+  Object.entries(body._links)
+    .map(([rel, link]) => `<${link.href}>; rel="${rel}"`)
+    .join(', ');
+
+async function expectPage(res: TestResponse, expected: Record<string, unknown>): Promise<void> {
+  assert.equal(res.status, 200);
+  assert.equal(res.headers.get('content-type'), 'application/hal+json');
+  const body = await res.json();
+  const link = linkHeader(body);
+  assert.deepEqual(body, expected);
+  assert.equal(res.headers.get('link'), link);
+}
+
+async function expectProblem(res: TestResponse, status: number, detail: string): Promise<void> {
+  assert.equal(res.status, status);
+  assert.equal(res.headers.get('content-type'), 'application/problem+json');
+  const title = status === 400 ? 'Bad Request' : String(status);
+  assert.deepEqual(await res.json(), { type: RFC2616, title, detail, status });
+}
+
+const ids = (body: { _embedded: { items: { id: string }[] } }): string[] => body._embedded.items.map((e) => e.id);
+
+// [query sent, ids expected in order, links' carried text]
+const OPERATORS: readonly (readonly [string, readonly string[], string])[] = [
+  // eq
+  ['status=active', ['e000', 'e003', 'e004', 'e006'], '&status=active'],
+  ['status[eq]=active', ['e000', 'e003', 'e004', 'e006'], '&status=active'],
+  ['status=archived,paused', ['e001', 'e002', 'e005', 'e007'], '&status=archived,paused'],
+  ['status=paused&status[eq]=archived', ['e001', 'e002', 'e005', 'e007'], '&status=paused,archived'],
+  ['price=0', ['e004'], '&price=0'],
+  ['price=10', ['e000', 'e007'], '&price=10'],
+  ['price=10.0', [], '&price=10.0'],
+  ['description=null', ['e001'], '&description=null'],
+  ['name=Stra%C3%9Fe%20sign', ['e001'], '&name=Stra%C3%9Fe%20sign'],
+  ['colour=red', [], '&colour=red'],
+  // ne
+  ['status[ne]=active', ['e001', 'e002', 'e005', 'e007'], '&status[ne]=active'],
+  ['status[ne]=active,paused', ['e002', 'e007'], '&status[ne]=active,paused'],
+  ['status[ne]=active&status[ne]=paused', ['e002', 'e007'], '&status[ne]=active,paused'],
+  // ranges: numbers numerically; a bound of the other kind matches nothing; both ends
+  ['price[gt]=10', ['e001', 'e003', 'e006'], '&price[gt]=10'],
+  ['price[gte]=10', ['e000', 'e001', 'e003', 'e006', 'e007'], '&price[gte]=10'],
+  ['price[lt]=10', ['e002', 'e004'], '&price[lt]=10'],
+  ['price[lte]=10', ['e000', 'e002', 'e004', 'e007'], '&price[lte]=10'],
+  ['price[gte]=10&price[lt]=75', ['e000', 'e001', 'e007'], '&price[gte]=10&price[lt]=75'],
+  ['price[gte]=-1.5e1', ['e000', 'e001', 'e002', 'e003', 'e004', 'e006', 'e007'], '&price[gte]=-1.5e1'],
+  ['price[lte]=%22z%22', ['e005'], '&price[lte]=%22z%22'],
+  ['price[gt]=a', ['e005'], '&price[gt]=a'],
+  // ranges: strings by UTF-16 code unit ("desk…" > "M" > "Lamp…")
+  ['name[gt]=M', ['e001', 'e002', 'e005', 'e007'], '&name[gt]=M'],
+  ['name[gte]=Lamp%20shade&name[lt]=Straße', ['e005', 'e006'], '&name[gte]=Lamp%20shade&name[lt]=Stra%C3%9Fe'],
+  ['name[lt]=%2210%22', [], '&name[lt]=%2210%22'],
+  // exists: null counts as present
+  ['description[exists]=true', ['e000', 'e001', 'e003', 'e004', 'e006'], '&description[exists]=true'],
+  ['description[exists]=false', ['e002', 'e005', 'e007', 'e008'], '&description[exists]=false'],
+  ['dimensions.width[exists]=true', ['e000', 'e006'], '&dimensions.width[exists]=true'],
+  // dotted paths (a null or missing object reaches nothing)
+  ['dimensions.weight[lte]=1', ['e002', 'e006', 'e008'], '&dimensions.weight[lte]=1'],
+  ['dimensions.weight=heavy', ['e005'], '&dimensions.weight=heavy'],
+  ['dimensions.weight[exists]=false', ['e004', 'e007'], '&dimensions.weight[exists]=false'],
+  // arrays: every operator per element
+  ['tags=usb-c', ['e000', 'e002'], '&tags=usb-c'],
+  ['tags=office,outdoor', ['e001', 'e007'], '&tags=office,outdoor'],
+  ['tags[ne]=usb-c', ['e000', 'e001', 'e002', 'e005', 'e006', 'e007', 'e008'], '&tags[ne]=usb-c'],
+  ['tags[gt]=2', ['e005'], '&tags[gt]=2'],
+  ['tags=3', ['e005'], '&tags=3'],
+  ['tags[gte]=m', ['e000', 'e001', 'e002', 'e005', 'e007'], '&tags[gte]=m'],
+  ['tags[exists]=true&tags[ne]=lighting', ['e000', 'e001', 'e002', 'e005', 'e007', 'e008'], '&tags[exists]=true&tags[ne]=lighting'],
+  // the server's createdAt and updatedAt
+  ['createdAt[gte]=1700000006', ['e006', 'e007', 'e008'], '&createdAt[gte]=1700000006'],
+  ['updatedAt[lt]=1700000030', ['e001', 'e005'], '&updatedAt[lt]=1700000030'],
+  ['createdAt=1700000002', ['e002'], '&createdAt=1700000002'],
+  // q: case-insensitive, Unicode case folding, every word somewhere, ids included
+  ['q=lamp', ['e000', 'e003', 'e006'], '&q=lamp'],
+  ['q=STRASSE', ['e001'], '&q=STRASSE'],
+  ['q=usb%20CABLE', ['e002'], '&q=usb%20CABLE'],
+  ['q=e007', ['e007'], '&q=e007'],
+  ['q=linen', ['e006'], '&q=linen'],
+  ['q=%20%20', ['e000', 'e001', 'e002', 'e003', 'e004', 'e005', 'e006', 'e007', 'e008'], ''],
+  // AND of filters and search
+  ['status=active&q=lamp&price[lt]=100', ['e000', 'e006'], '&q=lamp&price[lt]=100&status=active'],
+];
+
+describe('every operator through HTTP (contract §3a)', () => {
+  for (const [query, expected, carried] of OPERATORS) {
+    test(`?${query} -> ${expected.length === 0 ? 'none' : expected.join(',')}, links carry ${carried || 'nothing'}`, async () => {
+      const s = await startItems(ITEMS);
+      await expectPage(await s.request(`/items?${query}`), collection(expected, carried));
+    });
+  }
+});
+
+// [sort, ids in order]
+const SORTS: readonly (readonly [string, readonly string[]])[] = [
+  // absent first, then numbers, then the one string; ties (10) in creation order
+  ['price', ['e008', 'e004', 'e002', 'e000', 'e007', 'e001', 'e006', 'e003', 'e005']],
+  // descending reverses the order of kinds too; ties still in creation order
+  ['-price', ['e005', 'e003', 'e006', 'e001', 'e000', 'e007', 'e002', 'e004', 'e008']],
+  ['price,-name', ['e008', 'e004', 'e002', 'e007', 'e000', 'e001', 'e006', 'e003', 'e005']],
+  // an absent or null parent is absent; a string sorts after the numbers
+  ['dimensions.weight', ['e004', 'e007', 'e008', 'e002', 'e006', 'e000', 'e001', 'e003', 'e005']],
+  // strings by UTF-16 code unit: upper case before lower case
+  ['name', ['e008', 'e000', 'e003', 'e004', 'e006', 'e005', 'e001', 'e002', 'e007']],
+  ['-updatedAt', ['e002', 'e008', 'e004', 'e006', 'e000', 'e007', 'e003', 'e001', 'e005']],
+  ['-createdAt', ['e008', 'e007', 'e006', 'e005', 'e004', 'e003', 'e002', 'e001', 'e000']],
+  // null < string; absent first
+  ['description,id', ['e002', 'e005', 'e007', 'e008', 'e001', 'e000', 'e004', 'e006', 'e003']],
+];
+
+describe('sort through HTTP (contract §3a)', () => {
+  for (const [sort, expected] of SORTS) {
+    test(`?sort=${sort} -> ${expected.join(',')}`, async () => {
+      const s = await startItems(ITEMS);
+      await expectPage(await s.request(`/items?sort=${sort}`), collection(expected, `&sort=${sort}`));
+    });
+  }
+
+  test('?status=active&sort=-price&limit=2&page=2 -> the second page of the sorted matches', async () => {
+    const s = await startItems(ITEMS);
+    await expectPage(await s.request('/items?status=active&sort=-price&limit=2&page=2'), collection(['e003', 'e006', 'e000', 'e004'], '&sort=-price&status=active', 2, 2));
+  });
+
+  test('?sort=price&page=9&limit=1 -> the last page, no next', async () => {
+    const s = await startItems(ITEMS);
+    await expectPage(await s.request('/items?sort=price&page=9&limit=1'), collection(SORTS[0]?.[1] ?? [], '&sort=price', 9, 1));
+  });
+
+  test('?status=paused&page=2 -> 409 with the filtered set\'s pages', async () => {
+    const s = await startItems(ITEMS);
+    const res = await s.request('/items?status=paused&page=2');
+    assert.equal(res.status, 409);
+    assert.deepEqual(await res.json(), { type: RFC2616, title: 'Conflict', detail: 'requested page is out of range', status: 409, pages: 1, page: 2 });
+  });
+});
+
+describe('links keep the query in one canonical order (contract §3a)', () => {
+  const carried = '&sort=-price,name&q=desk%20lamp&dimensions.weight[lte]=5&price[gte]=1&status=active,archived&tags[ne]=x';
+  const spellings = [
+    'sort=-price,name&q=desk%20lamp&dimensions.weight[lte]=5&price[gte]=1&status=active,archived&tags[ne]=x',
+    'tags[ne]=x&status=active&price[gte]=1&q=desk+lamp&status=archived&dimensions.weight%5Blte%5D=5&sort=-price,name',
+    'status%5Beq%5D=active,archived&tags%5Bne%5D=x&dimensions.weight[lte]=5&sort=-price%2Cname&price[gte]=1&q=desk%20lamp',
+  ];
+  for (const spelling of spellings) {
+    test(`?${spelling} -> links ?page=…&limit=…${carried}`, async () => {
+      const s = await startItems(ITEMS);
+      const res = await s.request(`/items?${spelling}&limit=1`);
+      // "desk lamp": e000 (name) and e007 ("desk organiser" has no "lamp": not kept); e000 only.
+      await expectPage(res, collection(['e000'], carried, 1, 1));
+    });
+  }
+
+  test('the same query in two orders -> byte-identical bodies and Link headers', async () => {
+    const s = await startItems(ITEMS);
+    const a = await s.request('/items?q=a&price[lt]=100&sort=name&status=active,paused&limit=2&page=2');
+    const b = await s.request('/items?page=2&status=active,paused&limit=2&sort=name&price[lt]=100&q=a');
+    assert.equal(a.headers.get('link'), b.headers.get('link'));
+    assert.equal(await a.text(), await b.text());
+  });
+
+  test('/v1/items?<filters> -> the same links, unprefixed', async () => {
+    const s = await startItems(ITEMS);
+    await expectPage(await s.request('/v1/items?tags=usb-c&sort=-name'), collection(['e002', 'e000'], '&sort=-name&tags=usb-c'));
+  });
+});
+
+describe('following next (contract §3, §3a)', () => {
+  test('filtered, sorted, searched query, limit 3, from page 1 -> every match exactly once, in order', async () => {
+    const many = records(100, (i) => ({ status: ['active', 'paused', 'archived'][i % 3], price: (i * 37) % 23, name: i % 4 === 0 ? `Lamp ${i}` : `Box ${i}` }));
+    const s = await startItems(many);
+    const expected = many
+      .filter((r) => r.status !== 'archived' && (r.price as number) >= 3 && (r.name as string).toLowerCase().includes('lamp'))
+      .sort((a, b) => (b.price as number) - (a.price as number) || a.createdAt - b.createdAt)
+      .map((r) => r.id);
+    assert.ok(expected.length > 9, 'the query spans several pages');
+    const seen: string[] = [];
+    let next: string | undefined = '/items?limit=3&q=LAMP&status[ne]=archived&sort=-price&price[gte]=3';
+    let pages = 0;
+    while (next !== undefined) {
+      const body = await (await s.request(next)).json();
+      assert.equal(body.total, expected.length);
+      assert.equal(body.page, ++pages);
+      seen.push(...ids(body));
+      next = body._links.next?.href;
+      if (next !== undefined) assert.equal(next, `/items?page=${pages + 1}&limit=3&sort=-price&q=LAMP&price[gte]=3&status[ne]=archived`);
+    }
+    assert.equal(pages, Math.ceil(expected.length / 3));
+    assert.deepEqual(seen, expected);
+  });
+});
+
+describe('malformed queries -> 400 problem naming the parameter (contract §3a)', () => {
+  const unknownOperator = (name: string): string =>
+    `Query parameter ${name} has an unknown operator; use one of [eq], [ne], [gt], [gte], [lt], [lte], [exists]`;
+  for (const [query, detail] of [
+    ['price[between]=1', unknownOperator('price[between]')],
+    ['price[GTE]=1', unknownOperator('price[GTE]')],
+    ['price[gte=1', unknownOperator('price[gte')],
+    ['price[]=1', unknownOperator('price[]')],
+    ['description[exists]=yes', 'Query parameter description[exists] must be true or false'],
+    ['description[exists]=', 'Query parameter description[exists] must be true or false'],
+    ['description[exists]=TRUE', 'Query parameter description[exists] must be true or false'],
+    ['dimensions..weight=1', 'Query parameter dimensions..weight needs a field name, with no empty segment in its dotted path'],
+    ['.price=1', 'Query parameter .price needs a field name, with no empty segment in its dotted path'],
+    ['price.[gt]=1', 'Query parameter price.[gt] needs a field name, with no empty segment in its dotted path'],
+    ['[eq]=1', 'Query parameter [eq] needs a field name, with no empty segment in its dotted path'],
+    ['price[gte]=', 'Query parameter price[gte] needs a number or a string as its bound'],
+    ['price[lt]=%221', 'Query parameter price[lt] needs a number or a string as its bound'],
+    ['price[lt]=%221%22x', 'Query parameter price[lt] needs a number or a string as its bound'],
+    ['price[gt]=1e999', 'Query parameter price[gt] needs a number or a string as its bound'],
+    ['sort=price&sort=name', 'Query parameter sort must be given once'],
+    ['q=lamp&q=desk', 'Query parameter q must be given once'],
+    ['price[gte]=1&price[gte]=2', 'Query parameter price[gte] must be given once'],
+    ['price[lt]=1&price[lt]=1', 'Query parameter price[lt] must be given once'],
+    ['tags[exists]=true&tags[exists]=true', 'Query parameter tags[exists] must be given once'],
+    ['sort=price,', 'Query parameter sort must list field names, each optionally prefixed with -'],
+    ['sort=-', 'Query parameter sort must list field names, each optionally prefixed with -'],
+    ['sort=dimensions..weight', 'Query parameter sort needs a field name, with no empty segment in its dotted path'],
+    ['embed=category', 'Query parameter embed names an unknown relation: category'],
+    ['status=active&embed=x,y', 'Query parameter embed names an unknown relation: x'],
+  ] as const) {
+    test(`?${query} -> 400 "${detail}"`, async () => {
+      const s = await startItems(ITEMS);
+      await expectProblem(await s.request(`/items?${query}`), 400, detail);
+    });
+  }
+});
+
+describe('with a schema: undeclared fields -> 400 (contract §3a)', () => {
+  /** What a products-like schema declares: top-level fields and dimensions.* (the lead wires schema files to this). */
+  const DECLARED = new Set(['id', 'createdAt', 'updatedAt', 'status', 'price', 'name', 'tags', 'description', 'dimensions', 'dimensions.weight', 'dimensions.width']);
+  const declared = (path: readonly string[]): boolean => DECLARED.has(path.join('.'));
+  const start = () => startServer({ resources: [{ name: 'items', store: createMemoryStore(ITEMS), declared }] });
+
+  for (const [query, detail] of [
+    ['colour=red', 'Query parameter colour names a field the schema does not declare'],
+    ['colour[exists]=false', 'Query parameter colour[exists] names a field the schema does not declare'],
+    ['dimensions.depth[lt]=3', 'Query parameter dimensions.depth[lt] names a field the schema does not declare'],
+    ['status=active&sort=colour', 'Query parameter sort names a field the schema does not declare'],
+    ['sort=price,-dimensions.colour', 'Query parameter sort names a field the schema does not declare'],
+  ] as const) {
+    test(`declared fields only, ?${query} -> 400 "${detail}"`, async () => {
+      const s = await start();
+      await expectProblem(await s.request(`/items?${query}`), 400, detail);
+    });
+  }
+
+  test('declared fields only, ?dimensions.weight[lte]=1&sort=-createdAt&status[exists]=false -> 200', async () => {
+    const s = await start();
+    await expectPage(
+      await s.request('/items?dimensions.weight[lte]=1&sort=-createdAt&status[exists]=false'),
+      collection(['e008'], '&sort=-createdAt&dimensions.weight[lte]=1&status[exists]=false'),
+    );
+  });
+
+  test('no schema, ?colour=red&sort=colour -> 200, the filter matches nothing', async () => {
+    const s = await startItems(ITEMS);
+    await expectPage(await s.request('/items?colour=red&sort=colour'), collection([], '&sort=colour&colour=red'));
+  });
+});
+
+describe('conditional GET of filtered pages (contract §5)', () => {
+  // Uncompressed, so that the 200's tag is the one a 304 repeats (a 304 carries the uncoded tag).
+  const identity = { 'accept-encoding': 'identity' };
+  test('filtered page -> ETag; If-None-Match with it, parameters in another order -> 304, no body', async () => {
+    const s = await startItems(ITEMS);
+    const first = await s.request('/items?status=active&sort=-price', { headers: identity });
+    const etag = first.headers.get('etag') ?? '';
+    assert.match(etag, /^"[^"]+"$/);
+    const again = await s.request('/items?sort=-price&status=active', { headers: { ...identity, 'if-none-match': etag } });
+    assert.equal(again.status, 304);
+    assert.equal(again.headers.get('etag'), etag);
+    assert.equal(await again.text(), '');
+  });
+
+  test('a write that changes the filtered set -> the old ETag gets 200 with the new set and a new ETag', async () => {
+    const s = await startItems(ITEMS);
+    const first = await s.request('/items?status=active');
+    const etag = first.headers.get('etag') ?? '';
+    assert.deepEqual(ids(await first.json()), ['e000', 'e003', 'e004', 'e006']);
+    const patch = await s.request('/items/e001', {
+      method: 'PATCH',
+      headers: { 'content-type': 'application/merge-patch+json' },
+      body: JSON.stringify({ status: 'active' }),
+    });
+    assert.equal(patch.status, 200);
+    const res = await s.request('/items?status=active', { headers: { 'if-none-match': etag } });
+    assert.equal(res.status, 200);
+    const etag2 = res.headers.get('etag');
+    assert.ok(etag2 !== null && etag2 !== etag, `new ETag ${etag2} after ${etag}`);
+    assert.deepEqual(ids(await res.json()), ['e000', 'e001', 'e003', 'e004', 'e006']);
+    assert.equal((await s.request('/items?status=active', { headers: { 'if-none-match': etag2 } })).status, 304);
+  });
+
+  test('filtered page as application/json -> its own ETag, 304 with it', async () => {
+    const s = await startItems(ITEMS);
+    const hal = (await s.request('/items?tags=usb-c')).headers.get('etag');
+    const json = await s.request('/items?tags=usb-c', { headers: { accept: 'application/json' } });
+    assert.equal(json.headers.get('content-type'), 'application/json');
+    const etag = json.headers.get('etag') ?? '';
+    assert.notEqual(etag, hal);
+    assert.equal((await s.request('/items?tags=usb-c', { headers: { accept: 'application/json', 'if-none-match': etag } })).status, 304);
+  });
+});
+
+describe('writes are seen by the next query (contract §3a)', () => {
+  test('POST, PATCH, DELETE -> ?tags=usb-c&sort=-price follows each', async () => {
+    const s = await startItems(ITEMS);
+    const query = async (): Promise<string[]> => ids(await (await s.request('/items?tags=usb-c&sort=-price')).json());
+    assert.deepEqual(await query(), ['e000', 'e002']);
+    const created = await s.request('/items', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ tags: ['usb-c'], price: 7 }) });
+    assert.equal(created.status, 201);
+    const newId = (await created.json()).id as string;
+    assert.deepEqual(await query(), ['e000', newId, 'e002']);
+    await s.request('/items/e002', { method: 'PATCH', headers: { 'content-type': 'application/merge-patch+json' }, body: JSON.stringify({ price: 99 }) });
+    assert.deepEqual(await query(), ['e002', 'e000', newId]);
+    await s.request('/items/e000', { method: 'PATCH', headers: { 'content-type': 'application/merge-patch+json' }, body: JSON.stringify({ tags: null }) });
+    assert.deepEqual(await query(), ['e002', newId]);
+    assert.equal((await s.request(`/items/${newId}`, { method: 'DELETE' })).status, 204);
+    assert.deepEqual(await query(), ['e002']);
+  });
+});
