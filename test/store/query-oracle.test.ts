@@ -162,9 +162,12 @@ function strings(v: Json, out: string[]): string[] {
   return out;
 }
 
+/** Records never change in place (a write makes a new object): their folded strings are kept. */
+const foldedStrings = new WeakMap<Rec, string[]>();
 function found(record: Rec, words: readonly string[]): boolean {
   if (words.length === 0) return true;
-  const texts = strings(record, []).map(caseFold);
+  let texts = foldedStrings.get(record);
+  if (texts === undefined) foldedStrings.set(record, (texts = strings(record, []).map(caseFold)));
   return words.every((w) => texts.some((t) => t.includes(w)));
 }
 
@@ -197,14 +200,15 @@ function oracle(model: ReadonlyMap<string, Rec>, q: OracleQuery): string[] {
   const kept: Rec[] = [];
   for (const record of model.values()) if (q.filters.every((f) => holds(record, f)) && found(record, q.words)) kept.push(record);
   if (q.sort.length > 0) {
-    const position = new Map(kept.map((r, i) => [r, i]));
-    kept.sort((a, b) => {
-      for (const { segments, descending } of q.sort) {
-        const c = compare(reach(a, segments), reach(b, segments));
-        if (c !== 0) return descending ? -c : c;
+    const rows = kept.map((record, position) => ({ id: record.id as string, position, keys: q.sort.map(({ segments }) => reach(record, segments)) }));
+    rows.sort((a, b) => {
+      for (let k = 0; k < q.sort.length; k++) {
+        const c = compare(a.keys[k], b.keys[k]);
+        if (c !== 0) return q.sort[k]?.descending ? -c : c;
       }
-      return (position.get(a) as number) - (position.get(b) as number); // "ties end in creation order"
+      return a.position - b.position; // "ties end in creation order"
     });
+    return rows.map((row) => row.id);
   }
   return kept.map((r) => r.id as string);
 }
@@ -387,11 +391,13 @@ interface Subject {
 /** How many queries kept some but not all records: a guard against a generator that tests nothing. */
 const selective = { queries: 0, some: 0, kinds: { none: [] as string[], all: [] as string[], some: [] as string[] } };
 
-async function compareQueries(subject: Subject, r: Random, count: number, label: string): Promise<number> {
+type MakeParams = (r: Random, records: readonly Rec[]) => [string, string][];
+
+async function compareQueries(subject: Subject, r: Random, count: number, label: string, makeParams: MakeParams = randomParams): Promise<number> {
   const records = [...subject.model.values()];
   let pagesCompared = 0;
   for (let i = 0; i < count; i++) {
-    const params = randomParams(r, records);
+    const params = makeParams(r, records);
     const qs = new URLSearchParams(params).toString();
     const expected = oracle(subject.model, oracleQuery(params));
     const parsed = parseCollectionQuery(new URLSearchParams(qs));
@@ -428,10 +434,12 @@ async function compareQueries(subject: Subject, r: Random, count: number, label:
     const offset = r.chance(0.1) ? expected.length + r.int(1000) : r.int(expected.length + 5);
     const window = await ask(offset, limit);
     for (const entity of window) assert.deepEqual(entity.record, subject.model.get(entity.id), where(`the record of ${entity.id}`));
-    // Every page, as a client following `next` sees them.
+    // Every page, as a client following `next` sees them (of a long list: the first, some, the last).
     if (i % 8 === 0) {
       const pageLimit = expected.length <= 100 ? r.pick([7, 20]) : r.pick([50, 200]);
-      for (let o = 0; o < Math.max(1, expected.length); o += pageLimit) await ask(o, pageLimit);
+      const pages = Math.max(1, Math.ceil(expected.length / pageLimit));
+      const chosen = pages <= 30 ? [...Array(pages).keys()] : [0, 1, 2, r.int(pages), r.int(pages), pages - 2, pages - 1];
+      for (const page of chosen) await ask(page * pageLimit, pageLimit);
     }
   }
   return pagesCompared;
@@ -484,6 +492,34 @@ async function mutate(subject: Subject, r: Random, count: number, deleted: strin
   }
 }
 
+/**
+ * A query that keeps (almost) every record, sorted, now and then narrowed by one random filter or
+ * searched: more than 20,000 matches make the engine walk a sort order testing each row, rather
+ * than sort the matches.
+ */
+function broadParams(r: Random, records: readonly Rec[]): [string, string][] {
+  const params: [string, string][] = [];
+  params.push(
+    r.pick<[string, string]>([
+      ['id[exists]', 'true'],
+      ['createdAt[gte]', String(BASE_TIME - 1)],
+      ['updatedAt[lte]', '99999999999'],
+      ['missing[exists]', 'false'],
+      ['id[gt]', 'r'],
+      ['id[ne]', String(r.pick(records).id)],
+      ['dim.toString[exists]', 'false'],
+    ]),
+  );
+  const more = randomParams(r, records);
+  for (const [name, value] of more) {
+    if (name === 'sort') params.push([name, value]);
+    else if (name === 'q') params.push([name, r.chance(0.5) ? value : r.pick(['r', 'R0', '0'])]);
+    else if (r.chance(0.15) && !params.some(([n]) => n === name)) params.push([name, value]);
+  }
+  if (!params.some(([name]) => name === 'sort')) params.push(['sort', `${r.chance(0.5) ? '-' : ''}${r.pick(PATHS)}`]);
+  return r.shuffle(params);
+}
+
 function initialRecords(r: Random, count: number): Rec[] {
   return Array.from({ length: count }, (_, i) => newRecord(r, freshId(), BASE_TIME + Math.floor(i / 3)));
 }
@@ -496,11 +532,72 @@ describe(`query oracle (seed ${SEED})`, () => {
     const initial = initialRecords(r, 1200);
     const subject: Subject = { store: createMemoryStore(initial as EntityRecord[]), model: new Map(initial.map((rec) => [rec.id as string, rec])) };
     const deleted: string[] = [];
-    await compareQueries(subject, r, queries(1500), 'memory store, initial data');
-    for (let round = 0; round < 5; round++) {
+    await compareQueries(subject, r, queries(1000), 'memory store, initial data');
+    for (let round = 0; round < 4; round++) {
       await mutate(subject, r, 150, deleted);
-      await compareQueries(subject, r, queries(200), `memory store, after write round ${round + 1}`);
+      await compareQueries(subject, r, queries(150), `memory store, after write round ${round + 1}`);
     }
+  });
+
+  test('large memory store: index builds racing writes, walks over 20,000+ matches, a re-pack after mass deletes -> the naive scan', async () => {
+    const r = new Random(SEED ^ 0x2545f491);
+    const initial = initialRecords(r, 21_000);
+    const subject: Subject = { store: createMemoryStore(initial as EntityRecord[]), model: new Map(initial.map((rec) => [rec.id as string, rec])) };
+    const { store, model } = subject;
+    const deleted: string[] = [];
+    // Queries that must build indexes (in slices), with writes landing before they finish: the
+    // answer is of the revision it names, or names none; the same query asked again is exact.
+    for (let i = 0; i < queries(8); i++) {
+      // Without q: the text index built while writes land keeps stale rows (reported to the lead,
+      // pinned by the todo test below); QUERY_ORACLE_TRY=text-race puts it back, the first query then only searching.
+      const textRace = TRY.has('text-race');
+      const params = textRace && i === 0 ? [['q', searchText(r, initial)] as [string, string]] : randomParams(r, initial).filter(([name]) => textRace || name !== 'q');
+      const qs = new URLSearchParams(params).toString();
+      const parsed = parseCollectionQuery(new URLSearchParams(qs));
+      const ask = () => store.query({ filters: parsed.filters, sort: parsed.sort, search: parsed.search, offset: 0, limit: 30 });
+      const before = store.revision;
+      const expectedBefore = oracle(model, oracleQuery(params));
+      const pending = ask();
+      await mutate(subject, r, 25, deleted);
+      const raced = await pending;
+      const where = `seed ${SEED}, query racing writes #${i}: ?${decodeURIComponent(qs)}`;
+      if (raced.revision !== undefined) {
+        assert.equal(raced.revision, before, where);
+        assert.equal(raced.total, expectedBefore.length, where);
+        assert.deepEqual(raced.entities.map((e) => e.id), expectedBefore.slice(0, 30), where);
+      }
+      const again = await ask();
+      const expected = oracle(model, oracleQuery(params));
+      assert.equal(again.total, expected.length, `${where}, asked again`);
+      assert.deepEqual(again.entities.map((e) => e.id), expected.slice(0, 30), `${where}, asked again`);
+    }
+    await compareQueries(subject, r, queries(35), 'large memory store, broad sorted queries', broadParams);
+    await compareQueries(subject, r, queries(25), 'large memory store, random queries');
+    // More deletes than live entities left: the creation order is re-packed and every index
+    // renumbered, here while a query waits for an index to be built on a field never asked before.
+    const fresh = { filters: [], sort: parseCollectionQuery(new URLSearchParams('sort=-fresh,dim.deep.x')).sort, search: [], offset: 5, limit: 40 };
+    const before = store.revision;
+    const expectedBefore = oracle(model, oracleQuery([['sort', '-fresh,dim.deep.x']]));
+    const pending = store.query(fresh);
+    const doomed = r.shuffle([...model.keys()]).slice(0, 11_500);
+    for (const id of doomed) {
+      assert.equal(await store.delete(id), true);
+      model.delete(id);
+      deleted.push(id);
+    }
+    const raced = await pending;
+    if (raced.revision !== undefined) {
+      assert.equal(raced.revision, before, `seed ${SEED}: sort=-fresh,dim.deep.x racing a re-pack`);
+      assert.deepEqual(raced.entities.map((e) => e.id), expectedBefore.slice(5, 45), `seed ${SEED}: sort=-fresh,dim.deep.x racing a re-pack`);
+    }
+    const again = await store.query(fresh);
+    const expected = oracle(model, oracleQuery([['sort', '-fresh,dim.deep.x']]));
+    assert.equal(again.total, expected.length, `seed ${SEED}: sort=-fresh,dim.deep.x after a re-pack`);
+    assert.deepEqual(again.entities.map((e) => e.id), expected.slice(5, 45), `seed ${SEED}: sort=-fresh,dim.deep.x after a re-pack`);
+    await compareQueries(subject, r, queries(30), 'large memory store, after mass deletes', broadParams);
+    await compareQueries(subject, r, queries(25), 'large memory store, after mass deletes, random queries');
+    await mutate(subject, r, 300, deleted);
+    await compareQueries(subject, r, queries(35), 'large memory store, after mass deletes and writes');
   });
 
   test('JSON-lines store: random queries -> the naive scan, after writes, a compaction and a reopen', async () => {
@@ -527,22 +624,22 @@ describe(`query oracle (seed ${SEED})`, () => {
     const open = () => openJsonlStore({ file, durability: 'none', compaction: { auto: false } });
     const subject: Subject = { store: await open(), model };
     const deleted: string[] = [];
-    await compareQueries(subject, r, queries(500), 'JSON-lines store, loaded from a log with history');
+    await compareQueries(subject, r, queries(400), 'JSON-lines store, loaded from a log with history');
     for (let round = 0; round < 3; round++) {
       await mutate(subject, r, 150, deleted);
-      await compareQueries(subject, r, queries(150), `JSON-lines store, after write round ${round + 1}`);
+      await compareQueries(subject, r, queries(120), `JSON-lines store, after write round ${round + 1}`);
     }
     const store = subject.store as Awaited<ReturnType<typeof open>>;
     assert.equal(await store.compact(), true, `seed ${SEED}: compaction`);
     assert.equal(store.lineCount, model.size, `seed ${SEED}: one line per live entity after compaction`);
-    await compareQueries(subject, r, queries(200), 'JSON-lines store, after compaction');
+    await compareQueries(subject, r, queries(150), 'JSON-lines store, after compaction');
     await mutate(subject, r, 100, deleted);
-    await compareQueries(subject, r, queries(150), 'JSON-lines store, after compaction and more writes');
+    await compareQueries(subject, r, queries(120), 'JSON-lines store, after compaction and more writes');
     await store.close();
     subject.store = await open();
-    await compareQueries(subject, r, queries(200), 'JSON-lines store, reopened');
+    await compareQueries(subject, r, queries(150), 'JSON-lines store, reopened');
     await mutate(subject, r, 100, deleted);
-    await compareQueries(subject, r, queries(150), 'JSON-lines store, reopened, after more writes');
+    await compareQueries(subject, r, queries(120), 'JSON-lines store, reopened, after more writes');
     await subject.store.close();
   });
 });
@@ -552,6 +649,50 @@ test('query oracle: the random queries are selective -> most keep some records b
   if (process.env.QUERY_ORACLE_STATS) for (const [k, v] of Object.entries(selective.kinds)) console.log(k, v.length, v.slice(0, 30).map(decodeURIComponent));
   assert.ok(selective.queries >= 1000, `${selective.queries} queries compared`);
   assert.ok(selective.some / selective.queries > 0.4, `seed ${SEED}: only ${selective.some} of ${selective.queries} queries were selective`);
+});
+
+describe('index builds racing writes', () => {
+  // 30,000 records: building the text index takes more than one slice, so writes land meanwhile.
+  const start = () => {
+    const store = createMemoryStore(
+      Array.from({ length: 30_000 }, (_, i) => ({ id: `e${i}`, createdAt: 1, updatedAt: 1, name: i === 0 ? 'alpha' : i === 1 ? 'gamma' : `word${i}` })),
+    );
+    const q = async (word: string) => {
+      const result = await store.query({ filters: [], sort: [], search: [word], offset: 0, limit: 10 });
+      return { total: result.total, ids: result.entities.map((e) => e.id) };
+    };
+    return { store, q };
+  };
+  const todo = 'engine bug reported to the lead: QueryEngine#buildText only corrects rows it saw touched before filling them';
+  test('q=alpha building the text index, e0 renamed alpha -> beta meanwhile -> then q=alpha finds nothing, q=beta finds e0', { todo }, async () => {
+    const { store, q } = start();
+    const pending = q('alpha');
+    await store.update('e0', (current) => ({ ...current.record, name: 'beta' }));
+    await pending;
+    assert.deepEqual(await q('alpha'), { total: 0, ids: [] });
+    assert.deepEqual(await q('beta'), { total: 1, ids: ['e0'] });
+  });
+  test('q=alpha building the text index, e1 (gamma) deleted meanwhile -> then q=gamma has total 0', { todo }, async () => {
+    const { store, q } = start();
+    const pending = q('alpha');
+    await store.delete('e1');
+    await pending;
+    assert.deepEqual(await q('gamma'), { total: 0, ids: [] });
+  });
+  test('sort=name building its index, e0 renamed and e1 deleted meanwhile -> then name=alpha and name=gamma find nothing', async () => {
+    const { store } = start();
+    const ask = (query: string) => {
+      const parsed = parseCollectionQuery(new URLSearchParams(query));
+      return store.query({ filters: parsed.filters, sort: parsed.sort, search: [], offset: 0, limit: 10 });
+    };
+    const pending = ask('sort=name');
+    await store.update('e0', (current) => ({ ...current.record, name: 'beta' }));
+    await store.delete('e1');
+    await pending;
+    for (const [query, total] of [['name=alpha', 0], ['name=gamma', 0], ['name=beta', 1], ['name[lt]=c', 1]] as const) {
+      assert.equal((await ask(query)).total, total, query);
+    }
+  });
 });
 
 /*
