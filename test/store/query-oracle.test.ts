@@ -383,6 +383,52 @@ function randomParams(r: Random, records: readonly Rec[]): [string, string][] {
   return r.shuffle(params);
 }
 
+/**
+ * JSON text of a value as a person or another program might write it: spaces and tabs around
+ * tokens, escapes where none are needed (`\u0053`, `\/`), numbers spelled otherwise (`2.50`,
+ * `1e0`, `10.0`), and now and then an earlier duplicate of a member (JSON.parse keeps the last).
+ */
+function noisyJson(r: Random, value: Json): string {
+  const ws = (): string => (r.chance(0.7) ? '' : r.pick([' ', '  ', '\t', ' \t ']));
+  const str = (text: string): string => {
+    let out = '"';
+    // By code point: the two halves of a surrogate pair are escaped together or not at all.
+    for (const char of text) {
+      if (char === '"' || char === '\\') out += `\\${char}`;
+      else if (char === '/' && r.chance(0.5)) out += '\\/';
+      else if (char.charCodeAt(0) < 0x20 || r.chance(0.15)) {
+        for (let k = 0; k < char.length; k++) {
+          const hex = char.charCodeAt(k).toString(16).padStart(4, '0');
+          out += `\\u${r.chance(0.5) ? hex.toUpperCase() : hex}`;
+        }
+      } else out += char;
+    }
+    return `${out}"`;
+  };
+  const num = (n: number): string => {
+    const text = JSON.stringify(n);
+    if (!r.chance(0.4)) return text;
+    if (/^-?\d+$/.test(text)) return r.pick([`${text}.0`, `${text}e0`, `${text}E+0`, `${text}.00e-0`]);
+    if (/^-?\d+\.\d+$/.test(text)) return r.pick([`${text}0`, `${text}e0`, `${text}E-0`]);
+    return text;
+  };
+  const write = (v: Json): string => {
+    if (v === null || typeof v === 'boolean') return String(v);
+    if (typeof v === 'number') return num(v);
+    if (typeof v === 'string') return str(v);
+    if (Array.isArray(v)) return `[${ws()}${v.map((e) => write(e)).join(`${ws()},${ws()}`)}${ws()}]`;
+    const members: string[] = [];
+    for (const [key, member] of Object.entries(v)) {
+      // An earlier duplicate that the real member replaces whole (a nested object included).
+      if (key !== 'id' && r.chance(0.05)) members.push(`${str(key)}${ws()}:${ws()}${write(r.chance(0.5) ? { w: 999, x: 'dup' } : scalar(r))}`);
+      // The loader finds `id` by its plain spelling: an escaped "\u0069d" key is refused at start-up (reported).
+      members.push(`${key === 'id' ? '"id"' : str(key)}${ws()}:${ws()}${write(member as Json)}`);
+    }
+    return `{${ws()}${members.join(`${ws()},${ws()}`)}${ws()}}`;
+  };
+  return `${ws()}${write(value)}${ws()}`;
+}
+
 // ---- running it ----
 
 interface Subject {
@@ -618,19 +664,26 @@ describe(`query oracle (seed ${SEED})`, () => {
     const dir = await tempDir('halserve-oracle-');
     const file = path.join(dir, 'items.jsonl');
     // The log as a server leaves it: records, later versions of some, and tombstones.
-    const initial = initialRecords(r, 700);
-    const model = new Map(initial.map((rec) => [rec.id as string, rec]));
-    const lines = initial.map((rec) => JSON.stringify(rec));
+    // Half of its lines written otherwise than JSON.stringify would (the store reads indexed values
+    // from a loaded line's bytes); the model is what JSON.parse makes of each line.
+    const model = new Map<string, Rec>();
+    const lines: string[] = [];
+    const append = (rec: Rec): void => {
+      const line = r.chance(0.5) ? noisyJson(r, rec) : JSON.stringify(rec);
+      const parsed = JSON.parse(line) as Rec;
+      assert.deepEqual(parsed, rec, `seed ${SEED}: noisy JSON ${line}`);
+      lines.push(line);
+      model.set(rec.id as string, parsed);
+    };
+    for (const rec of initialRecords(r, 700)) append(rec);
     for (let i = 0; i < 150; i++) {
       const id = r.pick([...model.keys()]);
       if (r.chance(0.3)) {
         model.delete(id);
-        lines.push(JSON.stringify({ id, _deleted: true }));
+        lines.push(r.chance(0.5) ? JSON.stringify({ id, _deleted: true }) : `{ "id" : ${JSON.stringify(id)} , "_deleted" : true }`);
       } else {
         const rec = model.get(id) as Rec;
-        const next = { id, createdAt: rec.createdAt as number, updatedAt: (rec.updatedAt as number) + 1, ...clientFields(r) };
-        model.set(id, next);
-        lines.push(JSON.stringify(next));
+        append({ id, createdAt: rec.createdAt as number, updatedAt: (rec.updatedAt as number) + 1, ...clientFields(r) });
       }
     }
     await fs.writeFile(file, lines.join('\n') + '\n');
