@@ -761,6 +761,28 @@ describe('index builds racing writes', () => {
   });
 });
 
+describe('search words the text index cannot answer alone', () => {
+  const search = async (names: string[], q: string): Promise<string[]> => {
+    const store = createMemoryStore(names.map((name, i) => ({ id: `t${i}`, createdAt: 1, updatedAt: 1, name })));
+    const parsed = parseCollectionQuery(new URLSearchParams({ q }));
+    const result = await store.query({ filters: parsed.filters, sort: parsed.sort, search: parsed.search, offset: 0, limit: 10 });
+    return result.entities.map((e) => e.id);
+  };
+  test('q=<300 pieces joined by ->z over two names that differ only at the end -> the one that holds it', async () => {
+    const long = 'a-'.repeat(300);
+    assert.deepEqual(await search([`${long}y`, `${long}z`, 'a'], `${long}z`), ['t1']);
+  });
+  test('q=-- (no letter or digit) -> the names that hold "--"', async () => {
+    assert.deepEqual(await search(['a--b', 'a-b', '--', 'ab'], '--'), ['t0', 't2']);
+  });
+  test('q=😀 -> the names that hold the emoji', async () => {
+    assert.deepEqual(await search(['😀 smile', 'smile', 'x😀'], '😀'), ['t0', 't2']);
+  });
+  test('q=usb-c over "USB-C hub", "usb c", "usbc" -> only the first', async () => {
+    assert.deepEqual(await search(['USB-C hub', 'usb c', 'usbc'], 'usb-c'), ['t0']);
+  });
+});
+
 /*
  * Where src and contract §3a disagree: "Unicode default case folding". Marked todo (reported to the
  * lead, who decides); each asserts the contract's reading, so it passes once src agrees.
