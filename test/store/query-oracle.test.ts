@@ -631,6 +631,16 @@ describe(`query oracle (seed ${SEED})`, () => {
     }
     await compareQueries(subject, r, queries(35), 'large memory store, broad sorted queries', broadParams);
     await compareQueries(subject, r, queries(25), 'large memory store, random queries');
+    // The 1,200 oldest deleted: whole chunks of the createdAt and id orders empty out.
+    const orderQueries = ['sort=createdAt', 'sort=-id', 'createdAt[lt]=1735690100&sort=-createdAt', 'id[lt]=r01300&sort=id'];
+    const byOrder: MakeParams = (rr) => [...new URLSearchParams(rr.pick(orderQueries))] as [string, string][];
+    await compareQueries(subject, r, orderQueries.length * 2, 'large memory store, before the oldest are deleted', byOrder);
+    for (const id of [...model.keys()].slice(0, 1200)) {
+      assert.equal(await store.delete(id), true);
+      model.delete(id);
+      deleted.push(id);
+    }
+    await compareQueries(subject, r, orderQueries.length * 3, 'large memory store, after the oldest are deleted', byOrder);
     // More deletes than live entities left: the creation order is re-packed and every index
     // renumbered, here while a query waits for an index to be built on a field never asked before.
     const fresh = { filters: [], sort: parseCollectionQuery(new URLSearchParams('sort=-fresh,dim.deep.x')).sort, search: [], offset: 5, limit: 40 };
