@@ -119,6 +119,8 @@ const OPERATORS: readonly (readonly [string, readonly string[], string])[] = [
   ['tags[gt]=2', ['e005'], '&tags[gt]=2'],
   ['tags=3', ['e005'], '&tags=3'],
   ['tags[gte]=m', ['e000', 'e001', 'e002', 'e005', 'e007'], '&tags[gte]=m'],
+  // each bound is its own filter: some element >= m and some element < n, not one element between
+  ['tags[gte]=m&tags[lt]=n', ['e000', 'e002', 'e005'], '&tags[gte]=m&tags[lt]=n'],
   ['tags[exists]=true&tags[ne]=lighting', ['e000', 'e001', 'e002', 'e005', 'e007', 'e008'], '&tags[exists]=true&tags[ne]=lighting'],
   // the server's createdAt and updatedAt
   ['createdAt[gte]=1700000006', ['e006', 'e007', 'e008'], '&createdAt[gte]=1700000006'],
