@@ -219,6 +219,78 @@ describe('links keep the query in one canonical order (contract §3a)', () => {
   });
 });
 
+describe('random combinations of the operators above (contract §3a)', () => {
+  // Every parameter of the operator and sort tables, to be combined at random (seeded).
+  const fragments: [string, string][] = [];
+  for (const [query] of [...OPERATORS, ...SORTS.map(([sort]) => [`sort=${sort}`] as const)]) {
+    for (const [name, value] of new URLSearchParams(query)) if (value.trim() !== '') fragments.push([name, value]);
+  }
+  let seed = 20261122;
+  const random = (n: number): number => {
+    seed = (Math.imul(seed, 1103515245) + 12345) >>> 0;
+    return (seed >>> 8) % n;
+  };
+  const shuffled = <T>(items: readonly T[]): T[] => {
+    const out = [...items];
+    for (let i = out.length - 1; i > 0; i--) {
+      const j = random(i + 1);
+      [out[i], out[j]] = [out[j] as T, out[i] as T];
+    }
+    return out;
+  };
+  const once = (name: string): boolean => name === 'sort' || name === 'q' || name.includes('[') && !/\[(eq|ne)\]$/.test(name);
+
+  test('60 random combinations, each sent in two orders -> the same body; its self link -> the same body; next from page 1 -> every match once', async () => {
+    const s = await startItems(ITEMS);
+    for (let i = 0; i < 60; i++) {
+      const picked: [string, string][] = [];
+      for (let k = 1 + random(4); k > 0; k--) {
+        const fragment = fragments[random(fragments.length)] as [string, string];
+        if (once(fragment[0]) && picked.some(([name]) => name === fragment[0])) continue;
+        picked.push(fragment);
+      }
+      const text = (params: [string, string][]): string => new URLSearchParams(params).toString();
+      const a = text(shuffled(picked));
+      const b = text(shuffled(picked));
+      const first = await s.request(`/items?${a}`);
+      assert.equal(first.status, 200, a);
+      const bodyA = await first.text();
+      const bodyB = await (await s.request(`/items?${b}`)).text();
+      // A filter given twice joins its values in the order they came (see the todo test below):
+      // then only the matches are compared.
+      const filterOf = (name: string): string => name.replace(/\[(eq)\]$/, '');
+      const repeated = new Set(picked.map(([name]) => filterOf(name))).size < picked.length;
+      if (repeated) assert.deepEqual(ids(JSON.parse(bodyB)), ids(JSON.parse(bodyA)), `?${a} and ?${b}`);
+      else assert.equal(bodyB, bodyA, `?${a} and ?${b}`);
+      const self = JSON.parse(bodyA)._links.self.href as string;
+      assert.equal(await (await s.request(self)).text(), bodyA, `?${a} and its self link ${self}`);
+      const all = ids(JSON.parse(bodyA));
+      const seen: string[] = [];
+      let next: string | undefined = `/items?${a}&limit=2`;
+      while (next !== undefined) {
+        const page = await (await s.request(next)).json();
+        seen.push(...ids(page));
+        next = page._links.next?.href;
+      }
+      assert.deepEqual(seen, all, `following next from ?${a}&limit=2`);
+    }
+  });
+});
+
+describe('the alternatives of a repeated filter in links (contract §3a)', () => {
+  test(
+    '?status=paused&status[eq]=active and ?status[eq]=active&status=paused -> the same links',
+    { todo: 'reported to the lead: links join the values in arrival order (&status=paused,active vs &status=active,paused)' },
+    async () => {
+      const s = await startItems(ITEMS);
+      const a = await (await s.request('/items?status=paused&status[eq]=active')).json();
+      const b = await (await s.request('/items?status[eq]=active&status=paused')).json();
+      assert.deepEqual(ids(a), ids(b));
+      assert.deepEqual(a._links, b._links);
+    },
+  );
+});
+
 describe('following next (contract §3, §3a)', () => {
   test('filtered, sorted, searched query, limit 3, from page 1 -> every match exactly once, in order', async () => {
     const many = records(100, (i) => ({ status: ['active', 'paused', 'archived'][i % 3], price: (i * 37) % 23, name: i % 4 === 0 ? `Lamp ${i}` : `Box ${i}` }));
