@@ -87,6 +87,8 @@ const OPERATORS: readonly (readonly [string, readonly string[], string])[] = [
   ['description=null', ['e001'], '&description=null'],
   ['name=Stra%C3%9Fe%20sign', ['e001'], '&name=Stra%C3%9Fe%20sign'],
   ['colour=red', [], '&colour=red'],
+  // links keep what the client meant: &, =, + and % stay encoded
+  ['name=a%26b%3Dc%2Bd%25', [], '&name=a%26b%3Dc%2Bd%25'],
   // ne
   ['status[ne]=active', ['e001', 'e002', 'e005', 'e007'], '&status[ne]=active'],
   ['status[ne]=active,paused', ['e002', 'e007'], '&status[ne]=active,paused'],
@@ -97,6 +99,7 @@ const OPERATORS: readonly (readonly [string, readonly string[], string])[] = [
   ['price[lt]=10', ['e002', 'e004'], '&price[lt]=10'],
   ['price[lte]=10', ['e000', 'e002', 'e004', 'e007'], '&price[lte]=10'],
   ['price[gte]=10&price[lt]=75', ['e000', 'e001', 'e007'], '&price[gte]=10&price[lt]=75'],
+  ['price[lt]=1e%2B3', ['e000', 'e001', 'e002', 'e003', 'e004', 'e006', 'e007'], '&price[lt]=1e%2B3'],
   ['price[gte]=-1.5e1', ['e000', 'e001', 'e002', 'e003', 'e004', 'e006', 'e007'], '&price[gte]=-1.5e1'],
   ['price[lte]=%22z%22', ['e005'], '&price[lte]=%22z%22'],
   ['price[gt]=a', ['e005'], '&price[gt]=a'],
