@@ -80,7 +80,9 @@ const OPERATORS: readonly (readonly [string, readonly string[], string])[] = [
   ['status=active', ['e000', 'e003', 'e004', 'e006'], '&status=active'],
   ['status[eq]=active', ['e000', 'e003', 'e004', 'e006'], '&status=active'],
   ['status=archived,paused', ['e001', 'e002', 'e005', 'e007'], '&status=archived,paused'],
-  ['status=paused&status[eq]=archived', ['e001', 'e002', 'e005', 'e007'], '&status=paused,archived'],
+  // links list the alternatives sorted and once, however they were sent
+  ['status=paused&status[eq]=archived', ['e001', 'e002', 'e005', 'e007'], '&status=archived,paused'],
+  ['status=paused,archived,paused', ['e001', 'e002', 'e005', 'e007'], '&status=archived,paused'],
   ['price=0', ['e004'], '&price=0'],
   ['price=10', ['e000', 'e007'], '&price=10'],
   ['price=10.0', [], '&price=10.0'],
@@ -258,13 +260,7 @@ describe('random combinations of the operators above (contract §3a)', () => {
       const first = await s.request(`/items?${a}`);
       assert.equal(first.status, 200, a);
       const bodyA = await first.text();
-      const bodyB = await (await s.request(`/items?${b}`)).text();
-      // A filter given twice joins its values in the order they came (see the todo test below):
-      // then only the matches are compared.
-      const filterOf = (name: string): string => name.replace(/\[(eq)\]$/, '');
-      const repeated = new Set(picked.map(([name]) => filterOf(name))).size < picked.length;
-      if (repeated) assert.deepEqual(ids(JSON.parse(bodyB)), ids(JSON.parse(bodyA)), `?${a} and ?${b}`);
-      else assert.equal(bodyB, bodyA, `?${a} and ?${b}`);
+      assert.equal(await (await s.request(`/items?${b}`)).text(), bodyA, `?${a} and ?${b}`);
       const self = JSON.parse(bodyA)._links.self.href as string;
       assert.equal(await (await s.request(self)).text(), bodyA, `?${a} and its self link ${self}`);
       const all = ids(JSON.parse(bodyA));
@@ -281,17 +277,13 @@ describe('random combinations of the operators above (contract §3a)', () => {
 });
 
 describe('the alternatives of a repeated filter in links (contract §3a)', () => {
-  test(
-    '?status=paused&status[eq]=active and ?status[eq]=active&status=paused -> the same links',
-    { todo: 'reported to the lead: links join the values in arrival order (&status=paused,active vs &status=active,paused)' },
-    async () => {
-      const s = await startItems(ITEMS);
-      const a = await (await s.request('/items?status=paused&status[eq]=active')).json();
-      const b = await (await s.request('/items?status[eq]=active&status=paused')).json();
-      assert.deepEqual(ids(a), ids(b));
-      assert.deepEqual(a._links, b._links);
-    },
-  );
+  test('?status=paused&status[eq]=active and ?status[eq]=active&status=paused -> the same links', async () => {
+    const s = await startItems(ITEMS);
+    const a = await (await s.request('/items?status=paused&status[eq]=active')).json();
+    const b = await (await s.request('/items?status[eq]=active&status=paused')).json();
+    assert.deepEqual(ids(a), ids(b));
+    assert.deepEqual(a._links, b._links);
+  });
 });
 
 describe('following next (contract §3, §3a)', () => {
@@ -347,13 +339,28 @@ describe('malformed queries -> 400 problem naming the parameter (contract §3a)'
     ['sort=-', 'Query parameter sort must list field names, each optionally prefixed with -'],
     ['sort=dimensions..weight', 'Query parameter sort needs a field name, with no empty segment in its dotted path'],
     ['embed=category', 'Query parameter embed names an unknown relation: category'],
+    [`sort=${Array.from({ length: 33 }, (_, i) => `f${i}`).join(',')}`, 'Query parameter sort may list at most 32 fields'],
+    [Array.from({ length: 65 }, (_, i) => `f${i}=1`).join('&'), 'A query may have at most 64 filters'],
     ['status=active&embed=x,y', 'Query parameter embed names an unknown relation: x'],
   ] as const) {
-    test(`?${query} -> 400 "${detail}"`, async () => {
+    test(`?${query.length > 60 ? `${query.slice(0, 57)}…` : query} -> 400 "${detail}"`, async () => {
       const s = await startItems(ITEMS);
       await expectProblem(await s.request(`/items?${query}`), 400, detail);
     });
   }
+});
+
+describe('the most sort keys and filters one query may have', () => {
+  test('32 sort keys and 64 filters -> 200 (33 and 65 are 400s above)', async () => {
+    const s = await startItems(ITEMS);
+    const sort = ['price', ...Array.from({ length: 31 }, (_, i) => `f${i}`)].join(',');
+    const filters = ['status[exists]=true', ...Array.from({ length: 63 }, (_, i) => `f${i}[exists]=false`)].join('&');
+    const res = await s.request(`/items?sort=${sort}&${filters}&limit=3`);
+    assert.equal(res.status, 200);
+    const body = await res.json();
+    assert.equal(body.total, 8);
+    assert.deepEqual(ids(body), ['e004', 'e002', 'e000']);
+  });
 });
 
 describe('with a schema: undeclared fields -> 400 (contract §3a)', () => {
