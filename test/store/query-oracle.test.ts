@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs/promises';
 import path from 'node:path';
+import { spawn } from 'node:child_process';
 import { randomInt } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
 import { describe, test } from 'node:test';
 import { parseCollectionQuery } from '../../src/conventions/query.js';
 import { openJsonlStore } from '../../src/store/log/jsonl-store.js';
@@ -643,10 +645,12 @@ describe(`query oracle (seed ${SEED})`, () => {
     await compareQueries(subject, r, orderQueries.length * 3, 'large memory store, after the oldest are deleted', byOrder);
     // More deletes than live entities left: the creation order is re-packed and every index
     // renumbered, here while a query waits for an index to be built on a field never asked before.
+    // An index build that races a re-pack never ends today (reported to the lead; the child-process
+    // todo test below pins it): QUERY_ORACLE_TRY=repack-race puts the race back here.
     const fresh = { filters: [], sort: parseCollectionQuery(new URLSearchParams('sort=-fresh,dim.deep.x')).sort, search: [], offset: 5, limit: 40 };
     const before = store.revision;
     const expectedBefore = oracle(model, oracleQuery([['sort', '-fresh,dim.deep.x']]));
-    const pending = store.query(fresh);
+    const pending = TRY.has('repack-race') ? store.query(fresh) : undefined;
     const doomed = r.shuffle([...model.keys()]).slice(0, 11_500);
     for (const id of doomed) {
       assert.equal(await store.delete(id), true);
@@ -654,7 +658,7 @@ describe(`query oracle (seed ${SEED})`, () => {
       deleted.push(id);
     }
     const raced = await pending;
-    if (raced.revision !== undefined) {
+    if (raced?.revision !== undefined) {
       assert.equal(raced.revision, before, `seed ${SEED}: sort=-fresh,dim.deep.x racing a re-pack`);
       assert.deepEqual(raced.entities.map((e) => e.id), expectedBefore.slice(5, 45), `seed ${SEED}: sort=-fresh,dim.deep.x racing a re-pack`);
     }
@@ -755,6 +759,22 @@ describe('index builds racing writes', () => {
     await pending;
     assert.deepEqual(await q('gamma'), { total: 0, ids: [] });
   });
+  test(
+    '60,000 entities, sort=x building its index, 30,001 deleted meanwhile (a re-pack) -> the query is answered, and asked again is exact',
+    { todo: 'engine bug reported to the lead: after a re-pack, stale() compares with the layout captured before it, so the sliced build restarts on every turn forever' },
+    async () => {
+      const script = fileURLToPath(new URL('./fixtures/repack-race.ts', import.meta.url));
+      const child = spawn(process.execPath, ['--import', 'tsx', script], { stdio: ['ignore', 'pipe', 'inherit'] });
+      let out = '';
+      child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
+      const timer = setTimeout(() => child.kill('SIGKILL'), 5_000);
+      const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
+      clearTimeout(timer);
+      assert.equal(code, 0, `the child was killed after 5 s without an answer (a normal run takes under a second): ${out}`);
+      const answer = JSON.parse(out) as { again: { total: number; ids: string[] } };
+      assert.deepEqual(answer.again, { total: 29_999, ids: ['e31000', 'e32000', 'e33000'] });
+    },
+  );
   test('sort=name building its index, e0 renamed and e1 deleted meanwhile -> then name=alpha and name=gamma find nothing', async () => {
     const { store } = start();
     const ask = (query: string) => {
