@@ -180,11 +180,14 @@ function encodeQueryValue(value: string): string {
 // ---- the reference semantics ----
 
 /**
- * Case folding for search: lower, upper, lower again maps ß and ẞ to ss and final sigma to σ, as
- * Unicode default (full) case folding does for the characters a catalogue holds.
+ * Case folding for search: lower, upper, lower again maps ß and ẞ to ss, and final sigma (which
+ * lower-casing writes at the end of a word) is then folded to σ, as Unicode default (full) case
+ * folding does for the characters a catalogue holds; dotless ı stays ı.
  */
 export function fold(text: string): string {
-  return text.toLowerCase().toUpperCase().toLowerCase();
+  // Dotless ı has no case folding: upper-casing it would make it an i.
+  if (text.includes('ı')) return text.split('ı').map(fold).join('ı');
+  return text.toLowerCase().toUpperCase().toLowerCase().replaceAll('ς', 'σ');
 }
 
 /** The words of `q`: separated by white space, case-folded; none for an empty `q`. */

@@ -60,11 +60,12 @@ function runOne(): void {
 
 /**
  * Runs `start(slice)` to completion: synchronously if it never yields, else asynchronously. Past
- * `deadline` (a `performance.now()` time) it stops with `QueryTimeoutError`. When `stale()` says
- * the index was re-laid out while the work waited, the work starts over.
+ * `deadline` (a `performance.now()` time) it stops with `QueryTimeoutError`. When `layout()`
+ * changes while the work waits (row numbers were renumbered), the work starts over.
  */
-export function runSliced<T>(start: (slice: Slice) => Work<T>, deadline = Infinity, stale: () => boolean = () => false): T | Promise<T> {
+export function runSliced<T>(start: (slice: Slice) => Work<T>, deadline = Infinity, layout: () => number = () => 0): T | Promise<T> {
   const slice = new Slice();
+  let laidOut = layout();
   let work = start(slice);
   const first = work.next();
   if (first.done) return first.value;
@@ -79,7 +80,9 @@ export function runSliced<T>(start: (slice: Slice) => Work<T>, deadline = Infini
         throw new QueryTimeoutError('the query ran past its deadline');
       }
       slice.renew();
-      if (stale()) {
+      if (layout() !== laidOut) {
+        // Start over against the new layout, once per change of it.
+        laidOut = layout();
         work.return(undefined as T);
         work = start(slice);
       }
