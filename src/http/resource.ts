@@ -35,6 +35,11 @@ export interface Representation {
   readonly version: string;
 }
 
+/** A kept representation, and the entity object it was made from. */
+interface CachedRepresentation extends Representation {
+  readonly of: WeakRef<StoredEntity>;
+}
+
 /** The conditions of a write (RFC 9110 §13.1.1, §13.1.2), checked against the latest state in the store's write order. */
 export interface WriteConditions {
   readonly ifMatch?: string | undefined;
@@ -71,7 +76,7 @@ export class Resource {
    * replaced version is dropped at once (the writes here evict it). Oldest first: a Map keeps
    * insertion order, and a hit moves its entry to the end.
    */
-  readonly #entities = new Map<string, Representation>();
+  readonly #entities = new Map<string, CachedRepresentation>();
   #entitiesBytes = 0;
 
   constructor(options: ResourceOptions, basePath: string, budgetMs = DEFAULT_QUERY_BUDGET_MS) {
@@ -94,18 +99,20 @@ export class Resource {
 
   /** The entity's HAL bytes and version, made once while the entity is among the recently served. */
   representation(entity: StoredEntity): Representation {
-    const version = entity.version;
-    const cached = this.#entities.get(entity.id);
-    if (cached !== undefined && cached.version === version) {
-      this.#entities.delete(entity.id);
-      this.#entities.set(entity.id, cached);
+    const id = entity.id;
+    const cached = this.#entities.get(id);
+    // The same entity object is the same version, known without reading `version` (which a store
+    // may compute by hashing the entity's text); the reference is weak, so it keeps nothing alive.
+    if (cached !== undefined && (cached.of.deref() === entity || cached.version === entity.version)) {
+      this.#entities.delete(id);
+      this.#entities.set(id, cached);
       return cached;
     }
-    const representation = { body: Buffer.from(this.json(entity)), version };
-    this.#forget(entity.id);
-    const bytes = representation.body.length + entity.id.length;
+    const representation: CachedRepresentation = { body: Buffer.from(this.json(entity)), version: entity.version, of: new WeakRef(entity) };
+    this.#forget(id);
+    const bytes = representation.body.length + id.length;
     if (bytes <= ENTITY_CACHE_MAX_ENTRY_BYTES) {
-      this.#entities.set(entity.id, representation);
+      this.#entities.set(id, representation);
       this.#entitiesBytes += bytes;
       for (const [id] of this.#entities) {
         if (this.#entitiesBytes <= ENTITY_CACHE_BYTES) break;
