@@ -20,6 +20,10 @@ export interface Running {
   readonly startupMs: number;
   /** Sends SIGTERM and waits for the exit (SIGKILL after 10 s). Resolves the exit code. */
   stop(): Promise<number | null>;
+  /** The last 4,000 characters the server wrote to stderr (warnings, errors). */
+  stderr(): string;
+  /** Undefined while it runs; its exit code or signal once it has exited on its own or been stopped. */
+  exited(): string | undefined;
 }
 
 /** Cores: the server gets the first, the load generator the second (when pinning is on). */
@@ -94,7 +98,15 @@ async function start(options: StartOptions): Promise<Running> {
     const port = await ready;
     const startupMs = Number(process.hrtime.bigint() - started) / 1e6;
     child.removeAllListeners('exit');
-    return { kind: options.kind, pid: child.pid!, port, startupMs, stop: stopper(child) };
+    return {
+      kind: options.kind,
+      pid: child.pid!,
+      port,
+      startupMs,
+      stop: stopper(child),
+      stderr: () => stderr,
+      exited: () => (child.exitCode !== null ? `exit code ${child.exitCode}` : child.signalCode !== null ? `signal ${child.signalCode}` : undefined),
+    };
   } catch (error) {
     child.kill('SIGKILL');
     throw error;
@@ -136,15 +148,22 @@ function listeningPort(line: string): number | undefined {
 
 /**
  * halserve from its built output, as a user runs it: `node dist/cli.js --port 0 --data <dir> --log off`
- * (durability full, the default). `nodeArgs` go to node itself (`--cpu-prof` for bench/profile.ts).
+ * (durability full, the default). `nodeArgs` go to node itself (`--cpu-prof` for bench/profile.ts),
+ * `extraArgs` to halserve (`--durability full`, `--resource blobs`).
  */
-export function startHalserve(root: string, dataDir: string, pin: boolean, nodeArgs: readonly string[] = []): Promise<Running> {
+export function startHalserve(
+  root: string,
+  dataDir: string,
+  pin: boolean,
+  nodeArgs: readonly string[] = [],
+  extraArgs: readonly string[] = [],
+): Promise<Running> {
   const entry = process.env['BENCH_HALSERVE'] ?? 'dist/cli.js';
   return start({
     kind: 'halserve',
     pin,
     cwd: root,
-    args: [...nodeArgs, entry, '--port', '0', '--host', '127.0.0.1', '--data', dataDir, '--log', 'off'],
+    args: [...nodeArgs, entry, '--port', '0', '--host', '127.0.0.1', '--data', dataDir, '--log', 'off', ...extraArgs],
     readyLine: listeningPort,
     timeoutMs: 180_000,
   });
