@@ -23,6 +23,8 @@ export interface BenchConfig {
   readonly entities: number;
   /** Sizes measured for start-up time and memory; the largest also serves last-vs-first page. */
   readonly largeSizes: readonly number[];
+  /** Products generated for the `queries` workload (issue 8). */
+  readonly queryEntities: number;
   /** Workload names to run (all when empty). */
   readonly only: readonly string[];
   /** Servers to run (all when empty): `halserve,limit` skips json-server while tuning. */
@@ -72,7 +74,9 @@ export function readConfig(): BenchConfig {
     rate: process.env['BENCH_RATE'] ? number('BENCH_RATE', 1) : undefined,
     entities: Math.round(number('BENCH_ENTITIES', quick ? 2_000 : 10_000)),
     largeSizes: largeSizes.length > 0 ? largeSizes : quick ? [100_000] : [100_000, 1_000_000],
-    only: list('BENCH_ONLY'),
+    queryEntities: Math.round(number('BENCH_QUERY_ENTITIES', quick ? 50_000 : 1_000_000)),
+    // `node bench/run.mjs queries startup` is the same as BENCH_ONLY=queries,startup.
+    only: [...list('BENCH_ONLY'), ...process.argv.slice(2).filter((a) => !a.startsWith('-'))],
     servers: list('BENCH_SERVERS'),
     pin: process.env['BENCH_NO_PIN'] !== '1' && os.availableParallelism() >= 2,
     // A smoke run must not overwrite the committed results.

@@ -17,6 +17,8 @@ import { renderReport, type RunResult, type StartupResult, type WorkloadResult }
 import { startHalserve, startJsonServer, startLimit, type Running, type ServerKind } from './servers.js';
 import { fmt } from './stats.js';
 import { workloads, type Workload } from './workloads.js';
+import { runQueries, type QueriesResult } from './queries.js';
+import { renderQueries, spliceQueries } from './queries-report.js';
 
 const PEERS = { 'json-server': '0.17.4', autocannon: '8.0.0' } as const;
 
@@ -161,14 +163,20 @@ async function main(): Promise<void> {
   const results: WorkloadResult[] = [];
   const startup: StartupResult[] = [];
   let store: { file: string; output: string }[] = [];
+  let queries: QueriesResult | undefined;
   let small: Dataset | undefined;
+  // `BENCH_ONLY=queries` (or `node bench/run.mjs queries`) replaces only the queries section of the report.
+  const queriesOnly = config.only.length > 0 && config.only.every((name) => name === 'queries');
   try {
-    log(`generating ${fmt(config.entities)} entities`);
-    small = await generateDataset(path.join(tmp, 'small'), config.entities, true);
-    const side = workloads(small, undefined)
-      .filter((w) => wanted(config, w.name))
-      .map((w) => ({ ...w, contenders: w.contenders.filter((c) => config.servers.length === 0 || config.servers.includes(c.server)) }));
-    for (const w of side) results.push(await runWorkload(config, tmp, w, small));
+    const side = queriesOnly ? [] : workloads({ dir: '', size: config.entities, sampleIds: [], bytesPerEntity: 0 }, undefined).filter((w) => wanted(config, w.name));
+    if (side.length > 0) {
+      log(`generating ${fmt(config.entities)} entities`);
+      small = await generateDataset(path.join(tmp, 'small'), config.entities, true);
+    }
+    for (const w of small ? workloads(small, undefined).filter((x) => wanted(config, x.name)) : []) {
+      const only = { ...w, contenders: w.contenders.filter((c) => config.servers.length === 0 || config.servers.includes(c.server)) };
+      results.push(await runWorkload(config, tmp, only, small!));
+    }
 
     const sizes = [...config.largeSizes].sort((a, b) => a - b);
     const largest = sizes[sizes.length - 1];
@@ -179,11 +187,12 @@ async function main(): Promise<void> {
       const data = await generateDataset(path.join(tmp, `large-${size}`), size, false);
       if (wanted(config, 'startup')) startup.push(await measureStartup(config, data));
       if (lastVsFirst) {
-        const w = workloads(small, data).find((x) => x.name === 'last-vs-first');
+        const w = workloads(small ?? data, data).find((x) => x.name === 'last-vs-first');
         if (w) results.push(await runWorkload(config, tmp, w, data));
       }
       await fs.rm(data.dir, { recursive: true, force: true });
     }
+    if (wanted(config, 'queries')) queries = await runQueries(config, tmp, log);
     if (wanted(config, 'store')) store = await storeBench(config);
   } finally {
     await fs.rm(tmp, { recursive: true, force: true });
@@ -207,10 +216,20 @@ async function main(): Promise<void> {
     workloads: results,
     startup,
     storeBench: store,
+    ...(queries ? { queries } : {}),
     wallSeconds: (Date.now() - started) / 1000,
   };
-  await fs.writeFile(config.rawOut, JSON.stringify(result, null, 2));
   await fs.mkdir(path.dirname(config.out), { recursive: true });
+  if (queriesOnly) {
+    // Keep every other section of the report as the last full run wrote it.
+    const rawOut = config.rawOut.replace(/results\./, 'results.queries.');
+    await fs.writeFile(rawOut, JSON.stringify(result, null, 2));
+    const previous = existsSync(config.out) ? await fs.readFile(config.out, 'utf8') : '# halserve benchmark results\n';
+    await fs.writeFile(config.out, queries ? spliceQueries(previous, renderQueries(queries, config, result.date)) : previous);
+    log(`wrote the queries section of ${path.relative(config.root, config.out)} (raw figures: ${path.relative(config.root, rawOut)}) in ${fmt(result.wallSeconds)} s`);
+    return;
+  }
+  await fs.writeFile(config.rawOut, JSON.stringify(result, null, 2));
   await fs.writeFile(config.out, renderReport(result));
   log(`wrote ${path.relative(config.root, config.out)} (raw figures: ${path.relative(config.root, config.rawOut)}) in ${fmt(result.wallSeconds)} s`);
 }
