@@ -18,12 +18,15 @@ export const PG_BIN = process.env['BENCH_PG_BIN'] ?? '/usr/lib/postgresql/15/bin
 /**
  * Settings of the cluster, the same in every run: shared buffers large enough to hold the table
  * and its indexes (halserve holds everything in memory too), JIT off (it adds tens of ms of
- * compilation to large scans in PG 15 and is usually turned off for OLTP), the C collation so that
- * text sorts by code point as halserve's does. Everything else is PostgreSQL's default.
+ * compilation to large scans in PG 15 and is usually turned off for OLTP), no parallel workers
+ * (the cluster is pinned to one core, as halserve is: workers could only share it, and their CPU
+ * would escape the per-backend CPU figure). initdb uses the C collation, so that text sorts by
+ * code point as halserve's does. Everything else is PostgreSQL's default.
  */
 export const PG_SETTINGS: Readonly<Record<string, string>> = {
   shared_buffers: '1GB',
   jit: 'off',
+  max_parallel_workers_per_gather: '0',
   listen_addresses: "''",
   max_connections: '40',
 };
