@@ -62,11 +62,11 @@ function targetRows(r: QueriesResult): Row[] {
   if (r.fresh.length > 0) {
     const first = r.fresh.map((f) => f.firstStockMs);
     const failed = r.fresh.filter((f) => f.firstStockStatus !== 200);
-    const ready = r.fresh.map((f) => f.fields['stock']?.readyMs ?? NaN);
+    const ready = failed.map((f) => f.fields['stock']?.readyMs ?? NaN);
     rows.push({
       measure: 'First query on a field with no index yet (`stock[gte]=500`, fresh server, whole request)',
       target: '≤ 1.5 s in all',
-      halserve: `${fmt(median(first))} ms (max ${fmt(Math.max(...first))})${failed.length > 0 ? `; **${failed.length} of ${r.fresh.length} not a 200** (${failed[0]!.fields['stock']?.problem ?? failed[0]!.firstStockStatus}), a 200 after ${fmt(median(ready))} ms` : ''}`,
+      halserve: `${fmt(median(first))} ms (max ${fmt(Math.max(...first))})${failed.length > 0 ? `; **${failed.length} of ${r.fresh.length} not a 200** (${failed[0]!.fields['stock']?.problem ?? failed[0]!.firstStockStatus}), a 200 ${failed.length > 1 ? 'a median ' : ''}${fmt(median(ready))} ms after it was sent` : ''}`,
       pg: '',
       ratio: '',
       byCpu: `${fmt(median(r.fresh.map((f) => f.firstStockCpuMs)))} ms`,
