@@ -8,6 +8,7 @@
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { readConfig } from './config.js';
 import { copyDataset, generateDataset } from './dataset.js';
 import { measure } from './measure.js';
@@ -16,24 +17,25 @@ import { capture } from './capture.js';
 import { fmt } from './stats.js';
 import { workloads } from './workloads.js';
 
-interface CallFrame {
+export interface CallFrame {
   functionName: string;
   url: string;
   lineNumber: number;
 }
-interface ProfileNode {
+export interface ProfileNode {
   id: number;
   callFrame: CallFrame;
   children?: number[];
 }
-interface CpuProfile {
+export interface CpuProfile {
   nodes: ProfileNode[];
   samples: number[];
+  timeDeltas?: number[];
   startTime: number;
   endTime: number;
 }
 
-const frameName = (f: CallFrame): string => {
+export const frameName = (f: CallFrame): string => {
   const file = f.url === '' ? '' : ` ${f.url.replace(/^file:\/\/.*?\/(dist|src|node_modules)\//, '$1/').replace(/^node:/, 'node:')}:${f.lineNumber + 1}`;
   return `${f.functionName || '(anonymous)'}${file}`;
 };
@@ -60,7 +62,7 @@ export function summarise(profile: CpuProfile): { total: number; self: Map<strin
   return { total: profile.samples.length, self, inclusive };
 }
 
-function top(map: Map<string, number>, total: number, count: number, filter: (name: string) => boolean = () => true): string[] {
+export function top(map: Map<string, number>, total: number, count: number, filter: (name: string) => boolean = () => true): string[] {
   return [...map.entries()]
     .filter(([name]) => filter(name))
     .sort((a, b) => b[1] - a[1])
@@ -110,4 +112,5 @@ async function main(): Promise<void> {
   }
 }
 
-await main();
+// Run as a script; imported (by profile-queries.ts) for `summarise` only.
+if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) await main();
