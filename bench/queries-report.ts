@@ -2,6 +2,7 @@
 import type { BenchConfig } from './config.js';
 import type { FirstQuery, KindResult, QueriesResult, UnderLoadResult } from './queries.js';
 import { percentile } from './queries.js';
+import type { WorkloadResult } from './report.js';
 import { fmt, median, pairedRatio } from './stats.js';
 
 /** The section sits between these markers, so that `BENCH_ONLY=queries` can replace it alone. */
@@ -150,8 +151,23 @@ function underLoadRow(side: string, u: UnderLoadResult): string {
   return `| ${side} | ${fmt(u.gets.length)} | ${ms(median(u.gets))} | ${ms(percentile(u.gets, 99))} | ${ms(Math.max(...u.gets))} | ${fmt(u.heavyDone)} | ${ms(median(u.heavyMs))} | ${statuses || '–'} |`;
 }
 
+/** halserve ÷ the limit for the three GET workloads when this run measured them (a full `npm run bench`). */
+function limitRatios(workloads: readonly WorkloadResult[]): string {
+  const values = ['get-entity', 'page-20', 'page-200'].map((name) => {
+    const w = workloads.find((x) => x.name === name);
+    const h = w?.contenders.find((c) => c.server === 'halserve');
+    const l = w?.contenders.find((c) => c.server === 'limit');
+    if (!h || !l) return undefined;
+    const ok = (key: 'rps' | 'cpuUs') => (c: typeof h): number[] => c.samples.map((x) => (x.problem === undefined ? x[key] : NaN));
+    return { rps: pairedRatio(ok('rps')(h), ok('rps')(l)), cpu: pairedRatio(ok('cpuUs')(l), ok('cpuUs')(h)) };
+  });
+  if (values.some((v) => v === undefined)) return 'not measured in this run (a full `npm run bench` measures them in the same run)';
+  const x = (n: number): string => `${fmt(n, 2)}×`;
+  return `req/s ${values.map((v) => x(v!.rps)).join(' / ')}; by CPU ${values.map((v) => x(v!.cpu)).join(' / ')} (this run, above)`;
+}
+
 /** The section, markers included. */
-export function renderQueries(r: QueriesResult, config: BenchConfig, date: string): string {
+export function renderQueries(r: QueriesResult, config: BenchConfig, date: string, others: readonly WorkloadResult[] = []): string {
   const hasPg = !('skipped' in r.pg);
   const out: string[] = [
     BEGIN,
@@ -165,7 +181,7 @@ export function renderQueries(r: QueriesResult, config: BenchConfig, date: strin
     '|---|---|---:|---:|---:|:---:|---:|',
   ];
   for (const row of targetRows(r)) out.push(`| ${row.measure} | ${row.target} | ${row.halserve} | ${row.pg} | ${row.ratio} | ${met(row.met)} | ${row.byCpu ?? ''} |`);
-  out.push('| GET entity / page-20 / page-200 ratios to the limit | no regression | see the workloads above | | | | |', '');
+  out.push(`| GET entity / page-20 / page-200 ratios to the limit | no regression from issue 4's run (req/s 0.74× / 0.72× / 1.05×; by CPU 0.73× / 0.72× / 0.96×) | ${limitRatios(others)} | | | n/a | |`, '');
   out.push(
     '### Method',
     '',

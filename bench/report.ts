@@ -198,7 +198,7 @@ export function renderReport(result: RunResult): string {
     }
     out.push('');
   }
-  if (result.queries) out.push(renderQueries(result.queries, config, result.date));
+  if (result.queries) out.push(renderQueries(result.queries, config, result.date, result.workloads));
   out.push('## Store-level figures (`bench/store-*.ts`)', '');
   if (result.storeBench.length === 0) out.push('_No `bench/store-*.ts` present in this run._', '');
   for (const s of result.storeBench) {
