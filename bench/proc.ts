@@ -39,7 +39,13 @@ export function memoryMiB(pid: number): { rss: number; peak: number } {
  */
 export function runNanoseconds(pid: number): number {
   let total = 0;
-  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+  let tids: string[];
+  try {
+    tids = readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return NaN; // The process has exited.
+  }
+  for (const tid of tids) {
     try {
       total += Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0]);
     } catch {

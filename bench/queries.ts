@@ -12,6 +12,7 @@
  */
 import { Agent, request } from 'node:http';
 import { execFileSync } from 'node:child_process';
+import { rmSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -20,7 +21,7 @@ import type { BenchRequest } from './capture.js';
 import { measure, type Sample } from './measure.js';
 import { findPostgres, PG_SETTINGS, startCluster, type PgCluster } from './pg.js';
 import { PgClient } from './pg-wire.js';
-import { cpuSeconds, memoryMiB, runNanoseconds } from './proc.js';
+import { cpuSeconds, memoryMiB as readMemory, runNanoseconds } from './proc.js';
 import { generateProducts, NOUNS, PG_COLUMNS, PG_TABLE, PRODUCTS, prng, productFields, type Products } from './products.js';
 import { LOAD_CPU, startHalserve, type Running } from './servers.js';
 import { fmt, median } from './stats.js';
@@ -152,6 +153,15 @@ export interface QueriesResult {
   readonly wallSeconds: number;
   /** Load average (1, 5, 15 min) before and after: how shared the machine was. */
   readonly load: { readonly before: readonly number[]; readonly after: readonly number[] };
+}
+
+/** Memory of a process, NaN once it has exited (a crash is reported, not thrown). */
+function memoryMiB(pid: number): { rss: number; peak: number } {
+  try {
+    return readMemory(pid);
+  } catch {
+    return { rss: NaN, peak: NaN };
+  }
 }
 
 // ---- clients ----
@@ -443,7 +453,12 @@ const FILTERS: readonly [string, string][] = [
 /** A fresh server: start-up, the first `stock[gte]` query, the first query on three more fields, RSS. */
 async function freshServer(ctx: Context, root: string, dir: string): Promise<{ server: Running; result: FreshServer }> {
   const server = await started(ctx, root, dir);
-  const startupCpuMs = cpuSeconds(server.pid) * 1000;
+  let startupCpuMs = NaN;
+  try {
+    startupCpuMs = cpuSeconds(server.pid) * 1000;
+  } catch {
+    // exited already: reported by checkAlive below
+  }
   const rssStart = memoryMiB(server.pid).rss;
   const agent = new Agent({ keepAlive: true, maxSockets: 1 });
   const fields: Record<string, FirstQuery> = {};
@@ -654,8 +669,11 @@ export async function runQueries(config: BenchConfig, tmp: string, log: (m: stri
   const ctx: Context = { config, log: (m) => log(`queries: ${m}`), notes: [], cleanups: new Set() };
   const dir = path.join(tmp, 'queries');
   const onSignal = (signal: NodeJS.Signals): void => {
+    // The run ends here: its whole temporary directory goes (main's `finally` will not run).
+    log(`queries: ${signal}: stopping PostgreSQL and the servers, deleting ${tmp}`);
     for (const cleanup of [...ctx.cleanups].reverse()) cleanup();
-    void fs.rm(dir, { recursive: true, force: true }).finally(() => process.exit(signal === 'SIGINT' ? 130 : 143));
+    rmSync(tmp, { recursive: true, force: true });
+    process.exit(signal === 'SIGINT' ? 130 : 143);
   };
   process.once('SIGINT', onSignal);
   process.once('SIGTERM', onSignal);
