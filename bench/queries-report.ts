@@ -96,6 +96,8 @@ function targetRows(r: QueriesResult): Row[] {
       halserve: `${fmt(median(r.post.indexed.map(valid)))} ÷ ${fmt(median(r.post.plain.map(valid)))} req/s = ${fmt(ratio, 2)}×`,
       pg: '',
       ratio: '',
+      // The same ratio from CPU per request (no index ÷ indexed): what req/s would be with a core each.
+      byCpu: `${fmt(median(r.post.indexed.map((s) => s.cpuUs)), 1)} / ${fmt(median(r.post.plain.map((s) => s.cpuUs)), 1)} µs: ${fmt(pairedRatio(r.post.plain.map((s) => s.cpuUs), r.post.indexed.map((s) => s.cpuUs)), 2)}× (indexed / no index)`,
       met: Number.isFinite(ratio) ? ratio >= 0.85 : undefined,
     });
   }
@@ -193,7 +195,7 @@ export function renderQueries(r: QueriesResult, config: BenchConfig, date: strin
           .map(([k, v]) => `\`${k}=${v}\``)
           .join(', ')}, the rest default. Table \`products(seq, id primary key, created_at, updated_at, status, category, price float8, stock int, name, description, extra jsonb)\` (\`seq\` = creation order), B-tree indexes on \`status\`, \`category\`, \`price\`, \`stock\`, then \`VACUUM ANALYZE\`: COPY ${fmt(r.pg.loadSeconds, 1)} s, indexes ${fmt(r.pg.indexSeconds, 1)} s, VACUUM ANALYZE ${fmt(r.pg.analyzeSeconds, 1)} s, ${fmt(r.pg.sizeMiB)} MiB with indexes. Queried over one persistent connection (\`bench/pg-wire.ts\`, the simple query protocol), timed the same way: a page is \`SELECT count(*) … WHERE …; SELECT <all columns> … WHERE … ORDER BY <keys>, seq LIMIT 20 OFFSET k\` sent as one message (one round trip), as halserve's page carries its exact \`total\`. No text index (\`q\` is \`name ILIKE '%w%' OR description ILIKE '%w%'\`).`
       : `- PostgreSQL: skipped (${'skipped' in r.pg ? r.pg.skipped : ''}).`,
-    `- The client (this process) is pinned to core 1. ${r.rounds} interleaved round${r.rounds === 1 ? '' : 's'}: in each, every query kind runs on halserve then on PostgreSQL, the same queries in the same order, at most ${r.batch.maxRequests} requests or ${r.batch.maxSeconds} s per side. Every halserve request differs from all before it (page, bound, word or limit), so none comes from the page cache; three unmeasured requests per kind come first (the first one is where an index on first use is built; its time is listed). p50 and p99 are over all measured requests of all rounds; the ratio is the median of per-round ratios of p50s.`,
+    `- The client (this process) is pinned to core 1. ${r.rounds} interleaved round${r.rounds === 1 ? '' : 's'}: in each, every query kind runs on halserve then on PostgreSQL, the same queries in the same order, at most ${r.batch.maxRequests} requests or ${r.batch.maxSeconds} s per side. Every halserve request differs from all before it (page, bound, word or limit), so none comes from the page cache; three unmeasured requests per kind come first (the first one is where an index on first use is built; its time is listed), and for the words searched before, each word once. p50 and p99 are over all measured requests of all rounds; the ratio is the median of per-round ratios of p50s.`,
     `- "Same answers": for each query run on both sides, the same \`total\` and the same 20 ids in the same order.`,
     '',
     '### Query kinds',
