@@ -168,14 +168,16 @@ async function main(): Promise<void> {
   // `BENCH_ONLY=queries` (or `node bench/run.mjs queries`) replaces only the queries section of the report.
   const queriesOnly = config.only.length > 0 && config.only.every((name) => name === 'queries');
   try {
-    const side = queriesOnly ? [] : workloads({ dir: '', size: config.entities, sampleIds: [], bytesPerEntity: 0 }, undefined).filter((w) => wanted(config, w.name));
-    if (side.length > 0) {
+    // The side-by-side data set is made only when one of its workloads is wanted (their names
+    // do not depend on the data).
+    const names = workloads({ dir: '', size: 0, sampleIds: [], bytesPerEntity: 0 }, undefined).map((w) => w.name);
+    if (names.some((name) => wanted(config, name))) {
       log(`generating ${fmt(config.entities)} entities`);
       small = await generateDataset(path.join(tmp, 'small'), config.entities, true);
-    }
-    for (const w of small ? workloads(small, undefined).filter((x) => wanted(config, x.name)) : []) {
-      const only = { ...w, contenders: w.contenders.filter((c) => config.servers.length === 0 || config.servers.includes(c.server)) };
-      results.push(await runWorkload(config, tmp, only, small!));
+      const side = workloads(small, undefined)
+        .filter((w) => wanted(config, w.name))
+        .map((w) => ({ ...w, contenders: w.contenders.filter((c) => config.servers.length === 0 || config.servers.includes(c.server)) }));
+      for (const w of side) results.push(await runWorkload(config, tmp, w, small));
     }
 
     const sizes = [...config.largeSizes].sort((a, b) => a - b);
