@@ -401,18 +401,18 @@ export class QueryEngine<E extends StoredEntity> {
   }
 
   *#scan(driver: Driver, tests: readonly ((row: number) => boolean)[], slice: Slice, match: (row: number) => void): Work<void> {
-    let rows: Int32Array;
-    if (driver.kind === 'rows') rows = driver.rows;
-    else if (driver.kind === 'range') rows = driver.field.order.copy(driver.lo, driver.hi);
-    else {
-      // Every live row.
-      const slots = this.#rows.slotCount;
-      rows = new Int32Array(slots);
-      let k = 0;
-      for (let row = 0; row < slots; row++) if (this.#rows.at(row) !== undefined) rows[k++] = row;
-      rows = rows.subarray(0, k);
-    }
     const pass = tests.length === 1 ? tests[0]! : (row: number): boolean => tests.every((test) => test(row));
+    if (driver.kind === 'all') {
+      // Every live row, a block of slots at a time.
+      const slots = this.#rows.slotCount;
+      const live = (row: number): boolean => this.#rows.at(row) !== undefined && pass(row);
+      for (let from = 0; from < slots; from += SCAN_BLOCK) {
+        for (let row = from; row < Math.min(slots, from + SCAN_BLOCK); row++) if (live(row)) match(row);
+        if (slice.due) yield;
+      }
+      return;
+    }
+    const rows = driver.kind === 'rows' ? driver.rows : driver.field.order.copy(driver.lo, driver.hi);
     // The loop runs in a plain function, a block at a time: V8 optimises it better than a generator.
     for (let from = 0; from < rows.length; from += SCAN_BLOCK) {
       scanBlock(rows, from, Math.min(rows.length, from + SCAN_BLOCK), pass, match);
