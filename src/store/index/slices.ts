@@ -12,11 +12,14 @@ export const SLICE_MS = 2;
 /** How often a loop looks at the clock: reading it costs more than one step of a loop. */
 export const CHECK_EVERY = 1024;
 
+/** The first slice of a work started while others wait their turn: enough for a cheap query to finish at once. */
+const SHORT_SLICE_MS = 0.5;
+
 export class Slice {
   #end: number;
 
-  constructor() {
-    this.#end = performance.now() + SLICE_MS;
+  constructor(ms = SLICE_MS) {
+    this.#end = performance.now() + ms;
   }
 
   /** True when the work should yield. */
@@ -64,7 +67,9 @@ function runOne(): void {
  * changes while the work waits (row numbers were renumbered), the work starts over.
  */
 export function runSliced<T>(start: (slice: Slice) => Work<T>, deadline = Infinity, layout: () => number = () => 0): T | Promise<T> {
-  const slice = new Slice();
+  // While other works wait their turn, a new one gets a short first slice: otherwise several
+  // heavy queries arriving in one turn would each hold the loop for a whole slice before yielding.
+  const slice = new Slice(waiting.length > 0 ? SHORT_SLICE_MS : SLICE_MS);
   let laidOut = layout();
   let work = start(slice);
   const first = work.next();
