@@ -12,7 +12,7 @@ import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { readConfig } from './config.js';
-import { frameName, top, type CpuProfile } from './profile.js';
+import { summariseSamples, top, type CpuProfile } from './profile.js';
 import { generateProducts, NOUNS, PRODUCTS, prng } from './products.js';
 import { startHalserve } from './servers.js';
 import { fmt } from './stats.js';
@@ -48,27 +48,6 @@ function phases(profile: CpuProfile & { startTime: number }, marksUs: readonly n
     out[phase]!.push(id);
   }
   return out;
-}
-
-function summariseSamples(profile: CpuProfile, samples: readonly number[]): { self: Map<string, number>; inclusive: Map<string, number> } {
-  const byId = new Map(profile.nodes.map((n) => [n.id, n]));
-  const parent = new Map<number, number>();
-  for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
-  const self = new Map<string, number>();
-  const inclusive = new Map<string, number>();
-  for (const id of samples) {
-    const node = byId.get(id);
-    if (!node) continue;
-    const name = frameName(node.callFrame);
-    self.set(name, (self.get(name) ?? 0) + 1);
-    const seen = new Set<string>();
-    for (let at: number | undefined = id; at !== undefined; at = parent.get(at)) {
-      const frame = byId.get(at);
-      if (frame) seen.add(frameName(frame.callFrame));
-    }
-    for (const s of seen) inclusive.set(s, (inclusive.get(s) ?? 0) + 1);
-  }
-  return { self, inclusive };
 }
 
 async function main(): Promise<void> {

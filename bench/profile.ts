@@ -42,12 +42,17 @@ export const frameName = (f: CallFrame): string => {
 
 /** Self and inclusive sample counts per function (a recursive function counts once per sample). */
 export function summarise(profile: CpuProfile): { total: number; self: Map<string, number>; inclusive: Map<string, number> } {
+  return { total: profile.samples.length, ...summariseSamples(profile, profile.samples) };
+}
+
+/** The same over some of the profile's samples (one phase of a run). */
+export function summariseSamples(profile: CpuProfile, samples: readonly number[]): { self: Map<string, number>; inclusive: Map<string, number> } {
   const byId = new Map(profile.nodes.map((n) => [n.id, n]));
   const parent = new Map<number, number>();
   for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
   const self = new Map<string, number>();
   const inclusive = new Map<string, number>();
-  for (const id of profile.samples) {
+  for (const id of samples) {
     const node = byId.get(id);
     if (!node) continue;
     const name = frameName(node.callFrame);
@@ -59,7 +64,7 @@ export function summarise(profile: CpuProfile): { total: number; self: Map<strin
     }
     for (const s of seen) inclusive.set(s, (inclusive.get(s) ?? 0) + 1);
   }
-  return { total: profile.samples.length, self, inclusive };
+  return { self, inclusive };
 }
 
 export function top(map: Map<string, number>, total: number, count: number, filter: (name: string) => boolean = () => true): string[] {
