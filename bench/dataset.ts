@@ -21,11 +21,18 @@ export interface Dataset {
 }
 
 const ID_ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
+
+/** A 16-character id like the server's, from the data set's seeded generator. */
+export function seededId(random: () => number): string {
+  let id = '';
+  for (let i = 0; i < 16; i++) id += ID_ALPHABET[Math.floor(random() * 64)];
+  return id;
+}
 const STATUSES = ['active', 'paused', 'archived'] as const;
 const WORDS = ['red', 'blue', 'green', 'small', 'large', 'steel', 'oak', 'linen', 'glass', 'wool', 'round', 'flat'];
 
 /** A small seeded PRNG (mulberry32), so every run and every server gets the same entities. */
-function prng(seed: number): () => number {
+export function prng(seed: number): () => number {
   let a = seed >>> 0;
   return () => {
     a = (a + 0x6d2b79f5) >>> 0;
@@ -72,8 +79,7 @@ export async function generateDataset(dir: string, size: number, withDbJson: boo
   let chunk = '';
   let dbChunk = '';
   for (let n = 0; n < size; n++) {
-    let id = '';
-    for (let i = 0; i < 16; i++) id += ID_ALPHABET[Math.floor(random() * 64)];
+    const id = seededId(random);
     if (n % sampleEvery === Math.floor(sampleEvery / 2)) sampleIds.push(id);
     const createdAt = start + Math.floor(n / 10);
     const line = JSON.stringify({ id, createdAt, updatedAt: createdAt, ...clientFields(random, n) });

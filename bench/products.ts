@@ -15,6 +15,7 @@ import { createWriteStream, type WriteStream } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { once } from 'node:events';
+import { prng, seededId } from './dataset.js';
 
 export const PRODUCTS = 'products';
 
@@ -52,19 +53,8 @@ function checkVocabulary(): void {
 }
 checkVocabulary();
 
-/** A small seeded PRNG (mulberry32). */
-export function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+export { prng } from './dataset.js';
 
-const ID_ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
 
 /** The client fields of one product (also the body of the POST workload). */
 export function productFields(random: () => number): Record<string, unknown> {
@@ -141,8 +131,7 @@ export async function generateProducts(dir: string, size: number): Promise<Produ
   let chunk = '';
   let tsvChunk = '';
   for (let n = 0; n < size; n++) {
-    let id = '';
-    for (let i = 0; i < 16; i++) id += ID_ALPHABET[Math.floor(random() * 64)];
+    const id = seededId(random);
     if (n % sampleEvery === Math.floor(sampleEvery / 2)) sampleIds.push(id);
     const createdAt = start + Math.floor(n / 10);
     const fields = productFields(random);
