@@ -54,10 +54,6 @@ export class MaterialisedIndex<E extends StoredEntity> implements IndexWriter<E>
     return `${this.#epoch}.${this.#entities.revision.toString(36)}`;
   }
 
-  /** Field paths with a live index. */
-  get indexedFields(): string[] {
-    return this.#engine.indexedFields;
-  }
 
   get(id: string): E | undefined {
     return this.#entities.get(id);

@@ -84,10 +84,6 @@ export class QueryEngine<E extends StoredEntity> {
     return this.#fields.size > 0 || this.#building.size > 0 || this.#text !== undefined || this.#textBuilding !== undefined;
   }
 
-  /** Paths with a live index (for tests and metrics). */
-  get indexedFields(): string[] {
-    return [...this.#fields.keys()];
-  }
 
   // ---- keeping indexes current ----
 

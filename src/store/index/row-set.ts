@@ -84,11 +84,6 @@ export class RowSet {
     for (let i = 0; i < this.#size; i++) rows[i] = moved[rows[i]!]!;
   }
 
-  /** Bytes held, for the memory bound of caches built on top. */
-  get bytes(): number {
-    return this.#rows.byteLength;
-  }
-
   #grow(): void {
     const rows = new Int32Array(Math.max(4, this.#rows.length * 2));
     rows.set(this.#rows);
