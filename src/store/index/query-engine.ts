@@ -1,6 +1,7 @@
 import { matchesSearch, valueAt, type Filter, type SortKey } from '../../conventions/query.js';
 import type { StoreQuery, StoredEntity } from '../store.js';
-import { compareCells, FieldIndex, NO_ROW, sortRows } from './field-index.js';
+import { FieldIndex, NO_ROW, type EqualRows } from './field-index.js';
+import { compareCells, rowOrder, sortRows } from './row-sort.js';
 import { CHECK_EVERY, runSliced, type Slice, type Work } from './slices.js';
 import { TextIndex } from './text-index.js';
 
@@ -39,8 +40,8 @@ type Candidates = { rows: Int32Array; exact: boolean; member?: Uint8Array };
 type Driver =
   /** Rows in creation order; `covers` are the filters they satisfy exactly. */
   | { kind: 'rows'; rows: Int32Array; covers: ReadonlySet<Filter>; searched: boolean; merged: boolean }
-  /** Ranks `[lo, hi)` of a field's order. */
-  | { kind: 'range'; field: FieldIndex; lo: number; hi: number; covers: ReadonlySet<Filter> }
+  /** Ranks `[lo, hi)` of a field's order; `creation`: its rows are in creation order (an `eq` range: one value). */
+  | { kind: 'range'; field: FieldIndex; lo: number; hi: number; covers: ReadonlySet<Filter>; creation: boolean }
   | { kind: 'all' };
 
 /** Matches kept per query while the revision stays the same: later pages cost their length. */
@@ -164,7 +165,6 @@ export class QueryEngine<E extends StoredEntity> {
   *#fill(fields: FieldIndex[], slice: Slice): Work<FieldIndex[]> {
     const slots = this.#rows.slotCount;
     const paths = fields.map((field) => field.path);
-    for (const field of fields) field.values = [];
     for (let row = 0; row < slots; row++) {
       const entity = this.#rows.at(row);
       if (entity === undefined) {
@@ -280,6 +280,10 @@ export class QueryEngine<E extends StoredEntity> {
     if (tests.length === 0) {
       // A union of several values' postings was built for this query: keep it for the next pages.
       if (first === undefined && driver.kind === 'rows') return driver.merged ? keep(driver.rows) : window(driver.rows);
+      if (first === undefined && driver.kind === 'range' && driver.creation) {
+        const from = Math.min(driver.hi, driver.lo + offset);
+        return { total: driver.hi - driver.lo, rows: driver.field.order.copy(from, Math.min(driver.hi, from + limit)) };
+      }
       if (first !== undefined && (driver.kind === 'all' || onFirst)) {
         const rows = yield* this.#walk(first, lo, hi, sort[0]!.descending, sort.slice(1), field, offset, limit, undefined, slice);
         return { total: hi - lo, rows };
@@ -287,8 +291,7 @@ export class QueryEngine<E extends StoredEntity> {
     }
     if (first === undefined) {
       const matches = yield* this.#collect(driver, tests, slice);
-      if (driver.kind === 'range') matches.sort();
-      return keep(matches);
+      return keep(driver.kind === 'range' && !driver.creation ? yield* rowOrder(matches, this.#rows.slotCount, slice) : matches);
     }
     const total = yield* this.#count(driver, tests, slice);
     // Walking the first key's order costs about (offset + limit) × span / total rows, on every
@@ -309,16 +312,15 @@ export class QueryEngine<E extends StoredEntity> {
   #driver(filters: readonly Filter[], searched: Candidates | undefined, field: (path: readonly string[]) => FieldIndex): Driver {
     let best: Driver = { kind: 'all' };
     let bestSize = this.#rows.size;
-    let bestEq: { filter: Filter & { values: readonly string[] }; index: FieldIndex } | undefined;
+    let bestEq: { filter: Filter; index: FieldIndex; equal: EqualRows } | undefined;
     const ranges = new Map<FieldIndex, RangeFilter[]>();
     for (const filter of filters) {
       const index = field(filter.path);
       if (filter.op === 'eq') {
-        let size = 0;
-        for (const value of filter.values) size += index.postings.count(value);
-        if (size < bestSize) {
-          bestEq = { filter, index };
-          bestSize = size;
+        const equal = index.equalRows(filter.values);
+        if (equal.count < bestSize) {
+          bestEq = { filter, index, equal };
+          bestSize = equal.count;
         }
       } else if (isRange(filter)) {
         ranges.set(index, [...(ranges.get(index) ?? []), filter]);
@@ -327,15 +329,21 @@ export class QueryEngine<E extends StoredEntity> {
     for (const [index, group] of ranges) {
       const span = index.rangeOf(group);
       if (span && span[1] - span[0] < bestSize) {
-        best = { kind: 'range', field: index, lo: span[0], hi: span[1], covers: new Set(group) };
+        best = { kind: 'range', field: index, lo: span[0], hi: span[1], covers: new Set(group), creation: false };
         bestSize = span[1] - span[0];
         bestEq = undefined;
       }
     }
     if (bestEq) {
-      const { filter, index } = bestEq;
-      const lists = filter.values.map((v) => index.postings.rows(v));
-      best = { kind: 'rows', rows: unionOf(lists), covers: new Set([filter]), searched: false, merged: lists.filter((l) => l !== undefined).length > 1 };
+      const { filter, index, equal } = bestEq;
+      const [range, ...more] = equal.ranges;
+      if (range !== undefined && more.length === 0 && equal.lists.length === 0) {
+        // One value: its rows are a range of the order, in creation order.
+        best = { kind: 'range', field: index, lo: range[0], hi: range[1], covers: new Set([filter]), creation: true };
+      } else {
+        const lists = [...equal.ranges.map(([lo, hi]) => index.order.copy(lo, hi)), ...equal.lists];
+        best = { kind: 'rows', rows: unionOf(lists), covers: new Set([filter]), searched: false, merged: lists.length > 1 };
+      }
     }
     if (searched && searched.exact && searched.rows.length < bestSize) {
       best = { kind: 'rows', rows: searched.rows, covers: new Set(), searched: true, merged: false };
@@ -408,10 +416,21 @@ export class QueryEngine<E extends StoredEntity> {
       }
       return;
     }
-    const rows = driver.kind === 'rows' ? driver.rows : driver.field.order.copy(driver.lo, driver.hi);
-    // The loop runs in a plain function, a block at a time: V8 optimises it better than a generator.
-    for (let from = 0; from < rows.length; from += SCAN_BLOCK) {
-      scanBlock(rows, from, Math.min(rows.length, from + SCAN_BLOCK), pass, match);
+    // The loops run in a plain function, a block at a time: V8 optimises it better than a generator.
+    if (driver.kind === 'rows') {
+      const rows = driver.rows;
+      for (let from = 0; from < rows.length; from += SCAN_BLOCK) {
+        scanBlock(rows, from, Math.min(rows.length, from + SCAN_BLOCK), pass, match);
+        if (slice.due) yield;
+      }
+      return;
+    }
+    // A range of an order, a block at a time through one buffer: no copy of the whole range. (A
+    // write between two blocks shifts the ranks: that answer names no revision.)
+    const block = new Int32Array(Math.min(SCAN_BLOCK, driver.hi - driver.lo));
+    for (let from = driver.lo; from < driver.hi; from += SCAN_BLOCK) {
+      const count = driver.field.order.copyInto(block.subarray(0, Math.min(SCAN_BLOCK, driver.hi - from)), from);
+      scanBlock(block, 0, count, pass, match);
       if (slice.due) yield;
     }
   }
@@ -434,7 +453,7 @@ export class QueryEngine<E extends StoredEntity> {
     pass: ((row: number) => boolean) | undefined,
     slice: Slice,
   ): Work<number[]> {
-    const values = first.values;
+    const column = first.column;
     const order = first.order;
     const out: number[] = [];
     if (take <= 0 || lo >= hi) return out;
@@ -444,9 +463,9 @@ export class QueryEngine<E extends StoredEntity> {
       // Jump to the group holding the skip-th row, and skip inside it.
       const at = descending ? hi - 1 - skip : lo + skip;
       if (at < lo || at >= hi) return out;
-      const value = values[order.at(at)];
-      const groupStart = Math.max(lo, order.rankWhere((row) => (compareCells(values[row], value) < 0 ? -1 : 1)));
-      const groupEnd = Math.min(hi, order.rankWhere((row) => (compareCells(values[row], value) <= 0 ? -1 : 1)));
+      const value = column.get(order.at(at));
+      const groupStart = Math.max(lo, order.rankWhere((row) => (compareCells(column.get(row), value) < 0 ? -1 : 1)));
+      const groupEnd = Math.min(hi, order.rankWhere((row) => (compareCells(column.get(row), value) <= 0 ? -1 : 1)));
       if (descending) {
         start = groupEnd;
         skip -= hi - groupEnd;
@@ -470,7 +489,7 @@ export class QueryEngine<E extends StoredEntity> {
       return false;
     };
     for (const row of order.ranks(start, descending ? lo : hi)) {
-      const value = values[row];
+      const value = column.get(row);
       if (group.length > 0 && compareCells(value, groupValue) !== 0 && flush()) return out;
       if (group.length === 0) groupValue = value;
       group.push(row);
@@ -521,13 +540,7 @@ function predicates(filters: readonly Filter[], field: (path: readonly string[])
       tests.push(index.predicate(filter));
     }
   }
-  for (const [index, { low, lowIn, high, highIn }] of numeric) {
-    const values = index.values;
-    tests.push((row) => {
-      const v = values[row];
-      return typeof v === 'number' && (lowIn ? v >= low : v > low) && (highIn ? v <= high : v < high);
-    });
-  }
+  for (const [index, { low, lowIn, high, highIn }] of numeric) tests.push(index.numberTest(low, lowIn, high, highIn));
   return tests;
 }
 
@@ -592,10 +605,13 @@ function rowSet(rows: Int32Array, slots: number): Uint8Array {
 
 /** The order of a sort's keys over indexed values, ties in creation order. */
 function comparator(keys: readonly SortKey[], field: (path: readonly string[]) => FieldIndex): (a: number, b: number) => number {
-  const columns = keys.map((key) => ({ values: field(key.path).values, sign: key.descending ? -1 : 1 }));
+  const columns = keys.map((key) => ({ column: field(key.path).column, sign: key.descending ? -1 : 1 }));
   return (a, b) => {
-    for (const { values, sign } of columns) {
-      const order = compareCells(values[a], values[b]);
+    for (const { column, sign } of columns) {
+      const x = column.number(a);
+      const y = column.number(b);
+      // NaN: not a number; compare the values themselves.
+      const order = x === x && y === y ? (x < y ? -1 : x > y ? 1 : 0) : compareCells(column.get(a), column.get(b));
       if (order !== 0) return sign * order;
     }
     return a - b;
