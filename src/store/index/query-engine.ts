@@ -1,6 +1,7 @@
 import { matchesSearch, valueAt, type Filter, type SortKey } from '../../conventions/query.js';
 import type { StoreQuery, StoredEntity } from '../store.js';
 import { FieldIndex, NO_ROW, type EqualRows } from './field-index.js';
+import { unionOf } from './row-lists.js';
 import { compareCells, rowOrder, sortRows } from './row-sort.js';
 import { CHECK_EVERY, runSliced, type Slice, type Work } from './slices.js';
 import { TextIndex } from './text-index.js';
@@ -427,11 +428,15 @@ export class QueryEngine<E extends StoredEntity> {
     }
     // A range of an order, a block at a time through one buffer: no copy of the whole range. (A
     // write between two blocks shifts the ranks: that answer names no revision.)
-    const block = new Int32Array(Math.min(SCAN_BLOCK, driver.hi - driver.lo));
-    for (let from = driver.lo; from < driver.hi; from += SCAN_BLOCK) {
-      const count = driver.field.order.copyInto(block.subarray(0, Math.min(SCAN_BLOCK, driver.hi - from)), from);
-      scanBlock(block, 0, count, pass, match);
-      if (slice.due) yield;
+    const block = spareBlocks.pop() ?? new Int32Array(SCAN_BLOCK);
+    try {
+      for (let from = driver.lo; from < driver.hi; from += SCAN_BLOCK) {
+        const count = driver.field.order.copyInto(block.subarray(0, Math.min(SCAN_BLOCK, driver.hi - from)), from);
+        scanBlock(block, 0, count, pass, match);
+        if (slice.due) yield;
+      }
+    } finally {
+      if (spareBlocks.length < 4) spareBlocks.push(block);
     }
   }
 
@@ -546,6 +551,8 @@ function predicates(filters: readonly Filter[], field: (path: readonly string[])
 
 /** Rows checked between two looks at the clock (a few hundred microseconds of work). */
 const SCAN_BLOCK = 16_384;
+/** Buffers of `SCAN_BLOCK` rows for scans of order ranges, reused: memory allocated per query brings on full collections. */
+const spareBlocks: Int32Array[] = [];
 
 function scanBlock(rows: Int32Array, from: number, to: number, pass: (row: number) => boolean, match: (row: number) => void): void {
   for (let i = from; i < to; i++) {
@@ -561,39 +568,6 @@ function isRange(filter: Filter): filter is RangeFilter {
 /** The query without its window: the key its sorted matches are kept under. */
 function resultKey(query: StoreQuery): string {
   return JSON.stringify([query.filters, query.sort, query.search]);
-}
-
-/** Rows in any of the sorted lists, sorted, without repeats: merged pairwise, O(n log k). */
-function unionOf(lists: readonly (Int32Array | undefined)[]): Int32Array {
-  let present = lists.filter((l): l is Int32Array => l !== undefined && l.length > 0);
-  if (present.length === 0) return new Int32Array(0);
-  while (present.length > 1) {
-    const next: Int32Array[] = [];
-    for (let i = 0; i < present.length; i += 2) next.push(i + 1 < present.length ? merge(present[i]!, present[i + 1]!) : present[i]!);
-    present = next;
-  }
-  return present[0]!;
-}
-
-function merge(a: Int32Array, b: Int32Array): Int32Array {
-  const out = new Int32Array(a.length + b.length);
-  let i = 0;
-  let j = 0;
-  let k = 0;
-  while (i < a.length && j < b.length) {
-    const x = a[i]!;
-    const y = b[j]!;
-    if (x < y) out[k++] = a[i++]!;
-    else if (y < x) out[k++] = b[j++]!;
-    else {
-      out[k++] = x;
-      i++;
-      j++;
-    }
-  }
-  while (i < a.length) out[k++] = a[i++]!;
-  while (j < b.length) out[k++] = b[j++]!;
-  return out.subarray(0, k);
 }
 
 /** A membership mark over rows `[0, slots)`. */

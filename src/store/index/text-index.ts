@@ -1,5 +1,6 @@
 import { fold, someString } from '../../conventions/query.js';
 import { Postings } from './postings.js';
+import { intersection, unionOf } from './row-lists.js';
 import { CHECK_EVERY, type Slice, type Work } from './slices.js';
 
 /** Search pieces whose matching tokens are remembered. */
@@ -71,37 +72,103 @@ export class TextIndex {
 
   /**
    * Rows that may match every word, in creation order, over rows `[0, slots)`; `exact` when they
-   * are exactly the matches (every word letters and digits only).
+   * are exactly the matches (every word letters and digits only). Each piece's rows are the union
+   * of its tokens' rows, merged when they are few, marked over the slots when many; the pieces'
+   * rows are then intersected. Nothing the size of the collection is allocated for a piece of a
+   * few tokens (most words): memory allocated per query is what brings on full collections.
    */
   *candidates(words: readonly string[], slots: number, slice: Slice): Work<{ rows: Int32Array; exact: boolean }> {
-    const groups: string[] = [];
+    const pieces: string[] = [];
     let exact = true;
     for (const word of words) {
-      const pieces = word.split(SEPARATORS).filter((piece) => piece !== '');
-      if (pieces.length !== 1 || pieces[0] !== word) exact = false;
-      groups.push(...pieces);
+      const parts = word.split(SEPARATORS).filter((piece) => piece !== '');
+      if (parts.length !== 1 || parts[0] !== word) exact = false;
+      pieces.push(...parts);
     }
-    // `hits[row] === g` once the row has matched the first g groups.
-    const hits = new Uint8Array(slots);
-    let g = 0;
-    for (const piece of groups) {
+    let rows: Int32Array | undefined;
+    for (const piece of new Set(pieces)) {
+      const lists: Int32Array[] = [];
+      let total = 0;
       for (const token of yield* this.#tokensContaining(piece, slice)) {
         const view = this.#tokens.rows(token);
         if (view === undefined) continue;
-        for (let i = 0; i < view.length; i++) {
-          const row = view[i]!;
-          if (hits[row] === g) hits[row] = g + 1;
-        }
+        lists.push(view);
+        total += view.length;
       }
-      g++;
-      if (g === 255) break; // more pieces than a byte counts: the rest are checked against the records
+      const found = total > GATHER_AT_MOST ? yield* marked(lists, slots, slice) : lists.length <= MERGE_AT_MOST ? unionOf(lists) : gathered(lists, total);
+      rows = rows === undefined ? found : intersection(rows, found);
+      if (rows.length === 0) break;
+      if (slice.due) yield;
     }
-    if (g < groups.length) exact = false;
-    let count = 0;
-    for (let row = 0; row < slots; row++) if (hits[row] === g) count++;
-    const rows = new Int32Array(count);
-    let k = 0;
-    for (let row = 0; row < slots; row++) if (hits[row] === g) rows[k++] = row;
+    // No letter or digit in any word: every row is a candidate, checked against its record.
+    if (rows === undefined) {
+      rows = new Int32Array(slots);
+      for (let row = 0; row < slots; row++) rows[row] = row;
+    }
     return { rows, exact };
   }
+}
+
+/**
+ * The rows of a piece's tokens, when they hold at most `GATHER_AT_MOST` in all: merged from a few
+ * lists, or gathered and sorted from many (the ids that happen to contain a short word).
+ */
+const GATHER_AT_MOST = 65_536;
+const MERGE_AT_MOST = 8;
+
+function gathered(lists: readonly Int32Array[], total: number): Int32Array {
+  const rows = new Int32Array(total);
+  let k = 0;
+  for (const list of lists) {
+    rows.set(list, k);
+    k += list.length;
+  }
+  rows.sort();
+  let distinct = 0;
+  for (let i = 0; i < rows.length; i++) if (i === 0 || rows[i] !== rows[i - 1]) rows[distinct++] = rows[i]!;
+  return rows.subarray(0, distinct);
+}
+
+/** The rows of many lists, in order and without repeats: marked over the slots, then swept, in slices. */
+function* marked(lists: readonly Int32Array[], slots: number, slice: Slice): Work<Int32Array> {
+  const marks = new Uint8Array(slots);
+  let count = 0;
+  let since = 0;
+  for (const list of lists) {
+    count += mark(marks, list);
+    since += list.length;
+    if (since >= BLOCK) {
+      since = 0;
+      if (slice.due) yield;
+    }
+  }
+  const rows = new Int32Array(count);
+  let k = 0;
+  for (let from = 0; from < slots; from += BLOCK) {
+    k = sweep(marks, from, Math.min(slots, from + BLOCK), rows, k);
+    if (slice.due) yield;
+  }
+  return rows;
+}
+
+/** Rows looked at between two looks at the clock. */
+const BLOCK = 65_536;
+
+/** Marks the rows of a list; returns how many were not marked before. */
+function mark(marks: Uint8Array, rows: Int32Array): number {
+  let added = 0;
+  for (let i = 0; i < rows.length; i++) {
+    const row = rows[i]!;
+    if (marks[row] === 0) {
+      marks[row] = 1;
+      added++;
+    }
+  }
+  return added;
+}
+
+/** Appends the marked rows of `[from, to)` to `out` from `k`; returns the new `k`. */
+function sweep(marks: Uint8Array, from: number, to: number, out: Int32Array, k: number): number {
+  for (let row = from; row < to; row++) if (marks[row] === 1) out[k++] = row;
+  return k;
 }
