@@ -481,27 +481,47 @@ export class QueryEngine<E extends StoredEntity> {
     }
     let group: number[] = [];
     let groupValue: unknown = NO_ROW;
-    let walked = 0;
-    const flush = (): boolean => {
+    /** Emits a group of equal first-key values in order; true once the page is full. */
+    function* flush(): Work<boolean> {
       if (descending) group.reverse();
-      if (restCompare && group.length > 1) group.sort(restCompare);
-      for (const row of group) {
+      let rows: ArrayLike<number> = group;
+      // A large group (a sort by a status, then a name) is sorted in slices.
+      if (restCompare && group.length > SORT_RUN_AT_ONCE) rows = yield* sortRows(Int32Array.from(group), restCompare, slice);
+      else if (restCompare && group.length > 1) group.sort(restCompare);
+      for (let i = 0; i < rows.length; i++) {
+        const row = rows[i]!;
         if (pass && !pass(row)) continue;
         if (skip > 0) skip--;
         else if (out.push(row) >= take) return true;
       }
       group = [];
       return false;
-    };
-    for (const row of order.ranks(start, descending ? lo : hi)) {
-      const value = column.get(row);
-      if (group.length > 0 && compareCells(value, groupValue) !== 0 && flush()) return out;
-      if (group.length === 0) groupValue = value;
-      group.push(row);
-      if (++walked % CHECK_EVERY === 0 && slice.due) yield;
     }
-    flush();
-    return out;
+    // Ranks come a block at a time through a buffer (small blocks first: most walks are short).
+    const block = spareBlocks.pop() ?? new Int32Array(SCAN_BLOCK);
+    try {
+      const end = descending ? lo : hi;
+      let size = 64;
+      for (let at = start; at !== end; size = Math.min(SCAN_BLOCK, size * 4)) {
+        const from = descending ? Math.max(end, at - size) : at;
+        const to = descending ? at : Math.min(end, at + size);
+        const count = order.copyInto(block.subarray(0, to - from), from);
+        for (let i = 0; i < count; i++) {
+          const row = block[descending ? count - 1 - i : i]!;
+          const value = column.get(row);
+          if (group.length > 0 && compareCells(value, groupValue) !== 0 && (yield* flush())) return out;
+          if (group.length === 0) groupValue = value;
+          group.push(row);
+        }
+        if (count < to - from) break; // the order shrank while the walk waited
+        at = descending ? from : to;
+        if (slice.due) yield;
+      }
+      yield* flush();
+      return out;
+    } finally {
+      if (spareBlocks.length < 4) spareBlocks.push(block);
+    }
   }
 
   // ---- the result cache ----
@@ -551,6 +571,8 @@ function predicates(filters: readonly Filter[], field: (path: readonly string[])
 
 /** Rows checked between two looks at the clock (a few hundred microseconds of work). */
 const SCAN_BLOCK = 16_384;
+/** Groups of equal first-key values larger than this are sorted by the other keys in slices. */
+const SORT_RUN_AT_ONCE = 2048;
 /** Buffers of `SCAN_BLOCK` rows for scans of order ranges, reused: memory allocated per query brings on full collections. */
 const spareBlocks: Int32Array[] = [];
 
