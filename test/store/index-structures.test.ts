@@ -5,6 +5,7 @@ import { Postings } from '../../src/store/index/postings.js';
 import { RowSet } from '../../src/store/index/row-set.js';
 import { runSliced, Slice, type Work } from '../../src/store/index/slices.js';
 import { FieldIndex } from '../../src/store/index/field-index.js';
+import { anyOf, intersection } from '../../src/store/index/row-lists.js';
 import { NO_ROW, ValueColumn } from '../../src/store/index/value-column.js';
 import { QueryTimeoutError } from '../../src/store/store.js';
 
@@ -141,6 +142,27 @@ describe('FieldIndex: eq from the value order', () => {
     assert.deepEqual(rowsOf('true'), [8, 9, 10]);
     assert.deepEqual(rowsOf('{"b": 1}'), []);
   });
+});
+
+describe('row lists: unions and intersections of sorted rows', () => {
+  const sortedSample = (count: number, slots: number): Int32Array => Int32Array.from(new Set(Array.from({ length: count }, () => rnd(slots)))).sort();
+  for (const [lists, size, slots] of [
+    [3, 100, 1000],
+    [40, 200, 5000],
+    [5, 40_000, 100_000],
+  ] as const) {
+    test(`${lists} lists of up to ${size} rows over ${slots} slots -> every row once, in order`, () => {
+      const parts = Array.from({ length: lists }, () => sortedSample(size, slots));
+      const total = parts.reduce((n, p) => n + p.length, 0);
+      const expected = [...new Set(parts.flatMap((p) => [...p]))].sort((a, b) => a - b);
+      const work = anyOf(parts, total, slots, new Slice(1e9));
+      let step = work.next();
+      while (!step.done) step = work.next();
+      assert.deepEqual([...step.value], expected);
+      const both = new Set(parts[1]);
+      assert.deepEqual([...intersection(parts[0]!, parts[1]!)], [...parts[0]!].filter((row) => both.has(row)));
+    });
+  }
 });
 
 describe('Postings: a bare number for one row, a set for more', () => {

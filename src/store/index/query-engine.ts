@@ -1,7 +1,7 @@
 import { matchesSearch, valueAt, type Filter, type SortKey } from '../../conventions/query.js';
 import type { StoreQuery, StoredEntity } from '../store.js';
 import { FieldIndex, NO_ROW, type EqualRows } from './field-index.js';
-import { unionOf } from './row-lists.js';
+import { anyOf } from './row-lists.js';
 import { compareCells, rowOrder, sortRows } from './row-sort.js';
 import { CHECK_EVERY, runSliced, type Slice, type Work } from './slices.js';
 import { TextIndex } from './text-index.js';
@@ -268,7 +268,7 @@ export class QueryEngine<E extends StoredEntity> {
         if (this.#rows.revision === revision && this.#searches.size < MAX_SEARCHES) this.#searches.set(key, searched);
       }
     }
-    const driver = this.#driver(filters, searched, field);
+    const driver = yield* this.#driver(filters, searched, field, slice);
     const tests = this.#tests(filters, search, searched, driver, field);
     const first = sort.length > 0 ? field(sort[0]!.path) : undefined;
     const onFirst = driver.kind === 'range' && driver.field === first;
@@ -310,7 +310,7 @@ export class QueryEngine<E extends StoredEntity> {
   }
 
   /** The most selective source of candidates among the indexed filters and the search. */
-  #driver(filters: readonly Filter[], searched: Candidates | undefined, field: (path: readonly string[]) => FieldIndex): Driver {
+  *#driver(filters: readonly Filter[], searched: Candidates | undefined, field: (path: readonly string[]) => FieldIndex, slice: Slice): Work<Driver> {
     let best: Driver = { kind: 'all' };
     let bestSize = this.#rows.size;
     let bestEq: { filter: Filter; index: FieldIndex; equal: EqualRows } | undefined;
@@ -343,7 +343,8 @@ export class QueryEngine<E extends StoredEntity> {
         best = { kind: 'range', field: index, lo: range[0], hi: range[1], covers: new Set([filter]), creation: true };
       } else {
         const lists = [...equal.ranges.map(([lo, hi]) => index.order.copy(lo, hi)), ...equal.lists];
-        best = { kind: 'rows', rows: unionOf(lists), covers: new Set([filter]), searched: false, merged: lists.length > 1 };
+        const rows = yield* anyOf(lists, equal.count, this.#rows.slotCount, slice);
+        best = { kind: 'rows', rows, covers: new Set([filter]), searched: false, merged: lists.length > 1 };
       }
     }
     if (searched && searched.exact && searched.rows.length < bestSize) {

@@ -1,6 +1,6 @@
 import { fold, someString } from '../../conventions/query.js';
 import { Postings } from './postings.js';
-import { intersection, unionOf } from './row-lists.js';
+import { anyOf, intersection } from './row-lists.js';
 import { CHECK_EVERY, type Slice, type Work } from './slices.js';
 
 /** Search pieces whose matching tokens are remembered. */
@@ -94,7 +94,7 @@ export class TextIndex {
         lists.push(view);
         total += view.length;
       }
-      const found = total > GATHER_AT_MOST ? yield* marked(lists, slots, slice) : lists.length <= MERGE_AT_MOST ? unionOf(lists) : gathered(lists, total);
+      const found = yield* anyOf(lists, total, slots, slice);
       rows = rows === undefined ? found : intersection(rows, found);
       if (rows.length === 0) break;
       if (slice.due) yield;
@@ -106,70 +106,6 @@ export class TextIndex {
     }
     return { rows, exact };
   }
-}
-
-/**
- * The rows of a piece's tokens, when they hold at most `GATHER_AT_MOST` in all: merged from a few
- * lists, or gathered and sorted from many (the ids that happen to contain a short word).
- */
-const GATHER_AT_MOST = 65_536;
-const MERGE_AT_MOST = 8;
-
-function gathered(lists: readonly Int32Array[], total: number): Int32Array {
-  const rows = new Int32Array(total);
-  let k = 0;
-  for (const list of lists) {
-    rows.set(list, k);
-    k += list.length;
-  }
-  rows.sort();
-  let distinct = 0;
-  for (let i = 0; i < rows.length; i++) if (i === 0 || rows[i] !== rows[i - 1]) rows[distinct++] = rows[i]!;
-  return rows.subarray(0, distinct);
-}
-
-/** The rows of many lists, in order and without repeats: marked over the slots, then swept, in slices. */
-function* marked(lists: readonly Int32Array[], slots: number, slice: Slice): Work<Int32Array> {
-  const marks = new Uint8Array(slots);
-  let count = 0;
-  let since = 0;
-  for (const list of lists) {
-    count += mark(marks, list);
-    since += list.length;
-    if (since >= BLOCK) {
-      since = 0;
-      if (slice.due) yield;
-    }
-  }
-  const rows = new Int32Array(count);
-  let k = 0;
-  for (let from = 0; from < slots; from += BLOCK) {
-    k = sweep(marks, from, Math.min(slots, from + BLOCK), rows, k);
-    if (slice.due) yield;
-  }
-  return rows;
-}
-
-/** Rows looked at between two looks at the clock. */
-const BLOCK = 65_536;
-
-/** Marks the rows of a list; returns how many were not marked before. */
-function mark(marks: Uint8Array, rows: Int32Array): number {
-  let added = 0;
-  for (let i = 0; i < rows.length; i++) {
-    const row = rows[i]!;
-    if (marks[row] === 0) {
-      marks[row] = 1;
-      added++;
-    }
-  }
-  return added;
-}
-
-/** Appends the marked rows of `[from, to)` to `out` from `k`; returns the new `k`. */
-function sweep(marks: Uint8Array, from: number, to: number, out: Int32Array, k: number): number {
-  for (let row = from; row < to; row++) if (marks[row] === 1) out[k++] = row;
-  return k;
 }
 
 /** Adds to `found` the next `count` tokens that contain `piece`; false once the tokens are exhausted. */
