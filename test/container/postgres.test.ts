@@ -38,7 +38,16 @@ for (const file of (await readdir(demoDir)).filter((f) => f.endsWith('.jsonl')).
 }
 
 before(async () => {
-  cluster = await startCluster(found.bin);
+  // run.sh points TMPDIR into its private podman directory (mode 0700), where the postgres user
+  // cannot go: the cluster's directory is made under the system's temporary directory instead.
+  const tmpdir = process.env['TMPDIR'];
+  process.env['TMPDIR'] = '/tmp';
+  try {
+    cluster = await startCluster(found.bin);
+  } finally {
+    if (tmpdir === undefined) delete process.env['TMPDIR'];
+    else process.env['TMPDIR'] = tmpdir;
+  }
   url = cluster.url(await cluster.createDatabase('halserve'));
   sql = postgres(url, { max: 1, onnotice: () => {} });
 });
