@@ -115,7 +115,8 @@ export function linkTargets(forward: readonly LinkField[], fields: Readonly<Reco
   for (const { field, target, many } of forward) {
     if (!Object.hasOwn(fields, field)) continue;
     const value = fields[field];
-    if (many && Array.isArray(value)) {
+    if (many) {
+      if (!Array.isArray(value)) continue;
       value.forEach((id, i) => {
         if (typeof id === 'string') out.push({ resource: target, id, path: `${field}.${i}` });
       });
