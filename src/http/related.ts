@@ -39,10 +39,23 @@ export class Related {
 
   /** The links of an entity besides `self`, as `,"rel":…` text. */
   links(entity: StoredEntity): string {
+    const values = this.#values(entity);
+    let i = 0;
+    // relationLinks asks for the forward fields in their order, once each.
+    return relationLinks(this.#relations, this.#basePath, entity.id, () => values[i++]);
+  }
+
+  /** The entity and its forward fields' values, last read: a page reads them for the embeds, then for the links. */
+  #last: { entity: StoredEntity; values: readonly unknown[] } | undefined;
+
+  /** The values of the forward fields, read once from the stored bytes when the store can (no parse). */
+  #values(entity: StoredEntity): readonly unknown[] {
     const forward = this.#relations.forward;
-    let values: readonly unknown[] | undefined;
-    if (forward.length > 0) values = entity.valuesAt ? entity.valuesAt(this.#paths) : forward.map((l) => entity.record[l.field]);
-    return relationLinks(this.#relations, this.#basePath, entity.id, (field) => values?.[forward.findIndex((l) => l.field === field)]);
+    if (forward.length === 0) return [];
+    if (this.#last?.entity === entity) return this.#last.values;
+    const values = entity.valuesAt ? entity.valuesAt(this.#paths) : forward.map((l) => entity.record[l.field]);
+    this.#last = { entity, values };
+    return values;
   }
 
   /** The reverse rel through which `source` links here by `field` (a 409 names it). */
@@ -88,16 +101,17 @@ export class Related {
    */
   embedded(entity: StoredEntity, rels: readonly string[], memo: Map<string, string | undefined>): MaybePromise<string> {
     const parts = rels.map((rel): MaybePromise<string> => {
-      const forward = this.#relations.forward.find((l) => l.field === rel);
-      const member = forward ? this.#forward(entity, forward, memo) : this.#firstPage(entity.id, this.#reverse(rel));
+      const index = this.#relations.forward.findIndex((l) => l.field === rel);
+      const member = index >= 0 ? this.#forward(entity, index, memo) : this.#firstPage(entity.id, this.#reverse(rel));
       return then(member, (json) => `${JSON.stringify(rel)}:${json}`);
     });
     return then(all(parts), (members) => (members.length === 0 ? '' : `,"_embedded":{${members.join(',')}}`));
   }
 
-  #forward(entity: StoredEntity, link: LinkField, memo: Map<string, string | undefined>): MaybePromise<string> {
+  #forward(entity: StoredEntity, index: number, memo: Map<string, string | undefined>): MaybePromise<string> {
+    const link = this.#relations.forward[index] as LinkField;
     const target = this.#resource(link.target);
-    const value = entity.valuesAt ? entity.valuesAt([[link.field]])[0] : entity.record[link.field];
+    const value = this.#values(entity)[index];
     const ids = link.many && Array.isArray(value) ? linkedIds(value) : typeof value === 'string' ? [value] : [];
     const shown = all(ids.map((id) => represent(target, id, memo)));
     return then(shown, (list) => {

@@ -121,10 +121,11 @@ export class Resource {
 
   /**
    * The entity's HAL text, spliced from its stored text: its links, then `embedded` (the
-   * `_embedded` member, or ''). Shown with embeds, its self link names that representation (`?embed=…`).
+   * `_embedded` member, or ''). Shown with embeds, its self link names that representation:
+   * `selfQuery` is `?embed=…` (`embedQuery`).
    */
-  json(entity: StoredEntity, embedded = '', rels: readonly string[] = []): string {
-    return entityJson(entity.json, this.href(entity.id) + embedQuery(rels, '?'), this.#related?.links(entity) ?? '', embedded);
+  json(entity: StoredEntity, embedded = '', selfQuery = ''): string {
+    return entityJson(entity.json, this.href(entity.id) + selfQuery, this.#related?.links(entity) ?? '', embedded);
   }
 
   /** Refuses an `embed` that names a rel the entities do not carry (contract §4a). */
@@ -137,7 +138,7 @@ export class Resource {
     const related = this.#related as Related;
     const before = related.revisions(rels);
     return then(related.embedded(entity, rels, new Map()), (embedded) => {
-      const body = Buffer.from(this.json(entity, embedded, rels));
+      const body = Buffer.from(this.json(entity, embedded, embedQuery(rels, '?')));
       const tag = related.revisions(rels) === before ? entityTag(`${entity.version}~${before}`, mediaType, HAL_JSON) : undefined;
       return { body, tag };
     });
@@ -373,10 +374,11 @@ export class Resource {
     const rels = collection.embed;
     const memo = new Map<string, string | undefined>();
     const related = this.#related;
+    const selfQuery = embedQuery(rels, '?');
     const entities =
       rels.length === 0 || related === undefined
         ? result.entities.map((e) => this.json(e))
-        : all(result.entities.map((e) => then(related.embedded(e, rels, memo), (embedded) => this.json(e, embedded, rels))));
+        : all(result.entities.map((e) => then(related.embedded(e, rels, memo), (embedded) => this.json(e, embedded, selfQuery))));
     return then(entities, (list) => {
       const body = Buffer.from(collectionJson(this.name, range, links, list));
       // The URL fixes the page and its query; the revisions fix the state of every store it shows.
