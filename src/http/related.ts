@@ -1,6 +1,8 @@
 import { collectionJson, collectionLinks } from '../conventions/hal.js';
 import { DEFAULT_LIMIT, pageRange } from '../conventions/pagination.js';
-import { linkedIds, relationLinks, relNames, reverseHref, type LinkField, type ResourceRelations, type ReverseLink } from '../conventions/relations.js';
+import { HttpProblem, validationFailed } from '../conventions/problem.js';
+import { danglingMessage, linkedIds, linkTargets, relationLinks, relNames, reverseHref, type LinkField, type LinkTarget, type ResourceRelations, type ReverseLink } from '../conventions/relations.js';
+import { DanglingLinkError, type LinkIntegrity, type StillLinkedError } from '../store/integrity.js';
 import type { MaybePromise, QueryResult, StoredEntity } from '../store/store.js';
 import type { Resource } from './resource.js';
 
@@ -58,14 +60,36 @@ export class Related {
     return values;
   }
 
-  /** The reverse rel through which `source` links here by `field` (a 409 names it). */
-  rel(source: string, field: string): string {
-    return this.#relations.reverse.find((l) => l.source === source && l.field === field)?.rel ?? source;
+  /** The ids the fields of a write link to. */
+  targets(fields: Readonly<Record<string, unknown>>): LinkTarget[] {
+    return this.#relations.forward.length === 0 ? [] : linkTargets(this.#relations.forward, fields);
   }
 
-  /** The href of the entities of `source` that link to `id` through `field`. */
-  reverseHref(source: string, field: string, id: string): string {
-    return reverseHref(`${this.#basePath}/${source}`, field, id);
+  /** Runs a write under the link guard when its fields set links: a link to no entity is a 400 (contract §4a, §7). */
+  async linking<T>(integrity: LinkIntegrity, fields: Readonly<Record<string, unknown>>, write: () => Promise<T>): Promise<T> {
+    const targets = this.targets(fields);
+    if (targets.length === 0) return write();
+    try {
+      return await integrity.linking(targets, write);
+    } catch (error) {
+      if (!(error instanceof DanglingLinkError)) throw error;
+      const messages: Record<string, Record<string, string>> = {};
+      for (const { path, resource, id } of error.missing) messages[path] = { 'x-link': danglingMessage(resource, id) };
+      throw validationFailed(messages);
+    }
+  }
+
+  /** Contract §4a: the 409 of a delete refused, saying how many entities link to the one kept, through which rel, and where they are. */
+  stillLinked(name: string, error: StillLinkedError): HttpProblem {
+    const links = error.referrers.map(({ source, field, count }) => ({
+      rel: this.#relations.reverse.find((l) => l.source === source && l.field === field)?.rel ?? source,
+      count,
+      href: reverseHref(`${this.#basePath}/${source}`, field, error.id),
+    }));
+    const total = error.total;
+    return new HttpProblem(409, `The ${name} entity ${JSON.stringify(error.id)} is still linked to by ${total} ${total === 1 ? 'entity' : 'entities'}; change or delete them first`, {
+      referencedBy: { count: total, links },
+    });
   }
 
   #resource(name: string): Resource {

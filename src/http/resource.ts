@@ -4,9 +4,9 @@ import { collectionJson, collectionLinks, entityHref, entityJson, linkHeader } f
 import { pageRange, parsePageRequest, type PageRequest } from '../conventions/pagination.js';
 import { HttpProblem, notFound, validationFailed } from '../conventions/problem.js';
 import { parseCollectionQuery, type CollectionQuery, type PathCheck } from '../conventions/query.js';
-import { checkEmbed, danglingMessage, embedQuery, linkTargets } from '../conventions/relations.js';
+import { checkEmbed, embedQuery } from '../conventions/relations.js';
 import type { Validator } from '../conventions/schema.js';
-import { DanglingLinkError, StillLinkedError, type LinkIntegrity } from '../store/integrity.js';
+import { StillLinkedError, type LinkIntegrity } from '../store/integrity.js';
 import { QueryTimeoutError, StoreConflictError, type MaybePromise, type QueryResult, type Store, type StoredEntity } from '../store/store.js';
 import { HAL_JSON } from './negotiation.js';
 import { all, then, type Related } from './related.js';
@@ -225,7 +225,7 @@ export class Resource {
     const patch = clientFields(body);
     // A link the patch sets is checked against its target; one it leaves alone is stored already.
     // A missing entity is a 404 before any of its links is looked at.
-    if (this.#linksIn(patch).length > 0) await this.entity(id);
+    if ((this.#related?.targets(patch).length ?? 0) > 0) await this.entity(id);
     return this.#linking(patch, () =>
       this.#change(id, conditions, (current) => {
         // A store may parse the record on every access: once is enough.
@@ -247,7 +247,7 @@ export class Resource {
       try {
         deleted = await this.#integrity.removing(this.name, id, remove);
       } catch (error) {
-        throw this.#stillLinked(error);
+        throw error instanceof StillLinkedError ? this.#related.stillLinked(this.name, error) : this.#timeout(error);
       }
     } else {
       deleted = await remove();
@@ -256,33 +256,9 @@ export class Resource {
     if (!deleted) this.#missing(id);
   }
 
-  #linksIn(fields: ClientFields): ReturnType<typeof linkTargets> {
-    const forward = this.#related?.forward;
-    return forward === undefined || forward.length === 0 ? [] : linkTargets(forward, fields);
-  }
-
-  /** Runs a write whose fields may link elsewhere under the link guard: a link to no entity is a 400 (contract §4a, §7). */
-  async #linking(fields: ClientFields, write: () => Promise<StoredEntity>): Promise<StoredEntity> {
-    const targets = this.#linksIn(fields);
-    if (targets.length === 0 || this.#integrity === undefined) return write();
-    try {
-      return await this.#integrity.linking(targets, write);
-    } catch (error) {
-      if (!(error instanceof DanglingLinkError)) throw error;
-      const messages: Record<string, Record<string, string>> = {};
-      for (const { path, resource, id } of error.missing) messages[path] = { 'x-link': danglingMessage(resource, id) };
-      throw validationFailed(messages);
-    }
-  }
-
-  /** Contract §4a: a 409 that says how many entities link to the one not deleted, and where to find them. */
-  #stillLinked(error: unknown): unknown {
-    if (!(error instanceof StillLinkedError)) return this.#timeout(error);
-    const links = error.referrers.map(({ source, field, count }) => ({ rel: this.#related?.rel(source, field) ?? source, count, href: this.#related?.reverseHref(source, field, error.id) }));
-    const total = error.total;
-    return new HttpProblem(409, `The ${this.name} entity ${JSON.stringify(error.id)} is still linked to by ${total} ${total === 1 ? 'entity' : 'entities'}; change or delete them first`, {
-      referencedBy: { count: error.total, links },
-    });
+  /** Runs a write under the link guard when its fields set links (contract §4a). */
+  #linking(fields: ClientFields, write: () => Promise<StoredEntity>): Promise<StoredEntity> {
+    return this.#related === undefined || this.#integrity === undefined ? write() : this.#related.linking(this.#integrity, fields, write);
   }
 
   /**
