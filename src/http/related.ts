@@ -29,11 +29,6 @@ export class Related {
     this.names = relNames(relations);
   }
 
-  /** The forward links, each a field and the resource its ids belong to. */
-  get forward(): readonly LinkField[] {
-    return this.#relations.forward;
-  }
-
   /** True when some resource links to this one: its deletes must be checked. */
   get linkedTo(): boolean {
     return this.#relations.reverse.length > 0;

@@ -3,7 +3,7 @@ import { describe, test } from 'node:test';
 import { compileSchema } from '../../src/conventions/schema.js';
 import type { ServedResource } from '../../src/http/app.js';
 import { createMemoryStore } from '../../src/store/memory-store.js';
-import type { EntityRecord, LocalStore } from '../../src/store/store.js';
+import type { EntityRecord, LocalStore, Store } from '../../src/store/store.js';
 import { RFC2616, startServer, type TestResponse } from '../helpers/server.js';
 
 /*
@@ -364,5 +364,35 @@ describe('links never dangle: writes (contract §4a, §7)', () => {
     assert.equal((await s.request('/categories/c1', { method: 'DELETE', headers: { 'if-match': '"stale"' } })).status, 412);
     const etag = (await s.request('/categories/c3')).headers.get('etag') ?? '';
     assert.equal((await s.request('/categories/c3', { method: 'DELETE', headers: { 'if-match': etag } })).status, 204);
+  });
+});
+
+describe('stores that answer later (a networked store: every read a Promise)', () => {
+  /** The memory store, but every read answers through a Promise, as a networked store may. */
+  const later = (store: LocalStore): Store =>
+    Object.assign(Object.create(store) as Store, {
+      get: (id: string) => Promise.resolve(store.get(id)),
+      query: (query: Parameters<Store['query']>[0]) => Promise.resolve(store.query(query)),
+    });
+
+  test('links, embeds on entities and pages, a conditional GET, a dangling link and a delete refused -> as with a local store', async () => {
+    const categories = createMemoryStore(CATEGORIES);
+    const products = createMemoryStore(PRODUCTS);
+    const s = await startServer({
+      resources: [
+        { name: 'categories', store: later(categories) },
+        { name: 'products', store: later(products), schema: PRODUCT_SCHEMA, validate: compileSchema(PRODUCT_SCHEMA, 'products.schema.json') },
+      ],
+    });
+    const entity = await s.request('/products/p2?embed=category');
+    await expectJson(entity, 200, { ...product('p2', '', '?embed=category'), _embedded: { category: category('c1') } });
+    assert.equal((await s.request('/products/p2?embed=category', { headers: { 'if-none-match': entity.headers.get('etag') ?? '' } })).status, 304);
+    const page = await (await s.request('/products?limit=2&embed=category,related')).json();
+    assert.deepEqual(page._embedded.products[0]._embedded, { category: category('c1'), related: [product('p2'), product('p3')] });
+    const reverse = await (await s.request('/categories/c1?embed=products')).json();
+    assert.deepEqual(reverse._embedded.products._embedded.products, [product('p1'), product('p2')]);
+    assert.equal((await s.request('/products', { method: 'POST', headers: JSON_BODY, body: '{"name":"x","category":"nope"}' })).status, 400);
+    assert.equal((await s.request('/categories/c1', { method: 'DELETE' })).status, 409);
+    assert.equal((await s.request('/categories/c3', { method: 'DELETE' })).status, 204);
   });
 });
