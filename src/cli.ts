@@ -170,7 +170,11 @@ async function main(): Promise<void> {
   process.on('SIGINT', () => shutdown('SIGINT'));
 }
 
-main().catch((error: unknown) => {
+const [subcommand] = process.argv.slice(2);
+if (subcommand === 'import' || subcommand === 'export') {
+  // `halserve import|export`: moving a data set between the stores (transfer-cli.ts).
+  void import('./transfer-cli.js').then((cli) => cli.runTransferCli(subcommand, process.argv.slice(3), process.env));
+} else main().catch((error: unknown) => {
   if (error instanceof ConfigError || error instanceof StartupError || error instanceof SchemaError || error instanceof RelationError || error instanceof StoreOpenError) {
     warn(error.message);
   } else {
