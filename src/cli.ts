@@ -8,6 +8,7 @@ import type { JsonSchema } from './representations/openapi.js';
 import { createHalServer, trackConnections } from './http/server.js';
 import { ConfigError, HELP, isLoopback, parseConfig, resourceNameProblem, type Config } from './config.js';
 import type { PathCheck } from './conventions/query.js';
+import { relationGraph, RelationError } from './conventions/relations.js';
 import { compileSchema, declaredPaths, SchemaError, type Validator } from './conventions/schema.js';
 import { discoverResources, openDataDir } from './store/log/data-dir.js';
 import { StoreOpenError } from './store/store.js';
@@ -81,6 +82,8 @@ async function main(): Promise<void> {
   const names = await resourceNames(config);
   const schemas = new Map<string, LoadedSchema | undefined>();
   for (const name of names) schemas.set(name, await loadSchema(config.data, name));
+  // Contract §4a: a link to a resource that is not served stops start-up before anything is opened.
+  relationGraph(names.map((name) => ({ name, schema: schemas.get(name)?.schema })));
   const metrics = new ServerMetrics();
   const dataDir = await openDataDir({
     observer: (name) => metrics.storeObserver(name),
@@ -167,8 +170,12 @@ async function main(): Promise<void> {
   process.on('SIGINT', () => shutdown('SIGINT'));
 }
 
-main().catch((error: unknown) => {
-  if (error instanceof ConfigError || error instanceof StartupError || error instanceof SchemaError || error instanceof StoreOpenError) {
+const [subcommand] = process.argv.slice(2);
+if (subcommand === 'import' || subcommand === 'export') {
+  // `halserve import|export`: moving a data set between the stores (transfer-cli.ts).
+  void import('./transfer-cli.js').then((cli) => cli.runTransferCli(subcommand, process.argv.slice(3), process.env));
+} else main().catch((error: unknown) => {
+  if (error instanceof ConfigError || error instanceof StartupError || error instanceof SchemaError || error instanceof RelationError || error instanceof StoreOpenError) {
     warn(error.message);
   } else {
     warn(`failed to start: ${(error as Error)?.stack ?? String(error)}`);

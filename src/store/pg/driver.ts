@@ -1,0 +1,42 @@
+/**
+ * The PostgreSQL driver, loaded only when a `postgres://` store is configured (contract §8a).
+ *
+ * halserve's core has no runtime dependencies; the driver is the one exception, an optional peer
+ * dependency: `postgres` (Postgres.js) — it has no dependencies of its own, pipelines queries on
+ * one connection, speaks LISTEN/NOTIFY and COPY, and is actively maintained. Without it installed,
+ * opening a PostgreSQL store fails with one line that says what to install.
+ */
+import type { Options, PostgresType, Sql } from 'postgres';
+
+export type { Sql };
+export type PgOptions = Options<Record<string, PostgresType>>;
+type Connect = (url: string, options?: PgOptions) => Sql;
+
+/** The driver is not installed. The message is the line a user sees. */
+export class DriverMissingError extends Error {
+  override readonly name = 'DriverMissingError';
+}
+
+export const DRIVER_PACKAGE = 'postgres';
+
+let loaded: Promise<Connect> | undefined;
+
+/** `import('postgres')` once; rejects with `DriverMissingError` when it is not installed. */
+export function loadDriver(): Promise<Connect> {
+  loaded ??= import(DRIVER_PACKAGE).then(
+    (module: { default: Connect }) => module.default,
+    (error: NodeJS.ErrnoException) => {
+      loaded = undefined;
+      if (error.code === 'ERR_MODULE_NOT_FOUND') {
+        throw new DriverMissingError(`a postgres:// store needs the PostgreSQL driver: npm install ${DRIVER_PACKAGE} (it is an optional peer dependency of halserve)`);
+      }
+      throw error;
+    },
+  );
+  return loaded;
+}
+
+/** True for a store location that names PostgreSQL rather than a data directory. */
+export function isPostgresUrl(location: string): boolean {
+  return /^postgres(ql)?:\/\//i.test(location);
+}

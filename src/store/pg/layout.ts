@@ -1,0 +1,54 @@
+/**
+ * What halserve keeps in PostgreSQL (contract §8a): one table for every resource, in a schema of
+ * its own, created on first start when absent.
+ *
+ * `halserve.entities` holds one row per id a resource has ever had:
+ * - `body`: the entity's JSON text exactly as the file store would serve it (field order kept), or
+ *   NULL once deleted: the row stays as a tombstone so that every process's change feed sees the
+ *   delete.
+ * - `pos`: the creation order within the resource, from one sequence; a create (or a re-create of a
+ *   deleted id) takes the next value, a replace keeps it.
+ * - `rev`: 1 at first create, +1 with every write of the id (delete and re-create included), so the
+ *   pair (pos, rev) names one state and a process never applies an older state over a newer one.
+ * - `tx`: the transaction that wrote the row (`pg_current_xact_id()`). The change feed reads rows by
+ *   `tx` in windows below the oldest transaction still running, which never misses a commit
+ *   whatever its commit order (see pg-feed); sequence values and xmin would, under concurrent writers.
+ *
+ * One table with a resource column rather than a table per resource: resource names up to 64
+ * characters would not fit PostgreSQL's 63-byte identifiers, and one change feed reads every
+ * resource with one query. A statement-level trigger notifies `halserve_changes` on every write, so
+ * any writer (import included) wakes every process.
+ */
+export const SCHEMA = 'halserve';
+export const CHANNEL = 'halserve_changes';
+/** Bumped when the layout changes; a database with another version is refused at start-up. */
+export const LAYOUT_VERSION = 1;
+/** Serialises concurrent first starts (an arbitrary constant, the same in every process). */
+export const LAYOUT_LOCK = 0x68616c73;
+
+/** Creates the schema, table, indexes and trigger when absent. Run inside one transaction. */
+export const LAYOUT_DDL: readonly string[] = [
+  `SELECT pg_advisory_xact_lock(${LAYOUT_LOCK})`,
+  `CREATE SCHEMA IF NOT EXISTS ${SCHEMA}`,
+  `CREATE TABLE IF NOT EXISTS ${SCHEMA}.meta (key text PRIMARY KEY, value text NOT NULL)`,
+  `INSERT INTO ${SCHEMA}.meta (key, value) VALUES ('layout', '${LAYOUT_VERSION}') ON CONFLICT (key) DO NOTHING`,
+  `CREATE SEQUENCE IF NOT EXISTS ${SCHEMA}.creation`,
+  `CREATE TABLE IF NOT EXISTS ${SCHEMA}.entities (
+     resource text NOT NULL,
+     id text NOT NULL,
+     pos bigint NOT NULL,
+     rev bigint NOT NULL,
+     tx xid8 NOT NULL DEFAULT pg_current_xact_id(),
+     body text,
+     PRIMARY KEY (resource, id)
+   )`,
+  `CREATE INDEX IF NOT EXISTS entities_creation ON ${SCHEMA}.entities (resource, pos) WHERE body IS NOT NULL`,
+  `CREATE INDEX IF NOT EXISTS entities_tx ON ${SCHEMA}.entities (tx)`,
+  `CREATE OR REPLACE FUNCTION ${SCHEMA}.notify_changes() RETURNS trigger LANGUAGE plpgsql AS $$
+   BEGIN PERFORM pg_notify('${CHANNEL}', ''); RETURN NULL; END $$`,
+  `CREATE OR REPLACE TRIGGER entities_changed AFTER INSERT OR UPDATE OR DELETE ON ${SCHEMA}.entities
+   FOR EACH STATEMENT EXECUTE FUNCTION ${SCHEMA}.notify_changes()`,
+];
+
+/** The layout version a database holds. */
+export const LAYOUT_VERSION_QUERY = `SELECT value FROM ${SCHEMA}.meta WHERE key = 'layout'`;
