@@ -1,8 +1,10 @@
-import { matchesSearch, valueAt, type Filter, type SortKey } from '../../conventions/query.js';
+import { matchesSearch, valueAt, type Filter } from '../../conventions/query.js';
 import type { StoreQuery, StoredEntity } from '../store.js';
 import { FieldIndex, NO_ROW, type EqualRows } from './field-index.js';
+import { SCAN_BLOCK, scanBlock, scanRange, walk } from './order-scan.js';
 import { anyOf } from './row-lists.js';
-import { compareCells, rowOrder, sortRows } from './row-sort.js';
+import { rowOrder, sortRows } from './row-sort.js';
+import { comparator, isRange, predicates, restComparator, rowSet } from './row-tests.js';
 import { CHECK_EVERY, runSliced, type Slice, type Work } from './slices.js';
 import { TextIndex } from './text-index.js';
 
@@ -287,7 +289,7 @@ export class QueryEngine<E extends StoredEntity> {
         return { total: driver.hi - driver.lo, rows: driver.field.order.copy(from, Math.min(driver.hi, from + limit)) };
       }
       if (first !== undefined && (driver.kind === 'all' || onFirst)) {
-        const rows = yield* this.#walk(first, lo, hi, sort[0]!.descending, sort.slice(1), field, offset, limit, undefined, slice);
+        const rows = yield* walk(first, lo, hi, sort[0]!.descending, restComparator(sort, field), offset, limit, undefined, slice);
         return { total: hi - lo, rows };
       }
     }
@@ -303,7 +305,7 @@ export class QueryEngine<E extends StoredEntity> {
     if (total >= SORT_ALL_BELOW && walkCost < Math.min(total, MAX_WALK)) {
       const every = [...predicates(filters, field), ...this.#searchTests(search, searched)];
       const pass = (row: number): boolean => every.every((test) => test(row));
-      const rows = yield* this.#walk(first, lo, hi, sort[0]!.descending, sort.slice(1), field, offset, limit, pass, slice);
+      const rows = yield* walk(first, lo, hi, sort[0]!.descending, restComparator(sort, field), offset, limit, pass, slice);
       return { total, rows };
     }
     const matches = yield* this.#collect(driver, tests, slice);
@@ -428,102 +430,7 @@ export class QueryEngine<E extends StoredEntity> {
       }
       return;
     }
-    // A range of an order, a block at a time through one buffer: no copy of the whole range. (A
-    // write between two blocks shifts the ranks: that answer names no revision.)
-    const block = spareBlocks.pop() ?? new Int32Array(SCAN_BLOCK);
-    try {
-      for (let from = driver.lo; from < driver.hi; from += SCAN_BLOCK) {
-        const count = driver.field.order.copyInto(block.subarray(0, Math.min(SCAN_BLOCK, driver.hi - from)), from);
-        scanBlock(block, 0, count, pass, match);
-        if (slice.due) yield;
-      }
-    } finally {
-      if (spareBlocks.length < 4) spareBlocks.push(block);
-    }
-  }
-
-  /**
-   * Rows in sort order from ranks `[lo, hi)` of the first key's order: groups of equal first-key
-   * values in ascending or descending order, each group in creation order or sorted by the other
-   * keys. Skips `skip` rows that `pass` and returns the next `take` of them. Without `pass` the
-   * skip is a jump, not a walk.
-   */
-  *#walk(
-    first: FieldIndex,
-    lo: number,
-    hi: number,
-    descending: boolean,
-    rest: readonly SortKey[],
-    field: (path: readonly string[]) => FieldIndex,
-    skip: number,
-    take: number,
-    pass: ((row: number) => boolean) | undefined,
-    slice: Slice,
-  ): Work<number[]> {
-    const column = first.column;
-    const order = first.order;
-    const out: number[] = [];
-    if (take <= 0 || lo >= hi) return out;
-    const restCompare = rest.length > 0 ? comparator(rest, field) : undefined;
-    let start = descending ? hi : lo;
-    if (pass === undefined && skip > 0) {
-      // Jump to the group holding the skip-th row, and skip inside it.
-      const at = descending ? hi - 1 - skip : lo + skip;
-      if (at < lo || at >= hi) return out;
-      const value = column.get(order.at(at));
-      const groupStart = Math.max(lo, order.rankWhere((row) => (compareCells(column.get(row), value) < 0 ? -1 : 1)));
-      const groupEnd = Math.min(hi, order.rankWhere((row) => (compareCells(column.get(row), value) <= 0 ? -1 : 1)));
-      if (descending) {
-        start = groupEnd;
-        skip -= hi - groupEnd;
-      } else {
-        start = groupStart;
-        skip -= groupStart - lo;
-      }
-    }
-    let group: number[] = [];
-    let groupValue: unknown = NO_ROW;
-    /** Emits a group of equal first-key values in order; true once the page is full. */
-    function* flush(): Work<boolean> {
-      if (descending) group.reverse();
-      let rows: ArrayLike<number> = group;
-      // A large group (a sort by a status, then a name) is sorted in slices.
-      if (restCompare && group.length > SORT_RUN_AT_ONCE) rows = yield* sortRows(Int32Array.from(group), restCompare, slice);
-      else if (restCompare && group.length > 1) group.sort(restCompare);
-      for (let i = 0; i < rows.length; i++) {
-        const row = rows[i]!;
-        if (pass && !pass(row)) continue;
-        if (skip > 0) skip--;
-        else if (out.push(row) >= take) return true;
-      }
-      group = [];
-      return false;
-    }
-    // Ranks come a block at a time through a buffer (small blocks first: most walks are short).
-    const block = spareBlocks.pop() ?? new Int32Array(SCAN_BLOCK);
-    try {
-      const end = descending ? lo : hi;
-      let size = 64;
-      for (let at = start; at !== end; size = Math.min(SCAN_BLOCK, size * 4)) {
-        const from = descending ? Math.max(end, at - size) : at;
-        const to = descending ? at : Math.min(end, at + size);
-        const count = order.copyInto(block.subarray(0, to - from), from);
-        for (let i = 0; i < count; i++) {
-          const row = block[descending ? count - 1 - i : i]!;
-          const value = column.get(row);
-          if (group.length > 0 && compareCells(value, groupValue) !== 0 && (yield* flush())) return out;
-          if (group.length === 0) groupValue = value;
-          group.push(row);
-        }
-        if (count < to - from) break; // the order shrank while the walk waited
-        at = descending ? from : to;
-        if (slice.due) yield;
-      }
-      yield* flush();
-      return out;
-    } finally {
-      if (spareBlocks.length < 4) spareBlocks.push(block);
-    }
+    yield* scanRange(driver.field.order, driver.lo, driver.hi, pass, match, slice);
   }
 
   // ---- the result cache ----
@@ -548,70 +455,8 @@ export class QueryEngine<E extends StoredEntity> {
   }
 }
 
-/**
- * Tests of rows against filters. The bounds of one numeric field without arrays become one test
- * of two comparisons (`price[gte]=10&price[lt]=500`), the common case checked on every candidate.
- */
-function predicates(filters: readonly Filter[], field: (path: readonly string[]) => FieldIndex): ((row: number) => boolean)[] {
-  const tests: ((row: number) => boolean)[] = [];
-  const numeric = new Map<FieldIndex, { low: number; lowIn: boolean; high: number; highIn: boolean }>();
-  for (const filter of filters) {
-    const index = field(filter.path);
-    if (isRange(filter) && typeof filter.bound === 'number' && index.arrays === 0) {
-      const range = numeric.get(index) ?? { low: -Infinity, lowIn: true, high: Infinity, highIn: true };
-      const { op, bound } = filter;
-      if ((op === 'gt' || op === 'gte') && (bound > range.low || (bound === range.low && op === 'gt'))) Object.assign(range, { low: bound, lowIn: op === 'gte' });
-      if ((op === 'lt' || op === 'lte') && (bound < range.high || (bound === range.high && op === 'lt'))) Object.assign(range, { high: bound, highIn: op === 'lte' });
-      numeric.set(index, range);
-    } else {
-      tests.push(index.predicate(filter));
-    }
-  }
-  for (const [index, { low, lowIn, high, highIn }] of numeric) tests.push(index.numberTest(low, lowIn, high, highIn));
-  return tests;
-}
-
-/** Rows checked between two looks at the clock (a few hundred microseconds of work). */
-const SCAN_BLOCK = 16_384;
-/** Groups of equal first-key values larger than this are sorted by the other keys in slices. */
-const SORT_RUN_AT_ONCE = 2048;
-/** Buffers of `SCAN_BLOCK` rows for scans of order ranges, reused: memory allocated per query brings on full collections. */
-const spareBlocks: Int32Array[] = [];
-
-function scanBlock(rows: Int32Array, from: number, to: number, pass: (row: number) => boolean, match: (row: number) => void): void {
-  for (let i = from; i < to; i++) {
-    const row = rows[i]!;
-    if (pass(row)) match(row);
-  }
-}
-
-function isRange(filter: Filter): filter is RangeFilter {
-  return filter.op === 'gt' || filter.op === 'gte' || filter.op === 'lt' || filter.op === 'lte';
-}
-
 /** The query without its window: the key its sorted matches are kept under. */
 function resultKey(query: StoreQuery): string {
   return JSON.stringify([query.filters, query.sort, query.search]);
 }
 
-/** A membership mark over rows `[0, slots)`. */
-function rowSet(rows: Int32Array, slots: number): Uint8Array {
-  const member = new Uint8Array(slots);
-  for (let i = 0; i < rows.length; i++) member[rows[i]!] = 1;
-  return member;
-}
-
-/** The order of a sort's keys over indexed values, ties in creation order. */
-function comparator(keys: readonly SortKey[], field: (path: readonly string[]) => FieldIndex): (a: number, b: number) => number {
-  const columns = keys.map((key) => ({ column: field(key.path).column, sign: key.descending ? -1 : 1 }));
-  return (a, b) => {
-    for (const { column, sign } of columns) {
-      const x = column.number(a);
-      const y = column.number(b);
-      // NaN: not a number; compare the values themselves.
-      const order = x === x && y === y ? (x < y ? -1 : x > y ? 1 : 0) : compareCells(column.get(a), column.get(b));
-      if (order !== 0) return sign * order;
-    }
-    return a - b;
-  };
-}
