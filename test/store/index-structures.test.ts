@@ -112,6 +112,18 @@ describe('ValueColumn: values by row in typed arrays', () => {
     }
     model.forEach((value, row) => assert.deepEqual(column.get(row), value, `row ${row}`));
   });
+  test('equal arrays and objects -> one shared copy; a rewrite leaves the others as they were', () => {
+    const column = new ValueColumn();
+    column.push(['usb-c', 'eco']);
+    column.push(['usb-c', 'eco']);
+    column.push({ w: 1 });
+    column.push({ w: 1 });
+    assert.equal(column.get(0), column.get(1));
+    assert.equal(column.get(2), column.get(3));
+    column.set(0, ['eco']);
+    assert.deepEqual(column.get(1), ['usb-c', 'eco']);
+    assert.deepEqual(column.get(0), ['eco']);
+  });
   test('numbers only -> numeric; remap moves every value to its new row', () => {
     const column = new ValueColumn();
     for (const value of [5, 7, NO_ROW, 9]) column.push(value);

@@ -16,9 +16,9 @@ const FIXED: readonly Cell[] = [NO_ROW, undefined, undefined, null, false, true]
 /**
  * One field's value by row, in typed arrays rather than a JS array of values: a code per row
  * (4 bytes), a number per row where numbers occur (8 bytes, never a boxed double), and a table of
- * the other values. Equal strings share one cell (up to `MAX_INTERNED` of them: a status field
- * holds three strings, not a million); other strings, arrays and objects get a cell of their own,
- * given back when the row changes. A million rows of a status cost 4 MB, of a price 12 MB (a JS
+ * the other values. Equal strings share one cell, and so do arrays and objects with equal JSON (up
+ * to `MAX_INTERNED` of each: a status field holds three strings, not a million); past that a value
+ * gets a cell of its own, given back when the row changes. A million rows of a status cost 4 MB, of a price 12 MB (a JS
  * array of boxed doubles: 24 MB and a million objects for the collector to trace).
  */
 export class ValueColumn {
@@ -28,6 +28,11 @@ export class ValueColumn {
   readonly #cells: Cell[] = [];
   readonly #free: number[] = [];
   readonly #interned = new Map<string, number>();
+  /** Arrays and objects by JSON text: equal ones share one cell (a million rows of tags hold a few hundred arrays). */
+  readonly #internedJson = new Map<string, number>();
+  /** Codes of the shared cells above: never given back. */
+  readonly #shared = new Set<number>();
+  readonly #elements = new Map<string, string>();
   /** Live rows holding a number, and live rows in all: a column of numbers only sorts faster. */
   #numberRows = 0;
   #liveRows = 0;
@@ -115,13 +120,42 @@ export class ValueColumn {
         const known = this.#interned.get(value);
         if (known !== undefined) return known;
         const code = this.#cell(value);
-        if (this.#interned.size < MAX_INTERNED) this.#interned.set(value, code);
+        if (this.#interned.size < MAX_INTERNED) {
+          this.#interned.set(value, code);
+          this.#shared.add(code);
+        }
         return code;
       }
-      default:
+      default: {
         if (value === NO_ROW) return HOLE;
         if (value === null) return 3;
-        return this.#cell(value);
+        // An array or an object: the index's own copy, never changed, so equal ones can be one.
+        const text = JSON.stringify(value);
+        const known = this.#internedJson.get(text);
+        if (known !== undefined) return known;
+        if (Array.isArray(value)) this.#internElements(value);
+        const code = this.#cell(value);
+        if (this.#internedJson.size < MAX_INTERNED) {
+          this.#internedJson.set(text, code);
+          this.#shared.add(code);
+        }
+        return code;
+      }
+    }
+  }
+
+  /**
+   * Equal strings in arrays share one copy too (tags: a million arrays of a few of ten strings
+   * would otherwise hold millions of strings for the collector to visit). The array is the index's
+   * own copy of the value, and an equal string in its place changes nothing a reader can see.
+   */
+  #internElements(array: unknown[]): void {
+    for (let i = 0; i < array.length; i++) {
+      const element = array[i];
+      if (typeof element !== 'string') continue;
+      const known = this.#elements.get(element);
+      if (known !== undefined) array[i] = known;
+      else if (this.#elements.size < MAX_INTERNED) this.#elements.set(element, element);
     }
   }
 
@@ -138,9 +172,7 @@ export class ValueColumn {
     if (code === HOLE) return;
     this.#liveRows--;
     if (code === NUMBER) this.#numberRows--;
-    if (code < FIRST_CELL) return;
-    const value = this.#cells[code - FIRST_CELL];
-    if (typeof value === 'string' && this.#interned.get(value) === code) return;
+    if (code < FIRST_CELL || this.#shared.has(code)) return;
     this.#cells[code - FIRST_CELL] = undefined;
     this.#free.push(code);
   }
