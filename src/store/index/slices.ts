@@ -7,7 +7,7 @@ import { QueryTimeoutError } from '../store.js';
  * served in between (contract §9: no request holds the loop for more than about 10 ms). A
  * generator may also yield a Promise to wait for (an index another query is building).
  */
-export const SLICE_MS = 1;
+export const SLICE_MS = 0.5;
 
 /** How often a loop looks at the clock: reading it costs more than one step of a loop. */
 export const CHECK_EVERY = 1024;
@@ -17,7 +17,7 @@ export const CHECK_EVERY = 1024;
  * while others wait their turn: enough for a few cheap queries to finish at once. Without this
  * bound, eight heavy requests arriving in one turn would each hold the loop for a slice.
  */
-const FIRST_SLICES_MS = 0.5;
+const FIRST_SLICES_MS = 0.25;
 
 export class Slice {
   #end: number;
