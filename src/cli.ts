@@ -10,7 +10,8 @@ import { ConfigError, HELP, isLoopback, parseConfig, resourceNameProblem, type C
 import type { PathCheck } from './conventions/query.js';
 import { compileSchema, declaredPaths, SchemaError, type Validator } from './conventions/schema.js';
 import { discoverResources, openDataDir } from './store/log/data-dir.js';
-import { StoreOpenError } from './store/store.js';
+import { openPostgres } from './store/pg/open.js';
+import { StoreOpenError, type Store } from './store/store.js';
 
 /** A start-up failure: printed as one line, exit code 1. */
 class StartupError extends Error {}
@@ -63,6 +64,29 @@ async function resourceNames(config: Config): Promise<string[]> {
   return names;
 }
 
+/** The configured store's resources, open: files in `--data`, or PostgreSQL with `--store` (contract §8a). */
+async function openStores(config: Config, metrics: ServerMetrics): Promise<{ names: string[]; stores: { stores: Map<string, Store>; close(): Promise<void> } }> {
+  if (config.store === undefined) {
+    const names = await resourceNames(config);
+    const dataDir = await openDataDir({
+      observer: (name) => metrics.storeObserver(name),
+      dir: config.data,
+      resources: names,
+      durability: config.durability,
+      repair: config.repair,
+      warn,
+    });
+    return { names, stores: dataDir };
+  }
+  for (const name of config.resources) {
+    const problem = resourceNameProblem(name);
+    if (problem) throw new StartupError(problem);
+  }
+  // The declared resources, and every resource the table holds a live row of.
+  const pg = await openPostgres({ url: config.store, resources: [...new Set(config.resources)], nameProblem: resourceNameProblem, warn });
+  return { names: [...pg.stores.keys()].sort(), stores: pg };
+}
+
 /** Refuses to serve off loopback without tokens (contract §6), before anything is opened. */
 function checkAuthentication(config: Config): void {
   if (config.tokens.length > 0 || isLoopback(config.host) || config.noAuth) return;
@@ -78,22 +102,18 @@ async function main(): Promise<void> {
     return;
   }
   checkAuthentication(config);
-  const names = await resourceNames(config);
-  const schemas = new Map<string, LoadedSchema | undefined>();
-  for (const name of names) schemas.set(name, await loadSchema(config.data, name));
   const metrics = new ServerMetrics();
-  const dataDir = await openDataDir({
-    observer: (name) => metrics.storeObserver(name),
-    dir: config.data,
-    resources: names,
-    durability: config.durability,
-    repair: config.repair,
-    warn,
-  });
-
+  const { names, stores } = await openStores(config, metrics);
+  const schemas = new Map<string, LoadedSchema | undefined>();
+  try {
+    for (const name of names) schemas.set(name, await loadSchema(config.data, name));
+  } catch (error) {
+    await stores.close();
+    throw error;
+  }
   let draining = false;
   const resources: ServedResource[] = names.map((name) => {
-    const store = dataDir.stores.get(name);
+    const store = stores.stores.get(name);
     if (!store) throw new StartupError(`store ${name} did not open`);
     const found = schemas.get(name);
     return found ? { name, store, ...found } : { name, store };
@@ -133,14 +153,16 @@ async function main(): Promise<void> {
       });
     });
   } catch (error) {
-    await dataDir.close();
+    await stores.close();
     throw new StartupError(`cannot listen on ${config.host}:${config.port}: ${(error as Error).message}`);
   }
   const address = server.address() as AddressInfo;
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
   out.write(`halserve listening on http://${host}:${address.port}\n`);
   // Said once serving, so that a start-up failure stays the one line it is.
-  if (names.length === 0) warn(`no resources: ${config.data} has no *.jsonl files and none was declared with --resource`);
+  if (names.length === 0) {
+    warn(config.store === undefined ? `no resources: ${config.data} has no *.jsonl files and none was declared with --resource` : 'no resources: the database holds none and none was declared with --resource');
+  }
   if (config.tokens.length === 0) warn(`WARNING: authentication is OFF — anyone who can reach ${config.host} may read and write`);
 
   const shutdown = (signal: string): void => {
@@ -150,7 +172,7 @@ async function main(): Promise<void> {
     const force = setTimeout(() => server.closeAllConnections(), SHUTDOWN_GRACE_MS);
     force.unref();
     server.close(() => {
-      dataDir.close().then(
+      stores.close().then(
         () => process.exit(0),
         (error: unknown) => {
           warn(`closing the store failed: ${(error as Error).message}`);
