@@ -63,12 +63,52 @@ export interface ConnectOptions {
   readonly options?: PgOptions;
 }
 
-/** An open pool, and a way to open the single, long-lived connection the change feed LISTENs on. */
-export interface Connection {
-  readonly sql: Sql;
+/**
+ * The connections of one process to its database: a pool for writes, the loader and the change
+ * feed, and a connection of its own for LISTEN.
+ *
+ * The pool is replaced when the database goes away (`recycle`): with postgres 3.4.9, a connection
+ * that had a write buffered at the moment its socket closed keeps that write pending for ever
+ * (porsager/postgres#1154, #1208), and every later query on it would hang.
+ */
+export class Database {
+  readonly #open: (extra: PgOptions) => Sql;
+  #sql: Sql;
   /** `postgres://user@host:port/db`, without the password. */
   readonly where: string;
-  listener(onNotify: () => void, onClose: () => void): Sql;
+
+  constructor(open: (extra: PgOptions) => Sql, where: string) {
+    this.#open = open;
+    this.#sql = open({});
+    this.where = where;
+  }
+
+  get sql(): Sql {
+    return this.#sql;
+  }
+
+  /** A fresh pool from now on; the old one's connections are closed (their queries fail, as the database is away). */
+  recycle(): void {
+    const old = this.#sql;
+    this.#sql = this.#open({});
+    void old.end({ timeout: 0 }).catch(() => {});
+  }
+
+  /** A connection of its own, kept open: NOTIFY calls `onNotify`, its loss `onClose`. */
+  listener(onNotify: () => void, onClose: () => void): Sql {
+    return this.#open({
+      max: 1,
+      idle_timeout: 0,
+      max_lifetime: 0,
+      // `onnotify` is the driver's hook for NOTIFY on a connection of its own (not in its types).
+      ...({ onnotify: () => onNotify() } as PgOptions),
+      onclose: () => onClose(),
+    });
+  }
+
+  end(): Promise<void> {
+    return this.#sql.end({ timeout: 5 });
+  }
 }
 
 /**
@@ -76,55 +116,40 @@ export interface Connection {
  * `StoreOpenError` with the one line a user sees when the driver is missing, the database cannot
  * be reached, or it holds another layout version.
  */
-export async function connect({ url, driver = loadDriver, options = {} }: ConnectOptions): Promise<Connection> {
+export async function connect({ url, driver = loadDriver, options = {} }: ConnectOptions): Promise<Database> {
   let postgres;
   try {
     postgres = await driver();
   } catch (error) {
     throw new StoreOpenError((error as Error).message);
   }
-  const sql = postgres(url, {
-    max: POOL_SIZE,
-    connect_timeout: CONNECT_TIMEOUT_S,
-    backoff,
-    // The type catalogue is read once per connection: text[] parameters need it (writes send arrays).
-    onnotice: () => {},
-    ...options,
-  });
+  const connectPostgres = postgres;
+  const database = new Database(
+    (extra) =>
+      connectPostgres(url, {
+        max: POOL_SIZE,
+        connect_timeout: CONNECT_TIMEOUT_S,
+        backoff,
+        onnotice: () => {},
+        ...options,
+        ...extra,
+      }),
+    describeUrl(url),
+  );
+  const sql = database.sql;
   try {
-    // The DDL only on a first start: on a live database its table locks would pause other replicas' writes.
+    // The DDL only on a first start: on a live database its table locks would pause other replicas'
+    // writes. One simple query of several statements: one transaction, no ROLLBACK to send.
     const [present] = await sql.unsafe<{ present: boolean }[]>(`SELECT to_regclass('${SCHEMA}.entities') IS NOT NULL AS present`);
-    if (!present?.present) {
-      await sql.begin(async (tx) => {
-        for (const statement of LAYOUT_DDL) await tx.unsafe(statement);
-      });
-    }
+    if (!present?.present) await sql.unsafe(LAYOUT_DDL.join(';\n'));
     const [row] = await sql.unsafe<{ value: string }[]>(LAYOUT_VERSION_QUERY);
     if (row?.value !== String(LAYOUT_VERSION)) {
-      throw new StoreOpenError(`${describeUrl(url)} holds halserve's table layout version ${row?.value ?? 'unknown'}; this halserve uses version ${LAYOUT_VERSION}`);
+      throw new StoreOpenError(`${database.where} holds halserve's table layout version ${row?.value ?? 'unknown'}; this halserve uses version ${LAYOUT_VERSION}`);
     }
   } catch (error) {
     await sql.end({ timeout: 1 }).catch(() => {});
     if (error instanceof StoreOpenError) throw error;
-    throw new StoreOpenError(`cannot use PostgreSQL at ${describeUrl(url)}: ${reason(error)}`);
+    throw new StoreOpenError(`cannot use PostgreSQL at ${database.where}: ${reason(error)}`);
   }
-  const connectPostgres = postgres;
-  return {
-    sql,
-    where: describeUrl(url),
-    listener: (onNotify, onClose) =>
-      connectPostgres(url, {
-        // `onnotify` is the driver's hook for NOTIFY on a connection of its own (not in its types).
-        ...({ onnotify: () => onNotify() } as PgOptions),
-        max: 1,
-        connect_timeout: CONNECT_TIMEOUT_S,
-        backoff,
-        idle_timeout: 0,
-        max_lifetime: 0,
-        fetch_types: false,
-        onnotice: () => {},
-        ...options,
-        onclose: () => onClose(),
-      }),
-  };
+  return database;
 }

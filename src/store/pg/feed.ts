@@ -1,3 +1,4 @@
+import type { Database } from './connection.js';
 import type { Sql } from './driver.js';
 import { CHANNEL, SCHEMA } from './layout.js';
 import type { Readers } from './replica.js';
@@ -13,9 +14,8 @@ export interface FeedRow {
 }
 
 export interface FeedOptions {
-  readonly sql: Sql;
-  /** Opens the connection that LISTENs (its own, kept open): notifications call `onNotify`, its loss `onClose`. */
-  readonly listener: (onNotify: () => void, onClose: () => void) => Sql;
+  /** The pool and the LISTEN connection. */
+  readonly database: Database;
   /** The xmin of the snapshot the indexes were loaded from. */
   readonly from: bigint;
   readonly readers: Readers;
@@ -118,25 +118,25 @@ export class ChangeFeed {
   }
 
   async #catchUp(): Promise<void> {
-    const { sql, readers, deliver } = this.#options;
+    const { database, readers, deliver } = this.#options;
     const tick = readers.begin();
     let beyond = false;
     try {
-      const h = await sql.begin('isolation level repeatable read read only', async (tx) => {
-        const [snapshot] = await tx.unsafe<{ h: string }[]>('SELECT pg_snapshot_xmin(pg_current_snapshot())::text AS h');
-        const h = BigInt(snapshot!.h);
-        await tx
-          .unsafe<FeedRow[]>(
-            `SELECT resource, id, pos::text AS pos, rev::text AS rev, tx::text AS tx, body FROM ${SCHEMA}.entities WHERE tx >= $1::xid8 ORDER BY pos`,
-            [this.#last.toString()],
-          )
-          .cursor(CURSOR_ROWS, (rows) => {
-            const window = rows.filter((row) => BigInt(row.tx) < h);
-            if (window.length < rows.length) beyond = true;
-            if (window.length > 0) deliver(window);
-          });
-        return h;
-      });
+      // Two statements, no transaction: every transaction below h had ended when h was taken, so
+      // the second statement's snapshot holds all their rows.
+      const sql = database.sql;
+      const [snapshot] = await sql.unsafe<{ h: string }[]>('SELECT pg_snapshot_xmin(pg_current_snapshot())::text AS h');
+      const h = BigInt(snapshot!.h);
+      await sql
+        .unsafe<FeedRow[]>(
+          `SELECT resource, id, pos::text AS pos, rev::text AS rev, tx::text AS tx, body FROM ${SCHEMA}.entities WHERE tx >= $1::xid8 ORDER BY pos`,
+          [this.#last.toString()],
+        )
+        .cursor(CURSOR_ROWS, (rows) => {
+          const window = rows.filter((row) => BigInt(row.tx) < h);
+          if (window.length < rows.length) beyond = true;
+          if (window.length > 0) deliver(window);
+        });
       this.#last = h;
       this.#rounds++;
       this.#status(true);
@@ -174,16 +174,21 @@ export class ChangeFeed {
     this.#options.onStatus(up, error);
   }
 
-  /** LISTEN on a connection of its own; when it is lost, the next successful catch-up listens again. */
+  /**
+   * LISTEN on a connection of its own. When it is lost, the next successful catch-up listens
+   * again, on a new one (a connection lost with a write buffered never writes again, see `Database`).
+   */
   #listen(): void {
     if (this.#closed) return;
-    this.#listener ??= this.#options.listener(
+    const listener = (this.#listener ??= this.#options.database.listener(
       () => this.wake(),
       () => {
         this.#listening = undefined;
+        if (this.#listener === listener) this.#listener = undefined;
+        void listener.end({ timeout: 0 }).catch(() => {});
       },
-    );
-    this.#listening = this.#listener.unsafe(`LISTEN ${CHANNEL}`).then(
+    ));
+    this.#listening = listener.unsafe(`LISTEN ${CHANNEL}`).then(
       // Changes committed before LISTEN took effect woke no one: read them.
       () => this.wake(),
       () => {

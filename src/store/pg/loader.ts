@@ -13,26 +13,24 @@ const MAX_BLOCK = 8 * 1024 * 1024;
 const COLUMNS = 5;
 
 /**
- * Start-up (contract §8a): every live row of every resource, in `pos` order, into the indexes,
- * from one REPEATABLE READ snapshot. Rows travel as `COPY … TO STDOUT` text, parsed here byte by
- * byte: a million rows build no string and no row object in the driver. Ids and bodies are copied
- * into blocks the entities point into, so the driver's buffers are not kept alive.
+ * Start-up (contract §8a): every live row of every resource, in `pos` order, into the indexes.
+ * Rows travel as `COPY … TO STDOUT` text, parsed here byte by byte: a million rows build no string
+ * and no row object in the driver. Ids and bodies are copied into blocks the entities point into,
+ * so the driver's buffers are not kept alive.
  *
- * Returns the snapshot's xmin (every transaction below it had ended, and all of them are in what
- * was loaded): the change feed starts there. It will deliver again some rows loaded already (those
- * of transactions at or above it that had committed), which the index skips by `rev`.
+ * Returns `pg_snapshot_xmin` taken just before the copy: every transaction below it had ended, so
+ * the copy (a later snapshot) holds all of their rows. The change feed starts there; the rows it
+ * brings again (those of later transactions the copy already saw) are skipped by `rev`.
  */
 export async function loadRows(sql: Sql, sink: LoadSink): Promise<bigint> {
-  return sql.begin('isolation level repeatable read read only', async (tx) => {
-    const [snapshot] = await tx.unsafe<{ h: string }[]>('SELECT pg_snapshot_xmin(pg_current_snapshot())::text AS h');
-    const stream = await tx
-      .unsafe(`COPY (SELECT resource, id, pos, rev, body FROM ${SCHEMA}.entities WHERE body IS NOT NULL ORDER BY resource, pos) TO STDOUT`)
-      .readable();
-    const rows = new RowParser(sink);
-    for await (const chunk of stream) rows.take(chunk as Buffer);
-    rows.end();
-    return BigInt(snapshot!.h);
-  });
+  const [snapshot] = await sql.unsafe<{ h: string }[]>('SELECT pg_snapshot_xmin(pg_current_snapshot())::text AS h');
+  const stream = await sql
+    .unsafe(`COPY (SELECT resource, id, pos, rev, body FROM ${SCHEMA}.entities WHERE body IS NOT NULL ORDER BY resource, pos) TO STDOUT`)
+    .readable();
+  const rows = new RowParser(sink);
+  for await (const chunk of stream) rows.take(chunk as Buffer);
+  rows.end();
+  return BigInt(snapshot!.h);
 }
 
 /** Splits COPY output into rows (a row may straddle two chunks) and hands each to its resource. */

@@ -36,8 +36,8 @@ export interface PostgresStores {
  */
 export async function openPostgres(options: PostgresOptions): Promise<PostgresStores> {
   const { warn } = options;
-  const connection = await connect(options);
-  const { sql, where } = connection;
+  const database = await connect(options);
+  const { where } = database;
   const readers = new Readers();
   const replicas = new Map<string, Replica>();
   for (const name of options.resources) replicas.set(name, new Replica(readers));
@@ -57,9 +57,9 @@ export async function openPostgres(options: PostgresOptions): Promise<PostgresSt
   };
   let from: bigint;
   try {
-    from = await loadRows(sql, (resource) => replicaOf(resource, true)?.index);
+    from = await loadRows(database.sql, (resource) => replicaOf(resource, true)?.index);
   } catch (error) {
-    await sql.end({ timeout: 1 }).catch(() => {});
+    await database.sql.end({ timeout: 1 }).catch(() => {});
     throw new StoreOpenError(`cannot load from PostgreSQL at ${where}: ${reason(error)}`);
   }
 
@@ -83,23 +83,24 @@ export async function openPostgres(options: PostgresOptions): Promise<PostgresSt
     for (const [resource, states] of byResource) replicas.get(resource)!.apply(states);
   };
   const feed = new ChangeFeed({
-    sql,
-    listener: connection.listener,
+    database,
     from,
     readers,
     deliver,
     ...(options.pollMs === undefined ? {} : { pollMs: options.pollMs }),
-    onStatus: (up, error) =>
+    onStatus: (up, error) => {
+      if (!up) database.recycle();
       warn(
         up
           ? `PostgreSQL at ${where} is reachable again: caught up, writes accepted`
           : `PostgreSQL at ${where} is unreachable (${reason(error)}): writes answer 503, reads go on from memory`,
-      ),
+      );
+    },
   });
   const stores = new Map<string, PgStore>();
   const writers: PgWriter[] = [];
   for (const [resource, replica] of [...replicas].sort(([a], [b]) => (a < b ? -1 : 1))) {
-    const writer = new PgWriter({ sql, resource, replica, readers, onUnavailable: (error) => feed.down(error) });
+    const writer = new PgWriter({ sql: () => database.sql, resource, replica, readers, onUnavailable: (error) => feed.down(error) });
     writers.push(writer);
     stores.set(resource, new PgStore(replica, writer, () => feed.up));
   }
@@ -115,7 +116,7 @@ export async function openPostgres(options: PostgresOptions): Promise<PostgresSt
       (closing ??= (async () => {
         await Promise.allSettled([...stores.values()].map((store) => store.close()));
         await feed.close();
-        await sql.end({ timeout: 5 });
+        await database.end();
       })()),
   };
 }

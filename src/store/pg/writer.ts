@@ -9,7 +9,6 @@ import {
   type StoredEntity,
 } from '../store.js';
 import { isUnavailable, reason } from './connection.js';
-import type { TransactionSql } from 'postgres';
 import type { Sql } from './driver.js';
 import { SCHEMA } from './layout.js';
 import { RowEntity, type PgEntity } from './pg-entity.js';
@@ -21,37 +20,26 @@ type WriteOp =
   | { kind: 'update'; id: string; change: Change; resolve: (entity: StoredEntity | undefined) => void; reject: Reject }
   | { kind: 'delete'; id: string; check: DeleteCheck | undefined; resolve: (deleted: boolean) => void; reject: Reject };
 
-/** Writes of one process that share a transaction at most. */
+/** Writes of one process that go in one batch at most. */
 const MAX_BATCH = 256;
-/** Tries of a batch that lost a race (a concurrent insert of the same id, a deadlock). */
-const MAX_ATTEMPTS = 5;
-/** SQLSTATEs after which a batch is simply run again: serialization failure, deadlock. */
-const RETRY_CODES: ReadonlySet<string> = new Set(['40001', '40P01']);
+/** Tries of a write whose entity other processes keep writing between its read and its write. */
+const MAX_ATTEMPTS = 100;
 
 /** PostgreSQL's oid of `text`. */
 const TEXT = 25;
-
-/** A create found its id inserted by another process after the batch looked: the batch runs again. */
-class LateConflict extends Error {}
-
-/** What one batch's transaction decided: the rows it wrote, and each write's answer. */
-interface Outcome {
-  readonly rows: RowState[];
-  readonly records: Map<PgEntity, EntityRecord>;
-  readonly settle: (() => void)[];
-}
 
 /** An id's state as the batch sees it: the database's row, then each write of the batch. */
 interface Current {
   pos: number;
   rev: number;
   entity: PgEntity | undefined;
-  /** The row exists in the table (live or tombstone), locked by this transaction. */
-  readonly stored: boolean;
+  /** The row's rev as read (0: no row): the write goes through only if it is still that. */
+  readonly read: number;
 }
 
 export interface WriterOptions {
-  readonly sql: Sql;
+  /** The current pool (replaced after the database went away, see `Database`). */
+  readonly sql: () => Sql;
   readonly resource: string;
   readonly replica: Replica;
   readonly readers: Readers;
@@ -60,14 +48,18 @@ export interface WriterOptions {
 }
 
 /**
- * The writes of one resource (contract §8a). Writes queue and go in batches, one transaction each
- * (group commit): the transaction locks the rows of the batch's ids (`SELECT … FOR UPDATE`, in id
- * order), runs each write's `change` / `check` against the database's state — earlier writes of
- * the batch included — writes the final state of each id (`rev` + 1 per write, a new `pos` from
- * the sequence on a create or re-create, `body` NULL on a delete) and commits. A create of an id
- * with no row inserts with `ON CONFLICT DO NOTHING`: if another process inserted it meanwhile, the
- * whole batch runs again and then sees that row. Committed rows reach the index before any write
- * is acknowledged (read-your-writes); nothing reaches it otherwise.
+ * The writes of one resource (contract §8a). Writes queue and go in batches (group commit): a
+ * batch reads the rows of its ids, runs each write's `change` / `check` against the database's
+ * state — earlier writes of the batch included — and writes the final state of each id (`rev` + 1
+ * per write, a new `pos` from the sequence on a create or re-create, `body` NULL on a delete) in
+ * one statement, on condition that the row is still the one read (compare-and-set on `rev`; an id
+ * that had no row must still have none). An id written by another process in between is not
+ * written: its writes run again against the new state, so no two processes both win conflicting
+ * writes and no update is lost. Written rows reach the index before any write is acknowledged
+ * (read-your-writes).
+ *
+ * No transaction spans two round trips: a connection lost in the middle of one would leave the
+ * driver (postgres 3.4.9) writing its ROLLBACK to a closed socket, which ends the process.
  */
 export class PgWriter {
   readonly #options: WriterOptions;
@@ -118,17 +110,13 @@ export class PgWriter {
   }
 
   async #commit(batch: WriteOp[]): Promise<void> {
-    const { sql, replica, readers, resource } = this.#options;
-    for (let attempt = 1; ; attempt++) {
+    const { readers, resource } = this.#options;
+    let pending = batch;
+    for (let attempt = 1; pending.length > 0; attempt++) {
       const tick = readers.begin();
       try {
-        const outcome = await sql.begin((tx) => this.#transaction(tx, batch));
-        replica.apply(outcome.rows, outcome.records);
-        for (const settle of outcome.settle) settle();
-        return;
+        pending = await this.#attempt(pending);
       } catch (error) {
-        const retry = error instanceof LateConflict || RETRY_CODES.has((error as { code?: string }).code ?? '');
-        if (retry && attempt < MAX_ATTEMPTS) continue;
         let failure: Error;
         if (isUnavailable(error)) {
           this.#options.onUnavailable(error);
@@ -136,16 +124,28 @@ export class PgWriter {
         } else {
           failure = new StoreWriteError(`${resource}: write failed: ${(error as Error).message}`);
         }
-        for (const op of batch) op.reject(failure);
+        for (const op of pending) op.reject(failure);
         return;
       } finally {
         readers.end(tick);
       }
+      if (pending.length > 0 && attempt >= MAX_ATTEMPTS) {
+        const failure = new StoreUnavailableError(`${resource}: gave up after ${attempt} tries, other processes kept writing the same entities`);
+        for (const op of pending) op.reject(failure);
+        return;
+      }
     }
   }
 
-  async #transaction(tx: TransactionSql, batch: readonly WriteOp[]): Promise<Outcome> {
-    const resource = this.#options.resource;
+  /**
+   * One try of a batch: reads its ids' rows, runs the writes against them, writes each id's final
+   * state if its row is still the one read, and settles the writes of the ids that were written
+   * (and of those that wrote nothing). Returns the writes of ids another process wrote meanwhile:
+   * they run again, against the new state.
+   */
+  async #attempt(batch: readonly WriteOp[]): Promise<WriteOp[]> {
+    const { replica, resource } = this.#options;
+    const sql = this.#options.sql();
     const ids = new Set<string>();
     let creates = 0;
     for (const op of batch) {
@@ -156,107 +156,115 @@ export class PgWriter {
       }
     }
     const [found, positions] = await Promise.all([
-      tx.unsafe<{ id: string; pos: string; rev: string; body: string | null }[]>(
-        `SELECT id, pos::text AS pos, rev::text AS rev, body FROM ${SCHEMA}.entities WHERE resource = $1 AND id = ANY($2::text[]) ORDER BY id FOR UPDATE`,
-        [resource, tx.array([...ids], TEXT)],
+      sql.unsafe<{ id: string; pos: string; rev: string; body: string | null }[]>(
+        `SELECT id, pos::text AS pos, rev::text AS rev, body FROM ${SCHEMA}.entities WHERE resource = $1 AND id = ANY($2::text[])`,
+        [resource, sql.array([...ids], TEXT)],
       ),
       creates === 0
         ? Promise.resolve([])
-        : tx.unsafe<{ pos: string }[]>(`SELECT nextval('${SCHEMA}.creation')::text AS pos FROM generate_series(1, $1::int)`, [creates]),
+        : sql.unsafe<{ pos: string }[]>(`SELECT nextval('${SCHEMA}.creation')::text AS pos FROM generate_series(1, $1::int)`, [creates]),
     ]);
     const next = positions.map((p) => Number(p.pos)).sort((a, b) => a - b);
     const states = new Map<string, Current>();
     for (const row of found) {
       const pos = Number(row.pos);
       const rev = Number(row.rev);
-      states.set(row.id, { pos, rev, entity: row.body === null ? undefined : new RowEntity(row.id, row.body, pos, rev), stored: true });
+      states.set(row.id, { pos, rev, read: rev, entity: row.body === null ? undefined : new RowEntity(row.id, row.body, pos, rev) });
     }
     const stateOf = (id: string): Current => {
       let state = states.get(id);
-      if (!state) states.set(id, (state = { pos: 0, rev: 0, entity: undefined, stored: false }));
+      if (!state) states.set(id, (state = { pos: 0, rev: 0, read: 0, entity: undefined }));
       return state;
     };
     const records = new Map<PgEntity, EntityRecord>();
-    const settle: (() => void)[] = [];
-    const written = new Set<Current>();
+    /** Each write's answer, and the id it depends on (none for a record refused before any lookup). */
+    const answers: { op: WriteOp; id: string | undefined; settle: () => void }[] = [];
     for (const op of batch) {
+      const id = op.kind === 'create' ? (typeof op.record.id === 'string' ? op.record.id : undefined) : op.id;
       try {
-        if (op.kind === 'create') {
-          checkRecord(op.record);
-          const state = stateOf(op.record.id);
-          if (state.entity) throw new StoreConflictError(`id ${op.record.id} exists`);
-          state.pos = next.shift()!;
-          state.rev++;
-          const entity = (state.entity = new RowEntity(op.record.id, JSON.stringify(op.record), state.pos, state.rev));
-          records.set(entity, op.record);
-          written.add(state);
-          settle.push(() => op.resolve(entity));
-        } else if (op.kind === 'update') {
-          const state = stateOf(op.id);
-          if (!state.entity) {
-            settle.push(() => op.resolve(undefined));
-            continue;
-          }
-          const record = op.change(state.entity);
-          checkRecord(record);
-          if (record.id !== op.id) throw new Error(`change() returned id ${String(record.id)} for ${op.id}`);
-          state.rev++;
-          const entity = (state.entity = new RowEntity(op.id, JSON.stringify(record), state.pos, state.rev));
-          records.set(entity, record);
-          written.add(state);
-          settle.push(() => op.resolve(entity));
-        } else {
-          const state = stateOf(op.id);
-          if (!state.entity) {
-            settle.push(() => op.resolve(false));
-            continue;
-          }
-          op.check?.(state.entity);
-          state.rev++;
-          state.entity = undefined;
-          written.add(state);
-          settle.push(() => op.resolve(true));
-        }
+        answers.push({ op, id, settle: this.#run(op, stateOf, next, records) });
       } catch (error) {
-        settle.push(() => op.reject(error));
+        answers.push({ op, id, settle: () => op.reject(error) });
       }
     }
-    const rows: RowState[] = [];
-    for (const [id, state] of states) {
-      if (written.has(state)) rows.push(state.entity ?? { id, pos: state.pos, rev: state.rev, deleted: true });
+    const written = [...states].filter(([, state]) => state.rev !== state.read);
+    const rows: RowState[] = written.map(([id, state]) => state.entity ?? { id, pos: state.pos, rev: state.rev, deleted: true });
+    const succeeded = await this.#write(sql, rows, states);
+    const lost = new Set(written.map(([id]) => id).filter((id) => !succeeded.has(id)));
+    replica.apply(
+      rows.filter((row) => succeeded.has(row.id)),
+      records,
+    );
+    const again: WriteOp[] = [];
+    for (const answer of answers) {
+      if (answer.id !== undefined && lost.has(answer.id)) again.push(answer.op);
+      else answer.settle();
     }
-    await this.#write(tx, rows, states);
-    return { rows, records, settle };
+    return again;
   }
 
-  /** The final state of each written id: an UPDATE of the rows that exist, an INSERT of the others. */
-  async #write(tx: TransactionSql, rows: readonly RowState[], states: ReadonlyMap<string, Current>): Promise<void> {
-    if (rows.length === 0) return;
-    const resource = this.#options.resource;
-    // Every column travels as text[] (type 25's array): the driver serialises it without guessing.
-    const columns = (subset: readonly RowState[]): ReturnType<typeof tx.array>[] => [
-      tx.array(subset.map((r) => r.id), TEXT),
-      tx.array(subset.map((r) => String(r.pos)), TEXT),
-      tx.array(subset.map((r) => String(r.rev)), TEXT),
-      tx.array(subset.map((r) => ('deleted' in r ? null : r.json)) as string[], TEXT),
-    ];
-    const existing = rows.filter((r) => states.get(r.id)!.stored);
-    const fresh = rows.filter((r) => !states.get(r.id)!.stored);
-    const unnest = 'unnest($2::text[], $3::text[]::bigint[], $4::text[]::bigint[], $5::text[]) AS u(id, pos, rev, body)';
-    const [, inserted] = await Promise.all([
-      existing.length === 0
-        ? Promise.resolve([])
-        : tx.unsafe(
-            `UPDATE ${SCHEMA}.entities AS e SET pos = u.pos, rev = u.rev, body = u.body, tx = pg_current_xact_id() FROM ${unnest} WHERE e.resource = $1 AND e.id = u.id`,
-            [resource, ...columns(existing)],
-          ),
-      fresh.length === 0
-        ? Promise.resolve([])
-        : tx.unsafe(
-            `INSERT INTO ${SCHEMA}.entities (resource, id, pos, rev, body) SELECT $1, u.id, u.pos, u.rev, u.body FROM ${unnest} ON CONFLICT (resource, id) DO NOTHING RETURNING id`,
-            [resource, ...columns(fresh)],
-          ),
-    ]);
-    if (inserted.length < fresh.length) throw new LateConflict(`${resource}: an id was created by another process meanwhile`);
+  /** Runs one write against its id's state as the batch left it; returns how to answer it. Throws to refuse it. */
+  #run(op: WriteOp, stateOf: (id: string) => Current, next: number[], records: Map<PgEntity, EntityRecord>): () => void {
+    if (op.kind === 'create') {
+      checkRecord(op.record);
+      const state = stateOf(op.record.id);
+      if (state.entity) throw new StoreConflictError(`id ${op.record.id} exists`);
+      state.pos = next.shift()!;
+      state.rev++;
+      const entity = (state.entity = new RowEntity(op.record.id, JSON.stringify(op.record), state.pos, state.rev));
+      records.set(entity, op.record);
+      return () => op.resolve(entity);
+    }
+    const state = stateOf(op.id);
+    const current = state.entity;
+    if (!current) return op.kind === 'update' ? () => op.resolve(undefined) : () => op.resolve(false);
+    if (op.kind === 'delete') {
+      op.check?.(current);
+      state.rev++;
+      state.entity = undefined;
+      return () => op.resolve(true);
+    }
+    const record = op.change(current);
+    checkRecord(record);
+    if (record.id !== op.id) throw new Error(`change() returned id ${String(record.id)} for ${op.id}`);
+    state.rev++;
+    const entity = (state.entity = new RowEntity(op.id, JSON.stringify(record), state.pos, state.rev));
+    records.set(entity, record);
+    return () => op.resolve(entity);
+  }
+
+  /**
+   * Writes the final state of each id in one statement (atomic, no transaction held across round
+   * trips): an UPDATE of a row whose `rev` is still the one read, an INSERT of an id that had no
+   * row and still has none. Returns the ids written; the others were written by another process
+   * since they were read.
+   */
+  async #write(sql: Sql, rows: readonly RowState[], states: ReadonlyMap<string, Current>): Promise<Set<string>> {
+    if (rows.length === 0) return new Set();
+    const text = (values: (string | null)[]): ReturnType<Sql['array']> => sql.array(values as string[], TEXT);
+    const written = await sql.unsafe<{ id: string }[]>(
+      `WITH u AS (
+         SELECT * FROM unnest($2::text[], $3::text[]::bigint[], $4::text[]::bigint[], $5::text[], $6::text[]::bigint[]) AS u(id, pos, rev, body, read)
+       ), updated AS (
+         UPDATE ${SCHEMA}.entities AS e SET pos = u.pos, rev = u.rev, body = u.body, tx = pg_current_xact_id()
+         FROM u WHERE u.read > 0 AND e.resource = $1 AND e.id = u.id AND e.rev = u.read
+         RETURNING e.id
+       ), inserted AS (
+         INSERT INTO ${SCHEMA}.entities (resource, id, pos, rev, body)
+         SELECT $1, u.id, u.pos, u.rev, u.body FROM u WHERE u.read = 0
+         ON CONFLICT (resource, id) DO NOTHING
+         RETURNING id
+       )
+       SELECT id FROM updated UNION ALL SELECT id FROM inserted`,
+      [
+        this.#options.resource,
+        text(rows.map((r) => r.id)),
+        text(rows.map((r) => String(r.pos))),
+        text(rows.map((r) => String(r.rev))),
+        text(rows.map((r) => ('deleted' in r ? null : r.json))),
+        text(rows.map((r) => String(states.get(r.id)!.read))),
+      ],
+    );
+    return new Set(written.map((r) => r.id));
   }
 }
