@@ -94,6 +94,19 @@ export class Database {
     void old.end({ timeout: 0 }).catch(() => {});
   }
 
+  /**
+   * Runs `work` on a connection of its own, then closes that connection. The loader's COPY runs so:
+   * with postgres 3.4.9, a connection that streamed a COPY out may never answer again.
+   */
+  async alone<T>(work: (sql: Sql) => Promise<T>): Promise<T> {
+    const sql = this.#open({ max: 1 });
+    try {
+      return await work(sql);
+    } finally {
+      await sql.end({ timeout: 0 }).catch(() => {});
+    }
+  }
+
   /** A connection of its own, kept open: NOTIFY calls `onNotify`, its loss `onClose`. */
   listener(onNotify: () => void, onClose: () => void): Sql {
     return this.#open({

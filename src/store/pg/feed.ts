@@ -121,6 +121,7 @@ export class ChangeFeed {
     const { database, readers, deliver } = this.#options;
     const tick = readers.begin();
     let beyond = false;
+    let failed: unknown;
     try {
       // Two statements, no transaction: every transaction below h had ended when h was taken, so
       // the second statement's snapshot holds all their rows.
@@ -133,10 +134,16 @@ export class ChangeFeed {
           [this.#last.toString()],
         )
         .cursor(CURSOR_ROWS, (rows) => {
-          const window = rows.filter((row) => BigInt(row.tx) < h);
-          if (window.length < rows.length) beyond = true;
-          if (window.length > 0) deliver(window);
+          // The driver loses a query whose row callback throws (it never settles): keep it here.
+          try {
+            const window = rows.filter((row) => BigInt(row.tx) < h);
+            if (window.length < rows.length) beyond = true;
+            if (window.length > 0) deliver(window);
+          } catch (error) {
+            failed ??= error;
+          }
         });
+      if (failed !== undefined) throw failed;
       this.#last = h;
       this.#rounds++;
       this.#status(true);

@@ -57,7 +57,7 @@ export async function openPostgres(options: PostgresOptions): Promise<PostgresSt
   };
   let from: bigint;
   try {
-    from = await loadRows(database.sql, (resource) => replicaOf(resource, true)?.index);
+    from = await database.alone((sql) => loadRows(sql, (resource) => replicaOf(resource, true)?.index));
   } catch (error) {
     await database.sql.end({ timeout: 1 }).catch(() => {});
     throw new StoreOpenError(`cannot load from PostgreSQL at ${where}: ${reason(error)}`);
