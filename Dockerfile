@@ -4,9 +4,12 @@
 #   docker run -d -p 8080:8080 -e HALSERVE_TOKENS=change-me -v halserve-data:/data halserve
 #
 # Two stages: `build` installs the dev dependencies and compiles TypeScript; the runtime stage
-# holds only the compiled server, package.json (for "type": "module") and the demo data.
-# halserve has no runtime dependencies, so /app has no node_modules at all (the only one in the
-# image is the base image's own npm, in /usr/local/lib).
+# holds only the compiled server, package.json (for "type": "module"), the demo data and the
+# PostgreSQL driver. halserve has no runtime dependencies; the driver (`postgres`, an optional peer
+# dependency with no dependencies of its own) is the one package in /app/node_modules, so that
+# `--store postgres://…` and `halserve import|export` work in the image.
+#
+#   docker run --rm halserve import --from /app/demo --to postgres://…
 
 ARG NODE_IMAGE=node:22-slim
 
@@ -34,6 +37,8 @@ WORKDIR /app
 # Application files stay owned by root: the server's user can read them, never change them.
 COPY package.json ./
 COPY --from=build /src/dist ./dist
+# The version package-lock.json pins; `npm ci --omit=dev` would leave it out (a peer dependency).
+COPY --from=build /src/node_modules/postgres ./node_modules/postgres
 COPY data ./demo
 COPY docker/entrypoint.sh docker/healthcheck.js ./docker/
 # The volume's mount point belongs to the non-root user before VOLUME, so that a new named

@@ -10,6 +10,12 @@ import { once } from 'node:events';
 /** The resource every workload uses. */
 export const RESOURCE = 'items';
 
+/**
+ * The linked resources of the embed workloads (issue 11): `products` whose `category` links to one
+ * of 20 `categories` (`"x-link"` in `products.schema.json`).
+ */
+export const LINKED = { source: 'products', field: 'category', target: 'categories', targets: 20 } as const;
+
 /** What a generated data set holds. */
 export interface Dataset {
   readonly dir: string;
@@ -66,7 +72,8 @@ export function postBody(): string {
  * Writes `size` entities to `<dir>/items.jsonl` and, when `withDbJson`, the same records to
  * `<dir>/db.json` for json-server.
  */
-export async function generateDataset(dir: string, size: number, withDbJson: boolean): Promise<Dataset> {
+export async function generateDataset(dir: string, size: number, withDbJson: boolean, linked = false): Promise<Dataset> {
+  if (linked) await generateLinked(dir, size);
   await fs.mkdir(dir, { recursive: true });
   const random = prng(42);
   const jsonl = createWriteStream(path.join(dir, `${RESOURCE}.jsonl`));
@@ -98,6 +105,31 @@ export async function generateDataset(dir: string, size: number, withDbJson: boo
   db?.end(`${dbChunk}\n]}\n`);
   await Promise.all([once(jsonl, 'finish'), db ? once(db, 'finish') : undefined]);
   return { dir, size, sampleIds, bytesPerEntity: size === 0 ? 0 : Math.round(bytes / size) };
+}
+
+/** `size` products, each linking to one of the categories, and the categories (halserve only). */
+async function generateLinked(dir: string, size: number): Promise<void> {
+  await fs.mkdir(dir, { recursive: true });
+  const random = prng(11);
+  const { source, field, target, targets } = LINKED;
+  const start = 1_700_000_000;
+  const ids = Array.from({ length: targets }, (_, i) => `cat-${String(i).padStart(2, '0')}`);
+  const categories = ids.map((id, i) => JSON.stringify({ id, createdAt: start, updatedAt: start, name: `Category ${i}`, description: `Everything of kind ${i}, from the ${WORDS[i % WORDS.length]} range to the ${WORDS[(i + 5) % WORDS.length]} one.` }));
+  await fs.writeFile(path.join(dir, `${target}.jsonl`), `${categories.join('\n')}\n`);
+  const schema = { type: 'object', properties: { [field]: { type: 'string', 'x-link': target } } };
+  await fs.writeFile(path.join(dir, `${source}.schema.json`), JSON.stringify(schema));
+  const out = createWriteStream(path.join(dir, `${source}.jsonl`));
+  let chunk = '';
+  for (let n = 0; n < size; n++) {
+    const createdAt = start + 1 + Math.floor(n / 10);
+    chunk += `${JSON.stringify({ id: seededId(random), createdAt, updatedAt: createdAt, ...clientFields(random, n), [field]: ids[Math.floor(random() * targets)] })}\n`;
+    if (chunk.length > 1 << 20) {
+      if (!out.write(chunk)) await once(out, 'drain');
+      chunk = '';
+    }
+  }
+  out.end(chunk);
+  await once(out, 'finish');
 }
 
 /** A fresh copy of a data set, so that writes of one workload never reach the next. */

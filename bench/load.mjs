@@ -2,7 +2,7 @@
 // against one server, a warm-up first and then the measured run.
 //
 // Usage: node bench/load.mjs <job.json>
-// <job.json>: { url, connections, warmup, duration, rate?, requests: [{ method, path, headers, body }] }
+// <job.json>: { url, connections, warmup, duration, rate?, order?, requests: [{ method, path, headers, body }] }
 //   rate: requests per second for all connections together (a diagnostic: CPU per request at equal load)
 // Protocol on stdout, one JSON object per line:
 //   {"event":"ready"}                 warm-up done; waits for a line "go" on stdin
@@ -20,6 +20,11 @@ const autocannon = createRequire(path.join(root, '.bench', 'package.json'))('aut
 
 const job = JSON.parse(readFileSync(process.argv[2] ?? '', 'utf8'));
 
+// `order: "global"`: the connections share one walk through the requests (each request goes out once
+// before any goes out again), instead of each connection walking the list from its start.
+let next = 0;
+const shared = [{ setupRequest: (request) => ({ ...request, ...job.requests[next++ % job.requests.length] }) }];
+
 function run(seconds) {
   return autocannon({
     url: job.url,
@@ -27,7 +32,7 @@ function run(seconds) {
     pipelining: 1,
     duration: seconds,
     timeout: 10,
-    requests: job.requests,
+    requests: job.order === 'global' ? shared : job.requests,
     ...(job.rate ? { overallRate: job.rate } : {}),
   });
 }

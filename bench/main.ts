@@ -91,7 +91,7 @@ async function runWorkload(config: BenchConfig, tmp: string, workload: Workload,
       for (const [i, contender] of workload.contenders.entries()) {
         const server = servers.get(contender.server);
         if (!server) throw new Error(`no ${contender.server} server`);
-        const sample = await measure(config, server, contender.requests, contender.label);
+        const sample = await measure(config, server, contender.requests, contender.label, contender.order);
         samples[i]!.push(sample);
         log(
           `${workload.name} round ${round}/${config.rounds} ${contender.label}: ${fmt(sample.rps)} req/s, p99 ${sample.p99} ms, ${fmt(sample.cpuUs, 1)} µs/req${sample.problem ? ` INVALID: ${sample.problem}` : ''}`,
@@ -173,7 +173,7 @@ async function main(): Promise<void> {
     const names = workloads({ dir: '', size: 0, sampleIds: [], bytesPerEntity: 0 }, undefined).map((w) => w.name);
     if (names.some((name) => wanted(config, name))) {
       log(`generating ${fmt(config.entities)} entities`);
-      small = await generateDataset(path.join(tmp, 'small'), config.entities, true);
+      small = await generateDataset(path.join(tmp, 'small'), config.entities, true, true);
       const side = workloads(small, undefined)
         .filter((w) => wanted(config, w.name))
         .map((w) => ({ ...w, contenders: w.contenders.filter((c) => config.servers.length === 0 || config.servers.includes(c.server)) }));

@@ -39,10 +39,16 @@ interface LoadResult {
 }
 
 /**
+ * How the connections walk a contender's requests: each from the start of the list (autocannon's
+ * way), or all together through one walk, so that each request goes out once before any repeats.
+ */
+export type RequestOrder = 'per-connection' | 'global';
+
+/**
  * Runs warm-up and then the measured load against `server`. A run in which some answer was not 2xx
  * is returned with `problem` set (and reported as such), never quietly averaged in.
  */
-export async function measure(config: BenchConfig, server: Running, requests: readonly BenchRequest[], label: string): Promise<Sample> {
+export async function measure(config: BenchConfig, server: Running, requests: readonly BenchRequest[], label: string, order: RequestOrder = 'per-connection'): Promise<Sample> {
   const job = path.join(config.work, `job-${process.pid}.json`);
   await fs.writeFile(
     job,
@@ -52,6 +58,7 @@ export async function measure(config: BenchConfig, server: Running, requests: re
       warmup: config.warmup,
       duration: config.duration,
       rate: config.rate,
+      order,
       requests,
     }),
   );

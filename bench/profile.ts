@@ -83,9 +83,10 @@ async function main(): Promise<void> {
   const profiles = path.join(config.work, 'profiles');
   await fs.mkdir(profiles, { recursive: true });
   try {
-    const small = await generateDataset(path.join(tmp, 'small'), config.entities, false);
+    const small = await generateDataset(path.join(tmp, 'small'), config.entities, false, true);
     const workload = workloads(small, undefined).find((w) => w.name === name);
-    const contender = workload?.contenders.find((c) => c.server === 'halserve');
+    // BENCH_CONTENDER picks another of the workload's halserve columns (1: embed=category of `embed`).
+    const contender = workload?.contenders.filter((c) => c.server === 'halserve')[Number(process.env['BENCH_CONTENDER'] ?? 0)];
     if (!contender) throw new Error(`no workload ${name}`);
     const data = await copyDataset(small, path.join(tmp, 'halserve'));
     const before = new Set(await fs.readdir(profiles));
@@ -98,7 +99,7 @@ async function main(): Promise<void> {
       await fs.writeFile(file, JSON.stringify(await capture(halserve.port, contender.requests)));
       server = await startLimit(config.root, file, config.pin, profiling);
     }
-    const sample = await measure({ ...config, duration: seconds, warmup: 1 }, server, contender.requests, name);
+    const sample = await measure({ ...config, duration: seconds, warmup: 1 }, server, contender.requests, name, contender.order);
     await server.stop();
     if (server !== halserve) await halserve.stop();
     const file = (await fs.readdir(profiles)).find((f) => !before.has(f) && f.endsWith('.cpuprofile'));

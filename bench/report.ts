@@ -105,6 +105,24 @@ function targets(result: RunResult): Target[] {
       unit: '×',
     });
   }
+  // Issue 11: a page that embeds its links against the same page without, both halserve.
+  for (const [name, title] of [
+    ['embed', 'page of 200, embed=category (cached pages)'],
+    ['embed-uncached', 'page of 200, embed=category (every page built)'],
+  ] as const) {
+    const [plain, embedded] = w(name)?.contenders ?? [];
+    if (!plain || !embedded) continue;
+    const value = pairedRatio(pick(embedded, 'rps'), pick(plain, 'rps'));
+    out.push({
+      byCpu: pairedRatio(pick(plain, 'cpuUs'), pick(embedded, 'cpuUs')),
+      workload: title,
+      what: 'req/s, embed ÷ no embed',
+      target: '≥ 0.5×',
+      measured: value,
+      met: Number.isFinite(value) ? value >= 0.5 : undefined,
+      unit: '×',
+    });
+  }
   for (const [name, title] of [
     ['get-entity', 'GET entity'],
     ['page-20', 'GET page, limit 20'],

@@ -3,7 +3,8 @@
  * warm-up and data; only the URL shape differs where json-server spells pagination its own way.
  */
 import type { BenchRequest } from './capture.js';
-import { RESOURCE, postBody, type Dataset } from './dataset.js';
+import { LINKED, RESOURCE, postBody, type Dataset } from './dataset.js';
+import type { RequestOrder } from './measure.js';
 import type { ServerKind } from './servers.js';
 
 /** One column of a workload: a server and the requests sent to it. */
@@ -11,6 +12,8 @@ export interface Contender {
   readonly label: string;
   readonly server: ServerKind;
   readonly requests: readonly BenchRequest[];
+  /** Default: each connection walks the requests from the start. */
+  readonly order?: RequestOrder;
 }
 
 /** A workload: contenders measured in interleaved rounds. */
@@ -61,6 +64,45 @@ function trio(halserve: readonly BenchRequest[], jsonServer: readonly BenchReque
   return out;
 }
 
+/**
+ * Pages of 200 linked products (issue 11): spread over the collection, with or without
+ * `embed=category`. `distinct` spells each request's `limit` differently (every value from 200 up
+ * clamps to 200, so each answer is a page of 200), so that the page cache never answers.
+ */
+function productPages(data: Dataset, embed: boolean, distinct: number): BenchRequest[] {
+  const pages = Math.max(1, Math.ceil(data.size / 200));
+  const spread = (n: number): number => 1 + (n % pages);
+  const path = (page: number, limit: number): string => `/${LINKED.source}?page=${page}&limit=${limit}${embed ? `&embed=${LINKED.field}` : ''}`;
+  const count = distinct > 0 ? distinct : Math.min(20, pages);
+  return Array.from({ length: count }, (_, n) => ({ method: 'GET', path: path(spread(n * 7), distinct > 0 ? 200 + n : 200), headers: ACCEPT }));
+}
+
+/** A page of 200 products with `embed=category` against the same page without (issue 11: ≥ 0.5×). */
+function embedWorkloads(data: Dataset): Workload[] {
+  /** More distinct requests than a run sends at the embed's rate, so none repeats. */
+  const distinct = 20_000;
+  return [
+    {
+      name: 'embed',
+      title: 'A page of 200 products: embed=category against no embed (page cache answering, as for repeated pages)',
+      data: 'small',
+      contenders: [
+        { label: 'halserve, no embed', server: 'halserve', requests: productPages(data, false, 0) },
+        { label: 'halserve, embed=category', server: 'halserve', requests: productPages(data, true, 0) },
+      ],
+    },
+    {
+      name: 'embed-uncached',
+      title: 'A page of 200 products: embed=category against no embed, every page built (no request repeats, so the page cache never answers)',
+      data: 'small',
+      contenders: [
+        { label: 'halserve, no embed', server: 'halserve', requests: productPages(data, false, distinct), order: 'global' },
+        { label: 'halserve, embed=category', server: 'halserve', requests: productPages(data, true, distinct), order: 'global' },
+      ],
+    },
+  ];
+}
+
 /** Every workload, in the order they run. */
 export function workloads(small: Dataset, large: Dataset | undefined): Workload[] {
   const ids = small.sampleIds;
@@ -76,6 +118,7 @@ export function workloads(small: Dataset, large: Dataset | undefined): Workload[
     { name: 'post', title: 'POST an entity (durable, group commit)', data: 'small', contenders: trio([post], [post]) },
     { name: 'patch', title: 'PATCH an entity (merge patch, durable)', data: 'small', contenders: trio(patches, patches) },
     { name: 'mix', title: '90/10 read/write mix (GET entity / PATCH)', data: 'small', contenders: trio(mix, mix) },
+    ...embedWorkloads(small),
   ];
   if (large) {
     const last = Math.max(1, Math.ceil(large.size / 20));

@@ -7,6 +7,11 @@
 #   HALSERVE_SEED  0 to start with an empty data directory instead of the demo data
 set -eu
 
+# `halserve import|export` move data between a directory and PostgreSQL: no server, no seeding.
+case "${1:-}" in
+  import | export) exec node /app/dist/cli.js "$@" ;;
+esac
+
 data="${HALSERVE_DATA:-/data}"
 demo=/app/demo
 

@@ -5,7 +5,7 @@
  *   node scripts/make-demo-data.mjs [OUT_DIR]     (default: the repository's data/)
  *
  * Output: products.jsonl (300 entities), products.schema.json (every product satisfies it) and
- * categories.jsonl (13 entities), in the store's format (CONTRACT §8): one entity per line,
+ * categories.jsonl (13 entities, each with its slug as id; products link to them), in the store's format (CONTRACT §8): one entity per line,
  * `{"id","createdAt","updatedAt",...client fields}`, in creation order.
  *
  * Deterministic: a seeded PRNG and fixed dates, no clock, no dependencies, so running it again
@@ -215,7 +215,7 @@ const productSchema = {
     sku: { type: 'string', pattern: '^[A-Z]{3}-[0-9]{5}$', description: 'Category code and number, e.g. KIT-00042.' },
     name: { type: 'string', minLength: 2, maxLength: 120 },
     brand: { type: 'string', minLength: 1, maxLength: 60 },
-    category: { type: 'string', pattern: '^[a-z][a-z0-9-]*$', maxLength: 40, description: 'The slug of a category.' },
+    category: { type: 'string', pattern: '^[a-z][a-z0-9-]*$', maxLength: 40, description: 'The id (the slug) of a category.', 'x-link': 'categories' },
     price: { type: 'number', minimum: 0, maximum: 100000 },
     currency: { type: 'string', enum: ['EUR', 'GBP', 'USD'] },
     stock: { type: 'integer', minimum: 0 },
@@ -240,7 +240,10 @@ function makeCategories() {
   const step = (PRODUCTS_FROM - CATEGORIES_FROM) / categories.length / 2;
   return categories.map(({ slug, name, parent }, i) => {
     const createdAt = Math.round(CATEGORIES_FROM + i * step + int(0, 3600));
-    return { id: newId(), createdAt, updatedAt: createdAt + (chance(0.3) ? int(3600, 86400 * 30) : 0), slug, name, parent };
+    // A category's id is its slug, so that a product's `category` (a link, CONTRACT §4a) and
+    // `/categories/audio` read as words. The random id is still drawn, so products keep theirs.
+    newId();
+    return { id: slug, createdAt, updatedAt: createdAt + (chance(0.3) ? int(3600, 86400 * 30) : 0), slug, name, parent };
   });
 }
 

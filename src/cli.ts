@@ -8,6 +8,7 @@ import type { JsonSchema } from './representations/openapi.js';
 import { createHalServer, trackConnections } from './http/server.js';
 import { ConfigError, HELP, isLoopback, parseConfig, resourceNameProblem, type Config } from './config.js';
 import type { PathCheck } from './conventions/query.js';
+import { relationGraph, RelationError } from './conventions/relations.js';
 import { compileSchema, declaredPaths, SchemaError, type Validator } from './conventions/schema.js';
 import { discoverResources, openDataDir } from './store/log/data-dir.js';
 import { openPostgres } from './store/pg/open.js';
@@ -64,10 +65,28 @@ async function resourceNames(config: Config): Promise<string[]> {
   return names;
 }
 
+/** What is served: each resource's name, schema and open store. */
+interface Opened {
+  readonly names: string[];
+  readonly schemas: Map<string, LoadedSchema | undefined>;
+  readonly stores: { stores: Map<string, Store>; close(): Promise<void> };
+}
+
+/** Schema files of `names`, and the relations among them checked (contract §4a). */
+async function loadSchemas(config: Config, names: readonly string[]): Promise<Map<string, LoadedSchema | undefined>> {
+  const schemas = new Map<string, LoadedSchema | undefined>();
+  for (const name of names) schemas.set(name, await loadSchema(config.data, name));
+  // A link to a resource that is not served stops start-up.
+  relationGraph(names.map((name) => ({ name, schema: schemas.get(name)?.schema })));
+  return schemas;
+}
+
 /** The configured store's resources, open: files in `--data`, or PostgreSQL with `--store` (contract §8a). */
-async function openStores(config: Config, metrics: ServerMetrics): Promise<{ names: string[]; stores: { stores: Map<string, Store>; close(): Promise<void> } }> {
+async function openResources(config: Config, metrics: ServerMetrics): Promise<Opened> {
   if (config.store === undefined) {
     const names = await resourceNames(config);
+    // Checked before anything is opened.
+    const schemas = await loadSchemas(config, names);
     const dataDir = await openDataDir({
       observer: (name) => metrics.storeObserver(name),
       dir: config.data,
@@ -76,15 +95,21 @@ async function openStores(config: Config, metrics: ServerMetrics): Promise<{ nam
       repair: config.repair,
       warn,
     });
-    return { names, stores: dataDir };
+    return { names, schemas, stores: dataDir };
   }
   for (const name of config.resources) {
     const problem = resourceNameProblem(name);
     if (problem) throw new StartupError(problem);
   }
-  // The declared resources, and every resource the table holds a live row of.
+  // The declared resources, and every resource the table holds a live row of: known once open.
   const pg = await openPostgres({ url: config.store, resources: [...new Set(config.resources)], nameProblem: resourceNameProblem, warn });
-  return { names: [...pg.stores.keys()].sort(), stores: pg };
+  const names = [...pg.stores.keys()].sort();
+  try {
+    return { names, schemas: await loadSchemas(config, names), stores: pg };
+  } catch (error) {
+    await pg.close();
+    throw error;
+  }
 }
 
 /** Refuses to serve off loopback without tokens (contract §6), before anything is opened. */
@@ -103,14 +128,7 @@ async function main(): Promise<void> {
   }
   checkAuthentication(config);
   const metrics = new ServerMetrics();
-  const { names, stores } = await openStores(config, metrics);
-  const schemas = new Map<string, LoadedSchema | undefined>();
-  try {
-    for (const name of names) schemas.set(name, await loadSchema(config.data, name));
-  } catch (error) {
-    await stores.close();
-    throw error;
-  }
+  const { names, schemas, stores } = await openResources(config, metrics);
   let draining = false;
   const resources: ServedResource[] = names.map((name) => {
     const store = stores.stores.get(name);
@@ -189,8 +207,12 @@ async function main(): Promise<void> {
   process.on('SIGINT', () => shutdown('SIGINT'));
 }
 
-main().catch((error: unknown) => {
-  if (error instanceof ConfigError || error instanceof StartupError || error instanceof SchemaError || error instanceof StoreOpenError) {
+const [subcommand] = process.argv.slice(2);
+if (subcommand === 'import' || subcommand === 'export') {
+  // `halserve import|export`: moving a data set between the stores (transfer-cli.ts).
+  void import('./transfer-cli.js').then((cli) => cli.runTransferCli(subcommand, process.argv.slice(3), process.env));
+} else main().catch((error: unknown) => {
+  if (error instanceof ConfigError || error instanceof StartupError || error instanceof SchemaError || error instanceof RelationError || error instanceof StoreOpenError) {
     warn(error.message);
   } else {
     warn(`failed to start: ${(error as Error)?.stack ?? String(error)}`);

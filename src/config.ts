@@ -91,6 +91,8 @@ export const OPTIONS: readonly Option[] = [
 
 export const HELP = [
   'Usage: halserve [options]',
+  '       halserve import --from <data-dir> --to postgres://…   (halserve import --help)',
+  '       halserve export --from postgres://… --to <data-dir>   (halserve export --help)',
   '',
   'Serves every <name>.jsonl file of the data directory as a HAL+JSON collection.',
   '',

@@ -39,7 +39,12 @@ export { compareValues, fold, matches, matchesFilter, matchesSearch, parseCollec
 export type { CollectionQuery, Filter, FilterOperator, PathCheck, SortKey } from './conventions/query.js';
 export { createRouter, splitPath } from './http/router.js';
 export type { Match, Params, Router } from './http/router.js';
-export { compileSchema, declaredPaths, SchemaError } from './conventions/schema.js';
+export { compileSchema, declaredPaths, LINK_KEYWORD, SchemaError } from './conventions/schema.js';
+export { checkEmbed, embedOf, embedQuery, linkedIds, linkFields, linkTargets, relationGraph, RelationError, relationLinks, reverseHref } from './conventions/relations.js';
+export type { LinkField, LinkTarget, RelationGraph, ResourceRelations, ReverseLink } from './conventions/relations.js';
+export { DanglingLinkError, StillLinkedError } from './store/integrity.js';
+export type { LinkIntegrity, Referrers } from './store/integrity.js';
+export { localLinkIntegrity } from './store/local-integrity.js';
 export type { ValidationMessages, Validator } from './conventions/schema.js';
 export { createMemoryStore } from './store/memory-store.js';
 export { openDataDir } from './store/log/data-dir.js';

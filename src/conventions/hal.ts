@@ -50,16 +50,18 @@ export function collectionLinks(collectionPath: string, range: PageRange, carrie
 
 /**
  * An entity's HAL representation (seed 2.1) from its stored JSON text: the stored members, then
- * `_links.self`. Built by splicing text, so the entity is never parsed or serialised again.
+ * `_links` (`self`, then `links`: more `,"rel":…` members, contract §4a), then `embedded` (an
+ * `,"_embedded":{…}` member, or ''). Built by splicing text, so the entity is never parsed or
+ * serialised again.
  */
-export function entityJson(storedJson: string, selfHref: string): string {
-  const links = `"_links":{"self":{"href":${JSON.stringify(selfHref)}}}}`;
+export function entityJson(storedJson: string, selfHref: string, links = '', embedded = ''): string {
+  const tail = `"_links":{"self":{"href":${JSON.stringify(selfHref)}}${links}}${embedded}}`;
   // The usual case, text as JSON.stringify writes it: `{…}` with at least one member.
-  if (storedJson.endsWith('}') && !storedJson.endsWith('{}')) return `${storedJson.slice(0, -1)},${links}`;
+  if (storedJson.endsWith('}') && !storedJson.endsWith('{}')) return `${storedJson.slice(0, -1)},${tail}`;
   const close = storedJson.lastIndexOf('}');
   const body = storedJson.slice(0, close).trimEnd();
   const separator = body.endsWith('{') ? '' : ',';
-  return `${body}${separator}${links}`;
+  return `${body}${separator}${tail}`;
 }
 
 /** A collection page's HAL representation (seed 2.2) around already-serialised entities. */

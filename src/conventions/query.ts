@@ -39,7 +39,7 @@ export interface CollectionQuery {
   readonly sort: readonly SortKey[];
   /** Case-folded words of `q`, each of which must occur in some string of the entity. */
   readonly search: readonly string[];
-  /** Relations to embed (contract §4a). */
+  /** Relations to embed (contract §4a), once each, sorted. */
   readonly embed: readonly string[];
   /** What links carry after `page` and `limit`: `''` or `&…`, the same for every spelling of one query. */
   readonly carried: string;
@@ -101,10 +101,12 @@ export function parseCollectionQuery(params: URLSearchParams, declared?: PathChe
   const search = searchWords(qText);
   let carried = sortText === undefined ? '' : `&sort=${encodeQueryValue(sortText)}`;
   if (search.length > 0) carried += `&q=${encodeQueryValue(qText.trim())}`;
-  if (embed.length > 0) carried += `&embed=${encodeQueryValue(embed.join(','))}`;
+  // Rels are a set too: `embed=b,a` and `embed=a&embed=b` link alike.
+  const rels = [...new Set(embed)].sort();
+  if (rels.length > 0) carried += `&embed=${encodeQueryValue(rels.join(','))}`;
   carriedFilters.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
   for (const [key, value] of carriedFilters) carried += `&${encodeQueryValue(key)}=${encodeQueryValue(value)}`;
-  return { filters, sort, search, embed, carried };
+  return { filters, sort, search, embed: rels, carried };
 }
 
 /** `price[gte]` → price, gte; `status` → status, eq. */

@@ -67,7 +67,10 @@ const ANNOTATIONS: ReadonlyMap<string, 'string' | 'array' | 'any'> = new Map([
   ['examples', 'array'],
 ]);
 
-const SUPPORTED = ['type', 'enum', ...APPLIES_TO.keys(), ...ANNOTATIONS.keys()].join(', ');
+/** Contract §4a: a top-level string (or array of strings) property whose values are ids of another resource. */
+export const LINK_KEYWORD = 'x-link';
+
+const SUPPORTED = ['type', 'enum', ...APPLIES_TO.keys(), ...ANNOTATIONS.keys(), LINK_KEYWORD].join(', ');
 
 /** A compiled schema: every keyword resolved, every message made. Absent limits are ±Infinity. */
 interface Node {
@@ -185,6 +188,7 @@ function compile(schema: unknown, pointer: string, ctx: Context): Node {
   const rawItems = schema['items'];
   if (Array.isArray(rawItems)) fail(ctx, at(site, 'items'), 'items must be one schema (the array form, for tuples, is not supported)');
   const items = rawItems === undefined ? undefined : compile(rawItems, at(site, 'items'), ctx);
+  if (Object.hasOwn(schema, LINK_KEYWORD)) checkLink(site, types, items);
 
   ctx.ancestors.delete(schema);
   return {
@@ -219,7 +223,7 @@ function checkKeywords(site: Site): void {
   for (const [key, value] of Object.entries(site.schema)) {
     const kind = ANNOTATIONS.get(key);
     if (kind === undefined) {
-      if (key !== 'type' && key !== 'enum' && !APPLIES_TO.has(key)) {
+      if (key !== 'type' && key !== 'enum' && key !== LINK_KEYWORD && !APPLIES_TO.has(key)) {
         fail(site.ctx, at(site, key), `unknown keyword "${key}" (supported: ${SUPPORTED})`);
       }
     } else if (kind === 'string' && typeof value !== 'string') {
@@ -228,6 +232,22 @@ function checkKeywords(site: Site): void {
       fail(site.ctx, at(site, key), `${key} must be an array, got ${show(value)}`);
     }
   }
+}
+
+/**
+ * `x-link` (contract §4a) names the resource whose ids the property holds. It is refused where no
+ * link could be made of it: anywhere but a property of the root (a rel is a top-level field's
+ * name), or on a property that may hold something other than a string or an array of strings.
+ * Whether the resource exists is checked once every schema is read (`relationGraph`).
+ */
+function checkLink(site: Site, types: number, items: Node | undefined): void {
+  const where = at(site, LINK_KEYWORD);
+  const target = site.schema[LINK_KEYWORD];
+  if (typeof target !== 'string' || target === '') fail(site.ctx, where, `${LINK_KEYWORD} must name a resource, got ${show(target)}`);
+  if (!/^\/properties\/[^/]+$/.test(site.pointer)) fail(site.ctx, where, `${LINK_KEYWORD} may only annotate a property of the root schema`);
+  const kind = types & ~NULL;
+  const strings = kind === STRING || (kind === ARRAY && items !== undefined && (items.types & ~NULL) === STRING);
+  if (!strings) fail(site.ctx, where, `${LINK_KEYWORD} needs type "string", or type "array" with items of type "string"`);
 }
 
 function readType(site: Site): { types: number; typeNames: string[] } {

@@ -19,6 +19,11 @@ import { jsonReply, type Reply } from './reply.js';
 import { accepted, normaliseBasePath, originForm, repeatsHost, routeSegments } from './request.js';
 import { addResourceRoutes, resourceOf } from './resource-routes.js';
 import { Resource, type ResourceOptions } from './resource.js';
+import { Related } from './related.js';
+import { relationGraph, type RelationGraph } from '../conventions/relations.js';
+import type { LinkIntegrity } from '../store/integrity.js';
+import { localLinkIntegrity } from '../store/local-integrity.js';
+import type { Store } from '../store/store.js';
 import { createRouter } from './router.js';
 
 export type { ResourceOptions } from './resource.js';
@@ -64,6 +69,11 @@ export interface HandlerOptions {
   readonly now?: () => number;
   /** New entity ids (tests pin them). */
   readonly newId?: () => string;
+  /**
+   * What keeps links from dangling (contract §4a). Default: the in-process guard over these
+   * stores; a store shared by several processes supplies one that decides inside its transactions.
+   */
+  readonly linkIntegrity?: (graph: RelationGraph, stores: ReadonlyMap<string, Store>) => LinkIntegrity;
 }
 
 /** A `node:http` request listener. */
@@ -82,6 +92,14 @@ export function createHandler(options: HandlerOptions): Handler {
   const maxBody = bodyLimits(options);
   const resources = new Map(options.resources.map((r) => [r.name, new Resource(withEntityLimits(r, maxBody), basePath, options.queryBudgetMs)]));
   for (const [name, resource] of resources) metrics.track(name, () => resource.store.size);
+  // Contract §4a: the schemas' `x-link`s; a link to a resource not served is refused here.
+  const graph = relationGraph(options.resources);
+  const stores = new Map([...resources].map(([name, r]) => [name, r.store]));
+  const integrity = (options.linkIntegrity ?? localLinkIntegrity)(graph, stores);
+  for (const [name, resource] of resources) {
+    const relations = graph.get(name);
+    if (relations !== undefined && relations.forward.length + relations.reverse.length > 0) resource.relate(new Related(relations, basePath, resources), integrity);
+  }
   const names = [...resources.keys()];
   const cors = createCors(options.corsOrigin);
   const limiter = options.rateLimit === undefined ? undefined : new RateLimiter({ rate: options.rateLimit, ...(options.rateLimitBurst === undefined ? {} : { burst: options.rateLimitBurst }) });

@@ -2,13 +2,15 @@ import type { IncomingMessage } from 'node:http';
 import { checkIfMatch, notModified, versionTags } from '../conventions/conditional.js';
 import { notFound } from '../conventions/problem.js';
 import type { ServerMetrics, QueryKind } from '../metrics/server-metrics.js';
-import type { StoredEntity } from '../store/store.js';
+import { embedOf } from '../conventions/relations.js';
+import type { MaybePromise, StoredEntity } from '../store/store.js';
 import type { BodyLimits } from './body.js';
 import type { RouteHandler } from './context.js';
 import { HAL_JSON, JSON_TYPE, MERGE_PATCH_JSON } from './negotiation.js';
 import { jsonReply, type Reply } from './reply.js';
 import { accepted, readJsonBody } from './request.js';
-import type { Page, Resource, WriteConditions } from './resource.js';
+import { then } from './related.js';
+import type { EmbeddedRepresentation, Page, Resource, WriteConditions } from './resource.js';
 import type { Params, Router } from './router.js';
 
 /** Contract §5: PUT and POST take JSON; PATCH also takes a merge patch (RFC 7396). */
@@ -85,11 +87,15 @@ export function addResourceRoutes(router: Router<RouteHandler>, options: Resourc
     return entityReply(201, mediaType, resource, entity, { location: resource.href(entity.id) });
   });
 
-  router.add('GET', '/:name/:id', ({ req, params }) => {
+  router.add('GET', '/:name/:id', ({ req, params, query }) => {
     const mediaType = accepted(req);
     const resource = of(params);
-    const entity = resource.entity(params['id'] ?? '');
-    return entity instanceof Promise ? entity.then((e) => entityRead(req, mediaType, resource, e)) : entityRead(req, mediaType, resource, entity);
+    // Contract §4a: `embed` is the one query parameter an entity takes.
+    const embed = embedOf(query);
+    resource.checkEmbed(embed);
+    const read = (entity: StoredEntity): MaybePromise<Reply> =>
+      embed.length === 0 ? entityRead(req, mediaType, resource, entity) : then(resource.embeddedRepresentation(entity, embed, mediaType), (shown) => embeddedRead(req, mediaType, entity, shown));
+    return then(resource.entity(params['id'] ?? ''), read);
   });
 
   router.add('PUT', '/:name/:id', async ({ req, res, params }) => {
@@ -143,6 +149,18 @@ function entityRead(req: IncomingMessage, mediaType: string, resource: Resource,
   const etag = resource.etag(version, mediaType);
   if (notModified(req.headers['if-none-match'], etag)) return { status: 304, headers: { etag, vary: 'Accept' } };
   return jsonReply(200, mediaType, body, { etag });
+}
+
+/**
+ * GET of an entity with embeds: its tag names every state it shows, so a 304 never hides a
+ * changed embedded entity; `If-Match` also takes the entity's own tags.
+ */
+function embeddedRead(req: IncomingMessage, mediaType: string, entity: StoredEntity, { body, tag }: EmbeddedRepresentation): Reply {
+  const ifMatch = req.headers['if-match'];
+  if (ifMatch !== undefined) checkIfMatch(ifMatch, [...versionTags(entity.version, HAL_JSON), ...(tag === undefined ? [] : [tag])]);
+  if (tag === undefined) return jsonReply(200, mediaType, body);
+  if (notModified(req.headers['if-none-match'], tag)) return { status: 304, headers: { etag: tag, vary: 'Accept' } };
+  return jsonReply(200, mediaType, body, { etag: tag });
 }
 
 /** An entity with its tag; `extra` adds headers such as `Location`. */

@@ -2,11 +2,14 @@ import { checkIfMatch, checkIfNoneMatch, entityTag, versionTags } from '../conve
 import { clientFields, createdRecord, mergePatch, replacedRecord, type ClientFields } from '../conventions/entity.js';
 import { collectionJson, collectionLinks, entityHref, entityJson, linkHeader } from '../conventions/hal.js';
 import { pageRange, parsePageRequest, type PageRequest } from '../conventions/pagination.js';
-import { badRequest, HttpProblem, notFound, validationFailed } from '../conventions/problem.js';
+import { HttpProblem, notFound, validationFailed } from '../conventions/problem.js';
 import { parseCollectionQuery, type CollectionQuery, type PathCheck } from '../conventions/query.js';
+import { checkEmbed, embedQuery } from '../conventions/relations.js';
 import type { Validator } from '../conventions/schema.js';
+import { StillLinkedError, type LinkIntegrity } from '../store/integrity.js';
 import { QueryTimeoutError, StoreConflictError, type MaybePromise, type QueryResult, type Store, type StoredEntity } from '../store/store.js';
 import { HAL_JSON } from './negotiation.js';
+import { all, then, type Related } from './related.js';
 
 /** One resource served by the handler. */
 export interface ResourceOptions {
@@ -27,12 +30,22 @@ export interface Page {
   readonly link: string;
   /** Same for every request of the same page while the collection does not change; none when the page spans writes. */
   readonly etag: string | undefined;
+  /** The revisions of the other stores an embedding page shows ('' for none): a kept page is good while they hold. */
+  readonly depends: string;
+  /** The rels it embeds. */
+  readonly embed: readonly string[];
 }
 
 /** What is sent for one version of an entity. */
 export interface Representation {
   readonly body: Buffer;
   readonly version: string;
+}
+
+/** An entity with embedded relations: its tag names its version and every state it shows, or none when writes landed while it was made. */
+export interface EmbeddedRepresentation {
+  readonly body: Buffer;
+  readonly tag: string | undefined;
 }
 
 /** A kept representation, and the entity object it was made from. */
@@ -78,6 +91,9 @@ export class Resource {
    */
   readonly #entities = new Map<string, CachedRepresentation>();
   #entitiesBytes = 0;
+  /** Links to and from other resources (contract §4a), set by `relate` once every resource exists. */
+  #related: Related | undefined;
+  #integrity: LinkIntegrity | undefined;
 
   constructor(options: ResourceOptions, basePath: string, budgetMs = DEFAULT_QUERY_BUDGET_MS) {
     this.name = options.name;
@@ -88,13 +104,44 @@ export class Resource {
     this.#budgetMs = budgetMs;
   }
 
+  /** The collection's path, under the base path. */
+  get path(): string {
+    return this.#path;
+  }
+
+  /** Wires the resource's relations and the guard of its links; until then it has none. */
+  relate(related: Related, integrity: LinkIntegrity): void {
+    this.#related = related;
+    this.#integrity = integrity;
+  }
+
   href(id: string): string {
     return entityHref(this.#path, id);
   }
 
-  /** The entity's HAL text, spliced from its stored text. */
-  json(entity: StoredEntity): string {
-    return entityJson(entity.json, this.href(entity.id));
+  /**
+   * The entity's HAL text, spliced from its stored text: its links, then `embedded` (the
+   * `_embedded` member, or ''). Shown with embeds, its self link names that representation:
+   * `selfQuery` is `?embed=…` (`embedQuery`).
+   */
+  json(entity: StoredEntity, embedded = '', selfQuery = ''): string {
+    return entityJson(entity.json, this.href(entity.id) + selfQuery, this.#related?.links(entity) ?? '', embedded);
+  }
+
+  /** Refuses an `embed` that names a rel the entities do not carry (contract §4a). */
+  checkEmbed(rels: readonly string[]): void {
+    if (rels.length > 0) checkEmbed(rels, this.#related?.names ?? new Set());
+  }
+
+  /** The entity with `rels` embedded (already checked), tagged over its version and the stores the rels read. */
+  embeddedRepresentation(entity: StoredEntity, rels: readonly string[], mediaType: string): MaybePromise<EmbeddedRepresentation> {
+    const related = this.#related as Related;
+    const before = related.revisions(rels);
+    return then(related.embedded(entity, rels, new Map()), (embedded) => {
+      const body = Buffer.from(this.json(entity, embedded, embedQuery(rels, '?')));
+      const tag = related.revisions(rels) === before ? entityTag(`${entity.version}~${before}`, mediaType, HAL_JSON) : undefined;
+      return { body, tag };
+    });
   }
 
   /** The entity's HAL bytes and version, made once while the entity is among the recently served. */
@@ -152,42 +199,66 @@ export class Resource {
   // ---- writes (contract §4): each checks its body and conditions against the latest state ----
 
   /** POST: a new entity with a fresh id; 96 random bits make a collision all but impossible, but never fatal. */
-  async create(body: ClientFields, now: number, newId: () => string): Promise<StoredEntity> {
+  create(body: ClientFields, now: number, newId: () => string): Promise<StoredEntity> {
     const fields = clientFields(body);
     this.#check(fields);
-    for (let attempt = 1; ; attempt++) {
-      try {
-        return await this.store.create(createdRecord(newId(), now, fields));
-      } catch (error) {
-        if (!(error instanceof StoreConflictError) || attempt >= 3) throw error;
+    return this.#linking(fields, async () => {
+      for (let attempt = 1; ; attempt++) {
+        try {
+          return await this.store.create(createdRecord(newId(), now, fields));
+        } catch (error) {
+          if (!(error instanceof StoreConflictError) || attempt >= 3) throw error;
+        }
       }
-    }
+    });
   }
 
   /** PUT: the client fields replaced. */
   replace(id: string, body: ClientFields, now: number, conditions: WriteConditions): Promise<StoredEntity> {
     const fields = clientFields(body);
     this.#check(fields);
-    return this.#change(id, conditions, (current) => replacedRecord(current.record, now, fields));
+    return this.#linking(fields, () => this.#change(id, conditions, (current) => replacedRecord(current.record, now, fields)));
   }
 
   /** PATCH: a JSON Merge Patch (RFC 7396) of the client fields, validated as merged. */
-  patch(id: string, body: ClientFields, now: number, conditions: WriteConditions): Promise<StoredEntity> {
+  async patch(id: string, body: ClientFields, now: number, conditions: WriteConditions): Promise<StoredEntity> {
     const patch = clientFields(body);
-    return this.#change(id, conditions, (current) => {
-      // A store may parse the record on every access: once is enough.
-      const record = current.record;
-      const merged = mergePatch(clientFields(record), patch) as ClientFields;
-      this.#check(merged);
-      return replacedRecord(record, now, merged);
-    });
+    // A link the patch sets is checked against its target; one it leaves alone is stored already.
+    // A missing entity is a 404 before any of its links is looked at.
+    if ((this.#related?.targets(patch).length ?? 0) > 0) await this.entity(id);
+    return this.#linking(patch, () =>
+      this.#change(id, conditions, (current) => {
+        // A store may parse the record on every access: once is enough.
+        const record = current.record;
+        const merged = mergePatch(clientFields(record), patch) as ClientFields;
+        this.#check(merged);
+        return replacedRecord(record, now, merged);
+      }),
+    );
   }
 
-  /** DELETE. */
+  /** DELETE; an entity something links to stays (409), checked in the same order as the links' writes (contract §4a). */
   async remove(id: string, conditions: WriteConditions): Promise<void> {
-    const deleted = await this.store.delete(id, (current) => checkConditions(current, conditions));
+    const remove = (): Promise<boolean> => this.store.delete(id, (current) => checkConditions(current, conditions));
+    let deleted: boolean;
+    if (this.#related?.linkedTo === true && this.#integrity !== undefined) {
+      // 404 and 412 come before 409, as for an entity nothing links to; the delete checks them again in its write order.
+      checkConditions(await this.entity(id), conditions);
+      try {
+        deleted = await this.#integrity.removing(this.name, id, remove);
+      } catch (error) {
+        throw error instanceof StillLinkedError ? this.#related.stillLinked(this.name, error) : this.#timeout(error);
+      }
+    } else {
+      deleted = await remove();
+    }
     this.#forget(id);
     if (!deleted) this.#missing(id);
+  }
+
+  /** Runs a write under the link guard when its fields set links (contract §4a). */
+  #linking(fields: ClientFields, write: () => Promise<StoredEntity>): Promise<StoredEntity> {
+    return this.#related === undefined || this.#integrity === undefined ? write() : this.#related.linking(this.#integrity, fields, write);
   }
 
   /**
@@ -218,12 +289,13 @@ export class Resource {
     }
     const key = `${mediaType} ${query}`;
     const cached = this.#pages.get(key);
-    if (cached !== undefined) return cached;
+    // A page that embeds shows other stores too: kept while their revisions hold as well.
+    if (cached !== undefined && (cached.depends === '' || cached.depends === this.#revisions(cached.embed))) return cached;
     const params = new URLSearchParams(query);
     const request = parsePageRequest(params.get('page') ?? undefined, params.get('limit') ?? undefined);
     const collection = parseCollectionQuery(params, this.#declared);
-    // No relations are declared yet (contract §4a): every rel is unknown.
-    if (collection.embed.length > 0) throw badRequest(`Query parameter embed names an unknown relation: ${collection.embed[0]}`);
+    this.checkEmbed(collection.embed);
+    const depends = this.#revisions(collection.embed);
     const offset = Math.max(0, (request.page - 1) * request.limit);
     const started = performance.now();
     let result: MaybePromise<QueryResult>;
@@ -232,12 +304,17 @@ export class Resource {
     } catch (error) {
       throw this.#timeout(error);
     }
-    const finish = (answer: QueryResult): Page => {
-      const page = this.#build(answer, collection, request, mediaType);
-      if (page.etag !== undefined && answer.revision === this.#pagesRevision) this.#keep(key, page);
-      return page;
-    };
+    const finish = (answer: QueryResult): MaybePromise<Page> =>
+      then(this.#build(answer, collection, request, mediaType, depends), (page) => {
+        if (page.etag !== undefined && answer.revision === this.#pagesRevision) this.#keep(key, page);
+        return page;
+      });
     return result instanceof Promise ? result.then(finish, (error: unknown) => Promise.reject(this.#timeout(error))) : finish(result);
+  }
+
+  /** The revisions of the stores that `embed` reads ('' for none). */
+  #revisions(rels: readonly string[]): string {
+    return rels.length === 0 || this.#related === undefined ? '' : this.#related.revisions(rels);
   }
 
   #timeout(error: unknown): unknown {
@@ -254,6 +331,9 @@ export class Resource {
   #keep(key: string, page: Page): void {
     const bytes = page.body.length + key.length;
     if (bytes > PAGE_CACHE_MAX_PAGE_BYTES) return;
+    // An embedding page built again replaces the one its related stores have moved past.
+    const old = this.#pages.get(key);
+    if (old !== undefined) this.#pagesBytes -= old.body.length + key.length;
     if (this.#pagesBytes + bytes > PAGE_CACHE_BYTES) this.#emptyPages();
     this.#pages.set(key, page);
     this.#pagesBytes += bytes;
@@ -264,13 +344,24 @@ export class Resource {
     this.#pagesBytes = 0;
   }
 
-  #build(result: QueryResult, collection: CollectionQuery, request: PageRequest, mediaType: string): Page {
+  #build(result: QueryResult, collection: CollectionQuery, request: PageRequest, mediaType: string, depends: string): MaybePromise<Page> {
     const range = pageRange(result.total, request);
     const links = collectionLinks(this.#path, range, collection.carried);
-    const body = Buffer.from(collectionJson(this.name, range, links, result.entities.map((e) => this.json(e))));
-    // The URL fixes the page and its query; the revision fixes the collection's state.
-    const etag = result.revision === undefined ? undefined : entityTag(`c.${result.revision}`, mediaType, HAL_JSON);
-    return { body, link: linkHeader(links), etag };
+    const rels = collection.embed;
+    const memo = new Map<string, string | undefined>();
+    const related = this.#related;
+    const selfQuery = embedQuery(rels, '?');
+    const entities =
+      rels.length === 0 || related === undefined
+        ? result.entities.map((e) => this.json(e))
+        : all(result.entities.map((e) => then(related.embedded(e, rels, memo), (embedded) => this.json(e, embedded, selfQuery))));
+    return then(entities, (list) => {
+      const body = Buffer.from(collectionJson(this.name, range, links, list));
+      // The URL fixes the page and its query; the revisions fix the state of every store it shows.
+      const stable = result.revision !== undefined && this.#revisions(rels) === depends;
+      const etag = stable ? entityTag(`c.${result.revision}${depends === '' ? '' : `~${depends}`}`, mediaType, HAL_JSON) : undefined;
+      return { body, link: linkHeader(links), etag, depends, embed: rels };
+    });
   }
 }
 

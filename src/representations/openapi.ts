@@ -1,5 +1,6 @@
 import { DEFAULT_LIMIT, MAX_LIMIT } from '../conventions/pagination.js';
 import { PROBLEM_MEDIA_TYPE, PROBLEM_TYPE, problemDocument } from '../conventions/problem.js';
+import { relationGraph, type RelationGraph, type ResourceRelations } from '../conventions/relations.js';
 
 /**
  * The OpenAPI 3.1 document of a running service (contract §4b), built once at start-up from its
@@ -160,7 +161,7 @@ function fieldsSchema(schema: JsonSchema | undefined): Json {
  * `products.list`): names are unique and hold no dot, so no two resources, and no fixed component,
  * can share a name.
  */
-function resourceSchemas(resource: OpenApiResource): Json {
+function resourceSchemas(resource: OpenApiResource, relations: ResourceRelations): Json {
   const t = resource.name;
   const fields = fieldsSchema(resource.schema);
   const properties = (fields['properties'] ?? {}) as Json;
@@ -175,8 +176,8 @@ function resourceSchemas(resource: OpenApiResource): Json {
       createdAt: { type: 'integer', description: 'Unix seconds.' },
       updatedAt: { type: 'integer', description: 'Unix seconds.' },
       ...properties,
-      _links: { type: 'object', required: ['self'], properties: { self: ref('schemas', 'Link') }, additionalProperties: ref('schemas', 'LinkOrLinks') },
-      _embedded: { type: 'object' },
+      _links: { type: 'object', required: ['self'], properties: { self: ref('schemas', 'Link'), ...relationLinkSchemas(relations) }, additionalProperties: ref('schemas', 'LinkOrLinks') },
+      _embedded: { type: 'object', description: 'With `embed`: the related entities, by rel (contract §4a).', properties: embeddedSchemas(relations) },
     },
   };
   const page: Json = {
@@ -204,6 +205,44 @@ function resourceSchemas(resource: OpenApiResource): Json {
   return { [`${t}.Fields`]: fields, [`${t}.Entity`]: entity, [`${t}.Page`]: page };
 }
 
+/** Contract §4a: each forward link (a link, or an array of them for an array field) and each reverse link. */
+function relationLinkSchemas({ forward, reverse }: ResourceRelations): Json {
+  const out: Json = {};
+  for (const { field, target, many } of forward) {
+    const description = `The ${target} entit${many ? 'ies' : 'y'} whose id${many ? 's' : ''} \`${field}\` holds (\`/${target}/<id>\`).`;
+    out[field] = many ? { type: 'array', items: ref('schemas', 'Link'), description } : { ...ref('schemas', 'Link'), description };
+  }
+  for (const { rel, source, field } of reverse) {
+    out[rel] = { ...ref('schemas', 'Link'), description: `The ${source} that link here through \`${field}\`: \`/${source}?${field}=<id>\`, a filtered collection.` };
+  }
+  return out;
+}
+
+/** What `embed=<rel>` puts in `_embedded`: the linked entity (null if it is gone), their array, or the first page of a reverse rel. */
+function embeddedSchemas({ forward, reverse }: ResourceRelations): Json {
+  const out: Json = {};
+  for (const { field, target, many } of forward) {
+    out[field] = many ? { type: 'array', items: ref('schemas', `${target}.Entity`) } : { oneOf: [ref('schemas', `${target}.Entity`), { type: 'null' }] };
+  }
+  for (const { rel, source } of reverse) out[rel] = ref('schemas', `${source}.Page`);
+  return out;
+}
+
+/** The `embed` parameter of a resource whose entities carry links; none for one without. */
+function embedParameters({ forward, reverse }: ResourceRelations): Json[] {
+  const rels = [...forward.map((l) => l.field), ...reverse.map((l) => l.rel)];
+  if (rels.length === 0) return [];
+  return [
+    {
+      name: 'embed',
+      in: 'query',
+      description: `Comma-separated rels whose entities are put in \`_embedded\` of each entity (contract §4a): ${rels.map((r) => `\`${r}\``).join(', ')}. A reverse rel embeds its first page. Another rel is a 400.`,
+      schema: { type: 'string' },
+      example: rels.join(','),
+    },
+  ];
+}
+
 const halContent = (schema: Json, example?: unknown): Json => {
   const media = example === undefined ? { schema } : { schema, example };
   return { [HAL_JSON]: media, [JSON_TYPE]: media };
@@ -211,8 +250,9 @@ const halContent = (schema: Json, example?: unknown): Json => {
 
 const ETAG_HEADER: Json = { description: 'Strong tag of this representation (contract §5).', schema: { type: 'string' } };
 
-function resourcePaths(resource: OpenApiResource): Json {
+function resourcePaths(resource: OpenApiResource, relations: ResourceRelations): Json {
   const t = resource.name;
+  const embed = embedParameters(relations);
   const tags = [resource.name];
   const entityResponse = (status: string, description: string, extra: Json = {}): Json => ({
     [status]: { description, headers: { ETag: ETAG_HEADER, ...RATE_HEADERS, ...extra }, content: halContent(ref('schemas', `${t}.Entity`)) },
@@ -229,7 +269,7 @@ function resourcePaths(resource: OpenApiResource): Json {
       operationId: `${t}.list`,
       summary: `A page of ${resource.name}, filtered, sorted, searched`,
       tags,
-      parameters: [ref('parameters', 'page'), ref('parameters', 'limit'), ref('parameters', 'sort'), ref('parameters', 'q'), ...filterParameters(resource), ifNoneMatch, ifMatch],
+      parameters: [ref('parameters', 'page'), ref('parameters', 'limit'), ref('parameters', 'sort'), ref('parameters', 'q'), ...embed, ...filterParameters(resource), ifNoneMatch, ifMatch],
       responses: {
         '200': {
           description: 'The page, with the same links in a `Link` header (RFC 8288).',
@@ -257,7 +297,7 @@ function resourcePaths(resource: OpenApiResource): Json {
       operationId: `${t}.get`,
       summary: `One ${resource.name} entity`,
       tags,
-      parameters: [ifNoneMatch, ifMatch],
+      parameters: [...embed, ifNoneMatch, ifMatch],
       responses: {
         ...entityResponse('200', 'The entity.'),
         '304': { description: 'The client\'s copy (If-None-Match) is current.' },
@@ -372,7 +412,7 @@ function servicePaths(names: readonly string[], authenticated: boolean): Json {
   };
 }
 
-function components(resources: readonly OpenApiResource[]): Json {
+function components(resources: readonly OpenApiResource[], graph: RelationGraph): Json {
   return {
     securitySchemes: {
       bearer: {
@@ -418,9 +458,18 @@ function components(resources: readonly OpenApiResource[]): Json {
           },
           pages: { type: 'integer', description: 'On 409: the number of pages.' },
           page: { type: 'integer', description: 'On 409: the page asked for.' },
+          referencedBy: {
+            description: 'On 409 for a delete: how many entities still link to the entity, and where they are (contract §4a).',
+            type: 'object',
+            required: ['count', 'links'],
+            properties: {
+              count: { type: 'integer', minimum: 1 },
+              links: { type: 'array', items: { type: 'object', required: ['rel', 'count', 'href'], properties: { rel: { type: 'string' }, count: { type: 'integer' }, href: { type: 'string' } } } },
+            },
+          },
         },
       },
-      ...Object.assign({}, ...resources.map(resourceSchemas)),
+      ...Object.assign({}, ...resources.map((r) => resourceSchemas(r, relationsOf(graph, r.name)))),
     },
     responses: Object.fromEntries(Object.keys(PROBLEMS).map((status) => [`Problem${status}`, problemResponse(status)])),
   };
@@ -459,12 +508,15 @@ function addHeadAndOptions(item: Json): void {
   };
 }
 
+const relationsOf = (graph: RelationGraph, name: string): ResourceRelations => graph.get(name) ?? { forward: [], reverse: [] };
+
 /** The OpenAPI 3.1 document: every route both unprefixed and under `/v1` (seed 9). */
 export function openApiDocument(options: OpenApiOptions): Json {
   const { resources, basePath, authenticated } = options;
+  const graph = relationGraph(resources);
   const paths: Json = {
     ...servicePaths(resources.map((r) => r.name), authenticated),
-    ...Object.assign({}, ...resources.map(resourcePaths)),
+    ...Object.assign({}, ...resources.map((r) => resourcePaths(r, relationsOf(graph, r.name)))),
   };
   for (const item of Object.values(paths) as Json[]) addHeadAndOptions(item);
   // The same operations under /v1, by reference (a Path Item may be a $ref in OpenAPI 3.1).
@@ -486,6 +538,6 @@ export function openApiDocument(options: OpenApiOptions): Json {
       ...resources.map((r) => ({ name: r.name, description: `The ${r.name} collection` })),
     ],
     paths,
-    components: components(resources),
+    components: components(resources, graph),
   };
 }

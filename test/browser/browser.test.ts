@@ -22,6 +22,7 @@ const TOKEN = 'browser-test-token';
 
 const dataFile = (name: string): string => readFileSync(new URL(`../../data/${name}`, import.meta.url), 'utf8');
 const products = dataFile('products.jsonl').split('\n').filter((l) => l.trim() !== '').map((l) => JSON.parse(l) as EntityRecord);
+const categories = dataFile('categories.jsonl').split('\n').filter((l) => l.trim() !== '').map((l) => JSON.parse(l) as EntityRecord);
 const schema = JSON.parse(dataFile('products.schema.json')) as Record<string, unknown>;
 
 describe('HAL browser in Chromium (contract §4b)', { timeout: 120_000 }, () => {
@@ -34,7 +35,7 @@ describe('HAL browser in Chromium (contract §4b)', { timeout: 120_000 }, () => 
     const s = await startServer({
       resources: [
         { name: 'products', store, validate: compileSchema(schema, 'products.schema.json'), schema },
-        { name: 'categories', store: createMemoryStore() },
+        { name: 'categories', store: createMemoryStore(categories) },
       ],
       tokens: [TOKEN],
     });
@@ -127,6 +128,28 @@ describe('HAL browser in Chromium (contract §4b)', { timeout: 120_000 }, () => 
     await page.locator('.field[data-field="sku"] .error', { hasText: 'is required' }).waitFor();
     assert.ok((await page.locator('.field.invalid').count()) >= 5);
     await shot('8-create-validation');
+
+    // 9. Relations (contract §4a): from a product to its category through the link in the table,
+    // then through the category's reverse link to every product of it.
+    await page.goto(`${s.url}/products?limit=5`);
+    const relation = page.locator('table.entities tbody tr a.relation[rel="category"]').first();
+    const slug = (await relation.textContent()) ?? '';
+    await relation.click();
+    await page.waitForURL(`${s.url}/categories/${slug}`);
+    await page.locator('main h1', { hasText: `categories ${slug}` }).waitFor();
+    await shot('9-category');
+    await page.click('main ul.links a[rel="products"]');
+    await page.waitForURL(`${s.url}/products?category=${slug}`);
+    const inCategory = products.filter((p) => p['category'] === slug).length;
+    await page.locator('p.summary', { hasText: `${inCategory} in all` }).waitFor();
+    assert.equal(await page.locator('table.entities tbody tr a.relation', { hasText: slug }).count(), Math.min(20, inCategory));
+    // An entity shown with embed lists what it embeds, each a link.
+    await page.goto(`${s.url}/categories/${slug}?embed=products`);
+    await page.locator('main h2', { hasText: 'Embedded' }).waitFor();
+    await page.click('main ul.links a[rel="products"][href^="/products?page=1"]');
+    await page.waitForURL(`${s.url}/products?page=1&limit=20&category=${slug}`);
+    await page.locator('p.summary', { hasText: `${inCategory} in all` }).waitFor();
+    await shot('10-reverse');
 
     assert.deepEqual(errors, []);
     t.diagnostic(`screenshots in ${shots}`);

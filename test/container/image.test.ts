@@ -6,12 +6,12 @@
  */
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { appendFile, readFile, readdir } from 'node:fs/promises';
 import http from 'node:http';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { LOCK_FILE } from '../../src/store/log/dir-lock.js';
+import { isObject, podman, podmanOk, requiredEnv, type JsonObject } from './podman.js';
 
 const image = requiredEnv('HALSERVE_TEST_IMAGE');
 const repo = requiredEnv('HALSERVE_TEST_REPO');
@@ -35,49 +35,6 @@ const STOP_LIMIT_S = 3;
 const HOLD_MS = 500;
 /** Fields the server manages (CONTRACT §2): not part of what a client sends or gets back as sent. */
 const SERVER_FIELDS = new Set(['id', 'createdAt', 'updatedAt', '_links', '_embedded']);
-
-interface Result {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
-type JsonObject = { [key: string]: Json };
-
-function requiredEnv(name: string): string {
-  const value = process.env[name];
-  if (value === undefined || value === '') {
-    throw new Error(`${name} is not set: run this through test/container/run.sh`);
-  }
-  return value;
-}
-
-function isObject(value: unknown): value is JsonObject {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-/** Runs podman and resolves with its exit code and output; never rejects on a non-zero exit. */
-function podman(args: readonly string[], timeoutMs = 60_000): Promise<Result> {
-  return new Promise((resolve, reject) => {
-    const child = spawn('podman', args, { stdio: ['ignore', 'pipe', 'pipe'], timeout: timeoutMs });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
-    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
-}
-
-/** Runs podman and resolves with its stdout; rejects, with its stderr, on a non-zero exit. */
-async function podmanOk(args: readonly string[]): Promise<string> {
-  const result = await podman(args);
-  if (result.code !== 0) {
-    throw new Error(`podman ${args.join(' ')} -> exit ${result.code}\n${result.stderr}`);
-  }
-  return result.stdout;
-}
 
 async function recordTiming(line: string): Promise<void> {
   console.log(`timing: ${line}`);
@@ -206,16 +163,20 @@ test('image config -> user node, SIGTERM stop signal, node HEALTHCHECK, /data vo
   assert.deepEqual(healthcheck['Test'], ['CMD', 'node', '/app/docker/healthcheck.js']);
 });
 
-test('image filesystem -> compiled server, package.json and the demo data under /app, no node_modules', async () => {
+test('image filesystem -> compiled server, package.json, the demo data and the PostgreSQL driver (the lock file\'s version) under /app, no other package', async () => {
   const listing = await podmanOk([
     'run', '--rm', '--no-healthcheck', '--entrypoint', '/bin/sh', image, '-c',
-    'find /app -name node_modules; echo ---; ls /app; echo ---; ls /app/demo; echo ---; test -f /app/dist/cli.js && echo cli',
+    'cd /app; find /app -name node_modules; echo ---; ls /app; echo ---; ls /app/node_modules; echo ---; ls /app/demo; echo ---; test -f /app/dist/cli.js && echo cli; echo ---; ' +
+      'node --input-type=module -e "import postgres from \'postgres\'; import { readFileSync } from \'node:fs\'; console.log(typeof postgres, JSON.parse(readFileSync(\'node_modules/postgres/package.json\', \'utf8\')).version)"',
   ]);
-  const [modules, app, demoFiles, cli] = listing.split('---\n').map((part) => part.trim().split('\n').filter(Boolean));
-  assert.deepEqual(modules, []);
-  assert.deepEqual(app, ['demo', 'dist', 'docker', 'package.json']);
+  const [modules, app, packages, demoFiles, cli, driver] = listing.split('---\n').map((part) => part.trim().split('\n').filter(Boolean));
+  assert.deepEqual(modules, ['/app/node_modules']);
+  assert.deepEqual(app, ['demo', 'dist', 'docker', 'node_modules', 'package.json']);
+  assert.deepEqual(packages, ['postgres']);
   assert.deepEqual(demoFiles, demo.files.filter((file) => !file.startsWith('.') && !/\.(lock|tmp|rejected)$/.test(file)));
   assert.deepEqual(cli, ['cli']);
+  const lock = JSON.parse(await readFile(path.join(repo, 'package-lock.json'), 'utf8')) as { packages: Record<string, { version: string }> };
+  assert.deepEqual(driver, [`function ${lock.packages['node_modules/postgres']?.version}`]);
 });
 
 test('no token -> exit 1 with a message naming HALSERVE_TOKENS and HALSERVE_NO_AUTH=1', async () => {

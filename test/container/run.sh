@@ -10,7 +10,8 @@
 #   3. makes a local stand-in for the official base image `node:22-slim`: a minimal Debian,
 #      Node 22 and npm 10 from the npm registry, the `node` user (uid 1000) — what the real one has;
 #   4. builds the image with `podman build` from the repository's Dockerfile;
-#   5. runs test/container/image.test.ts (node:test), which starts and stops real containers;
+#   5. runs test/container/image.test.ts and postgres.test.ts (node:test), which start and stop real
+#      containers, the latter against a throwaway PostgreSQL cluster on the host (--network host);
 #   6. on any exit: removes every container, volume and image, unmounts and deletes the temporary
 #      directory, removes the host paths podman created that were not there before, and prints
 #      the timings (image build time, image size, stop time, total run time).
@@ -221,7 +222,7 @@ log "built $image in $build_s s, $size bytes"
 # --- 5. the behaviour ----------------------------------------------------------------------------
 export HALSERVE_TEST_IMAGE=$image HALSERVE_TEST_REPO=$repo HALSERVE_TEST_TIMINGS=$root/timings.txt
 set +e
-(cd "$repo" && node --import tsx --test --test-reporter=spec test/container/image.test.ts)
+(cd "$repo" && node --import tsx --test --test-concurrency=1 --test-reporter=spec test/container/image.test.ts test/container/postgres.test.ts)
 rc=$?
 set -e
 [[ -f $root/timings.txt ]] && mapfile -t -O "${#timings[@]}" timings <"$root/timings.txt"

@@ -29,6 +29,7 @@ const JSON_WRITE = { ...WRITE, 'content-type': 'application/json' };
 const s = await startServer({
       resources: [
         { name: 'products', store: createMemoryStore(), validate: compileSchema(SCHEMA, 'products.schema.json'), schema: SCHEMA },
+        { name: 'categories', store: createMemoryStore([{ id: 'lighting', createdAt: 1, updatedAt: 1, name: 'Lighting' }]) },
         { name: 'notes', store: createMemoryStore() },
       ],
       tokens: ['w', 'read:r'],
@@ -51,7 +52,7 @@ describe('GET /openapi.json (contract §4b)', () => {
 
   test('the document -> every route and method, unprefixed and under /v1; filters with every operator; bearer scheme; seed 409 and 415 examples', () => {
     const paths = doc['paths'] as Record<string, Record<string, unknown>>;
-    for (const path of ['/', '/products', '/products/{id}', '/notes', '/notes/{id}', '/ping', '/me', '/metrics', '/openapi.json', '/healthz', '/readyz']) {
+    for (const path of ['/', '/products', '/products/{id}', '/categories', '/categories/{id}', '/notes', '/notes/{id}', '/ping', '/me', '/metrics', '/openapi.json', '/healthz', '/readyz']) {
       assert.ok(paths[path], path);
       assert.ok(paths[path === '/' ? '/v1' : `/v1${path}`], `/v1${path}`);
     }
@@ -69,6 +70,20 @@ describe('GET /openapi.json (contract §4b)', () => {
     assert.deepEqual(components.responses['Problem415']?.content['application/problem+json']?.example, {
       type: 'http://www.w3.org/Protocols/rfc2616/rfc2616-sec10.html', title: 'Unsupported Media Type', detail: 'Expecting one of the application/json', status: 415,
     });
+  });
+
+  test('relations (contract §4a) -> embed on the entity and collection GETs of linked resources only; each rel in _links and _embedded', () => {
+    const paths = doc['paths'] as Record<string, Record<string, { parameters?: { name?: string; description?: string }[] }>>;
+    const embedOf = (path: string, method = 'get'): { name?: string; description?: string } | undefined => paths[path]?.[method]?.parameters?.find((p) => p.name === 'embed');
+    assert.match(embedOf('/products')?.description ?? '', /`category`/);
+    assert.match(embedOf('/products/{id}')?.description ?? '', /`category`/);
+    assert.match(embedOf('/categories/{id}')?.description ?? '', /`products`/);
+    assert.equal(embedOf('/notes'), undefined);
+    const schemas = (doc['components'] as { schemas: Record<string, { properties: Record<string, { properties?: Record<string, unknown> }> }> }).schemas;
+    assert.deepEqual(Object.keys(schemas['products.Entity']?.properties['_links']?.properties ?? {}), ['self', 'category']);
+    assert.deepEqual(Object.keys(schemas['categories.Entity']?.properties['_links']?.properties ?? {}), ['self', 'products']);
+    assert.deepEqual(schemas['products.Entity']?.properties['_embedded']?.properties, { category: { oneOf: [{ $ref: '#/components/schemas/categories.Entity' }, { type: 'null' }] } });
+    assert.deepEqual(schemas['categories.Entity']?.properties['_embedded']?.properties, { products: { $ref: '#/components/schemas/products.Page' } });
   });
 
   test('resources whose names differ only in - and _ -> distinct components and operations, still valid', async () => {
@@ -124,6 +139,14 @@ describe('GET /openapi.json (contract §4b)', () => {
     await call('GET', '/healthz');
     await call('GET', '/readyz');
     await call('GET', '/metrics', READ);
+    // Contract §4a: links, embeds (forward, reverse, on entities and pages), a dangling link, a delete refused.
+    await call('GET', `/products/${id}?embed=category`, READ);
+    await call('GET', '/products?embed=category&limit=2', READ);
+    await call('GET', '/categories/lighting?embed=products', READ);
+    await call('GET', '/v1/categories?embed=products', READ);
+    await call('GET', '/categories?embed=nope', READ);
+    await call('POST', '/products', JSON_WRITE, JSON.stringify({ ...PRODUCT, category: 'nowhere' }));
+    await call('DELETE', '/categories/lighting', WRITE);
     await call('DELETE', `/products/${id}`, WRITE);
     await call('DELETE', `/products/${id}`, WRITE);
     await call('PATCH', '/products', JSON_WRITE, '{}');
@@ -132,7 +155,7 @@ describe('GET /openapi.json (contract §4b)', () => {
     await call('OPTIONS', '/products', READ);
     await call('OPTIONS', '/v1/products/x', READ);
     await call('OPTIONS', '/ping');
-    for (const expected of ['POST 201', 'GET 200', 'GET 304', 'GET 409', 'GET 400', 'GET 404', 'GET 406', 'GET 401', 'POST 400', 'POST 403', 'POST 415', 'POST 413', 'PATCH 200', 'PUT 200', 'PUT 412', 'DELETE 204', 'DELETE 404', 'PATCH 405', 'HEAD 200', 'OPTIONS 204']) {
+    for (const expected of ['POST 201', 'GET 200', 'GET 304', 'GET 409', 'GET 400', 'GET 404', 'GET 406', 'GET 401', 'POST 400', 'POST 403', 'POST 415', 'POST 413', 'PATCH 200', 'PUT 200', 'PUT 412', 'DELETE 204', 'DELETE 404', 'DELETE 409', 'PATCH 405', 'HEAD 200', 'OPTIONS 204']) {
       assert.ok(seen.includes(expected), `${expected} not exercised: ${seen.join(', ')}`);
     }
   });

@@ -1,6 +1,9 @@
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { describe, test } from 'node:test';
-import { records, startItems } from '../helpers/server.js';
+import { createMemoryStore } from '../../src/store/memory-store.js';
+import type { EntityRecord } from '../../src/store/store.js';
+import { records, startItems, startServer } from '../helpers/server.js';
 
 /** Follows `next` from `start` and returns every id seen, page by page (seed 2.2 rule 2). */
 async function traverse(request: (path: string) => Promise<Response>, start: string): Promise<{ ids: string[]; pages: number }> {
@@ -60,5 +63,51 @@ describe('following next reaches every entity exactly once (contract §3)', () =
       .sort((x, y) => (y['rank'] as number) - (x['rank'] as number))
       .map((r) => r.id);
     assert.deepEqual(ids, expected);
+  });
+});
+
+describe('following links from / reaches every category and, through reverse links, every product exactly once (contract §4a)', () => {
+  test('the demo catalogue -> 13 categories, 300 products, each once, every link resolving', async () => {
+    const data = (name: string): EntityRecord[] =>
+      readFileSync(new URL(`../../data/${name}`, import.meta.url), 'utf8')
+        .split('\n')
+        .filter((l) => l !== '')
+        .map((l) => JSON.parse(l) as EntityRecord);
+    const schema = JSON.parse(readFileSync(new URL('../../data/products.schema.json', import.meta.url), 'utf8')) as Record<string, unknown>;
+    const s = await startServer({
+      resources: [
+        { name: 'categories', store: createMemoryStore(data('categories.jsonl')) },
+        { name: 'products', store: createMemoryStore(data('products.jsonl')), schema },
+      ],
+    });
+    const get = async (href: string): Promise<Record<string, any>> => {
+      const res = await s.request(href);
+      assert.equal(res.status, 200, href);
+      return (await res.json()) as Record<string, any>;
+    };
+    /** Every entity of a collection, by following `next` from `href`. */
+    const all = async (href: string, name: string): Promise<Record<string, any>[]> => {
+      const out: Record<string, any>[] = [];
+      for (let next: string | undefined = href; next !== undefined; ) {
+        const page = await get(next);
+        out.push(...(page['_embedded'][name] as Record<string, any>[]));
+        next = page['_links'].next?.href;
+      }
+      return out;
+    };
+    const index = await get('/');
+    const categories = await all(index['_links'].categories.href, 'categories');
+    const productIds: string[] = [];
+    for (const category of categories) {
+      // From the category, the reverse link: every product of it, each linking back.
+      for (const product of await all(category['_links'].products.href, 'products')) {
+        assert.equal(product['_links'].category.href, category['_links'].self.href);
+        assert.deepEqual(await get(product['_links'].category.href), category);
+        productIds.push(product['id'] as string);
+      }
+    }
+    assert.deepEqual(categories.map((c) => c['id']).sort(), data('categories.jsonl').map((c) => c.id).sort());
+    assert.equal(new Set(productIds).size, productIds.length, 'no product twice');
+    assert.deepEqual(productIds.sort(), data('products.jsonl').map((p) => p.id).sort());
   });
 });

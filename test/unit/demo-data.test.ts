@@ -16,6 +16,8 @@ const FILES = ['products.jsonl', 'products.schema.json', 'categories.jsonl'] as 
 
 /** The store's id shape (CONTRACT §2): 16 URL-safe characters. */
 const ID = /^[A-Za-z0-9_-]{16}$/;
+/** Categories are keyed by their slug, so that links to them read as words (CONTRACT §4a). */
+const SLUG_ID = /^[a-z][a-z0-9-]*$/;
 const SERVER_FIELDS = new Set(['id', 'createdAt', 'updatedAt']);
 /** Plausible demo timestamps: 2025-01-01 to 2026-12-31 (Unix seconds). */
 const FROM = Date.UTC(2025, 0, 1) / 1000;
@@ -37,14 +39,14 @@ function clientFields(row: Row): Row {
 }
 
 /** Every check of CONTRACT §2/§8 a stored line must pass; returns the problems found, by line. */
-function storeProblems(text: string, rows: readonly Row[]): string[] {
+function storeProblems(text: string, rows: readonly Row[], id = ID): string[] {
   const problems: string[] = [];
   if (!text.endsWith('\n')) problems.push('file does not end with a newline');
   const ids = new Set<unknown>();
   let previous = -Infinity;
   rows.forEach((row, i) => {
     const at = `line ${i + 1}`;
-    if (typeof row['id'] !== 'string' || !ID.test(row['id'])) problems.push(`${at}: bad id ${String(row['id'])}`);
+    if (typeof row['id'] !== 'string' || !id.test(row['id'])) problems.push(`${at}: bad id ${String(row['id'])}`);
     if (ids.has(row['id'])) problems.push(`${at}: duplicate id ${String(row['id'])}`);
     ids.add(row['id']);
     const { createdAt, updatedAt } = row;
@@ -97,21 +99,23 @@ describe('demo data', () => {
     });
   });
 
-  test('products -> unique skus, every category a known slug, a mix of statuses and currencies', async () => {
+  test('products -> unique skus, every category the id of a category (its link resolves), a mix of statuses and currencies', async () => {
     const { rows: products } = await readEntities('products.jsonl');
     const { rows: categories } = await readEntities('categories.jsonl');
-    const slugs = new Set(categories.map((c) => c['slug']));
+    const ids = new Set(categories.map((c) => c['id']));
     assert.equal(new Set(products.map((p) => p['sku'])).size, products.length);
-    assert.deepEqual(products.filter((p) => !slugs.has(p['category'])).map((p) => p['id']), []);
+    assert.deepEqual(products.filter((p) => !ids.has(p['category'])).map((p) => p['id']), []);
+    assert.equal(new Set(products.map((p) => p['category'])).size, categories.length, 'every category has products');
     assert.deepEqual(new Set(products.map((p) => p['status'])), new Set(['active', 'paused', 'archived']));
     assert.deepEqual(new Set(products.map((p) => p['currency'])), new Set(['EUR', 'GBP', 'USD']));
     assert.ok(products.some((p) => p['stock'] === 0), 'some products are out of stock');
   });
 
-  test('categories.jsonl -> 10-15 well-formed entities with unique slugs and known parents', async () => {
+  test('categories.jsonl -> 10-15 well-formed entities, each with its slug as id, and known parents', async () => {
     const { text, rows } = await readEntities('categories.jsonl');
     assert.ok(rows.length >= 10 && rows.length <= 15, `${rows.length} categories`);
-    assert.deepEqual(storeProblems(text, rows), []);
+    assert.deepEqual(storeProblems(text, rows, SLUG_ID), []);
+    assert.deepEqual(rows.filter((row) => row['id'] !== row['slug']).map((row) => row['id']), []);
     const slugs = rows.map((row) => row['slug']);
     assert.equal(new Set(slugs).size, rows.length);
     assert.deepEqual(rows.filter((row) => row['parent'] !== null && !slugs.includes(row['parent'])).map((row) => row['slug']), []);

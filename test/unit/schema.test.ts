@@ -126,8 +126,8 @@ const startupErrors: readonly (readonly [string, unknown, string])[] = [
   ['root is an array', [], `invalid schema ${SOURCE}#: a schema must be a JSON object, got []`],
   ['root is null', null, `invalid schema ${SOURCE}#: a schema must be a JSON object, got null`],
   ['root is true', true, `invalid schema ${SOURCE}#: a schema must be a JSON object, got true`],
-  ['unknown keyword at the root', { format: 'email' }, `invalid schema ${SOURCE}#/format: unknown keyword "format" (supported: type, enum, minLength, maxLength, pattern, minimum, maximum, properties, required, additionalProperties, items, minItems, maxItems, $schema, $id, $comment, title, description, default, examples)`],
-  ['unknown keyword nested, pointer escaped', { properties: { 'a/b~c': { type: 'string', format: 'email' } } }, `invalid schema ${SOURCE}#/properties/a~1b~0c/format: unknown keyword "format" (supported: type, enum, minLength, maxLength, pattern, minimum, maximum, properties, required, additionalProperties, items, minItems, maxItems, $schema, $id, $comment, title, description, default, examples)`],
+  ['unknown keyword at the root', { format: 'email' }, `invalid schema ${SOURCE}#/format: unknown keyword "format" (supported: type, enum, minLength, maxLength, pattern, minimum, maximum, properties, required, additionalProperties, items, minItems, maxItems, $schema, $id, $comment, title, description, default, examples, x-link)`],
+  ['unknown keyword nested, pointer escaped', { properties: { 'a/b~c': { type: 'string', format: 'email' } } }, `invalid schema ${SOURCE}#/properties/a~1b~0c/format: unknown keyword "format" (supported: type, enum, minLength, maxLength, pattern, minimum, maximum, properties, required, additionalProperties, items, minItems, maxItems, $schema, $id, $comment, title, description, default, examples, x-link)`],
   ['title not a string', { title: 1 }, `invalid schema ${SOURCE}#/title: title must be a string, got 1`],
   ['examples not an array', { examples: {} }, `invalid schema ${SOURCE}#/examples: examples must be an array, got {}`],
   ['type unknown name', one({ type: 'float' }), `invalid schema ${SOURCE}#/properties/v/type: type must be one of string, number, integer, boolean, object, array, null (or an array of them), got "float"`],
@@ -166,6 +166,16 @@ const startupErrors: readonly (readonly [string, unknown, string])[] = [
   ['required field forbidden by additionalProperties false', { properties: { a: {} }, required: ['a', 'b'], additionalProperties: false }, `invalid schema ${SOURCE}#/required/1: "b" is required but not in properties, and additionalProperties is false: no object can be valid`],
   ['items tuple form', one({ items: [{}] }), `invalid schema ${SOURCE}#/properties/v/items: items must be one schema (the array form, for tuples, is not supported)`],
   ['items not a schema', one({ items: 'string' }), `invalid schema ${SOURCE}#/properties/v/items: a schema must be a JSON object, got "string"`],
+  ['x-link not a string', one({ type: 'string', 'x-link': 1 }), `invalid schema ${SOURCE}#/properties/v/x-link: x-link must name a resource, got 1`],
+  ['x-link empty', one({ type: 'string', 'x-link': '' }), `invalid schema ${SOURCE}#/properties/v/x-link: x-link must name a resource, got ""`],
+  ['x-link on the root', { 'x-link': 'things' }, `invalid schema ${SOURCE}#/x-link: x-link may only annotate a property of the root schema`],
+  ['x-link on a nested property', one({ type: 'object', properties: { w: { type: 'string', 'x-link': 'things' } } }), `invalid schema ${SOURCE}#/properties/v/properties/w/x-link: x-link may only annotate a property of the root schema`],
+  ['x-link on array items', one({ type: 'array', items: { type: 'string', 'x-link': 'things' } }), `invalid schema ${SOURCE}#/properties/v/items/x-link: x-link may only annotate a property of the root schema`],
+  ['x-link without a type', one({ 'x-link': 'things' }), `invalid schema ${SOURCE}#/properties/v/x-link: x-link needs type "string", or type "array" with items of type "string"`],
+  ['x-link on a number', one({ type: 'number', 'x-link': 'things' }), `invalid schema ${SOURCE}#/properties/v/x-link: x-link needs type "string", or type "array" with items of type "string"`],
+  ['x-link on an array of numbers', one({ type: 'array', items: { type: 'number' }, 'x-link': 'things' }), `invalid schema ${SOURCE}#/properties/v/x-link: x-link needs type "string", or type "array" with items of type "string"`],
+  ['x-link on an array without items', one({ type: 'array', 'x-link': 'things' }), `invalid schema ${SOURCE}#/properties/v/x-link: x-link needs type "string", or type "array" with items of type "string"`],
+  ['x-link on string or number', one({ type: ['string', 'number'], 'x-link': 'things' }), `invalid schema ${SOURCE}#/properties/v/x-link: x-link needs type "string", or type "array" with items of type "string"`],
   ['long bad value shortened', one({ minimum: 'x'.repeat(100) }), `invalid schema ${SOURCE}#/properties/v/minimum: minimum must be a number, got "${'x'.repeat(36)}...`],
 ];
 
@@ -215,6 +225,18 @@ describe('compileSchema: start-up errors', () => {
     const validate = compileSchema({ properties: { price, cost: price } }, SOURCE);
     assert.deepEqual(validate({ price: -1, cost: -2 }), { price: { minimum: 'must be >= 0' }, cost: { minimum: 'must be >= 0' } });
   });
+});
+
+describe('compileSchema: x-link (contract §4a)', () => {
+  for (const [name, property, body] of [
+    ['a string', { type: 'string', 'x-link': 'things' }, 'a'],
+    ['a string or null', { type: ['string', 'null'], 'x-link': 'things' }, null],
+    ['an array of strings', { type: 'array', items: { type: 'string' }, 'x-link': 'things' }, ['a', 'b']],
+  ] as const) {
+    test(`on ${name} -> compiles, constrains nothing itself`, () => {
+      assert.equal(compileSchema(one(property), SOURCE)({ v: body }), undefined);
+    });
+  }
 });
 
 describe('compileSchema: the compiled validator', () => {

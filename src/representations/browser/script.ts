@@ -227,6 +227,9 @@ export const BROWSER_SCRIPT = String.raw`'use strict';
       return el('tr', {}, columns.map(function (col) {
         if (col === 'id') return el('td', {}, [el('a', { href: item._links && item._links.self ? item._links.self.href : '#', class: 'entity-link', text: item.id })]);
         var v = item[col];
+        // A field that links elsewhere (contract §4a): its value is a link to the entity it names.
+        var link = item._links && item._links[col];
+        if (link && !Array.isArray(link) && typeof v === 'string') return el('td', {}, [el('a', { href: link.href, rel: col, class: 'relation', text: v })]);
         return el('td', { class: typeof v === 'number' ? 'num' : undefined, text: v === undefined ? '' : typeof v === 'object' ? JSON.stringify(v) : String(v) });
       }));
     });
@@ -266,6 +269,15 @@ export const BROWSER_SCRIPT = String.raw`'use strict';
     main.appendChild(el('dl', { class: 'fields' }, rows));
     main.appendChild(el('h2', { text: 'Links' }));
     main.appendChild(linkList(doc._links));
+    if (doc._embedded) {
+      // What embed asked for: each embedded entity (or page) by its own self link.
+      main.appendChild(el('h2', { text: 'Embedded' }));
+      var embedded = {};
+      Object.keys(doc._embedded).forEach(function (rel) {
+        embedded[rel] = [].concat(doc._embedded[rel]).filter(function (e) { return e && e._links; }).map(function (e) { return e._links.self; });
+      });
+      main.appendChild(linkList(embedded));
+    }
     main.appendChild(el('h2', { text: 'Edit' }));
     var form = entityForm(name, doc, [
       el('button', { type: 'submit', name: 'patch', value: 'patch', text: 'Save changes (PATCH)' }),

@@ -1,0 +1,196 @@
+/**
+ * `halserve import` and `halserve export` (contract §8a): a data set moves between the file store
+ * and PostgreSQL in one command. Progress goes to stderr on a terminal, the summary line to stdout;
+ * any failure is one line on stderr and exit code 1.
+ */
+import { constants } from 'node:fs';
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import { resourceNameProblem } from './config.js';
+import { count, fraction, ProgressLine } from './progress-line.js';
+import { discoverResources, LOG_EXTENSION } from './store/log/data-dir.js';
+import { lockDirectory, type DirLock } from './store/log/dir-lock.js';
+import { readResource } from './store/log/read-resource.js';
+import { DriverMissingError, isPostgresUrl, type Sql } from './store/pg/driver.js';
+import { exportResources } from './store/pg/export.js';
+import { importResources, type ExistingPolicy, type ImportOutcome, type ImportResource } from './store/pg/import.js';
+import { connectDatabase, describeDbError, ensureLayout, hasLayout, redactUrl, TransferError } from './store/pg/transfer-db.js';
+import { StoreOpenError } from './store/store.js';
+
+export type TransferCommand = 'import' | 'export';
+
+/** A mistake on the command line. */
+class UsageError extends Error {}
+
+export const IMPORT_HELP = `Usage: halserve import --from <data-dir> --to postgres://… [--replace | --skip-existing]
+
+Copies every <name>.jsonl resource of a data directory into PostgreSQL, in one transaction:
+the live entities (the last line per id; deleted ones left out) with their JSON text unchanged,
+in creation order. A resource the database already holds entities of stops the import before
+anything is written, unless:
+  --replace          makes it what the file holds: ids in both replaced in place, ids only in the
+                     database deleted, the others created (running servers see it as writes)
+  --skip-existing    leaves it as it is and imports the others
+--to defaults to HALSERVE_STORE, then DATABASE_URL, when one is a postgres:// URL.
+`;
+
+export const EXPORT_HELP = `Usage: halserve export --from postgres://… --to <data-dir> [--replace]
+
+Writes every resource held in PostgreSQL as <data-dir>/<name>.jsonl: one line per live entity in
+creation order, as the file store writes a file after compaction, from one consistent snapshot.
+Each file is written beside its place, synced, then renamed into it. A resource file that holds
+something stops the export before anything is written, unless:
+  --replace          overwrites it
+The directory is created when missing. --from defaults to HALSERVE_STORE, then DATABASE_URL.
+`;
+
+interface TransferArgs {
+  readonly dir: string;
+  readonly url: string;
+  readonly policy: ExistingPolicy;
+}
+
+const say = (message: string): void => {
+  process.stderr.write(`halserve: ${message}\n`);
+};
+
+/** The PostgreSQL URL the environment names, if any. */
+function urlFromEnv(env: NodeJS.ProcessEnv): string | undefined {
+  return [env['HALSERVE_STORE'], env['DATABASE_URL']].find((value) => value !== undefined && isPostgresUrl(value));
+}
+
+/** Parses the subcommand's arguments; `undefined` when help was asked for. */
+export function parseTransferArgs(command: TransferCommand, args: readonly string[], env: NodeJS.ProcessEnv): TransferArgs | undefined {
+  const values = new Map<string, string>();
+  const switches = new Set<string>();
+  const flags = command === 'import' ? ['--replace', '--skip-existing'] : ['--replace'];
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i]!;
+    if (arg === '--help' || arg === '-h') return undefined;
+    const [flag, inline] = arg.startsWith('--') && arg.includes('=') ? [arg.slice(0, arg.indexOf('=')), arg.slice(arg.indexOf('=') + 1)] : [arg, undefined];
+    if (flag === '--from' || flag === '--to') {
+      const value = inline ?? args[++i];
+      if (value === undefined || value === '') throw new UsageError(`${flag} needs a value`);
+      values.set(flag, value);
+    } else if (flags.includes(flag) && inline === undefined) {
+      switches.add(flag);
+    } else {
+      throw new UsageError(`${arg.startsWith('-') ? 'unknown option' : 'unexpected argument'} ${JSON.stringify(arg)} for halserve ${command} (see halserve ${command} --help)`);
+    }
+  }
+  if (switches.has('--replace') && switches.has('--skip-existing')) throw new UsageError('--replace and --skip-existing exclude each other');
+  const [dirFlag, urlFlag] = command === 'import' ? ['--from', '--to'] : ['--to', '--from'];
+  const dir = values.get(dirFlag);
+  const url = values.get(urlFlag) ?? urlFromEnv(env);
+  if (dir === undefined) throw new UsageError(`halserve ${command} needs ${dirFlag} <data-dir>`);
+  if (url === undefined) throw new UsageError(`halserve ${command} needs ${urlFlag} postgres://… (or HALSERVE_STORE / DATABASE_URL)`);
+  if (!isPostgresUrl(url)) throw new UsageError(`${urlFlag} must be a postgres:// URL, not ${JSON.stringify(redactUrl(url))}`);
+  const policy: ExistingPolicy = switches.has('--replace') ? 'replace' : switches.has('--skip-existing') ? 'skip' : 'refuse';
+  return { dir, url, policy };
+}
+
+/** Runs `halserve import|export …`; sets the exit code, never throws. */
+export async function runTransferCli(command: TransferCommand, args: readonly string[], env: NodeJS.ProcessEnv): Promise<void> {
+  const progress = new ProgressLine(process.stderr);
+  try {
+    const parsed = parseTransferArgs(command, args, env);
+    if (parsed === undefined) {
+      process.stdout.write(command === 'import' ? IMPORT_HELP : EXPORT_HELP);
+      return;
+    }
+    const started = performance.now();
+    const summary = command === 'import' ? await runImport(parsed, progress) : await runExport(parsed, progress);
+    progress.clear();
+    process.stdout.write(`halserve: ${summary} in ${((performance.now() - started) / 1000).toFixed(1)} s\n`);
+  } catch (error) {
+    progress.clear();
+    const known = error instanceof UsageError || error instanceof TransferError || error instanceof StoreOpenError || error instanceof DriverMissingError;
+    say(known ? (error as Error).message : `${command} failed, nothing ${command}ed: ${describeDbError(error)}`);
+    process.exitCode = 1;
+  }
+}
+
+/** Runs `work` on an open connection, closed afterwards. */
+async function withDatabase<T>(url: string, work: (sql: Sql) => Promise<T>): Promise<T> {
+  const sql = await connectDatabase(url);
+  try {
+    return await work(sql);
+  } finally {
+    await sql.end({ timeout: 5 });
+  }
+}
+
+/**
+ * Takes the data directory's lock, so that no server writes to it meanwhile (contract §8). A
+ * directory this user cannot write is read without it: no lock can be taken there.
+ */
+async function lockUnlessReadOnly(dir: string): Promise<DirLock | undefined> {
+  try {
+    await fs.access(dir, constants.W_OK);
+  } catch {
+    return undefined;
+  }
+  return lockDirectory(dir, say);
+}
+
+async function runImport({ dir, url, policy }: TransferArgs, progress: ProgressLine): Promise<string> {
+  const names = await discoverResources(dir);
+  for (const name of names) {
+    const problem = resourceNameProblem(name);
+    if (problem !== undefined) throw new TransferError(`${path.join(dir, name + LOG_EXTENSION)}: ${problem}`);
+  }
+  if (names.length === 0) throw new TransferError(`${dir} holds no <name>${LOG_EXTENSION} file: nothing to import`);
+  const lock = await lockUnlessReadOnly(dir);
+  try {
+    const resources: ImportResource[] = [];
+    for (const name of names) {
+      progress.update(`import: reading ${name}${LOG_EXTENSION}`, true);
+      resources.push({ name, entities: await readResource(path.join(dir, name + LOG_EXTENSION), (message) => {
+        progress.clear();
+        say(message);
+      }) });
+    }
+    const total = resources.reduce((sum, r) => sum + r.entities.length, 0);
+    const outcomes = await withDatabase(url, async (sql) => {
+      await ensureLayout(sql);
+      return importResources(sql, resources, policy, (sent) => progress.update(`import: ${fraction(sent, total)} entities`));
+    });
+    const imported = outcomes.filter((o) => o.action !== 'skipped').reduce((sum, o) => sum + o.entities, 0);
+    return `imported ${count(imported)} entities from ${dir} into ${redactUrl(url)} (${outcomes.map(describeOutcome).join(', ')})`;
+  } finally {
+    await lock?.release();
+  }
+}
+
+function describeOutcome(o: ImportOutcome): string {
+  if (o.action === 'skipped') return `${o.name}: skipped, the database holds ${count(o.before)}`;
+  if (o.action === 'replaced') return `${o.name}: ${count(o.entities)}, replacing ${count(o.before)}`;
+  return `${o.name}: ${count(o.entities)}`;
+}
+
+async function runExport({ dir, url, policy }: TransferArgs, progress: ProgressLine): Promise<string> {
+  try {
+    await fs.mkdir(dir, { recursive: true });
+  } catch (error) {
+    throw new TransferError(`cannot use ${dir} as the data directory: ${(error as Error).message}`);
+  }
+  const lock = await lockDirectory(dir, say);
+  try {
+    let total = 0;
+    const exported = await withDatabase(url, async (sql) => {
+      if (!(await hasLayout(sql))) throw new TransferError(`${redactUrl(url)} holds no halserve data (no table halserve.entities): nothing to export`);
+      return exportResources(sql, {
+        dir,
+        replace: policy === 'replace',
+        nameProblem: resourceNameProblem,
+        started: (found) => (total = found.reduce((sum, r) => sum + r.entities, 0)),
+        progress: (written) => progress.update(`export: ${fraction(written, total)} entities`),
+      });
+    });
+    const entities = exported.reduce((sum, r) => sum + r.entities, 0);
+    const list = exported.map((r) => `${r.name}: ${count(r.entities)}`).join(', ');
+    return `exported ${count(entities)} entities from ${redactUrl(url)} into ${dir} (${list || 'no resources'})`;
+  } finally {
+    await lock.release();
+  }
+}
