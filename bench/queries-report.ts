@@ -291,11 +291,16 @@ export function renderQueries(r: QueriesResult, config: BenchConfig, date: strin
   return out.join('\n');
 }
 
-/** `report` with the section between the markers replaced (or inserted before "## Reproduce", or appended). */
+/** `report` with the queries section replaced (or inserted before "## Reproduce", or appended). */
 export function spliceQueries(report: string, section: string): string {
-  const begin = report.indexOf(BEGIN);
-  const end = report.indexOf(END);
-  if (begin >= 0 && end > begin) return report.slice(0, begin) + section.trimEnd() + report.slice(end + END.length);
+  return spliceSection(report, section, BEGIN, END);
+}
+
+/** `report` with the section between `begin` and `end` replaced (or inserted before "## Reproduce", or appended). */
+export function spliceSection(report: string, section: string, beginMarker: string, endMarker: string): string {
+  const begin = report.indexOf(beginMarker);
+  const end = report.indexOf(endMarker);
+  if (begin >= 0 && end > begin) return report.slice(0, begin) + section.trimEnd() + report.slice(end + endMarker.length);
   const reproduce = report.indexOf('\n## Reproduce');
   if (reproduce >= 0) return `${report.slice(0, reproduce + 1)}${section}\n${report.slice(reproduce + 1)}`;
   return `${report.trimEnd()}\n\n${section}`;
