@@ -79,7 +79,6 @@ describe('three processes on one PostgreSQL: convergence under faults', { skip, 
     if (!('bin' in found)) return;
     cluster = await startCluster(found.bin);
     url = cluster.url(await cluster.createDatabase('convergence'));
-    for (let i = 0; i < 3; i++) processes.push(await start());
   });
   after(async () => {
     for (const p of processes) p?.child.kill('SIGKILL');
@@ -87,6 +86,8 @@ describe('three processes on one PostgreSQL: convergence under faults', { skip, 
   });
 
   test(`seed ${SEED}: every acknowledged write counted once, no wrong 412, identical pages, only 503s in the outage`, async () => {
+    // Started here, not in before(): the helpers tie each process's lifetime to the current test.
+    for (let i = 0; i < 3; i++) processes.push(await start());
     const random = prng(SEED);
     const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)]!;
     const headers = { authorization: `Bearer ${TOKEN}` };
