@@ -26,7 +26,15 @@ const MAX_BATCH = 256;
 const MAX_ATTEMPTS = 100;
 
 /** PostgreSQL's oid of `text`. */
-const TEXT = 25;
+/**
+ * A PostgreSQL array literal of text values (`{"a","b",NULL}`), sent as one text parameter and cast
+ * with `::text[]` by the server. Not `sql.array`: postgres 3.4.9 serialises an array parameter as
+ * an array only once it has fetched the server's array types on that pool, and on a pool made
+ * while the database was down it sent the bare values ("malformed array literal", 22P02).
+ */
+export function textArray(values: readonly (string | null)[]): string {
+  return `{${values.map((v) => (v === null ? 'NULL' : `"${v.replace(/[\\"]/g, '\\$&')}"`)).join(',')}}`;
+}
 
 /** An id's state as the batch sees it: the database's row, then each write of the batch. */
 interface Current {
@@ -158,7 +166,7 @@ export class PgWriter {
     const [found, positions] = await Promise.all([
       sql.unsafe<{ id: string; pos: string; rev: string; body: string | null }[]>(
         `SELECT id, pos::text AS pos, rev::text AS rev, body FROM ${SCHEMA}.entities WHERE resource = $1 AND id = ANY($2::text[])`,
-        [resource, sql.array([...ids], TEXT)],
+        [resource, textArray([...ids])],
       ),
       creates === 0
         ? Promise.resolve([])
@@ -241,7 +249,7 @@ export class PgWriter {
    */
   async #write(sql: Sql, rows: readonly RowState[], states: ReadonlyMap<string, Current>): Promise<Set<string>> {
     if (rows.length === 0) return new Set();
-    const text = (values: (string | null)[]): ReturnType<Sql['array']> => sql.array(values as string[], TEXT);
+    const text = textArray;
     const written = await sql.unsafe<{ id: string }[]>(
       `WITH u AS (
          SELECT * FROM unnest($2::text[], $3::text[]::bigint[], $4::text[]::bigint[], $5::text[], $6::text[]::bigint[]) AS u(id, pos, rev, body, read)
