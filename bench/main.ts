@@ -18,7 +18,8 @@ import { startHalserve, startJsonServer, startLimit, type Running, type ServerKi
 import { fmt } from './stats.js';
 import { workloads, type Workload } from './workloads.js';
 import { runQueries, type QueriesResult } from './queries.js';
-import { renderQueries, spliceQueries } from './queries-report.js';
+import { renderQueries, spliceQueries, spliceSection } from './queries-report.js';
+import { BEGIN as REPLICAS_BEGIN, END as REPLICAS_END, renderReplicas, runReplicas, type ReplicasResult } from './replicas.js';
 
 const PEERS = { 'json-server': '0.17.4', autocannon: '8.0.0' } as const;
 
@@ -164,9 +165,10 @@ async function main(): Promise<void> {
   const startup: StartupResult[] = [];
   let store: { file: string; output: string }[] = [];
   let queries: QueriesResult | undefined;
+  let replicas: ReplicasResult | { skipped: string } | undefined;
   let small: Dataset | undefined;
-  // `BENCH_ONLY=queries` (or `node bench/run.mjs queries`) replaces only the queries section of the report.
-  const queriesOnly = config.only.length > 0 && config.only.every((name) => name === 'queries');
+  // `BENCH_ONLY=queries` and/or `replicas` (or `node bench/run.mjs queries`) replaces only their sections of the report.
+  const sectionsOnly = config.only.length > 0 && config.only.every((name) => name === 'queries' || name === 'replicas');
   try {
     // The side-by-side data set is made only when one of its workloads is wanted (their names
     // do not depend on the data).
@@ -195,6 +197,7 @@ async function main(): Promise<void> {
       await fs.rm(data.dir, { recursive: true, force: true });
     }
     if (wanted(config, 'queries')) queries = await runQueries(config, tmp, log);
+    if (wanted(config, 'replicas')) replicas = await runReplicas(config, tmp, log);
     if (wanted(config, 'store')) store = await storeBench(config);
   } finally {
     await fs.rm(tmp, { recursive: true, force: true });
@@ -219,16 +222,19 @@ async function main(): Promise<void> {
     startup,
     storeBench: store,
     ...(queries ? { queries } : {}),
+    ...(replicas ? { replicas } : {}),
     wallSeconds: (Date.now() - started) / 1000,
   };
   await fs.mkdir(path.dirname(config.out), { recursive: true });
-  if (queriesOnly) {
+  if (sectionsOnly) {
     // Keep every other section of the report as the last full run wrote it.
-    const rawOut = config.rawOut.replace(/results\./, 'results.queries.');
+    const rawOut = config.rawOut.replace(/results\./, `results.${config.only.join('-')}.`);
     await fs.writeFile(rawOut, JSON.stringify(result, null, 2));
-    const previous = existsSync(config.out) ? await fs.readFile(config.out, 'utf8') : '# halserve benchmark results\n';
-    await fs.writeFile(config.out, queries ? spliceQueries(previous, renderQueries(queries, config, result.date)) : previous);
-    log(`wrote the queries section of ${path.relative(config.root, config.out)} (raw figures: ${path.relative(config.root, rawOut)}) in ${fmt(result.wallSeconds)} s`);
+    let report = existsSync(config.out) ? await fs.readFile(config.out, 'utf8') : '# halserve benchmark results\n';
+    if (queries) report = spliceQueries(report, renderQueries(queries, config, result.date));
+    if (replicas) report = spliceSection(report, renderReplicas(replicas, config, result.date), REPLICAS_BEGIN, REPLICAS_END);
+    await fs.writeFile(config.out, report);
+    log(`wrote the ${config.only.join(' and ')} section of ${path.relative(config.root, config.out)} (raw figures: ${path.relative(config.root, rawOut)}) in ${fmt(result.wallSeconds)} s`);
     return;
   }
   await fs.writeFile(config.rawOut, JSON.stringify(result, null, 2));

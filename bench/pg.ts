@@ -47,8 +47,13 @@ export function findPostgres(log: (m: string) => void): { bin: string } | { miss
   return { missing: `PostgreSQL binaries not found in ${PG_BIN}` };
 }
 
-/** initdb + pg_ctl start, as the postgres user, pinned to the server core when `pin`. */
-export async function startCluster(bin: string, pin: boolean): Promise<PgCluster> {
+/**
+ * initdb + pg_ctl start, as the postgres user, pinned to the server core when `pin`; on the Unix
+ * socket only unless `tcp` (halserve's replicas connect over TCP).
+ */
+export async function startCluster(bin: string, pin: boolean, tcp = false): Promise<PgCluster> {
   if (process.getuid?.() !== 0) throw new Error('the PostgreSQL column needs root (to run initdb as the postgres user with runuser)');
-  return startThrowaway(bin, { settings: PG_SETTINGS, tcp: false, ...(pin ? { cpu: SERVER_CPU } : {}) });
+  // The replicas workload (TCP) runs pgbench with 64 clients beside halserve's pools.
+  const settings = tcp ? { ...PG_SETTINGS, listen_addresses: '127.0.0.1', max_connections: '150' } : PG_SETTINGS;
+  return startThrowaway(bin, { settings, tcp, ...(pin ? { cpu: SERVER_CPU } : {}) });
 }

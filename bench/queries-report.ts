@@ -193,7 +193,7 @@ export function renderQueries(r: QueriesResult, config: BenchConfig, date: strin
     hasPg && 'version' in r.pg
       ? `- PostgreSQL ${r.pg.version}: a throwaway cluster (\`initdb --locale=C\` as \`postgres\` in a temporary directory, Unix socket only), pinned to core 0 like halserve, settings ${Object.entries(r.pg.settings)
           .map(([k, v]) => `\`${k}=${v}\``)
-          .join(', ')}, the rest default. Table \`products(seq, id primary key, created_at, updated_at, status, category, price float8, stock int, name, description, extra jsonb)\` (\`seq\` = creation order), B-tree indexes on \`status\`, \`category\`, \`price\`, \`stock\`, then \`VACUUM ANALYZE\`: COPY ${fmt(r.pg.loadSeconds, 1)} s, indexes ${fmt(r.pg.indexSeconds, 1)} s, VACUUM ANALYZE ${fmt(r.pg.analyzeSeconds, 1)} s, ${fmt(r.pg.sizeMiB)} MiB with indexes. Queried over one persistent connection (\`bench/pg-wire.ts\`, the simple query protocol), timed the same way: a page is \`SELECT count(*) … WHERE …; SELECT <all columns> … WHERE … ORDER BY <keys>, seq LIMIT 20 OFFSET k\` sent as one message (one round trip), as halserve's page carries its exact \`total\`. No text index (\`q\` is \`name ILIKE '%w%' OR description ILIKE '%w%'\`).`
+          .join(', ')}, the rest default. Table \`products(seq, id primary key, created_at, updated_at, status, category, price float8, stock int, name, description, extra jsonb)\` (\`seq\` = creation order), B-tree indexes on \`status\`, \`category\`, \`price\`, \`stock\`, then \`VACUUM ANALYZE\`: COPY ${fmt(r.pg.loadSeconds, 1)} s, indexes ${fmt(r.pg.indexSeconds, 1)} s, VACUUM ANALYZE ${fmt(r.pg.analyzeSeconds, 1)} s, ${fmt(r.pg.sizeMiB)} MiB with indexes. Queried over one persistent connection (\`bench/pg-client.ts\`: Postgres.js, the simple query protocol), timed the same way: a page is \`SELECT count(*) … WHERE …; SELECT <all columns> … WHERE … ORDER BY <keys>, seq LIMIT 20 OFFSET k\` sent as one message (one round trip), as halserve's page carries its exact \`total\`. No text index (\`q\` is \`name ILIKE '%w%' OR description ILIKE '%w%'\`).`
       : `- PostgreSQL: skipped (${'skipped' in r.pg ? r.pg.skipped : ''}).`,
     `- The client (this process) is pinned to core 1. ${r.rounds} interleaved round${r.rounds === 1 ? '' : 's'}: in each, every query kind runs on halserve then on PostgreSQL, the same queries in the same order, at most ${r.batch.maxRequests} requests or ${r.batch.maxSeconds} s per side. Every halserve request differs from all before it (page, bound, word or limit), so none comes from the page cache; three unmeasured requests per kind come first (the first one is where an index on first use is built; its time is listed), and for the words searched before, each word once. p50 and p99 are over all measured requests of all rounds; the ratio is the median of per-round ratios of p50s.`,
     `- "Same answers": for each query run on both sides, the same \`total\` and the same 20 ids in the same order.`,
@@ -291,11 +291,16 @@ export function renderQueries(r: QueriesResult, config: BenchConfig, date: strin
   return out.join('\n');
 }
 
-/** `report` with the section between the markers replaced (or inserted before "## Reproduce", or appended). */
+/** `report` with the queries section replaced (or inserted before "## Reproduce", or appended). */
 export function spliceQueries(report: string, section: string): string {
-  const begin = report.indexOf(BEGIN);
-  const end = report.indexOf(END);
-  if (begin >= 0 && end > begin) return report.slice(0, begin) + section.trimEnd() + report.slice(end + END.length);
+  return spliceSection(report, section, BEGIN, END);
+}
+
+/** `report` with the section between `begin` and `end` replaced (or inserted before "## Reproduce", or appended). */
+export function spliceSection(report: string, section: string, beginMarker: string, endMarker: string): string {
+  const begin = report.indexOf(beginMarker);
+  const end = report.indexOf(endMarker);
+  if (begin >= 0 && end > begin) return report.slice(0, begin) + section.trimEnd() + report.slice(end + endMarker.length);
   const reproduce = report.indexOf('\n## Reproduce');
   if (reproduce >= 0) return `${report.slice(0, reproduce + 1)}${section}\n${report.slice(reproduce + 1)}`;
   return `${report.trimEnd()}\n\n${section}`;

@@ -20,7 +20,7 @@ import type { BenchConfig } from './config.js';
 import type { BenchRequest } from './capture.js';
 import { measure, type Sample } from './measure.js';
 import { findPostgres, PG_SETTINGS, startCluster, type PgCluster } from './pg.js';
-import { PgClient } from './pg-wire.js';
+import { PgClient } from './pg-client.js';
 import { cpuSeconds, memoryMiB as readMemory, runNanoseconds } from './proc.js';
 import { generateProducts, NOUNS, PG_COLUMNS, PG_TABLE, PRODUCTS, prng, productFields, type Products } from './products.js';
 import { LOAD_CPU, startHalserve, type Running } from './servers.js';

@@ -5,6 +5,7 @@ import type { ServerKind } from './servers.js';
 import { fmt, median, pairedRatio } from './stats.js';
 import type { QueriesResult } from './queries.js';
 import { renderQueries } from './queries-report.js';
+import { renderReplicas, type ReplicasResult } from './replicas.js';
 
 /** Figures of one contender over all rounds. */
 export interface ContenderResult {
@@ -46,6 +47,8 @@ export interface RunResult {
   readonly storeBench: readonly { file: string; output: string }[];
   /** The `queries` workload (issue 8), when it ran. */
   readonly queries?: QueriesResult;
+  /** The `replicas` workload (issue 9), when it ran. */
+  readonly replicas?: ReplicasResult | { skipped: string };
   readonly wallSeconds: number;
 }
 
@@ -217,6 +220,7 @@ export function renderReport(result: RunResult): string {
     out.push('');
   }
   if (result.queries) out.push(renderQueries(result.queries, config, result.date, result.workloads));
+  if (result.replicas) out.push(renderReplicas(result.replicas, config, result.date));
   out.push('## Store-level figures (`bench/store-*.ts`)', '');
   if (result.storeBench.length === 0) out.push('_No `bench/store-*.ts` present in this run._', '');
   for (const s of result.storeBench) {
@@ -230,6 +234,7 @@ export function renderReport(result: RunResult): string {
     'npm ci && npm run bench          # full run, ~10 min, writes bench/RESULTS.md',
     'BENCH_QUICK=1 npm run bench      # smoke run, ~1 min, writes .bench/RESULTS.quick.md',
     'npm run bench:queries            # only the queries workload (issue 8); replaces its section here',
+    'npm run bench:replicas           # only the replicas workload (issue 9, PostgreSQL); replaces its section here',
     '```',
     '',
     'Knobs: `BENCH_ROUNDS`, `BENCH_DURATION`, `BENCH_WARMUP` (seconds), `BENCH_CONNECTIONS`, `BENCH_ENTITIES`, `BENCH_LARGE=100000,1000000`, `BENCH_ONLY=get-entity,post,startup,store,queries`, `BENCH_QUERY_ENTITIES` (1,000,000), `BENCH_PG_BIN` (/usr/lib/postgresql/15/bin), `BENCH_SERVERS=halserve,limit`, `BENCH_NO_PIN=1`, `BENCH_HALSERVE=<entry>` (measure another build), `BENCH_RATE=<req/s>` (CPU per request at equal load), `BENCH_OUT=<file>`.',

@@ -11,7 +11,8 @@ import type { PathCheck } from './conventions/query.js';
 import { relationGraph, RelationError } from './conventions/relations.js';
 import { compileSchema, declaredPaths, SchemaError, type Validator } from './conventions/schema.js';
 import { discoverResources, openDataDir } from './store/log/data-dir.js';
-import { StoreOpenError } from './store/store.js';
+import { openPostgres } from './store/pg/open.js';
+import { StoreOpenError, type Store } from './store/store.js';
 
 /** A start-up failure: printed as one line, exit code 1. */
 class StartupError extends Error {}
@@ -64,6 +65,53 @@ async function resourceNames(config: Config): Promise<string[]> {
   return names;
 }
 
+/** What is served: each resource's name, schema and open store. */
+interface Opened {
+  readonly names: string[];
+  readonly schemas: Map<string, LoadedSchema | undefined>;
+  readonly stores: { stores: Map<string, Store>; close(): Promise<void> };
+}
+
+/** Schema files of `names`, and the relations among them checked (contract §4a). */
+async function loadSchemas(config: Config, names: readonly string[]): Promise<Map<string, LoadedSchema | undefined>> {
+  const schemas = new Map<string, LoadedSchema | undefined>();
+  for (const name of names) schemas.set(name, await loadSchema(config.data, name));
+  // A link to a resource that is not served stops start-up.
+  relationGraph(names.map((name) => ({ name, schema: schemas.get(name)?.schema })));
+  return schemas;
+}
+
+/** The configured store's resources, open: files in `--data`, or PostgreSQL with `--store` (contract §8a). */
+async function openResources(config: Config, metrics: ServerMetrics): Promise<Opened> {
+  if (config.store === undefined) {
+    const names = await resourceNames(config);
+    // Checked before anything is opened.
+    const schemas = await loadSchemas(config, names);
+    const dataDir = await openDataDir({
+      observer: (name) => metrics.storeObserver(name),
+      dir: config.data,
+      resources: names,
+      durability: config.durability,
+      repair: config.repair,
+      warn,
+    });
+    return { names, schemas, stores: dataDir };
+  }
+  for (const name of config.resources) {
+    const problem = resourceNameProblem(name);
+    if (problem) throw new StartupError(problem);
+  }
+  // The declared resources, and every resource the table holds a live row of: known once open.
+  const pg = await openPostgres({ url: config.store, resources: [...new Set(config.resources)], nameProblem: resourceNameProblem, warn });
+  const names = [...pg.stores.keys()].sort();
+  try {
+    return { names, schemas: await loadSchemas(config, names), stores: pg };
+  } catch (error) {
+    await pg.close();
+    throw error;
+  }
+}
+
 /** Refuses to serve off loopback without tokens (contract §6), before anything is opened. */
 function checkAuthentication(config: Config): void {
   if (config.tokens.length > 0 || isLoopback(config.host) || config.noAuth) return;
@@ -79,24 +127,11 @@ async function main(): Promise<void> {
     return;
   }
   checkAuthentication(config);
-  const names = await resourceNames(config);
-  const schemas = new Map<string, LoadedSchema | undefined>();
-  for (const name of names) schemas.set(name, await loadSchema(config.data, name));
-  // Contract §4a: a link to a resource that is not served stops start-up before anything is opened.
-  relationGraph(names.map((name) => ({ name, schema: schemas.get(name)?.schema })));
   const metrics = new ServerMetrics();
-  const dataDir = await openDataDir({
-    observer: (name) => metrics.storeObserver(name),
-    dir: config.data,
-    resources: names,
-    durability: config.durability,
-    repair: config.repair,
-    warn,
-  });
-
+  const { names, schemas, stores } = await openResources(config, metrics);
   let draining = false;
   const resources: ServedResource[] = names.map((name) => {
-    const store = dataDir.stores.get(name);
+    const store = stores.stores.get(name);
     if (!store) throw new StartupError(`store ${name} did not open`);
     const found = schemas.get(name);
     return found ? { name, store, ...found } : { name, store };
@@ -136,14 +171,16 @@ async function main(): Promise<void> {
       });
     });
   } catch (error) {
-    await dataDir.close();
+    await stores.close();
     throw new StartupError(`cannot listen on ${config.host}:${config.port}: ${(error as Error).message}`);
   }
   const address = server.address() as AddressInfo;
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
   out.write(`halserve listening on http://${host}:${address.port}\n`);
   // Said once serving, so that a start-up failure stays the one line it is.
-  if (names.length === 0) warn(`no resources: ${config.data} has no *.jsonl files and none was declared with --resource`);
+  if (names.length === 0) {
+    warn(config.store === undefined ? `no resources: ${config.data} has no *.jsonl files and none was declared with --resource` : 'no resources: the database holds none and none was declared with --resource');
+  }
   if (config.tokens.length === 0) warn(`WARNING: authentication is OFF — anyone who can reach ${config.host} may read and write`);
 
   const shutdown = (signal: string): void => {
@@ -153,7 +190,7 @@ async function main(): Promise<void> {
     const force = setTimeout(() => server.closeAllConnections(), SHUTDOWN_GRACE_MS);
     force.unref();
     server.close(() => {
-      dataDir.close().then(
+      stores.close().then(
         () => process.exit(0),
         (error: unknown) => {
           warn(`closing the store failed: ${(error as Error).message}`);

@@ -2,12 +2,15 @@ import { isIP } from 'node:net';
 import { tokenProblem } from './http/auth.js';
 import { DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_BODY_MEMBERS, DEFAULT_MAX_BODY_VALUES } from './http/body.js';
 import { DEFAULT_QUERY_BUDGET_MS } from './http/resource.js';
+import { isPostgresUrl } from './store/pg/driver.js';
 
 /** Everything the CLI is told, from flags and `HALSERVE_*` variables (contract §9). */
 export interface Config {
   readonly port: number;
   readonly host: string;
   readonly data: string;
+  /** A `postgres://` URL: every resource kept in PostgreSQL (contract §8a); undefined: files in `data`. */
+  readonly store: string | undefined;
   readonly resources: readonly string[];
   readonly tokens: readonly string[];
   readonly noAuth: boolean;
@@ -68,6 +71,7 @@ export const OPTIONS: readonly Option[] = [
   { flag: 'port', env: ['HALSERVE_PORT', 'PORT'], kind: 'string', help: 'port to listen on; 0 picks a free one (default 8080)' },
   { flag: 'host', env: ['HALSERVE_HOST', 'HOST'], kind: 'string', help: 'address to listen on (default 127.0.0.1)' },
   { flag: 'data', env: ['HALSERVE_DATA'], kind: 'string', help: 'data directory of <name>.jsonl files (default ./data)' },
+  { flag: 'store', env: ['HALSERVE_STORE', 'DATABASE_URL'], kind: 'string', help: 'postgres://… keeps every resource in PostgreSQL (schema files still read from --data)' },
   { flag: 'resource', env: ['HALSERVE_RESOURCES'], kind: 'list', help: 'declare a resource whose file may not exist yet (repeatable)' },
   { flag: 'token', env: ['HALSERVE_TOKENS'], kind: 'list', help: 'accepted bearer token, read:TOKEN for read-only (repeatable)' },
   { flag: 'no-auth', env: ['HALSERVE_NO_AUTH'], kind: 'boolean', help: 'serve without tokens even off loopback' },
@@ -198,6 +202,10 @@ export function parseConfig(argv: readonly string[], env: Readonly<Record<string
   const cors = text('cors-origin', '');
   const rate = text('rate-limit', '');
   const burst = text('rate-limit-burst', '');
+  const store = text('store', '');
+  if (store.value !== '' && !isPostgresUrl(store.value)) {
+    throw new ConfigError(`${store.name} must be a postgres:// (or postgresql://) URL; without it resources are kept in files under --data`);
+  }
   const rateLimit = rate.value === '' ? undefined : parsePositive(rate.name, rate.value);
   const rateLimitBurst = burst.value === '' ? undefined : parseWholeNumber(burst.name, burst.value, 1, 1_000_000);
   if (rateLimitBurst !== undefined && rateLimit === undefined) throw new ConfigError(`${burst.name} needs --rate-limit`);
@@ -205,6 +213,7 @@ export function parseConfig(argv: readonly string[], env: Readonly<Record<string
     port: parseWholeNumber(port.name, port.value, 0, 65535),
     host: text('host', '127.0.0.1').value,
     data: text('data', './data').value,
+    store: store.value === '' ? undefined : store.value,
     resources: list('resource'),
     tokens,
     noAuth: boolean('no-auth'),

@@ -100,6 +100,13 @@ export const unparsable = (status: number, detail: string): HttpProblem => new H
 
 export const serviceUnavailable = (detail: string): HttpProblem => new HttpProblem(503, detail);
 
+/** How long a client is asked to wait before retrying a write while the database is away (RFC 9110 §10.2.3). */
+export const DATABASE_RETRY_AFTER_SECONDS = 2;
+
+/** Contract §8a: the database is unreachable; the write was not acknowledged (it may be retried). */
+export const databaseUnavailable = (): HttpProblem =>
+  new HttpProblem(503, 'The database is unreachable; the change was not acknowledged. Try again shortly', {}, { 'retry-after': String(DATABASE_RETRY_AFTER_SECONDS) });
+
 /** Contract §7: validation failures. */
 export const validationFailed = (validationMessages: Readonly<Record<string, Readonly<Record<string, string>>>>): HttpProblem =>
   new HttpProblem(400, 'Validation failed', { validationMessages });

@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { HttpProblem, internalError, serviceUnavailable } from '../conventions/problem.js';
+import { databaseUnavailable, HttpProblem, internalError, serviceUnavailable } from '../conventions/problem.js';
 import type { ServerMetrics } from '../metrics/server-metrics.js';
-import { StoreWriteError } from '../store/store.js';
+import { StoreUnavailableError, StoreWriteError } from '../store/store.js';
 import { redactQuery } from './access-log.js';
 import { ClientAbortedError } from './body.js';
 import type { Exchange } from './context.js';
@@ -47,6 +47,14 @@ export function createBoundary(dispatch: Dispatch, options: BoundaryOptions): (r
     if (error instanceof HttpProblem) return problemReply(error);
     // A client that left has no one to answer; that is no failure of the server.
     if (error instanceof ClientAbortedError) return { status: 400 };
+    if (error instanceof StoreUnavailableError) {
+      // The database is away (contract §8a): one line per resource, rate-limited; the write was not
+      // acknowledged, and a client may retry once it is back.
+      const resource = exchange.resource ?? 'unknown';
+      metrics.writeFailures.inc(1, resource, 'unavailable');
+      operationalLog(`${resource} unavailable`, `write to ${resource} refused: ${error.message}`);
+      return problemReply(databaseUnavailable());
+    }
     if (error instanceof StoreWriteError) {
       // Expected in operation (a full disk): one counted line, no stack trace.
       const resource = exchange.resource ?? 'unknown';

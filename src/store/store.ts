@@ -116,6 +116,15 @@ export class StoreWriteError extends Error {
   override readonly name = 'StoreWriteError';
 }
 
+/**
+ * The store's database cannot be reached (contract §8a): the write was not made, or its outcome is
+ * unknown because the connection was lost during its commit (a change feed will show it if it
+ * committed). Answered with 503 and `Retry-After`; reads go on from memory.
+ */
+export class StoreUnavailableError extends Error {
+  override readonly name = 'StoreUnavailableError';
+}
+
 /** A query could not be answered before its deadline (contract §9). */
 export class QueryTimeoutError extends Error {
   override readonly name = 'QueryTimeoutError';

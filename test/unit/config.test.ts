@@ -6,6 +6,7 @@ const DEFAULTS = {
   port: 8080,
   host: '127.0.0.1',
   data: './data',
+  store: undefined,
   resources: [],
   tokens: [],
   noAuth: false,
@@ -26,12 +27,24 @@ const DEFAULTS = {
 describe('parseConfig', () => {
   test('nothing -> defaults', () => assert.deepEqual(parseConfig([], {}), DEFAULTS));
 
+  test('DATABASE_URL -> the store; HALSERVE_STORE wins over it, --store over both', () => {
+    assert.equal(parseConfig([], { DATABASE_URL: 'postgres://a/db' }).store, 'postgres://a/db');
+    assert.equal(parseConfig([], { DATABASE_URL: 'postgres://a/db', HALSERVE_STORE: 'postgres://b/db' }).store, 'postgres://b/db');
+    assert.equal(parseConfig(['--store=postgres://c/db'], { HALSERVE_STORE: 'postgres://b/db' }).store, 'postgres://c/db');
+  });
+
+  test('--store that is not a postgres:// URL -> ConfigError naming where it came from', () => {
+    assert.throws(() => parseConfig(['--store', './data'], {}), { name: 'ConfigError', message: /^--store must be a postgres:\/\/ \(or postgresql:\/\/\) URL/ });
+    assert.throws(() => parseConfig([], { DATABASE_URL: 'mysql://db/x' }), { name: 'ConfigError', message: /^DATABASE_URL must be a postgres:\/\// });
+  });
+
   test('every flag -> its value', () => {
-    const argv = ['--port', '0', '--host=0.0.0.0', '--data', '/d', '--resource', 'a', '--resource=b,c', '--token', 't1', '--token', 'read:t2', '--no-auth', '--log', 'off', '--durability', 'none', '--repair', '--max-body', '10', '--max-body-values', '20', '--max-body-members=3', '--query-budget', '250', '--base-path', '/api', '--cors-origin', '*', '--rate-limit', '2.5', '--rate-limit-burst', '10', '--help'];
+    const argv = ['--port', '0', '--host=0.0.0.0', '--data', '/d', '--resource', 'a', '--resource=b,c', '--token', 't1', '--token', 'read:t2', '--no-auth', '--log', 'off', '--durability', 'none', '--repair', '--max-body', '10', '--max-body-values', '20', '--max-body-members=3', '--query-budget', '250', '--base-path', '/api', '--cors-origin', '*', '--rate-limit', '2.5', '--rate-limit-burst', '10', '--store', 'postgres://u@db:5432/shop', '--help'];
     assert.deepEqual(parseConfig(argv, {}), {
       port: 0,
       host: '0.0.0.0',
       data: '/d',
+      store: 'postgres://u@db:5432/shop',
       resources: ['a', 'b', 'c'],
       tokens: ['t1', 'read:t2'],
       noAuth: true,
@@ -69,12 +82,14 @@ describe('parseConfig', () => {
       HALSERVE_CORS_ORIGIN: 'https://a.example',
       HALSERVE_RATE_LIMIT: '50',
       HALSERVE_RATE_LIMIT_BURST: '100',
+      HALSERVE_STORE: 'postgresql://db/x',
     };
     assert.deepEqual(parseConfig([], env), {
       ...DEFAULTS,
       port: 9000,
       host: '::1',
       data: '/x',
+      store: 'postgresql://db/x',
       resources: ['a', 'b'],
       tokens: ['t1', 'read:t2'],
       noAuth: true,

@@ -21,9 +21,21 @@ export const DRIVER_PACKAGE = 'postgres';
 
 let loaded: Promise<Connect> | undefined;
 
-/** `import('postgres')` once; rejects with `DriverMissingError` when it is not installed. */
-export function loadDriver(): Promise<Connect> {
-  loaded ??= import(DRIVER_PACKAGE).then(
+/** How a module is imported: `import()` itself, or a test's stand-in for a driver that is not installed. */
+export type Importer = (specifier: string) => Promise<{ default: Connect }>;
+
+/**
+ * `import('postgres')` once; rejects with `DriverMissingError` when it is not installed. A test
+ * passes its own `importer` (not cached) to see that path without uninstalling anything.
+ */
+export function loadDriver(importer?: Importer): Promise<Connect> {
+  if (importer) return importDriver(importer);
+  loaded ??= importDriver((specifier) => import(specifier) as Promise<{ default: Connect }>);
+  return loaded;
+}
+
+function importDriver(importer: Importer): Promise<Connect> {
+  return importer(DRIVER_PACKAGE).then(
     (module: { default: Connect }) => module.default,
     (error: NodeJS.ErrnoException) => {
       loaded = undefined;
@@ -33,7 +45,6 @@ export function loadDriver(): Promise<Connect> {
       throw error;
     },
   );
-  return loaded;
 }
 
 /** True for a store location that names PostgreSQL rather than a data directory. */

@@ -1,0 +1,168 @@
+/**
+ * Connecting to PostgreSQL (contract §8a): the connection pool, the layout created or checked at
+ * start-up, and which failures mean "the database is away" (a 503) rather than a refused write.
+ */
+import { StoreOpenError } from '../store.js';
+import { loadDriver, type PgOptions, type Sql } from './driver.js';
+import { LAYOUT_DDL, LAYOUT_VERSION, LAYOUT_VERSION_QUERY, SCHEMA } from './layout.js';
+
+/** Connections of one process: the writers of every resource, the change feed and the loader share them. */
+const POOL_SIZE = 8;
+/** Seconds before a connection attempt is given up: a black-holed address must not hang start-up or a write. */
+const CONNECT_TIMEOUT_S = 5;
+
+/**
+ * Seconds to wait before connecting again after a failure: the driver's default grows to 20 s,
+ * which would keep a process away that long after the database is back. At most half a second.
+ */
+const backoff = (retries: number): number => Math.min(0.5, 0.02 * 2 ** retries);
+
+/** `postgres://user@host:port/db` without the password: what messages may show. */
+export function describeUrl(url: string): string {
+  try {
+    const parsed = new URL(url);
+    parsed.password = '';
+    return `${parsed.protocol}//${parsed.username ? `${decodeURIComponent(parsed.username)}@` : ''}${parsed.host}${parsed.pathname}`;
+  } catch {
+    return 'the configured postgres:// URL';
+  }
+}
+
+/** Error codes of the socket and of the driver that say the connection is gone or never came. */
+const CONNECTION_CODES: ReadonlySet<string> = new Set([
+  'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOENT',
+  'CONNECT_TIMEOUT', 'CONNECTION_CLOSED', 'CONNECTION_ENDED', 'CONNECTION_DESTROYED',
+]);
+
+/**
+ * True when `error` means the database cannot be reached or is going away: a socket error, a
+ * connection the driver lost, SQLSTATE class 08 (connection exception), 57P01-57P03 (shutting
+ * down, starting up) or 53300 (too many connections). Anything else is an answer from a working
+ * database.
+ */
+export function isUnavailable(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  if (typeof code !== 'string') return false;
+  return CONNECTION_CODES.has(code) || code.startsWith('08') || code === '57P01' || code === '57P02' || code === '57P03' || code === '53300';
+}
+
+/** Why a connection failed, in a few words (`connection refused`, `password authentication failed …`). */
+export function reason(error: unknown): string {
+  const code = (error as { code?: unknown } | null)?.code;
+  if (code === 'ECONNREFUSED') return 'connection refused';
+  if (code === 'CONNECT_TIMEOUT' || code === 'ETIMEDOUT') return 'connection timed out';
+  if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return 'host not found';
+  return (error as Error)?.message ?? String(error);
+}
+
+export interface ConnectOptions {
+  readonly url: string;
+  /** The driver loader (tests replace it to see the driver missing). */
+  readonly driver?: typeof loadDriver;
+  /** Extra driver options (tests: a small pool). */
+  readonly options?: PgOptions;
+}
+
+/**
+ * The connections of one process to its database: a pool for writes, the loader and the change
+ * feed, and a connection of its own for LISTEN.
+ *
+ * The pool is replaced when the database goes away (`recycle`): with postgres 3.4.9, a connection
+ * that had a write buffered at the moment its socket closed keeps that write pending for ever
+ * (porsager/postgres#1154, #1208), and every later query on it would hang.
+ */
+export class Database {
+  readonly #open: (extra: PgOptions) => Sql;
+  #sql: Sql;
+  /** `postgres://user@host:port/db`, without the password. */
+  readonly where: string;
+
+  constructor(open: (extra: PgOptions) => Sql, where: string) {
+    this.#open = open;
+    this.#sql = open({});
+    this.where = where;
+  }
+
+  get sql(): Sql {
+    return this.#sql;
+  }
+
+  /** A fresh pool from now on; the old one's connections are closed (their queries fail, as the database is away). */
+  recycle(): void {
+    const old = this.#sql;
+    this.#sql = this.#open({});
+    void old.end({ timeout: 0 }).catch(() => {});
+  }
+
+  /**
+   * Runs `work` on a connection of its own, then closes that connection. The loader's COPY runs so:
+   * with postgres 3.4.9, a connection that streamed a COPY out may never answer again.
+   */
+  async alone<T>(work: (sql: Sql) => Promise<T>): Promise<T> {
+    const sql = this.#open({ max: 1 });
+    try {
+      return await work(sql);
+    } finally {
+      await sql.end({ timeout: 0 }).catch(() => {});
+    }
+  }
+
+  /** A connection of its own, kept open: NOTIFY calls `onNotify`, its loss `onClose`. */
+  listener(onNotify: () => void, onClose: () => void): Sql {
+    return this.#open({
+      max: 1,
+      idle_timeout: 0,
+      max_lifetime: 0,
+      // `onnotify` is the driver's hook for NOTIFY on a connection of its own (not in its types).
+      ...({ onnotify: () => onNotify() } as PgOptions),
+      onclose: () => onClose(),
+    });
+  }
+
+  end(): Promise<void> {
+    return this.#sql.end({ timeout: 5 });
+  }
+}
+
+/**
+ * Opens the pool and makes sure the layout is there (creating it on a first start). Throws
+ * `StoreOpenError` with the one line a user sees when the driver is missing, the database cannot
+ * be reached, or it holds another layout version.
+ */
+export async function connect({ url, driver = loadDriver, options = {} }: ConnectOptions): Promise<Database> {
+  let postgres;
+  try {
+    postgres = await driver();
+  } catch (error) {
+    throw new StoreOpenError((error as Error).message);
+  }
+  const connectPostgres = postgres;
+  const database = new Database(
+    (extra) =>
+      connectPostgres(url, {
+        max: POOL_SIZE,
+        connect_timeout: CONNECT_TIMEOUT_S,
+        backoff,
+        onnotice: () => {},
+        ...options,
+        ...extra,
+      }),
+    describeUrl(url),
+  );
+  const sql = database.sql;
+  try {
+    // The DDL only on a first start: on a live database its table locks would pause other replicas'
+    // writes. One simple query of several statements: one transaction, no ROLLBACK to send.
+    const [present] = await sql.unsafe<{ present: boolean }[]>(`SELECT to_regclass('${SCHEMA}.entities') IS NOT NULL AS present`);
+    if (!present?.present) await sql.unsafe(LAYOUT_DDL.join(';\n'));
+    const [row] = await sql.unsafe<{ value: string }[]>(LAYOUT_VERSION_QUERY);
+    if (row?.value !== String(LAYOUT_VERSION)) {
+      throw new StoreOpenError(`${database.where} holds halserve's table layout version ${row?.value ?? 'unknown'}; this halserve uses version ${LAYOUT_VERSION}`);
+    }
+  } catch (error) {
+    await sql.end({ timeout: 1 }).catch(() => {});
+    if (error instanceof StoreOpenError) throw error;
+    throw new StoreOpenError(`cannot use PostgreSQL at ${database.where}: ${reason(error)}`);
+  }
+  return database;
+}

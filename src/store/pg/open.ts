@@ -1,0 +1,122 @@
+import { StoreOpenError } from '../store.js';
+import { connect, reason, type ConnectOptions } from './connection.js';
+import { ChangeFeed, type FeedRow } from './feed.js';
+import { loadRows } from './loader.js';
+import { RowEntity } from './pg-entity.js';
+import { PgStore } from './pg-store.js';
+import { Readers, Replica, type RowState } from './replica.js';
+import { PgWriter } from './writer.js';
+
+export interface PostgresOptions extends ConnectOptions {
+  /** Resources to serve even when the table holds no row of theirs yet (already-checked names). */
+  readonly resources: readonly string[];
+  /** Why a resource name found in the table cannot be served, or undefined when it can. */
+  readonly nameProblem?: (name: string) => string | undefined;
+  readonly warn: (message: string) => void;
+  /** The change feed's poll interval (default 1000 ms). */
+  readonly pollMs?: number;
+}
+
+/** The stores of one database, sharing its connections and its change feed. */
+export interface PostgresStores {
+  /** Every declared resource and every resource with a live row in the table, by name. */
+  readonly stores: Map<string, PgStore>;
+  /** Whether the database answered the last catch-up. */
+  readonly reachable: boolean;
+  /** Resolves once a catch-up that started after the call has succeeded (tests). */
+  sync(): Promise<void>;
+  /** Finishes queued writes, stops the feed, closes the connections. */
+  close(): Promise<void>;
+}
+
+/**
+ * Opens every resource kept in the PostgreSQL database at `url` (contract §8a): connects (creating
+ * the layout on a first start), loads every live row into the indexes from one snapshot, then
+ * starts the change feed from that snapshot. Throws `StoreOpenError`, one line, on any failure.
+ */
+export async function openPostgres(options: PostgresOptions): Promise<PostgresStores> {
+  const { warn } = options;
+  const database = await connect(options);
+  const { where } = database;
+  const readers = new Readers();
+  const replicas = new Map<string, Replica>();
+  for (const name of options.resources) replicas.set(name, new Replica(readers));
+  const skipped = new Set<string>();
+  /** A resource met in the table: served when its name is valid (the table may have been written by hand). */
+  const replicaOf = (resource: string, loading: boolean): Replica | undefined => {
+    let replica = replicas.get(resource);
+    if (replica || !loading || skipped.has(resource)) return replica;
+    const problem = options.nameProblem?.(resource);
+    if (problem !== undefined) {
+      skipped.add(resource);
+      warn(`${where}: rows of resource ${JSON.stringify(resource)} are not served: ${problem}`);
+      return undefined;
+    }
+    replicas.set(resource, (replica = new Replica(readers)));
+    return replica;
+  };
+  let from: bigint;
+  try {
+    from = await database.alone((sql) => loadRows(sql, (resource) => replicaOf(resource, true)?.index));
+  } catch (error) {
+    await database.sql.end({ timeout: 1 }).catch(() => {});
+    throw new StoreOpenError(`cannot load from PostgreSQL at ${where}: ${reason(error)}`);
+  }
+
+  const deliver = (rows: readonly FeedRow[]): void => {
+    const byResource = new Map<string, RowState[]>();
+    for (const row of rows) {
+      if (!replicas.has(row.resource)) {
+        if (!skipped.has(row.resource)) {
+          skipped.add(row.resource);
+          warn(`${where}: resource ${JSON.stringify(row.resource)} was created by another process; restart this one (or declare it with --resource) to serve it`);
+        }
+        continue;
+      }
+      const pos = Number(row.pos);
+      const rev = Number(row.rev);
+      const state: RowState = row.body === null ? { id: row.id, pos, rev, deleted: true } : new RowEntity(row.id, row.body, pos, rev);
+      let list = byResource.get(row.resource);
+      if (!list) byResource.set(row.resource, (list = []));
+      list.push(state);
+    }
+    for (const [resource, states] of byResource) replicas.get(resource)!.apply(states);
+  };
+  const feed = new ChangeFeed({
+    database,
+    from,
+    readers,
+    deliver,
+    ...(options.pollMs === undefined ? {} : { pollMs: options.pollMs }),
+    onStatus: (up, error) => {
+      if (!up) database.recycle();
+      warn(
+        up
+          ? `PostgreSQL at ${where} is reachable again: caught up, writes accepted`
+          : `PostgreSQL at ${where} is unreachable (${reason(error)}): writes answer 503, reads go on from memory`,
+      );
+    },
+  });
+  const stores = new Map<string, PgStore>();
+  const writers: PgWriter[] = [];
+  for (const [resource, replica] of [...replicas].sort(([a], [b]) => (a < b ? -1 : 1))) {
+    const writer = new PgWriter({ sql: () => database.sql, resource, replica, readers, onUnavailable: (error) => feed.down(error) });
+    writers.push(writer);
+    stores.set(resource, new PgStore(replica, writer, () => feed.up));
+  }
+  feed.start();
+  let closing: Promise<void> | undefined;
+  return {
+    stores,
+    get reachable() {
+      return feed.up;
+    },
+    sync: () => feed.sync(),
+    close: () =>
+      (closing ??= (async () => {
+        await Promise.allSettled([...stores.values()].map((store) => store.close()));
+        await feed.close();
+        await database.end();
+      })()),
+  };
+}

@@ -1,0 +1,73 @@
+import type {
+  Change,
+  DeleteCheck,
+  EntityRecord,
+  LocalStore,
+  MaybePromise,
+  QueryResult,
+  StoreQuery,
+  StoredEntity,
+} from '../store.js';
+import type { Replica } from './replica.js';
+import type { PgWriter } from './writer.js';
+
+/**
+ * One resource kept in PostgreSQL (contract §8a): reads and queries from this process's index,
+ * which the change feed and this process's writes keep current; writes through the database.
+ */
+export class PgStore implements LocalStore {
+  readonly #replica: Replica;
+  readonly #writer: PgWriter;
+  /** Whether the database answered lately (the change feed's last catch-up succeeded). */
+  readonly #reachable: () => boolean;
+  #open = true;
+
+  constructor(replica: Replica, writer: PgWriter, reachable: () => boolean) {
+    this.#replica = replica;
+    this.#writer = writer;
+    this.#reachable = reachable;
+  }
+
+  get size(): number {
+    return this.#replica.index.size;
+  }
+
+  get revision(): string {
+    return this.#replica.index.revision;
+  }
+
+  /** Open and the database reachable: `/readyz` answers 503 while it is away. */
+  get ready(): boolean {
+    return this.#open && this.#reachable();
+  }
+
+  get(id: string): StoredEntity | undefined {
+    return this.#replica.index.get(id);
+  }
+
+  query(query: StoreQuery): MaybePromise<QueryResult> {
+    return this.#replica.index.query(query);
+  }
+
+  values(): IterableIterator<StoredEntity> {
+    return this.#replica.index.values();
+  }
+
+  create(record: EntityRecord): Promise<StoredEntity> {
+    return this.#writer.create(record);
+  }
+
+  update(id: string, change: Change): Promise<StoredEntity | undefined> {
+    return this.#writer.update(id, change);
+  }
+
+  delete(id: string, check?: DeleteCheck): Promise<boolean> {
+    return this.#writer.delete(id, check);
+  }
+
+  /** Finishes the writes queued; the database connection is closed with the others (`openPostgres`). */
+  async close(): Promise<void> {
+    await this.#writer.close();
+    this.#open = false;
+  }
+}

@@ -1,0 +1,136 @@
+import { MaterialisedIndex } from '../index/materialised-index.js';
+import type { EntityRecord, QueryResult } from '../store.js';
+import type { PgEntity } from './pg-entity.js';
+
+/** A row as the change feed or a write of this process brings it: a live entity, or a tombstone. */
+export type RowState = PgEntity | Tombstone;
+
+export interface Tombstone {
+  readonly id: string;
+  readonly pos: number;
+  readonly rev: number;
+  readonly deleted: true;
+}
+
+const isTombstone = (row: RowState): row is Tombstone => 'deleted' in row;
+
+/**
+ * The readers of the database whose answers may be older than what the index already holds: a
+ * change-feed catch-up reads a snapshot, and a write batch reads rows before it commits. Each
+ * takes a tick when it starts; a delete is remembered until every reader that started before it
+ * has ended (after that, no answer can hold the entity's older, live state).
+ */
+export class Readers {
+  #clock = 0;
+  /** Ticks of readers under way; a Set keeps insertion order, so the first is the oldest. */
+  readonly #active = new Set<number>();
+
+  begin(): number {
+    const tick = ++this.#clock;
+    this.#active.add(tick);
+    return tick;
+  }
+
+  end(tick: number): void {
+    this.#active.delete(tick);
+  }
+
+  /** A tick for an event (a delete applied). */
+  now(): number {
+    return ++this.#clock;
+  }
+
+  /** The tick of the oldest reader under way, or Infinity. */
+  get oldest(): number {
+    for (const tick of this.#active) return tick;
+    return Infinity;
+  }
+}
+
+/**
+ * One resource's materialised index as the database feeds it (contract §8a). Rows arrive from the
+ * change feed and from this process's own writes, possibly more than once and out of order; the
+ * rules below make the index converge to the database's state, in `pos` order, on every process:
+ *
+ * - a row whose `rev` is not above the index's (or a remembered delete's) is old: skipped;
+ * - a tombstone removes, and its `rev` is remembered while an older reader may still deliver the
+ *   entity's live state (`Readers`), so that a stale answer never resurrects it;
+ * - a live row replaces in place when its `pos` is the one held; otherwise (a create, or a
+ *   re-create whose delete was never seen) it is placed by `pos`: entities at the tail with a
+ *   larger `pos` are taken off and put back after it. Creates commit in about `pos` order, so
+ *   that tail is short.
+ */
+export class Replica {
+  readonly index = new MaterialisedIndex<PgEntity>();
+  readonly #readers: Readers;
+  /** Deleted ids → rev and tick of the delete, oldest first. */
+  readonly #removed = new Map<string, { rev: number; tick: number }>();
+
+  constructor(readers: Readers) {
+    this.#readers = readers;
+  }
+
+  /** The rev this process holds for `id`: its entity's, a remembered delete's, or 0. */
+  revOf(id: string): number {
+    return this.index.get(id)?.rev ?? this.#removed.get(id)?.rev ?? 0;
+  }
+
+  /** Applies rows (at most one per id); `records` holds the parsed records of written entities. */
+  apply(rows: readonly RowState[], records?: ReadonlyMap<PgEntity, EntityRecord>): void {
+    this.#forgetOldDeletes();
+    const index = this.index;
+    const placed: PgEntity[] = [];
+    for (const row of rows) {
+      const held = index.get(row.id);
+      if (row.rev <= (held?.rev ?? this.#removed.get(row.id)?.rev ?? 0)) continue;
+      if (isTombstone(row)) {
+        if (held) index.remove(row.id);
+        this.#removed.delete(row.id);
+        this.#removed.set(row.id, { rev: row.rev, tick: this.#readers.now() });
+        continue;
+      }
+      this.#removed.delete(row.id);
+      if (held?.pos === row.pos) {
+        index.put(row, undefined, records?.get(row));
+        continue;
+      }
+      if (held) index.remove(row.id);
+      placed.push(row);
+    }
+    if (placed.length > 0) this.#place(placed, records);
+  }
+
+  /** Puts new entities in `pos` order, lifting the tail entities that belong after them. */
+  #place(placed: PgEntity[], records: ReadonlyMap<PgEntity, EntityRecord> | undefined): void {
+    placed.sort((a, b) => a.pos - b.pos);
+    const first = placed[0]!.pos;
+    const lifted: PgEntity[] = [];
+    for (let last = this.#last(); last !== undefined && last.pos > first; last = this.#last()) {
+      lifted.push(last);
+      this.index.remove(last.id);
+    }
+    lifted.reverse();
+    let i = 0;
+    let j = 0;
+    while (i < placed.length || j < lifted.length) {
+      const take = j >= lifted.length || (i < placed.length && placed[i]!.pos < lifted[j]!.pos) ? placed[i++]! : lifted[j++]!;
+      this.index.put(take, undefined, records?.get(take));
+    }
+  }
+
+  #last(): PgEntity | undefined {
+    const size = this.index.size;
+    if (size === 0) return undefined;
+    // A plain page is answered at once, from the creation order.
+    const answer = this.index.query({ filters: [], sort: [], search: [], offset: size - 1, limit: 1 }) as QueryResult;
+    return answer.entities[0] as PgEntity | undefined;
+  }
+
+  #forgetOldDeletes(): void {
+    const oldest = this.#readers.oldest;
+    for (const [id, removed] of this.#removed) {
+      if (removed.tick >= oldest) break;
+      this.#removed.delete(id);
+    }
+  }
+}
