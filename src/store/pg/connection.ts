@@ -28,10 +28,47 @@ export function describeUrl(url: string): string {
   }
 }
 
+/**
+ * How long the statements of one write try, or one round trip of a change-feed catch-up, may go
+ * unanswered before the connection counts as lost: a query sent on a connection that died
+ * silently (postgres 3.4.9 keeps such a query pending for ever) would otherwise hold a resource's
+ * writes, or every process's view of others' writes, for ever. Well above any lock wait a write
+ * meets in normal operation.
+ */
+export const STATEMENT_DEADLINE_MS = 10_000;
+
+/** Code of `StatementDeadlineError`: counted among the connection failures. */
+const DEADLINE = 'HALSERVE_DEADLINE';
+
+/** A statement that did not answer within its deadline. */
+export class StatementDeadlineError extends Error {
+  override readonly name = 'StatementDeadlineError';
+  readonly code = DEADLINE;
+}
+
+/**
+ * What `work` resolves to, or a rejection with `StatementDeadlineError` once `ms` pass without an
+ * answer; `work` may call `alive()` whenever a part of the answer arrives (a cursor's rows), which
+ * starts the wait again. The statement itself is not cancelled (its connection is presumed dead;
+ * the pool is replaced, see `Database.recycle`): a write it was may still have committed, which
+ * the change feed then delivers.
+ */
+export function withDeadline<T>(work: (alive: () => void) => Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  let fail: (error: Error) => void = () => {};
+  const arm = (): void => {
+    clearTimeout(timer);
+    timer = setTimeout(() => fail(new StatementDeadlineError(`${what}: no answer from PostgreSQL within ${ms} ms`)), ms);
+  };
+  const expired = new Promise<never>((_, reject) => (fail = reject));
+  arm();
+  return Promise.race([work(arm), expired]).finally(() => clearTimeout(timer));
+}
+
 /** Error codes of the socket and of the driver that say the connection is gone or never came. */
 const CONNECTION_CODES: ReadonlySet<string> = new Set([
   'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOENT',
-  'CONNECT_TIMEOUT', 'CONNECTION_CLOSED', 'CONNECTION_ENDED', 'CONNECTION_DESTROYED',
+  'CONNECT_TIMEOUT', 'CONNECTION_CLOSED', 'CONNECTION_ENDED', 'CONNECTION_DESTROYED', DEADLINE,
 ]);
 
 /**
