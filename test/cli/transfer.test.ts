@@ -266,7 +266,8 @@ describe('halserve import / export against PostgreSQL (contract §8a)', { skip: 
     await writeFile(join(source, 'a.jsonl'), entity('a1') + '\n');
     const nowhere = `postgres://postgres:secret@127.0.0.1:${await freePort()}/none`;
     const unreachable = await halserve(['import', '--from', source, '--to', nowhere]);
-    assertOneLineFailure(unreachable, /^halserve: cannot reach the database postgres:\/\/postgres:\*\*\*@127\.0\.0\.1:\d+\/none: .*ECONNREFUSED/);
+    // The URL as every message of the PostgreSQL store shows it: without the password.
+    assertOneLineFailure(unreachable, /^halserve: cannot reach the database postgres:\/\/postgres@127\.0\.0\.1:\d+\/none: connection refused$/);
     assert.doesNotMatch(unreachable.stderr, /secret/);
     const { url } = await database();
     assertOneLineFailure(await halserve(['import', '--from', join(source, 'nope'), '--to', url]), /data directory .*nope does not exist/);

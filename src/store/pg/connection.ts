@@ -17,14 +17,15 @@ const CONNECT_TIMEOUT_S = 5;
  */
 const backoff = (retries: number): number => Math.min(0.5, 0.02 * 2 ** retries);
 
-/** `postgres://user@host:port/db` without the password: what messages may show. */
+/** `postgres://user@host:port/db` without the password (nor the query): what messages may show. */
 export function describeUrl(url: string): string {
   try {
     const parsed = new URL(url);
     parsed.password = '';
     return `${parsed.protocol}//${parsed.username ? `${decodeURIComponent(parsed.username)}@` : ''}${parsed.host}${parsed.pathname}`;
   } catch {
-    return 'the configured postgres:// URL';
+    // Not a URL: shown as given, less anything that looks like a password.
+    return url.replace(/:[^:@/]*@/, '@');
   }
 }
 
@@ -83,13 +84,16 @@ export function isUnavailable(error: unknown): boolean {
   return CONNECTION_CODES.has(code) || code.startsWith('08') || code === '57P01' || code === '57P02' || code === '57P03' || code === '53300';
 }
 
-/** Why a connection failed, in a few words (`connection refused`, `password authentication failed …`). */
+/** Why a connection or statement failed, in a few words (`connection refused`, `password authentication failed …`): one line. */
 export function reason(error: unknown): string {
-  const code = (error as { code?: unknown } | null)?.code;
+  const e = error as { code?: unknown; message?: string; errors?: unknown[] } | null;
+  const code = e?.code;
   if (code === 'ECONNREFUSED') return 'connection refused';
   if (code === 'CONNECT_TIMEOUT' || code === 'ETIMEDOUT') return 'connection timed out';
   if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return 'host not found';
-  return (error as Error)?.message ?? String(error);
+  // A refused connection to `localhost` fails on ::1 and 127.0.0.1 both: an AggregateError.
+  if (Array.isArray(e?.errors) && e.errors.length > 0 && !e.message) return reason(e.errors[0]);
+  return (e?.message?.trim() || (typeof code === 'string' ? code : String(error))).split('\n')[0]!;
 }
 
 export interface ConnectOptions {
@@ -188,18 +192,31 @@ export async function connect({ url, driver = loadDriver, options = {} }: Connec
   );
   const sql = database.sql;
   try {
-    // The DDL only on a first start: on a live database its table locks would pause other replicas'
-    // writes. One simple query of several statements: one transaction, no ROLLBACK to send.
-    const [present] = await sql.unsafe<{ present: boolean }[]>(`SELECT to_regclass('${SCHEMA}.entities') IS NOT NULL AS present`);
-    if (!present?.present) await sql.unsafe(LAYOUT_DDL.join(';\n'));
-    const [row] = await sql.unsafe<{ value: string }[]>(LAYOUT_VERSION_QUERY);
-    if (row?.value !== String(LAYOUT_VERSION)) {
-      throw new StoreOpenError(`${database.where} holds halserve's table layout version ${row?.value ?? 'unknown'}; this halserve uses version ${LAYOUT_VERSION}`);
-    }
+    await prepareLayout(sql, database.where, true);
   } catch (error) {
     await sql.end({ timeout: 1 }).catch(() => {});
     if (error instanceof StoreOpenError) throw error;
     throw new StoreOpenError(`cannot use PostgreSQL at ${database.where}: ${reason(error)}`);
   }
   return database;
+}
+
+/**
+ * Makes sure the database holds this halserve's layout (layout.ts): with `create`, creates it when
+ * absent — only then: on a live database its table locks would pause other processes' writes — in
+ * one simple query of several statements (one transaction, no ROLLBACK to send). Resolves false
+ * when absent and not created. Throws `StoreOpenError` when the database holds another version;
+ * `where` names the database in that message.
+ */
+export async function prepareLayout(sql: Sql, where: string, create: boolean): Promise<boolean> {
+  const [present] = await sql.unsafe<{ present: boolean }[]>(`SELECT to_regclass('${SCHEMA}.entities') IS NOT NULL AS present`);
+  if (!present?.present) {
+    if (!create) return false;
+    await sql.unsafe(LAYOUT_DDL.join(';\n'));
+  }
+  const [row] = await sql.unsafe<{ value: string }[]>(LAYOUT_VERSION_QUERY);
+  if (row?.value !== String(LAYOUT_VERSION)) {
+    throw new StoreOpenError(`${where} holds halserve's table layout version ${row?.value ?? 'unknown'}; this halserve uses version ${LAYOUT_VERSION}`);
+  }
+  return true;
 }
