@@ -192,7 +192,17 @@ export class ChangeFeed {
   #status(up: boolean, error?: unknown): void {
     if (up === this.#up) return;
     this.#up = up;
+    // The LISTEN connection may be as dead as the pool without knowing it (a silent network):
+    // the next successful catch-up listens again, on a new one.
+    if (!up) this.#dropListener();
     this.#options.onStatus(up, error);
+  }
+
+  #dropListener(): void {
+    const listener = this.#listener;
+    this.#listener = undefined;
+    this.#listening = undefined;
+    void listener?.end({ timeout: 0 }).catch(() => {});
   }
 
   /**
@@ -204,9 +214,8 @@ export class ChangeFeed {
     const listener = (this.#listener ??= this.#options.database.listener(
       () => this.wake(),
       () => {
-        this.#listening = undefined;
-        if (this.#listener === listener) this.#listener = undefined;
-        void listener.end({ timeout: 0 }).catch(() => {});
+        if (this.#listener === listener) this.#dropListener();
+        else void listener.end({ timeout: 0 }).catch(() => {});
       },
     ));
     this.#listening = listener.unsafe(`LISTEN ${CHANNEL}`).then(
