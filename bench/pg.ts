@@ -53,6 +53,7 @@ export function findPostgres(log: (m: string) => void): { bin: string } | { miss
  */
 export async function startCluster(bin: string, pin: boolean, tcp = false): Promise<PgCluster> {
   if (process.getuid?.() !== 0) throw new Error('the PostgreSQL column needs root (to run initdb as the postgres user with runuser)');
-  const settings = tcp ? { ...PG_SETTINGS, listen_addresses: '127.0.0.1' } : PG_SETTINGS;
+  // The replicas workload (TCP) runs pgbench with 64 clients beside halserve's pools.
+  const settings = tcp ? { ...PG_SETTINGS, listen_addresses: '127.0.0.1', max_connections: '150' } : PG_SETTINGS;
   return startThrowaway(bin, { settings, tcp, ...(pin ? { cpu: SERVER_CPU } : {}) });
 }

@@ -19,7 +19,7 @@
  * refused, skipped or replaced (`ExistingPolicy`); with `refuse`, publishing checks again that
  * none has appeared meanwhile.
  */
-import type { Sql } from './driver.js';
+import { textArray, type Sql } from './driver.js';
 import { SCHEMA } from './layout.js';
 import { TransferError } from './transfer-db.js';
 
@@ -94,7 +94,7 @@ export async function importResources(
     outcomes.push({ name: resource.name, action: rows === 0 ? 'created' : 'replaced', entities, before: live });
   }
   await sql.unsafe(`ANALYZE ${STAGING}`);
-  const [done] = await sql.unsafe<{ ok: boolean }[]>(PUBLISH, [published, policy === 'refuse' ? published : []]);
+  const [done] = await sql.unsafe<{ ok: boolean }[]>(PUBLISH, [textArray(published), textArray(policy === 'refuse' ? published : [])]);
   await sql.unsafe(`DROP TABLE ${STAGING}`);
   if (done?.ok !== true) {
     // Entities appeared in a resource between the first look and publishing: refused as then.
@@ -147,7 +147,7 @@ async function stage(sql: Sql, resource: ImportResource, first: number, count: (
       bodies.push(entity.json);
       chars += entity.json.length;
     }
-    await sql.unsafe(statement, [first + start, ids, bodies.join('\n'), name]);
+    await sql.unsafe(statement, [first + start, textArray(ids), bodies.join('\n'), name]);
     start += ids.length;
     count(ids.length);
   }

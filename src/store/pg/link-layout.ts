@@ -6,7 +6,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { RelationGraph } from '../../conventions/relations.js';
-import type { Sql } from './driver.js';
+import { textArray, type Sql } from './driver.js';
 import { LAYOUT_LOCK, SCHEMA } from './layout.js';
 
 /** A field of `source` whose values are ids of entities of another resource. */
@@ -169,7 +169,7 @@ async function missing(sql: Sql, indexes: readonly string[]): Promise<boolean> {
   const [row] = await sql.unsafe<{ fn: boolean; found: string }[]>(
     `SELECT to_regproc('${WRITE_FUNCTION}') IS NOT NULL AS fn,
             (SELECT count(*) FROM pg_indexes WHERE schemaname = '${SCHEMA}' AND indexname = ANY($1::text[]))::text AS found`,
-    [indexes as string[]],
+    [textArray(indexes)],
   );
   return row?.fn !== true || Number(row.found) !== indexes.length;
 }

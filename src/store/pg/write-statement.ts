@@ -6,13 +6,10 @@
  */
 import type { LinkTarget } from '../../conventions/relations.js';
 import type { Referrers } from '../integrity.js';
-import type { Sql } from './driver.js';
+import { textArray, type Sql } from './driver.js';
 import { SCHEMA } from './layout.js';
 import { WRITE_FUNCTION, type LinkSpec } from './link-layout.js';
 import type { RowState } from './replica.js';
-
-/** PostgreSQL's oid of `text`. */
-const TEXT = 25;
 
 /** A row to write and what the statement must check for it. */
 export interface RowWrite {
@@ -44,7 +41,7 @@ export const targetKey = (resource: string, id: string): string => `${resource}/
 export async function writeRows(sql: Sql, resource: string, rows: readonly RowWrite[], reverse: readonly LinkSpec[]): Promise<Map<string, RowOutcome>> {
   const outcomes = new Map<string, RowOutcome>();
   if (rows.length === 0) return outcomes;
-  const text = (values: readonly (string | null)[]): ReturnType<Sql['array']> => sql.array(values as string[], TEXT);
+  const text = textArray;
   const columns = [
     resource,
     text(rows.map((r) => r.row.id)),
@@ -111,7 +108,7 @@ export async function liveTargets(sql: Sql, targets: readonly LinkTarget[]): Pro
   const rows = await sql.unsafe<{ resource: string; id: string }[]>(
     `SELECT e.resource, e.id FROM ${SCHEMA}.entities e JOIN unnest($1::text[], $2::text[]) AS t(resource, id)
        ON e.resource = t.resource AND e.id = t.id WHERE e.body IS NOT NULL`,
-    [sql.array(targets.map((t) => t.resource), TEXT), sql.array(targets.map((t) => t.id), TEXT)],
+    [textArray(targets.map((t) => t.resource)), textArray(targets.map((t) => t.id))],
   );
   return new Set(rows.map((r) => targetKey(r.resource, r.id)));
 }

@@ -11,7 +11,7 @@ import {
   type StoredEntity,
 } from '../store.js';
 import { isUnavailable, reason, STATEMENT_DEADLINE_MS, withDeadline } from './connection.js';
-import type { Sql } from './driver.js';
+import { textArray, type Sql } from './driver.js';
 import { SCHEMA } from './layout.js';
 import type { LinkSpec } from './link-layout.js';
 import { introducedLinks } from './link-writes.js';
@@ -29,9 +29,6 @@ type WriteOp =
 const MAX_BATCH = 256;
 /** Tries of a write whose entity other processes keep writing between its read and its write. */
 const MAX_ATTEMPTS = 100;
-
-/** PostgreSQL's oid of `text`. */
-const TEXT = 25;
 
 /** An id's state as the batch sees it: the database's row, then each write of the batch. */
 interface Current {
@@ -212,7 +209,7 @@ export class PgWriter {
     const [found, positions] = await this.#deadline(Promise.all([
       sql.unsafe<{ id: string; pos: string; rev: string; body: string | null }[]>(
         `SELECT id, pos::text AS pos, rev::text AS rev, body FROM ${SCHEMA}.entities WHERE resource = $1 AND id = ANY($2::text[])`,
-        [resource, sql.array([...ids], TEXT)],
+        [resource, textArray([...ids])],
       ),
       creates === 0
         ? Promise.resolve([])
