@@ -5,7 +5,7 @@ import { isUnavailable, reason, STATEMENT_DEADLINE_MS, withDeadline, type Databa
 import { ensureLinkLayout, linkSpecs, type LinkSpec } from './link-layout.js';
 import type { PgStore } from './pg-store.js';
 import { liveTargets, targetKey } from './write-statement.js';
-import type { WriterLinks } from './writer.js';
+import type { WriterLinks } from './link-writes.js';
 
 /**
  * Links that never dangle across every process on one database (contract §4a, §8a).

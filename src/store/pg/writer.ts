@@ -1,5 +1,4 @@
-import type { LinkField, LinkTarget } from '../../conventions/relations.js';
-import { DanglingLinkError, StillLinkedError } from '../integrity.js';
+import type { LinkTarget } from '../../conventions/relations.js';
 import { checkRecord } from '../memory-store.js';
 import {
   StoreConflictError,
@@ -13,14 +12,13 @@ import {
 import { isUnavailable, reason, STATEMENT_DEADLINE_MS, withDeadline } from './connection.js';
 import { textArray, type Sql } from './driver.js';
 import { SCHEMA } from './layout.js';
-import type { LinkSpec } from './link-layout.js';
-import { introducedLinks } from './link-writes.js';
+import { introducedLinks, NO_LINKS, refusal, type WriterLinks } from './link-writes.js';
 import { RowEntity, type PgEntity } from './pg-entity.js';
 import type { Readers, Replica } from './replica.js';
-import { targetKey, writeRows, type RowOutcome, type RowWrite } from './write-statement.js';
+import { writeRows, type RowWrite } from './write-statement.js';
 
 type Reject = (error: unknown) => void;
-type WriteOp =
+export type WriteOp =
   | { kind: 'create'; record: EntityRecord; resolve: (entity: StoredEntity) => void; reject: Reject }
   | { kind: 'update'; id: string; change: Change; resolve: (entity: StoredEntity | undefined) => void; reject: Reject }
   | { kind: 'delete'; id: string; check: DeleteCheck | undefined; resolve: (deleted: boolean) => void; reject: Reject };
@@ -44,7 +42,7 @@ interface Current {
 }
 
 /** How a write that ran is answered, and what it asked of the statement. */
-interface Ran {
+export interface Ran {
   readonly settle: () => void;
   /** The links it makes. */
   readonly links?: readonly LinkTarget[];
@@ -52,20 +50,10 @@ interface Ran {
   readonly deletes?: boolean;
 }
 
-interface Answer extends Ran {
+export interface Answer extends Ran {
   readonly op: WriteOp;
   readonly id: string | undefined;
 }
-
-/** The links of one resource as its writes check them (contract §4a): set by `relate`. */
-export interface WriterLinks {
-  /** Its link fields: what its writes link to. */
-  readonly forward: readonly LinkField[];
-  /** The link fields of every resource that link to it: its deletes are refused while one does. */
-  readonly reverse: readonly LinkSpec[];
-}
-
-const NO_LINKS: WriterLinks = { forward: [], reverse: [] };
 
 /** SQLSTATEs of a statement that did nothing and may simply run again: deadlock detected, serialization failure. */
 const TRANSIENT: ReadonlySet<string> = new Set(['40P01', '40001']);
@@ -253,33 +241,12 @@ export class PgWriter {
     const again: WriteOp[] = [];
     for (const answer of answers) {
       const outcome = answer.id === undefined ? undefined : outcomes.get(answer.id);
-      const refusal = outcome === undefined ? undefined : this.#refusal(answer, outcome);
-      if (refusal === 'again') again.push(answer.op);
-      else if (refusal !== undefined) answer.op.reject(refusal);
+      const refused = outcome === undefined ? undefined : refusal(resource, answer, outcome);
+      if (refused === 'again') again.push(answer.op);
+      else if (refused !== undefined) answer.op.reject(refused);
       else answer.settle();
     }
     return again;
-  }
-
-  /**
-   * How a write whose id the statement did not write is answered: refused when it is the delete
-   * of an entity still linked to or made a link to a missing entity; otherwise it runs again,
-   * against the database's state (another process wrote the id, or another write of the batch
-   * was refused). Undefined: settled as run.
-   */
-  #refusal(answer: Answer, outcome: RowOutcome): Error | 'again' | undefined {
-    switch (outcome.kind) {
-      case 'written':
-        return undefined;
-      case 'lost':
-        return 'again';
-      case 'linked':
-        return answer.deletes === true ? new StillLinkedError(this.#options.resource, answer.id as string, outcome.referrers) : 'again';
-      case 'dangling': {
-        const missing = (answer.links ?? []).filter((t) => outcome.missing.has(targetKey(t.resource, t.id)));
-        return missing.length > 0 ? new DanglingLinkError(missing) : 'again';
-      }
-    }
   }
 
   /** Runs one write against its id's state as the batch left it; returns how to answer it. Throws to refuse it. */
