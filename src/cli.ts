@@ -8,10 +8,11 @@ import type { JsonSchema } from './representations/openapi.js';
 import { createHalServer, trackConnections } from './http/server.js';
 import { ConfigError, HELP, isLoopback, parseConfig, resourceNameProblem, type Config } from './config.js';
 import type { PathCheck } from './conventions/query.js';
-import { relationGraph, RelationError } from './conventions/relations.js';
+import { relationGraph, RelationError, type RelationGraph } from './conventions/relations.js';
 import { compileSchema, declaredPaths, SchemaError, type Validator } from './conventions/schema.js';
 import { discoverResources, openDataDir } from './store/log/data-dir.js';
 import { openPostgres } from './store/pg/open.js';
+import type { LinkIntegrity } from './store/integrity.js';
 import { StoreOpenError, type Store } from './store/store.js';
 
 /** A start-up failure: printed as one line, exit code 1. */
@@ -70,15 +71,17 @@ interface Opened {
   readonly names: string[];
   readonly schemas: Map<string, LoadedSchema | undefined>;
   readonly stores: { stores: Map<string, Store>; close(): Promise<void> };
+  /** What keeps links from dangling when the store supplies it (PostgreSQL: across processes); else the in-process guard. */
+  readonly integrity?: LinkIntegrity;
 }
 
 /** Schema files of `names`, and the relations among them checked (contract §4a). */
-async function loadSchemas(config: Config, names: readonly string[]): Promise<Map<string, LoadedSchema | undefined>> {
+async function loadSchemas(config: Config, names: readonly string[]): Promise<{ schemas: Map<string, LoadedSchema | undefined>; graph: RelationGraph }> {
   const schemas = new Map<string, LoadedSchema | undefined>();
   for (const name of names) schemas.set(name, await loadSchema(config.data, name));
   // A link to a resource that is not served stops start-up.
-  relationGraph(names.map((name) => ({ name, schema: schemas.get(name)?.schema })));
-  return schemas;
+  const graph = relationGraph(names.map((name) => ({ name, schema: schemas.get(name)?.schema })));
+  return { schemas, graph };
 }
 
 /** The configured store's resources, open: files in `--data`, or PostgreSQL with `--store` (contract §8a). */
@@ -86,7 +89,7 @@ async function openResources(config: Config, metrics: ServerMetrics): Promise<Op
   if (config.store === undefined) {
     const names = await resourceNames(config);
     // Checked before anything is opened.
-    const schemas = await loadSchemas(config, names);
+    const { schemas } = await loadSchemas(config, names);
     const dataDir = await openDataDir({
       observer: (name) => metrics.storeObserver(name),
       dir: config.data,
@@ -105,7 +108,9 @@ async function openResources(config: Config, metrics: ServerMetrics): Promise<Op
   const pg = await openPostgres({ url: config.store, resources: [...new Set(config.resources)], nameProblem: resourceNameProblem, warn });
   const names = [...pg.stores.keys()].sort();
   try {
-    return { names, schemas: await loadSchemas(config, names), stores: pg };
+    const { schemas, graph } = await loadSchemas(config, names);
+    // Links are checked in the database, so that they hold across every process on it (contract §4a).
+    return { names, schemas, stores: pg, integrity: await pg.relate(graph) };
   } catch (error) {
     await pg.close();
     throw error;
@@ -128,7 +133,7 @@ async function main(): Promise<void> {
   }
   checkAuthentication(config);
   const metrics = new ServerMetrics();
-  const { names, schemas, stores } = await openResources(config, metrics);
+  const { names, schemas, stores, integrity } = await openResources(config, metrics);
   let draining = false;
   const resources: ServedResource[] = names.map((name) => {
     const store = stores.stores.get(name);
@@ -160,6 +165,7 @@ async function main(): Promise<void> {
     ...(config.rateLimitBurst === undefined ? {} : { rateLimitBurst: config.rateLimitBurst }),
     ...(logging ? { accessLog: (entry) => logging && out.write(`${JSON.stringify(entry)}\n`) } : {}),
     ...(config.corsOrigin === undefined ? {} : { corsOrigin: config.corsOrigin }),
+    ...(integrity === undefined ? {} : { linkIntegrity: () => integrity }),
   });
   const connections = trackConnections(server);
   try {

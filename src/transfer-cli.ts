@@ -14,7 +14,8 @@ import { readResource } from './store/log/read-resource.js';
 import { DriverMissingError, isPostgresUrl, type Sql } from './store/pg/driver.js';
 import { exportResources } from './store/pg/export.js';
 import { importResources, type ExistingPolicy, type ImportOutcome, type ImportResource } from './store/pg/import.js';
-import { connectDatabase, describeDbError, ensureLayout, hasLayout, redactUrl, TransferError } from './store/pg/transfer-db.js';
+import { describeUrl, reason } from './store/pg/connection.js';
+import { connectDatabase, ensureLayout, hasLayout, TransferError } from './store/pg/transfer-db.js';
 import { StoreOpenError } from './store/store.js';
 
 export type TransferCommand = 'import' | 'export';
@@ -84,7 +85,7 @@ export function parseTransferArgs(command: TransferCommand, args: readonly strin
   const url = values.get(urlFlag) ?? urlFromEnv(env);
   if (dir === undefined) throw new UsageError(`halserve ${command} needs ${dirFlag} <data-dir>`);
   if (url === undefined) throw new UsageError(`halserve ${command} needs ${urlFlag} postgres://… (or HALSERVE_STORE / DATABASE_URL)`);
-  if (!isPostgresUrl(url)) throw new UsageError(`${urlFlag} must be a postgres:// URL, not ${JSON.stringify(redactUrl(url))}`);
+  if (!isPostgresUrl(url)) throw new UsageError(`${urlFlag} must be a postgres:// URL, not ${JSON.stringify(describeUrl(url))}`);
   const policy: ExistingPolicy = switches.has('--replace') ? 'replace' : switches.has('--skip-existing') ? 'skip' : 'refuse';
   return { dir, url, policy };
 }
@@ -105,7 +106,7 @@ export async function runTransferCli(command: TransferCommand, args: readonly st
   } catch (error) {
     progress.clear();
     const known = error instanceof UsageError || error instanceof TransferError || error instanceof StoreOpenError || error instanceof DriverMissingError;
-    say(known ? (error as Error).message : `${command} failed, nothing ${command}ed: ${describeDbError(error)}`);
+    say(known ? (error as Error).message : `${command} failed, nothing ${command}ed: ${reason(error)}`);
     process.exitCode = 1;
   }
 }
@@ -152,11 +153,11 @@ async function runImport({ dir, url, policy }: TransferArgs, progress: ProgressL
     }
     const total = resources.reduce((sum, r) => sum + r.entities.length, 0);
     const outcomes = await withDatabase(url, async (sql) => {
-      await ensureLayout(sql);
+      await ensureLayout(sql, url);
       return importResources(sql, resources, policy, (sent) => progress.update(`import: ${fraction(sent, total)} entities`));
     });
     const imported = outcomes.filter((o) => o.action !== 'skipped').reduce((sum, o) => sum + o.entities, 0);
-    return `imported ${count(imported)} entities from ${dir} into ${redactUrl(url)} (${outcomes.map(describeOutcome).join(', ')})`;
+    return `imported ${count(imported)} entities from ${dir} into ${describeUrl(url)} (${outcomes.map(describeOutcome).join(', ')})`;
   } finally {
     await lock?.release();
   }
@@ -178,7 +179,7 @@ async function runExport({ dir, url, policy }: TransferArgs, progress: ProgressL
   try {
     let total = 0;
     const exported = await withDatabase(url, async (sql) => {
-      if (!(await hasLayout(sql))) throw new TransferError(`${redactUrl(url)} holds no halserve data (no table halserve.entities): nothing to export`);
+      if (!(await hasLayout(sql, url))) throw new TransferError(`${describeUrl(url)} holds no halserve data (no table halserve.entities): nothing to export`);
       return exportResources(sql, {
         dir,
         replace: policy === 'replace',
@@ -189,7 +190,7 @@ async function runExport({ dir, url, policy }: TransferArgs, progress: ProgressL
     });
     const entities = exported.reduce((sum, r) => sum + r.entities, 0);
     const list = exported.map((r) => `${r.name}: ${count(r.entities)}`).join(', ');
-    return `exported ${count(entities)} entities from ${redactUrl(url)} into ${dir} (${list || 'no resources'})`;
+    return `exported ${count(entities)} entities from ${describeUrl(url)} into ${dir} (${list || 'no resources'})`;
   } finally {
     await lock.release();
   }

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
 import postgres from 'postgres';
-import { textArray } from '../../src/store/pg/writer.js';
+import { textArray } from '../../src/store/pg/driver.js';
 import { freshDatabase, pgMissing } from './helpers.js';
 
 describe('textArray: the writer\'s array parameters', { skip: pgMissing }, () => {

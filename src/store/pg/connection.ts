@@ -17,21 +17,59 @@ const CONNECT_TIMEOUT_S = 5;
  */
 const backoff = (retries: number): number => Math.min(0.5, 0.02 * 2 ** retries);
 
-/** `postgres://user@host:port/db` without the password: what messages may show. */
+/** `postgres://user@host:port/db` without the password (nor the query): what messages may show. */
 export function describeUrl(url: string): string {
   try {
     const parsed = new URL(url);
     parsed.password = '';
     return `${parsed.protocol}//${parsed.username ? `${decodeURIComponent(parsed.username)}@` : ''}${parsed.host}${parsed.pathname}`;
   } catch {
-    return 'the configured postgres:// URL';
+    // Not a URL: shown as given, less anything that looks like a password.
+    return url.replace(/:[^:@/]*@/, '@');
   }
+}
+
+/**
+ * How long the statements of one write try, or one round trip of a change-feed catch-up, may go
+ * unanswered before the connection counts as lost: a query sent on a connection that died
+ * silently (postgres 3.4.9 keeps such a query pending for ever) would otherwise hold a resource's
+ * writes, or every process's view of others' writes, for ever. Well above any lock wait a write
+ * meets in normal operation.
+ */
+export const STATEMENT_DEADLINE_MS = 10_000;
+
+/** Code of `StatementDeadlineError`: counted among the connection failures. */
+const DEADLINE = 'HALSERVE_DEADLINE';
+
+/** A statement that did not answer within its deadline. */
+export class StatementDeadlineError extends Error {
+  override readonly name = 'StatementDeadlineError';
+  readonly code = DEADLINE;
+}
+
+/**
+ * What `work` resolves to, or a rejection with `StatementDeadlineError` once `ms` pass without an
+ * answer; `work` may call `alive()` whenever a part of the answer arrives (a cursor's rows), which
+ * starts the wait again. The statement itself is not cancelled (its connection is presumed dead;
+ * the pool is replaced, see `Database.recycle`): a write it was may still have committed, which
+ * the change feed then delivers.
+ */
+export function withDeadline<T>(work: (alive: () => void) => Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  let fail: (error: Error) => void = () => {};
+  const arm = (): void => {
+    clearTimeout(timer);
+    timer = setTimeout(() => fail(new StatementDeadlineError(`${what}: no answer from PostgreSQL within ${ms} ms`)), ms);
+  };
+  const expired = new Promise<never>((_, reject) => (fail = reject));
+  arm();
+  return Promise.race([work(arm), expired]).finally(() => clearTimeout(timer));
 }
 
 /** Error codes of the socket and of the driver that say the connection is gone or never came. */
 const CONNECTION_CODES: ReadonlySet<string> = new Set([
   'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOENT',
-  'CONNECT_TIMEOUT', 'CONNECTION_CLOSED', 'CONNECTION_ENDED', 'CONNECTION_DESTROYED',
+  'CONNECT_TIMEOUT', 'CONNECTION_CLOSED', 'CONNECTION_ENDED', 'CONNECTION_DESTROYED', DEADLINE,
 ]);
 
 /**
@@ -46,13 +84,16 @@ export function isUnavailable(error: unknown): boolean {
   return CONNECTION_CODES.has(code) || code.startsWith('08') || code === '57P01' || code === '57P02' || code === '57P03' || code === '53300';
 }
 
-/** Why a connection failed, in a few words (`connection refused`, `password authentication failed …`). */
+/** Why a connection or statement failed, in a few words (`connection refused`, `password authentication failed …`): one line. */
 export function reason(error: unknown): string {
-  const code = (error as { code?: unknown } | null)?.code;
+  const e = error as { code?: unknown; message?: string; errors?: unknown[] } | null;
+  const code = e?.code;
   if (code === 'ECONNREFUSED') return 'connection refused';
   if (code === 'CONNECT_TIMEOUT' || code === 'ETIMEDOUT') return 'connection timed out';
   if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return 'host not found';
-  return (error as Error)?.message ?? String(error);
+  // A refused connection to `localhost` fails on ::1 and 127.0.0.1 both: an AggregateError.
+  if (Array.isArray(e?.errors) && e.errors.length > 0 && !e.message) return reason(e.errors[0]);
+  return (e?.message?.trim() || (typeof code === 'string' ? code : String(error))).split('\n')[0]!;
 }
 
 export interface ConnectOptions {
@@ -151,18 +192,31 @@ export async function connect({ url, driver = loadDriver, options = {} }: Connec
   );
   const sql = database.sql;
   try {
-    // The DDL only on a first start: on a live database its table locks would pause other replicas'
-    // writes. One simple query of several statements: one transaction, no ROLLBACK to send.
-    const [present] = await sql.unsafe<{ present: boolean }[]>(`SELECT to_regclass('${SCHEMA}.entities') IS NOT NULL AS present`);
-    if (!present?.present) await sql.unsafe(LAYOUT_DDL.join(';\n'));
-    const [row] = await sql.unsafe<{ value: string }[]>(LAYOUT_VERSION_QUERY);
-    if (row?.value !== String(LAYOUT_VERSION)) {
-      throw new StoreOpenError(`${database.where} holds halserve's table layout version ${row?.value ?? 'unknown'}; this halserve uses version ${LAYOUT_VERSION}`);
-    }
+    await prepareLayout(sql, database.where, true);
   } catch (error) {
     await sql.end({ timeout: 1 }).catch(() => {});
     if (error instanceof StoreOpenError) throw error;
     throw new StoreOpenError(`cannot use PostgreSQL at ${database.where}: ${reason(error)}`);
   }
   return database;
+}
+
+/**
+ * Makes sure the database holds this halserve's layout (layout.ts): with `create`, creates it when
+ * absent — only then: on a live database its table locks would pause other processes' writes — in
+ * one simple query of several statements (one transaction, no ROLLBACK to send). Resolves false
+ * when absent and not created. Throws `StoreOpenError` when the database holds another version;
+ * `where` names the database in that message.
+ */
+export async function prepareLayout(sql: Sql, where: string, create: boolean): Promise<boolean> {
+  const [present] = await sql.unsafe<{ present: boolean }[]>(`SELECT to_regclass('${SCHEMA}.entities') IS NOT NULL AS present`);
+  if (!present?.present) {
+    if (!create) return false;
+    await sql.unsafe(LAYOUT_DDL.join(';\n'));
+  }
+  const [row] = await sql.unsafe<{ value: string }[]>(LAYOUT_VERSION_QUERY);
+  if (row?.value !== String(LAYOUT_VERSION)) {
+    throw new StoreOpenError(`${where} holds halserve's table layout version ${row?.value ?? 'unknown'}; this halserve uses version ${LAYOUT_VERSION}`);
+  }
+  return true;
 }

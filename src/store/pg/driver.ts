@@ -51,3 +51,13 @@ function importDriver(importer: Importer): Promise<Connect> {
 export function isPostgresUrl(location: string): boolean {
   return /^postgres(ql)?:\/\//i.test(location);
 }
+
+/**
+ * A PostgreSQL array literal of text values (`{"a","b",NULL}`), sent as one text parameter and cast
+ * with `::text[]` by the server. Not `sql.array`: postgres 3.4.9 serialises an array parameter as
+ * an array only once it has fetched the server's array types on that pool, and on a pool made
+ * while the database was down it sent the bare values ("malformed array literal", 22P02).
+ */
+export function textArray(values: readonly (string | null)[]): string {
+  return `{${values.map((v) => (v === null ? 'NULL' : `"${v.replace(/[\\"]/g, '\\$&')}"`)).join(',')}}`;
+}

@@ -2,14 +2,15 @@
  * `halserve export`: every resource of the table (layout.ts) written as `<dir>/<name>.jsonl`, one
  * line per live entity in creation order, as the file store writes a file after compaction.
  *
- * All resources are read in one REPEATABLE READ transaction, so the files are one consistent
- * moment of the database. Each file is written to `<name>.jsonl.tmp` and synced; only once every
- * file is written are they renamed into place and the directory synced. A temporary file left by
- * a crash is what the file store removes at start-up as an unfinished compaction.
+ * Every resource is read by one statement (one snapshot, so the files are one consistent moment
+ * of the database, and no transaction: postgres 3.4.9 crashes the process that writes a ROLLBACK
+ * to a lost connection), streamed in resource and creation order. Each file is written to
+ * `<name>.jsonl.tmp` and synced; only once every file is written are they renamed into place and
+ * the directory synced. A temporary file left by a crash is what the file store removes at
+ * start-up as an unfinished compaction.
  */
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import type { TransactionSql } from 'postgres';
 import type { Sql } from './driver.js';
 import { SCHEMA } from './layout.js';
 import { TransferError } from './transfer-db.js';
@@ -35,36 +36,105 @@ export interface ExportOptions {
   readonly progress?: (written: number) => void;
 }
 
-const NEWLINE = 0x0a;
+const NEWLINE_BYTE = Buffer.from([0x0a]);
 /** Rows fetched, and written to the file, at a time. */
 const CURSOR_ROWS = 10_000;
 
 /** Writes every resource of the database into `options.dir`; resolves with what was written. */
 export async function exportResources(sql: Sql, options: ExportOptions): Promise<ExportedResource[]> {
   const { dir } = options;
-  const tmpFiles: string[] = [];
+  const files = new Map<string, ResourceFile>();
   try {
-    const resources = await sql.begin('ISOLATION LEVEL REPEATABLE READ READ ONLY', async (tx) => {
-      const rows = await tx<{ resource: string; live: string }[]>`
-        SELECT resource, count(body) AS live FROM ${tx(SCHEMA)}.entities GROUP BY resource ORDER BY resource`;
-      const found = rows.map((row) => ({ name: row.resource, file: path.join(dir, row.resource + LOG_EXTENSION), entities: Number(row.live) }));
-      await checkTargets(found, options);
-      options.started?.(found);
-      let written = 0;
-      for (const resource of found) {
-        const tmp = resource.file + TMP_SUFFIX;
-        tmpFiles.push(tmp);
-        written = await writeResource(tx, resource, tmp, written, options.progress);
-      }
-      return found;
-    });
+    // The resources and their sizes first (for the checks and the progress line); the rows then
+    // come from the statement below, and the files hold what it read.
+    const rows = await sql<{ resource: string; live: string }[]>`
+      SELECT resource, count(body) AS live FROM ${sql(SCHEMA)}.entities GROUP BY resource ORDER BY resource`;
+    const listed = rows.map((row) => ({ name: row.resource, file: path.join(dir, row.resource + LOG_EXTENSION), entities: Number(row.live) }));
+    await checkTargets(listed, options);
+    options.started?.(listed);
+    for (const resource of listed) files.set(resource.name, await ResourceFile.open(resource.file));
+    let written = 0;
+    let current: ResourceFile | undefined;
+    let currentName = '';
+    // raw(): each body as the bytes PostgreSQL sent, never decoded into a string and back.
+    await sql
+      .unsafe(`SELECT resource, body FROM ${SCHEMA}.entities WHERE body IS NOT NULL ORDER BY resource, pos`)
+      .raw()
+      .cursor(CURSOR_ROWS, async (batch) => {
+        for (const [resourceBytes, body] of batch) {
+          const name = (resourceBytes as Buffer).toString('utf8');
+          if (name !== currentName || current === undefined) {
+            await current?.flush();
+            currentName = name;
+            current = files.get(name);
+            if (current === undefined) {
+              // A resource created after the first look.
+              const resource = { name, file: path.join(dir, name + LOG_EXTENSION), entities: 0 };
+              await checkTargets([resource], options);
+              files.set(name, (current = await ResourceFile.open(resource.file)));
+            }
+          }
+          current.add(body as Buffer);
+        }
+        await current?.flush();
+        written += batch.length;
+        options.progress?.(written);
+      });
+    for (const file of files.values()) await file.close();
     // Every file is whole: now they take their places.
-    for (const resource of resources) await fs.rename(resource.file + TMP_SUFFIX, resource.file);
-    tmpFiles.length = 0;
+    for (const file of files.values()) await fs.rename(file.tmp, file.target);
+    const exported = [...files].map(([name, file]) => ({ name, file: file.target, entities: file.entities })).sort((a, b) => (a.name < b.name ? -1 : 1));
+    files.clear();
     await syncDirectory(nodeFs, dir);
-    return resources;
+    return exported;
   } finally {
-    await Promise.all(tmpFiles.map((file) => fs.rm(file, { force: true })));
+    await Promise.all([...files.values()].map((file) => file.discard()));
+  }
+}
+
+/** A resource's file being written: `<file>.tmp`, renamed over `<file>` once every resource is written. */
+class ResourceFile {
+  readonly target: string;
+  readonly tmp: string;
+  readonly #handle: fs.FileHandle;
+  #parts: Uint8Array[] = [];
+  #closed = false;
+  entities = 0;
+
+  private constructor(target: string, handle: fs.FileHandle) {
+    this.target = target;
+    this.tmp = target + TMP_SUFFIX;
+    this.#handle = handle;
+  }
+
+  static async open(target: string): Promise<ResourceFile> {
+    return new ResourceFile(target, await fs.open(target + TMP_SUFFIX, 'w', 0o644));
+  }
+
+  add(body: Buffer): void {
+    this.#parts.push(body, NEWLINE_BYTE);
+    this.entities++;
+  }
+
+  async flush(): Promise<void> {
+    if (this.#parts.length === 0) return;
+    const chunk = Buffer.concat(this.#parts);
+    this.#parts = [];
+    await this.#handle.write(chunk);
+  }
+
+  /** Flushed, synced and closed. */
+  async close(): Promise<void> {
+    await this.flush();
+    await this.#handle.sync();
+    this.#closed = true;
+    await this.#handle.close();
+  }
+
+  /** Closed (if still open) and removed: the export did not finish. */
+  async discard(): Promise<void> {
+    if (!this.#closed) await this.#handle.close().catch(() => {});
+    await fs.rm(this.tmp, { force: true });
   }
 }
 
@@ -87,34 +157,4 @@ async function checkTargets(resources: readonly ExportedResource[], options: Exp
   if (taken.length > 0) {
     throw new TransferError(`${taken.join(', ')} already ${taken.length === 1 ? 'holds' : 'hold'} data: nothing exported; --replace overwrites`);
   }
-}
-
-/** Streams one resource's live bodies, in creation order, into `tmp`; synced before it resolves. */
-async function writeResource(
-  tx: TransactionSql,
-  resource: ExportedResource,
-  tmp: string,
-  writtenBefore: number,
-  progress: ((written: number) => void) | undefined,
-): Promise<number> {
-  const file = await fs.open(tmp, 'w', 0o644);
-  let written = writtenBefore;
-  const newline = Buffer.from([NEWLINE]);
-  try {
-    // raw(): each body as the bytes PostgreSQL sent, never decoded into a string and back.
-    await tx
-      .unsafe(`SELECT body FROM ${SCHEMA}.entities WHERE resource = $1 AND body IS NOT NULL ORDER BY pos`, [resource.name])
-      .raw()
-      .cursor(CURSOR_ROWS, async (rows) => {
-        const parts: Uint8Array[] = [];
-        for (const [body] of rows) parts.push(body as Buffer, newline);
-        await file.write(Buffer.concat(parts));
-        written += rows.length;
-        progress?.(written);
-      });
-    await file.sync();
-  } finally {
-    await file.close();
-  }
-  return written;
 }

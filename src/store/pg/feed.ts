@@ -1,4 +1,4 @@
-import type { Database } from './connection.js';
+import { STATEMENT_DEADLINE_MS, withDeadline, type Database } from './connection.js';
 import type { Sql } from './driver.js';
 import { CHANNEL, SCHEMA } from './layout.js';
 import type { Readers } from './replica.js';
@@ -25,6 +25,8 @@ export interface FeedOptions {
   readonly onStatus: (up: boolean, error?: unknown) => void;
   /** The safety net under LISTEN: a catch-up at least this often (default 1000 ms). */
   readonly pollMs?: number;
+  /** How long a round trip of a catch-up may go unanswered before the database counts as away (default `STATEMENT_DEADLINE_MS`). */
+  readonly deadlineMs?: number;
 }
 
 /** Rows read per round trip of a catch-up: a large window (an import) never sits in memory whole. */
@@ -122,27 +124,38 @@ export class ChangeFeed {
     const tick = readers.begin();
     let beyond = false;
     let failed: unknown;
+    let abandoned = false;
     try {
       // Two statements, no transaction: every transaction below h had ended when h was taken, so
       // the second statement's snapshot holds all their rows.
+      // A connection that died silently never answers: each round trip has a deadline.
       const sql = database.sql;
-      const [snapshot] = await sql.unsafe<{ h: string }[]>('SELECT pg_snapshot_xmin(pg_current_snapshot())::text AS h');
+      const ms = this.#options.deadlineMs ?? STATEMENT_DEADLINE_MS;
+      const [snapshot] = await withDeadline(() => sql.unsafe<{ h: string }[]>('SELECT pg_snapshot_xmin(pg_current_snapshot())::text AS h'), ms, 'change feed');
       const h = BigInt(snapshot!.h);
-      await sql
-        .unsafe<FeedRow[]>(
-          `SELECT resource, id, pos::text AS pos, rev::text AS rev, tx::text AS tx, body FROM ${SCHEMA}.entities WHERE tx >= $1::xid8 ORDER BY pos`,
-          [this.#last.toString()],
-        )
-        .cursor(CURSOR_ROWS, (rows) => {
-          // The driver loses a query whose row callback throws (it never settles): keep it here.
-          try {
-            const window = rows.filter((row) => BigInt(row.tx) < h);
-            if (window.length < rows.length) beyond = true;
-            if (window.length > 0) deliver(window);
-          } catch (error) {
-            failed ??= error;
-          }
-        });
+      await withDeadline(
+        (alive) =>
+          sql
+            .unsafe<FeedRow[]>(
+              `SELECT resource, id, pos::text AS pos, rev::text AS rev, tx::text AS tx, body FROM ${SCHEMA}.entities WHERE tx >= $1::xid8 ORDER BY pos`,
+              [this.#last.toString()],
+            )
+            .cursor(CURSOR_ROWS, (rows) => {
+              // Rows of a catch-up given up on are older than what later readers apply: never delivered.
+              if (abandoned) return;
+              alive();
+              // The driver loses a query whose row callback throws (it never settles): keep it here.
+              try {
+                const window = rows.filter((row) => BigInt(row.tx) < h);
+                if (window.length < rows.length) beyond = true;
+                if (window.length > 0) deliver(window);
+              } catch (error) {
+                failed ??= error;
+              }
+            }),
+        ms,
+        'change feed',
+      );
       if (failed !== undefined) throw failed;
       this.#last = h;
       this.#rounds++;
@@ -156,6 +169,7 @@ export class ChangeFeed {
       }
       if (!this.#listening) this.#listen();
     } catch (error) {
+      abandoned = true;
       this.#status(false, error);
     } finally {
       readers.end(tick);
@@ -178,7 +192,17 @@ export class ChangeFeed {
   #status(up: boolean, error?: unknown): void {
     if (up === this.#up) return;
     this.#up = up;
+    // The LISTEN connection may be as dead as the pool without knowing it (a silent network):
+    // the next successful catch-up listens again, on a new one.
+    if (!up) this.#dropListener();
     this.#options.onStatus(up, error);
+  }
+
+  #dropListener(): void {
+    const listener = this.#listener;
+    this.#listener = undefined;
+    this.#listening = undefined;
+    void listener?.end({ timeout: 0 }).catch(() => {});
   }
 
   /**
@@ -190,9 +214,8 @@ export class ChangeFeed {
     const listener = (this.#listener ??= this.#options.database.listener(
       () => this.wake(),
       () => {
-        this.#listening = undefined;
-        if (this.#listener === listener) this.#listener = undefined;
-        void listener.end({ timeout: 0 }).catch(() => {});
+        if (this.#listener === listener) this.#dropListener();
+        else void listener.end({ timeout: 0 }).catch(() => {});
       },
     ));
     this.#listening = listener.unsafe(`LISTEN ${CHANNEL}`).then(

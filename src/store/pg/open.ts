@@ -1,8 +1,11 @@
+import type { RelationGraph } from '../../conventions/relations.js';
+import type { LinkIntegrity } from '../integrity.js';
 import { StoreOpenError } from '../store.js';
 import { connect, reason, type ConnectOptions } from './connection.js';
 import { ChangeFeed, type FeedRow } from './feed.js';
 import { loadRows } from './loader.js';
 import { RowEntity } from './pg-entity.js';
+import { PgLinkIntegrity, prepareLinks, writerLinks } from './pg-integrity.js';
 import { PgStore } from './pg-store.js';
 import { Readers, Replica, type RowState } from './replica.js';
 import { PgWriter } from './writer.js';
@@ -15,6 +18,8 @@ export interface PostgresOptions extends ConnectOptions {
   readonly warn: (message: string) => void;
   /** The change feed's poll interval (default 1000 ms). */
   readonly pollMs?: number;
+  /** How long a write try or a catch-up round trip may go unanswered (default `STATEMENT_DEADLINE_MS`). */
+  readonly deadlineMs?: number;
 }
 
 /** The stores of one database, sharing its connections and its change feed. */
@@ -25,6 +30,13 @@ export interface PostgresStores {
   readonly reachable: boolean;
   /** Resolves once a catch-up that started after the call has succeeded (tests). */
   sync(): Promise<void>;
+  /**
+   * Keeps the links of `graph` (contract §4a) from dangling across every process on the database:
+   * creates what the checks need there when absent (an index per link field, the write function),
+   * has each resource's writes check their links in their own statement, and resolves with the
+   * `LinkIntegrity` for the handler (`HandlerOptions.linkIntegrity`). Throws `StoreOpenError`.
+   */
+  relate(graph: RelationGraph): Promise<LinkIntegrity>;
   /** Finishes queued writes, stops the feed, closes the connections. */
   close(): Promise<void>;
 }
@@ -88,6 +100,7 @@ export async function openPostgres(options: PostgresOptions): Promise<PostgresSt
     readers,
     deliver,
     ...(options.pollMs === undefined ? {} : { pollMs: options.pollMs }),
+    ...(options.deadlineMs === undefined ? {} : { deadlineMs: options.deadlineMs }),
     onStatus: (up, error) => {
       if (!up) database.recycle();
       warn(
@@ -98,10 +111,18 @@ export async function openPostgres(options: PostgresOptions): Promise<PostgresSt
     },
   });
   const stores = new Map<string, PgStore>();
-  const writers: PgWriter[] = [];
+  const writers = new Map<string, PgWriter>();
+  const onUnavailable = (error: unknown): void => feed.down(error);
   for (const [resource, replica] of [...replicas].sort(([a], [b]) => (a < b ? -1 : 1))) {
-    const writer = new PgWriter({ sql: () => database.sql, resource, replica, readers, onUnavailable: (error) => feed.down(error) });
-    writers.push(writer);
+    const writer = new PgWriter({
+      sql: () => database.sql,
+      resource,
+      replica,
+      readers,
+      onUnavailable,
+      ...(options.deadlineMs === undefined ? {} : { deadlineMs: options.deadlineMs }),
+    });
+    writers.set(resource, writer);
     stores.set(resource, new PgStore(replica, writer, () => feed.up));
   }
   feed.start();
@@ -112,6 +133,15 @@ export async function openPostgres(options: PostgresOptions): Promise<PostgresSt
       return feed.up;
     },
     sync: () => feed.sync(),
+    async relate(graph) {
+      try {
+        await prepareLinks(database, graph);
+      } catch (error) {
+        throw new StoreOpenError(`cannot prepare the relations' checks in PostgreSQL at ${where}: ${reason(error)}`);
+      }
+      for (const [resource, writer] of writers) writer.relate(writerLinks(graph, resource));
+      return new PgLinkIntegrity(database, stores, onUnavailable);
+    },
     close: () =>
       (closing ??= (async () => {
         await Promise.allSettled([...stores.values()].map((store) => store.close()));

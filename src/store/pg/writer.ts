@@ -1,3 +1,4 @@
+import type { LinkTarget } from '../../conventions/relations.js';
 import { checkRecord } from '../memory-store.js';
 import {
   StoreConflictError,
@@ -8,14 +9,16 @@ import {
   type EntityRecord,
   type StoredEntity,
 } from '../store.js';
-import { isUnavailable, reason } from './connection.js';
-import type { Sql } from './driver.js';
+import { isUnavailable, reason, STATEMENT_DEADLINE_MS, withDeadline } from './connection.js';
+import { textArray, type Sql } from './driver.js';
 import { SCHEMA } from './layout.js';
+import { introducedLinks, NO_LINKS, refusal, type WriterLinks } from './link-writes.js';
 import { RowEntity, type PgEntity } from './pg-entity.js';
-import type { Readers, Replica, RowState } from './replica.js';
+import type { Readers, Replica } from './replica.js';
+import { writeRows, type RowWrite } from './write-statement.js';
 
 type Reject = (error: unknown) => void;
-type WriteOp =
+export type WriteOp =
   | { kind: 'create'; record: EntityRecord; resolve: (entity: StoredEntity) => void; reject: Reject }
   | { kind: 'update'; id: string; change: Change; resolve: (entity: StoredEntity | undefined) => void; reject: Reject }
   | { kind: 'delete'; id: string; check: DeleteCheck | undefined; resolve: (deleted: boolean) => void; reject: Reject };
@@ -25,17 +28,6 @@ const MAX_BATCH = 256;
 /** Tries of a write whose entity other processes keep writing between its read and its write. */
 const MAX_ATTEMPTS = 100;
 
-/** PostgreSQL's oid of `text`. */
-/**
- * A PostgreSQL array literal of text values (`{"a","b",NULL}`), sent as one text parameter and cast
- * with `::text[]` by the server. Not `sql.array`: postgres 3.4.9 serialises an array parameter as
- * an array only once it has fetched the server's array types on that pool, and on a pool made
- * while the database was down it sent the bare values ("malformed array literal", 22P02).
- */
-export function textArray(values: readonly (string | null)[]): string {
-  return `{${values.map((v) => (v === null ? 'NULL' : `"${v.replace(/[\\"]/g, '\\$&')}"`)).join(',')}}`;
-}
-
 /** An id's state as the batch sees it: the database's row, then each write of the batch. */
 interface Current {
   pos: number;
@@ -43,7 +35,28 @@ interface Current {
   entity: PgEntity | undefined;
   /** The row's rev as read (0: no row): the write goes through only if it is still that. */
   readonly read: number;
+  /** Links the batch's writes of the id make (`introducedLinks`). */
+  links: readonly LinkTarget[];
+  /** A write of the batch deletes the entity, which others may link to. */
+  guard: boolean;
 }
+
+/** How a write that ran is answered, and what it asked of the statement. */
+export interface Ran {
+  readonly settle: () => void;
+  /** The links it makes. */
+  readonly links?: readonly LinkTarget[];
+  /** It deletes an entity. */
+  readonly deletes?: boolean;
+}
+
+export interface Answer extends Ran {
+  readonly op: WriteOp;
+  readonly id: string | undefined;
+}
+
+/** SQLSTATEs of a statement that did nothing and may simply run again: deadlock detected, serialization failure. */
+const TRANSIENT: ReadonlySet<string> = new Set(['40P01', '40001']);
 
 export interface WriterOptions {
   /** The current pool (replaced after the database went away, see `Database`). */
@@ -53,6 +66,8 @@ export interface WriterOptions {
   readonly readers: Readers;
   /** Told when a write found the database unreachable (the feed then checks it again). */
   readonly onUnavailable: (error: unknown) => void;
+  /** How long one try's statements may take before the connection counts as lost (default `STATEMENT_DEADLINE_MS`). */
+  readonly deadlineMs?: number;
 }
 
 /**
@@ -66,17 +81,29 @@ export interface WriterOptions {
  * writes and no update is lost. Written rows reach the index before any write is acknowledged
  * (read-your-writes).
  *
+ * With relations (`relate`), a batch whose writes make links or delete an entity others may link
+ * to checks them in that same statement (the write function, link-layout.ts): a link to a missing
+ * entity is refused with `DanglingLinkError`, the delete of one still linked to with
+ * `StillLinkedError`, decided in the database whatever other processes write at the same moment.
+ *
  * No transaction spans two round trips: a connection lost in the middle of one would leave the
- * driver (postgres 3.4.9) writing its ROLLBACK to a closed socket, which ends the process.
+ * driver (postgres 3.4.9) writing its ROLLBACK to a closed socket, which ends the process. A try
+ * whose statements have not answered within the deadline fails as if the connection were lost.
  */
 export class PgWriter {
   readonly #options: WriterOptions;
   #queue: WriteOp[] = [];
   #draining: Promise<void> | undefined;
   #closed = false;
+  #links: WriterLinks = NO_LINKS;
 
   constructor(options: WriterOptions) {
     this.#options = options;
+  }
+
+  /** From now on, writes check the links they make and deletes the links to what they delete. */
+  relate(links: WriterLinks): void {
+    this.#links = links;
   }
 
   create(record: EntityRecord): Promise<StoredEntity> {
@@ -125,6 +152,9 @@ export class PgWriter {
       try {
         pending = await this.#attempt(pending);
       } catch (error) {
+        const code = (error as { code?: unknown } | null)?.code;
+        // The statement did nothing (a deadlock or serialization failure): the whole batch runs again.
+        if (typeof code === 'string' && TRANSIENT.has(code) && attempt < MAX_ATTEMPTS) continue;
         let failure: Error;
         if (isUnavailable(error)) {
           this.#options.onUnavailable(error);
@@ -147,9 +177,10 @@ export class PgWriter {
 
   /**
    * One try of a batch: reads its ids' rows, runs the writes against them, writes each id's final
-   * state if its row is still the one read, and settles the writes of the ids that were written
-   * (and of those that wrote nothing). Returns the writes of ids another process wrote meanwhile:
-   * they run again, against the new state.
+   * state if its row is still the one read (and its links hold, see `writeRows`), and settles the
+   * writes of the ids that were written (and of those that wrote nothing). Returns the writes of
+   * ids another process wrote meanwhile, and of ids a refused write shared: they run again,
+   * against the database's state.
    */
   async #attempt(batch: readonly WriteOp[]): Promise<WriteOp[]> {
     const { replica, resource } = this.#options;
@@ -163,7 +194,7 @@ export class PgWriter {
         creates++;
       }
     }
-    const [found, positions] = await Promise.all([
+    const [found, positions] = await this.#deadline(Promise.all([
       sql.unsafe<{ id: string; pos: string; rev: string; body: string | null }[]>(
         `SELECT id, pos::text AS pos, rev::text AS rev, body FROM ${SCHEMA}.entities WHERE resource = $1 AND id = ANY($2::text[])`,
         [resource, textArray([...ids])],
@@ -171,48 +202,56 @@ export class PgWriter {
       creates === 0
         ? Promise.resolve([])
         : sql.unsafe<{ pos: string }[]>(`SELECT nextval('${SCHEMA}.creation')::text AS pos FROM generate_series(1, $1::int)`, [creates]),
-    ]);
+    ]));
     const next = positions.map((p) => Number(p.pos)).sort((a, b) => a - b);
     const states = new Map<string, Current>();
     for (const row of found) {
       const pos = Number(row.pos);
       const rev = Number(row.rev);
-      states.set(row.id, { pos, rev, read: rev, entity: row.body === null ? undefined : new RowEntity(row.id, row.body, pos, rev) });
+      states.set(row.id, { pos, rev, read: rev, entity: row.body === null ? undefined : new RowEntity(row.id, row.body, pos, rev), links: [], guard: false });
     }
     const stateOf = (id: string): Current => {
       let state = states.get(id);
-      if (!state) states.set(id, (state = { pos: 0, rev: 0, read: 0, entity: undefined }));
+      if (!state) states.set(id, (state = { pos: 0, rev: 0, read: 0, entity: undefined, links: [], guard: false }));
       return state;
     };
     const records = new Map<PgEntity, EntityRecord>();
     /** Each write's answer, and the id it depends on (none for a record refused before any lookup). */
-    const answers: { op: WriteOp; id: string | undefined; settle: () => void }[] = [];
+    const answers: Answer[] = [];
     for (const op of batch) {
       const id = op.kind === 'create' ? (typeof op.record.id === 'string' ? op.record.id : undefined) : op.id;
       try {
-        answers.push({ op, id, settle: this.#run(op, stateOf, next, records) });
+        answers.push({ op, id, ...this.#run(op, stateOf, next, records) });
       } catch (error) {
         answers.push({ op, id, settle: () => op.reject(error) });
       }
     }
     const written = [...states].filter(([, state]) => state.rev !== state.read);
-    const rows: RowState[] = written.map(([id, state]) => state.entity ?? { id, pos: state.pos, rev: state.rev, deleted: true });
-    const succeeded = await this.#write(sql, rows, states);
-    const lost = new Set(written.map(([id]) => id).filter((id) => !succeeded.has(id)));
+    const rows = written.map(([id, state]): RowWrite => ({
+      row: state.entity ?? { id, pos: state.pos, rev: state.rev, deleted: true },
+      read: state.read,
+      links: state.links,
+      guard: state.guard,
+    }));
+    const outcomes = await this.#deadline(writeRows(sql, resource, rows, this.#links.reverse));
     replica.apply(
-      rows.filter((row) => succeeded.has(row.id)),
+      rows.filter((r) => outcomes.get(r.row.id)?.kind === 'written').map((r) => r.row),
       records,
     );
     const again: WriteOp[] = [];
     for (const answer of answers) {
-      if (answer.id !== undefined && lost.has(answer.id)) again.push(answer.op);
+      const outcome = answer.id === undefined ? undefined : outcomes.get(answer.id);
+      const refused = outcome === undefined ? undefined : refusal(resource, answer, outcome);
+      if (refused === 'again') again.push(answer.op);
+      else if (refused !== undefined) answer.op.reject(refused);
       else answer.settle();
     }
     return again;
   }
 
   /** Runs one write against its id's state as the batch left it; returns how to answer it. Throws to refuse it. */
-  #run(op: WriteOp, stateOf: (id: string) => Current, next: number[], records: Map<PgEntity, EntityRecord>): () => void {
+  #run(op: WriteOp, stateOf: (id: string) => Current, next: number[], records: Map<PgEntity, EntityRecord>): Ran {
+    const { forward, reverse } = this.#links;
     if (op.kind === 'create') {
       checkRecord(op.record);
       const state = stateOf(op.record.id);
@@ -221,16 +260,19 @@ export class PgWriter {
       state.rev++;
       const entity = (state.entity = new RowEntity(op.record.id, JSON.stringify(op.record), state.pos, state.rev));
       records.set(entity, op.record);
-      return () => op.resolve(entity);
+      const links = forward.length === 0 ? [] : introducedLinks(forward, op.record, undefined);
+      state.links = [...state.links, ...links];
+      return { settle: () => op.resolve(entity), links };
     }
     const state = stateOf(op.id);
     const current = state.entity;
-    if (!current) return op.kind === 'update' ? () => op.resolve(undefined) : () => op.resolve(false);
+    if (!current) return { settle: op.kind === 'update' ? () => op.resolve(undefined) : () => op.resolve(false) };
     if (op.kind === 'delete') {
       op.check?.(current);
       state.rev++;
       state.entity = undefined;
-      return () => op.resolve(true);
+      if (reverse.length > 0) state.guard = true;
+      return { settle: () => op.resolve(true), deletes: true };
     }
     const record = op.change(current);
     checkRecord(record);
@@ -238,41 +280,13 @@ export class PgWriter {
     state.rev++;
     const entity = (state.entity = new RowEntity(op.id, JSON.stringify(record), state.pos, state.rev));
     records.set(entity, record);
-    return () => op.resolve(entity);
+    const links = forward.length === 0 ? [] : introducedLinks(forward, record, current.record);
+    state.links = [...state.links, ...links];
+    return { settle: () => op.resolve(entity), links };
   }
 
-  /**
-   * Writes the final state of each id in one statement (atomic, no transaction held across round
-   * trips): an UPDATE of a row whose `rev` is still the one read, an INSERT of an id that had no
-   * row and still has none. Returns the ids written; the others were written by another process
-   * since they were read.
-   */
-  async #write(sql: Sql, rows: readonly RowState[], states: ReadonlyMap<string, Current>): Promise<Set<string>> {
-    if (rows.length === 0) return new Set();
-    const text = textArray;
-    const written = await sql.unsafe<{ id: string }[]>(
-      `WITH u AS (
-         SELECT * FROM unnest($2::text[], $3::text[]::bigint[], $4::text[]::bigint[], $5::text[], $6::text[]::bigint[]) AS u(id, pos, rev, body, read)
-       ), updated AS (
-         UPDATE ${SCHEMA}.entities AS e SET pos = u.pos, rev = u.rev, body = u.body, tx = pg_current_xact_id()
-         FROM u WHERE u.read > 0 AND e.resource = $1 AND e.id = u.id AND e.rev = u.read
-         RETURNING e.id
-       ), inserted AS (
-         INSERT INTO ${SCHEMA}.entities (resource, id, pos, rev, body)
-         SELECT $1, u.id, u.pos, u.rev, u.body FROM u WHERE u.read = 0
-         ON CONFLICT (resource, id) DO NOTHING
-         RETURNING id
-       )
-       SELECT id FROM updated UNION ALL SELECT id FROM inserted`,
-      [
-        this.#options.resource,
-        text(rows.map((r) => r.id)),
-        text(rows.map((r) => String(r.pos))),
-        text(rows.map((r) => String(r.rev))),
-        text(rows.map((r) => ('deleted' in r ? null : r.json))),
-        text(rows.map((r) => String(states.get(r.id)!.read))),
-      ],
-    );
-    return new Set(written.map((r) => r.id));
+  /** `work`, or a `StatementDeadlineError` once it has taken longer than the deadline (a connection that never answers). */
+  #deadline<T>(work: Promise<T>): Promise<T> {
+    return withDeadline(() => work, this.#options.deadlineMs ?? STATEMENT_DEADLINE_MS, `${this.#options.resource}: write`);
   }
 }

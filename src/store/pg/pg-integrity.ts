@@ -1,0 +1,74 @@
+import type { LinkTarget, RelationGraph } from '../../conventions/relations.js';
+import { DanglingLinkError, type LinkIntegrity } from '../integrity.js';
+import { StoreUnavailableError } from '../store.js';
+import { isUnavailable, reason, STATEMENT_DEADLINE_MS, withDeadline, type Database } from './connection.js';
+import { ensureLinkLayout, linkSpecs, type LinkSpec } from './link-layout.js';
+import type { PgStore } from './pg-store.js';
+import { liveTargets, targetKey } from './write-statement.js';
+import type { WriterLinks } from './link-writes.js';
+
+/**
+ * Links that never dangle across every process on one database (contract §4a, §8a).
+ *
+ * The decision is the database's, in each write's own statement (the write function,
+ * link-layout.ts): a write that makes a link locks its target `FOR KEY SHARE` and writes only if
+ * the target is live; a delete locks its entity `FOR UPDATE` and deletes only if no live row
+ * links to it, counted in a snapshot taken after that lock. The two locks conflict, so a link and
+ * a delete of its target are ordered: the later one waits for the earlier to commit and then sees
+ * it (a 409 for the delete, a 400 for the link). Both errors come from the writer.
+ *
+ * This port adds what the HTTP layer asks before a write, as the in-process guard does: every
+ * link a request names (a PUT's unchanged ones included) must point to a live entity, so a request
+ * is refused with the same 400 before its `If-Match` or its 404 is looked at. A target this
+ * process's index holds passes (the statement checks it again); one it lacks is looked up in the
+ * database (another process may have just created it).
+ */
+export class PgLinkIntegrity implements LinkIntegrity {
+  readonly #database: Database;
+  readonly #stores: ReadonlyMap<string, PgStore>;
+  readonly #onUnavailable: (error: unknown) => void;
+
+  constructor(database: Database, stores: ReadonlyMap<string, PgStore>, onUnavailable: (error: unknown) => void) {
+    this.#database = database;
+    this.#stores = stores;
+    this.#onUnavailable = onUnavailable;
+  }
+
+  async linking<T>(targets: readonly LinkTarget[], write: () => Promise<T>): Promise<T> {
+    const unknown = targets.filter((t) => this.#stores.get(t.resource)?.get(t.id) === undefined);
+    if (unknown.length > 0) {
+      const sql = this.#database.sql;
+      let live: Set<string>;
+      try {
+        live = await withDeadline(() => liveTargets(sql, unknown), STATEMENT_DEADLINE_MS, 'link check');
+      } catch (error) {
+        if (!isUnavailable(error)) throw error;
+        this.#onUnavailable(error);
+        throw new StoreUnavailableError(`PostgreSQL unreachable: ${reason(error)}`);
+      }
+      const missing = unknown.filter((t) => !live.has(targetKey(t.resource, t.id)));
+      if (missing.length > 0) throw new DanglingLinkError(missing);
+    }
+    return write();
+  }
+
+  /** The delete's own statement refuses it while something links to the entity (`StillLinkedError`). */
+  removing<T>(_resource: string, _id: string, remove: () => Promise<T>): Promise<T> {
+    return remove();
+  }
+}
+
+/** What each resource's writes check: its link fields, and the fields of every resource that link to it. */
+export function writerLinks(graph: RelationGraph, resource: string): WriterLinks {
+  const specs = linkSpecs(graph);
+  const forward = graph.get(resource)?.forward ?? [];
+  // In the order of the graph's reverse links: a 409 lists them as the in-process guard does.
+  const reverse = (graph.get(resource)?.reverse ?? []).map(({ source, field }): LinkSpec => specs.find((s) => s.source === source && s.field === field)!);
+  return { forward, reverse };
+}
+
+/** Creates what the checks need in the database (when absent): the write function, an index per link field. */
+export async function prepareLinks(database: Database, graph: RelationGraph): Promise<void> {
+  const specs = linkSpecs(graph);
+  if (specs.length > 0) await ensureLinkLayout(database.sql, specs);
+}

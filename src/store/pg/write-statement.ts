@@ -1,0 +1,114 @@
+/**
+ * The one statement a write batch of the PostgreSQL store ends with (contract §8a): the final state
+ * of each id it wrote, on condition that the row is still the one read. A batch that makes links
+ * or deletes an entity something may link to runs it through the write function instead, which
+ * checks the links in the same statement (link-layout.ts).
+ */
+import type { LinkTarget } from '../../conventions/relations.js';
+import type { Referrers } from '../integrity.js';
+import { textArray, type Sql } from './driver.js';
+import { SCHEMA } from './layout.js';
+import { WRITE_FUNCTION, type LinkSpec } from './link-layout.js';
+import type { RowState } from './replica.js';
+
+/** A row to write and what the statement must check for it. */
+export interface RowWrite {
+  readonly row: RowState;
+  /** The rev read (0: the id had no row): the row is written only if it is still that. */
+  readonly read: number;
+  /** Links this row's writes make (each checked: a live entity, locked until the commit). */
+  readonly links: readonly LinkTarget[];
+  /** The batch deletes the entity: refused while something links to it. */
+  readonly guard: boolean;
+}
+
+/** What the statement did with a row: written, refused (still linked to; links to missing entities), or nothing (`lost`). */
+export type RowOutcome =
+  | { readonly kind: 'written' }
+  | { readonly kind: 'linked'; readonly referrers: readonly Referrers[] }
+  | { readonly kind: 'dangling'; readonly missing: ReadonlySet<string> }
+  | { readonly kind: 'lost' };
+
+/** `<resource>/<id>`: how missing targets are named. */
+export const targetKey = (resource: string, id: string): string => `${resource}/${id}`;
+
+/**
+ * Writes `rows` in one statement; returns each id's outcome. With no link to check and no guarded
+ * delete it is the plain compare-and-set (an UPDATE of rows whose rev is still the one read, an
+ * INSERT of ids that still have none); otherwise the write function, given what links to the
+ * resource (`reverse`).
+ */
+export async function writeRows(sql: Sql, resource: string, rows: readonly RowWrite[], reverse: readonly LinkSpec[]): Promise<Map<string, RowOutcome>> {
+  const outcomes = new Map<string, RowOutcome>();
+  if (rows.length === 0) return outcomes;
+  const text = textArray;
+  const columns = [
+    resource,
+    text(rows.map((r) => r.row.id)),
+    text(rows.map((r) => String(r.row.pos))),
+    text(rows.map((r) => String(r.row.rev))),
+    text(rows.map((r) => ('deleted' in r.row ? null : r.row.json))),
+    text(rows.map((r) => String(r.read))),
+  ];
+  const checked = rows.some((r) => r.guard || r.links.length > 0);
+  for (const { row } of rows) outcomes.set(row.id, { kind: 'lost' });
+  if (!checked) {
+    const written = await sql.unsafe<{ id: string }[]>(PLAIN, columns);
+    for (const { id } of written) outcomes.set(id, { kind: 'written' });
+    return outcomes;
+  }
+  const links = rows.flatMap((r, i) => r.links.map((link) => ({ row: i + 1, link })));
+  const answer = await sql.unsafe<{ id: string; outcome: string; detail: string | null }[]>(
+    `SELECT id, outcome, detail FROM ${WRITE_FUNCTION}($1, $2::text[], $3::text[]::bigint[], $4::text[]::bigint[], $5::text[], $6::text[]::bigint[],
+       $7::text[]::boolean[], $8::text[]::int[], $9::text[], $10::text[], $11::text[], $12::text[], $13::text[]::boolean[])`,
+    [
+      ...columns,
+      text(rows.map((r) => String(r.guard))),
+      text(links.map((l) => String(l.row))),
+      text(links.map((l) => l.link.resource)),
+      text(links.map((l) => l.link.id)),
+      text(reverse.map((r) => r.source)),
+      text(reverse.map((r) => r.field)),
+      text(reverse.map((r) => String(r.many))),
+    ],
+  );
+  for (const { id, outcome, detail } of answer) outcomes.set(id, readOutcome(outcome, detail));
+  return outcomes;
+}
+
+function readOutcome(outcome: string, detail: string | null): RowOutcome {
+  if (outcome === 'written') return { kind: 'written' };
+  if (outcome === 'linked') {
+    const counts = JSON.parse(detail ?? '[]') as [string, string, number][];
+    return { kind: 'linked', referrers: counts.map(([source, field, count]) => ({ source, field, count: Number(count) })) };
+  }
+  if (outcome === 'dangling') {
+    const missing = JSON.parse(detail ?? '[]') as [string, string][];
+    return { kind: 'dangling', missing: new Set(missing.map(([resource, id]) => targetKey(resource, id))) };
+  }
+  return { kind: 'lost' };
+}
+
+const PLAIN = `WITH u AS (
+  SELECT * FROM unnest($2::text[], $3::text[]::bigint[], $4::text[]::bigint[], $5::text[], $6::text[]::bigint[]) AS u(id, pos, rev, body, read)
+), updated AS (
+  UPDATE ${SCHEMA}.entities AS e SET pos = u.pos, rev = u.rev, body = u.body, tx = pg_current_xact_id()
+  FROM u WHERE u.read > 0 AND e.resource = $1 AND e.id = u.id AND e.rev = u.read
+  RETURNING e.id
+), inserted AS (
+  INSERT INTO ${SCHEMA}.entities (resource, id, pos, rev, body)
+  SELECT $1, u.id, u.pos, u.rev, u.body FROM u WHERE u.read = 0
+  ON CONFLICT (resource, id) DO NOTHING
+  RETURNING id
+)
+SELECT id FROM updated UNION ALL SELECT id FROM inserted`;
+
+/** Which of `targets` are live entities in the database now (a statement of its own: a check before a write, not the write's). */
+export async function liveTargets(sql: Sql, targets: readonly LinkTarget[]): Promise<Set<string>> {
+  const rows = await sql.unsafe<{ resource: string; id: string }[]>(
+    `SELECT e.resource, e.id FROM ${SCHEMA}.entities e JOIN unnest($1::text[], $2::text[]) AS t(resource, id)
+       ON e.resource = t.resource AND e.id = t.id WHERE e.body IS NOT NULL`,
+    [textArray(targets.map((t) => t.resource)), textArray(targets.map((t) => t.id))],
+  );
+  return new Set(rows.map((r) => targetKey(r.resource, r.id)));
+}
