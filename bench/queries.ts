@@ -34,7 +34,7 @@ const Q_NEW = NOUNS.slice(0, 70);
 const Q_SEEN = NOUNS.slice(70);
 
 /** One query, as halserve's URL and as PostgreSQL's SQL (a count and the page, one round trip). */
-interface QuerySpec {
+export interface QuerySpec {
   readonly http: string;
   readonly sql: string;
 }
@@ -187,7 +187,7 @@ function http(agent: Agent, port: number, method: string, pathAndQuery: string, 
   });
 }
 
-async function halserveQuery(agent: Agent, port: number, spec: QuerySpec): Promise<Answer> {
+export async function halserveQuery(agent: Agent, port: number, spec: QuerySpec): Promise<Answer> {
   const r = await http(agent, port, 'GET', spec.http);
   if (r.status !== 200) return { ms: r.ms, status: r.status, error: r.error ?? r.body.slice(0, 1000) };
   try {
@@ -212,7 +212,7 @@ async function pgQuery(client: PgClient, spec: QuerySpec): Promise<Answer> {
 
 // ---- the query kinds ----
 
-interface Kind {
+export interface Kind {
   readonly name: string;
   readonly title: string;
   readonly p50Target?: number;
@@ -227,7 +227,7 @@ interface Kind {
   readonly prime?: readonly QuerySpec[];
 }
 
-const url = (params: string, page: number, limit = LIMIT): string => `/${PRODUCTS}?${params}${params ? '&' : ''}page=${page}&limit=${limit}`;
+export const url = (params: string, page: number, limit = LIMIT): string => `/${PRODUCTS}?${params}${params ? '&' : ''}page=${page}&limit=${limit}`;
 const sql = (where: string, order: string, offset: number, limit = LIMIT): string =>
   `SELECT count(*) FROM ${PRODUCTS}${where ? ` WHERE ${where}` : ''}; SELECT ${SELECT} FROM ${PRODUCTS}${where ? ` WHERE ${where}` : ''} ORDER BY ${order} LIMIT ${limit} OFFSET ${offset}`;
 const pagesOf = (total: number, limit = LIMIT): number => Math.max(1, Math.ceil(total / limit));
@@ -247,7 +247,7 @@ function pagePicker(from: number, to: number, random: () => number): () => numbe
   };
 }
 
-function kinds(): Kind[] {
+export function kinds(): Kind[] {
   const randomPage = (params: string, where: string, order: string): ((i: number, total: number, random: () => number) => QuerySpec) => {
     let pick: (() => number) | undefined;
     return (_i, total, random) => {
@@ -444,7 +444,7 @@ async function setupPg(ctx: Context, products: Products): Promise<{ cluster: PgC
   }
 }
 
-const FILTERS: readonly [string, string][] = [
+export const FILTERS: readonly [string, string][] = [
   ['status', 'status=paused'],
   ['category', 'category=lighting'],
   ['price', 'price[gte]=10&price[lt]=500'],
@@ -507,7 +507,7 @@ async function untilOk(agent: Agent, port: number, params: string): Promise<Firs
   return untilOkSpec(agent, port, (attempt) => ({ http: url(params, attempt), sql: '' }));
 }
 
-async function untilOkSpec(agent: Agent, port: number, spec: (attempt: number) => QuerySpec): Promise<FirstQuery & { answer: Answer }> {
+export async function untilOkSpec(agent: Agent, port: number, spec: (attempt: number) => QuerySpec): Promise<FirstQuery & { answer: Answer }> {
   const sent = performance.now();
   const first = await halserveQuery(agent, port, spec(1));
   if (first.status === 200) return { ms: first.ms, status: 200, readyMs: first.ms, attempts: 1, answer: first };
@@ -521,7 +521,7 @@ async function untilOkSpec(agent: Agent, port: number, spec: (attempt: number) =
   return { ms: first.ms, status: first.status, problem: describe(first), attempts, answer: first };
 }
 
-async function underLoadHalserve(server: Running, seconds: number, heavy: () => QuerySpec, ids: readonly string[], random: () => number): Promise<UnderLoadResult> {
+export async function underLoadHalserve(server: Running, seconds: number, heavy: () => QuerySpec, ids: readonly string[], random: () => number): Promise<UnderLoadResult> {
   const end = performance.now() + seconds * 1000;
   const heavyMs: number[] = [];
   const statuses: Record<string, number> = {};

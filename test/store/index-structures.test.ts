@@ -3,7 +3,10 @@ import { describe, test } from 'node:test';
 import { OrderedRows } from '../../src/store/index/ordered-rows.js';
 import { Postings } from '../../src/store/index/postings.js';
 import { RowSet } from '../../src/store/index/row-set.js';
-import { runSliced, type Slice, type Work } from '../../src/store/index/slices.js';
+import { runSliced, Slice, type Work } from '../../src/store/index/slices.js';
+import { FieldIndex } from '../../src/store/index/field-index.js';
+import { anyOf, intersection } from '../../src/store/index/row-lists.js';
+import { NO_ROW, ValueColumn } from '../../src/store/index/value-column.js';
 import { QueryTimeoutError } from '../../src/store/store.js';
 
 let seed = 99;
@@ -60,6 +63,11 @@ describe('OrderedRows: rows in a comparator order, in chunks', () => {
     assert.deepEqual([...order.ranks(order.size, 0)], [...model].reverse());
     assert.deepEqual([...order.copy(10, 300)], model.slice(10, 300));
     assert.deepEqual([...order.copy(10, order.size + 50)], model.slice(10));
+    const block = new Int32Array(700);
+    assert.equal(order.copyInto(block, 1000), 700);
+    assert.deepEqual([...block], model.slice(1000, 1700));
+    assert.equal(order.copyInto(block, order.size - 5), 5);
+    assert.deepEqual([...block.subarray(0, 5)], model.slice(-5));
     assert.equal(order.at(4321), model[4321]);
     const below50 = model.filter((row) => values.get(row)! < 50).length;
     assert.equal(order.rankWhere((row) => (values.get(row)! < 50 ? -1 : 1)), below50);
@@ -71,6 +79,102 @@ describe('OrderedRows: rows in a comparator order, in chunks', () => {
     order.insert(5000);
     assert.equal(order.at(2000), 5000);
   });
+});
+
+describe('ValueColumn: values by row in typed arrays', () => {
+  test('every kind of value -> read back as it was set; holes and absent paths apart', () => {
+    const column = new ValueColumn();
+    const object = { a: 1 };
+    const array = [1, 'x'];
+    const values = [3.25, -0, 'active', null, true, false, undefined, object, array, NO_ROW, 'active', 1e21];
+    for (const value of values) column.push(value);
+    values.forEach((value, row) => assert.equal(column.get(row), value, `row ${row}`));
+    assert.equal(Object.is(column.get(1), -0), true);
+    assert.equal(column.get(values.length), NO_ROW);
+    assert.equal(column.number(0), 3.25);
+    assert.ok(Number.isNaN(column.number(2)));
+    assert.deepEqual([0, 3, 6, 9].map((row) => column.present(row)), [true, true, false, false]);
+    assert.equal(column.live, values.length - 1);
+    assert.equal(column.numeric, false);
+  });
+  test('rewrites past the interned strings -> cells reused, values stay right', () => {
+    const column = new ValueColumn();
+    const model: unknown[] = [];
+    for (let i = 0; i < 70_000; i++) {
+      column.push(`s${i}`);
+      model.push(`s${i}`);
+    }
+    for (let i = 0; i < 50_000; i++) {
+      const row = rnd(70_000);
+      const value = rnd(4) === 0 ? rnd(1000) : rnd(4) === 0 ? { k: i } : `t${rnd(100_000)}`;
+      column.set(row, value);
+      model[row] = value;
+    }
+    model.forEach((value, row) => assert.deepEqual(column.get(row), value, `row ${row}`));
+  });
+  test('equal arrays and objects -> one shared copy; a rewrite leaves the others as they were', () => {
+    const column = new ValueColumn();
+    column.push(['usb-c', 'eco']);
+    column.push(['usb-c', 'eco']);
+    column.push({ w: 1 });
+    column.push({ w: 1 });
+    assert.equal(column.get(0), column.get(1));
+    assert.equal(column.get(2), column.get(3));
+    column.set(0, ['eco']);
+    assert.deepEqual(column.get(1), ['usb-c', 'eco']);
+    assert.deepEqual(column.get(0), ['eco']);
+  });
+  test('numbers only -> numeric; remap moves every value to its new row', () => {
+    const column = new ValueColumn();
+    for (const value of [5, 7, NO_ROW, 9]) column.push(value);
+    assert.equal(column.numeric, true);
+    column.remap(Int32Array.of(0, 1, 0, 2), 3);
+    assert.deepEqual([0, 1, 2].map((row) => column.get(row)), [5, 7, 9]);
+    assert.equal(column.length, 3);
+  });
+});
+
+describe('FieldIndex: eq from the value order', () => {
+  test('scalars and arrays -> the rows of each text, in creation order', () => {
+    const field = new FieldIndex(['v']);
+    const values = [0, '0', -0, [0, 'a'], 'a', null, Infinity, { b: 1 }, true, 'true', [true]];
+    for (const v of values) field.fill(v);
+    const slice = new Slice(1e9);
+    for (const _ of field.build(slice));
+    const rowsOf = (text: string): number[] => {
+      const { ranges, lists, count } = field.equalRows([text]);
+      const rows = [...ranges.flatMap(([lo, hi]) => [...field.order.copy(lo, hi)]), ...lists.flatMap((l) => [...l])].sort((a, b) => a - b);
+      assert.equal(rows.length, count);
+      return rows;
+    };
+    assert.deepEqual(rowsOf('0'), [0, 1, 2, 3]);
+    assert.deepEqual(rowsOf('a'), [3, 4]);
+    assert.deepEqual(rowsOf('null'), [5, 6]);
+    assert.deepEqual(rowsOf('{"b":1}'), [7]);
+    assert.deepEqual(rowsOf('true'), [8, 9, 10]);
+    assert.deepEqual(rowsOf('{"b": 1}'), []);
+  });
+});
+
+describe('row lists: unions and intersections of sorted rows', () => {
+  const sortedSample = (count: number, slots: number): Int32Array => Int32Array.from(new Set(Array.from({ length: count }, () => rnd(slots)))).sort();
+  for (const [lists, size, slots] of [
+    [3, 100, 1000],
+    [40, 200, 5000],
+    [5, 40_000, 100_000],
+  ] as const) {
+    test(`${lists} lists of up to ${size} rows over ${slots} slots -> every row once, in order`, () => {
+      const parts = Array.from({ length: lists }, () => sortedSample(size, slots));
+      const total = parts.reduce((n, p) => n + p.length, 0);
+      const expected = [...new Set(parts.flatMap((p) => [...p]))].sort((a, b) => a - b);
+      const work = anyOf(parts, total, slots, new Slice(1e9));
+      let step = work.next();
+      while (!step.done) step = work.next();
+      assert.deepEqual([...step.value], expected);
+      const both = new Set(parts[1]);
+      assert.deepEqual([...intersection(parts[0]!, parts[1]!)], [...parts[0]!].filter((row) => both.has(row)));
+    });
+  }
 });
 
 describe('Postings: a bare number for one row, a set for more', () => {

@@ -46,13 +46,21 @@ export class OrderedRows {
   /** A copy of the rows at ranks `[from, to)`. */
   copy(from: number, to: number): Int32Array {
     const out = new Int32Array(Math.max(0, Math.min(to, this.#size) - from));
+    this.copyInto(out, from);
+    return out;
+  }
+
+  /** Copies the rows from rank `from` on into `out`, as many as fit or remain; returns how many. */
+  copyInto(out: Int32Array, from: number): number {
+    const count = Math.max(0, Math.min(out.length, this.#size - from));
+    if (count === 0) return 0;
     let [c, o] = this.#locate(from);
-    for (let k = 0; k < out.length; c++, o = 0) {
-      const take = Math.min(this.#sizes[c]! - o, out.length - k);
+    for (let k = 0; k < count; c++, o = 0) {
+      const take = Math.min(this.#sizes[c]! - o, count - k);
       out.set(this.#chunks[c]!.subarray(o, o + take), k);
       k += take;
     }
-    return out;
+    return count;
   }
 
   /** The rows at ranks `[from, to)` in order, or, when `from > to`, those at `[to, from)` backwards. */

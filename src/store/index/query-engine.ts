@@ -1,6 +1,10 @@
-import { matchesSearch, valueAt, type Filter, type SortKey } from '../../conventions/query.js';
+import { matchesSearch, valueAt, type Filter } from '../../conventions/query.js';
 import type { StoreQuery, StoredEntity } from '../store.js';
-import { compareCells, FieldIndex, NO_ROW, sortRows } from './field-index.js';
+import { FieldIndex, NO_ROW, type EqualRows } from './field-index.js';
+import { SCAN_BLOCK, scanBlock, scanRange, walk } from './order-scan.js';
+import { anyOf } from './row-lists.js';
+import { rowOrder, sortRows } from './row-sort.js';
+import { comparator, isRange, predicates, restComparator, rowSet } from './row-tests.js';
 import { CHECK_EVERY, runSliced, type Slice, type Work } from './slices.js';
 import { TextIndex } from './text-index.js';
 
@@ -39,8 +43,8 @@ type Candidates = { rows: Int32Array; exact: boolean; member?: Uint8Array };
 type Driver =
   /** Rows in creation order; `covers` are the filters they satisfy exactly. */
   | { kind: 'rows'; rows: Int32Array; covers: ReadonlySet<Filter>; searched: boolean; merged: boolean }
-  /** Ranks `[lo, hi)` of a field's order. */
-  | { kind: 'range'; field: FieldIndex; lo: number; hi: number; covers: ReadonlySet<Filter> }
+  /** Ranks `[lo, hi)` of a field's order; `creation`: its rows are in creation order (an `eq` range: one value). */
+  | { kind: 'range'; field: FieldIndex; lo: number; hi: number; covers: ReadonlySet<Filter>; creation: boolean }
   | { kind: 'all' };
 
 /** Matches kept per query while the revision stays the same: later pages cost their length. */
@@ -164,7 +168,6 @@ export class QueryEngine<E extends StoredEntity> {
   *#fill(fields: FieldIndex[], slice: Slice): Work<FieldIndex[]> {
     const slots = this.#rows.slotCount;
     const paths = fields.map((field) => field.path);
-    for (const field of fields) field.values = [];
     for (let row = 0; row < slots; row++) {
       const entity = this.#rows.at(row);
       if (entity === undefined) {
@@ -214,7 +217,8 @@ export class QueryEngine<E extends StoredEntity> {
       const entity = this.#rows.at(row);
       if (entity !== undefined) fill.text.add(row, entity.record);
       fill.cursor = row + 1;
-      if (row % CHECK_EVERY === 0 && slice.due) yield;
+      // A record is parsed and split into tokens here (a few microseconds): look at the clock often.
+      if (row % 128 === 0 && slice.due) yield;
     }
     return fill;
   }
@@ -267,7 +271,7 @@ export class QueryEngine<E extends StoredEntity> {
         if (this.#rows.revision === revision && this.#searches.size < MAX_SEARCHES) this.#searches.set(key, searched);
       }
     }
-    const driver = this.#driver(filters, searched, field);
+    const driver = yield* this.#driver(filters, searched, field, slice);
     const tests = this.#tests(filters, search, searched, driver, field);
     const first = sort.length > 0 ? field(sort[0]!.path) : undefined;
     const onFirst = driver.kind === 'range' && driver.field === first;
@@ -280,15 +284,18 @@ export class QueryEngine<E extends StoredEntity> {
     if (tests.length === 0) {
       // A union of several values' postings was built for this query: keep it for the next pages.
       if (first === undefined && driver.kind === 'rows') return driver.merged ? keep(driver.rows) : window(driver.rows);
+      if (first === undefined && driver.kind === 'range' && driver.creation) {
+        const from = Math.min(driver.hi, driver.lo + offset);
+        return { total: driver.hi - driver.lo, rows: driver.field.order.copy(from, Math.min(driver.hi, from + limit)) };
+      }
       if (first !== undefined && (driver.kind === 'all' || onFirst)) {
-        const rows = yield* this.#walk(first, lo, hi, sort[0]!.descending, sort.slice(1), field, offset, limit, undefined, slice);
+        const rows = yield* walk(first, lo, hi, sort[0]!.descending, restComparator(sort, field), offset, limit, undefined, slice);
         return { total: hi - lo, rows };
       }
     }
     if (first === undefined) {
       const matches = yield* this.#collect(driver, tests, slice);
-      if (driver.kind === 'range') matches.sort();
-      return keep(matches);
+      return keep(driver.kind === 'range' && !driver.creation ? yield* rowOrder(matches, this.#rows.slotCount, slice) : matches);
     }
     const total = yield* this.#count(driver, tests, slice);
     // Walking the first key's order costs about (offset + limit) × span / total rows, on every
@@ -298,7 +305,7 @@ export class QueryEngine<E extends StoredEntity> {
     if (total >= SORT_ALL_BELOW && walkCost < Math.min(total, MAX_WALK)) {
       const every = [...predicates(filters, field), ...this.#searchTests(search, searched)];
       const pass = (row: number): boolean => every.every((test) => test(row));
-      const rows = yield* this.#walk(first, lo, hi, sort[0]!.descending, sort.slice(1), field, offset, limit, pass, slice);
+      const rows = yield* walk(first, lo, hi, sort[0]!.descending, restComparator(sort, field), offset, limit, pass, slice);
       return { total, rows };
     }
     const matches = yield* this.#collect(driver, tests, slice);
@@ -306,19 +313,18 @@ export class QueryEngine<E extends StoredEntity> {
   }
 
   /** The most selective source of candidates among the indexed filters and the search. */
-  #driver(filters: readonly Filter[], searched: Candidates | undefined, field: (path: readonly string[]) => FieldIndex): Driver {
+  *#driver(filters: readonly Filter[], searched: Candidates | undefined, field: (path: readonly string[]) => FieldIndex, slice: Slice): Work<Driver> {
     let best: Driver = { kind: 'all' };
     let bestSize = this.#rows.size;
-    let bestEq: { filter: Filter & { values: readonly string[] }; index: FieldIndex } | undefined;
+    let bestEq: { filter: Filter; index: FieldIndex; equal: EqualRows } | undefined;
     const ranges = new Map<FieldIndex, RangeFilter[]>();
     for (const filter of filters) {
       const index = field(filter.path);
       if (filter.op === 'eq') {
-        let size = 0;
-        for (const value of filter.values) size += index.postings.count(value);
-        if (size < bestSize) {
-          bestEq = { filter, index };
-          bestSize = size;
+        const equal = index.equalRows(filter.values);
+        if (equal.count < bestSize) {
+          bestEq = { filter, index, equal };
+          bestSize = equal.count;
         }
       } else if (isRange(filter)) {
         ranges.set(index, [...(ranges.get(index) ?? []), filter]);
@@ -327,15 +333,22 @@ export class QueryEngine<E extends StoredEntity> {
     for (const [index, group] of ranges) {
       const span = index.rangeOf(group);
       if (span && span[1] - span[0] < bestSize) {
-        best = { kind: 'range', field: index, lo: span[0], hi: span[1], covers: new Set(group) };
+        best = { kind: 'range', field: index, lo: span[0], hi: span[1], covers: new Set(group), creation: false };
         bestSize = span[1] - span[0];
         bestEq = undefined;
       }
     }
     if (bestEq) {
-      const { filter, index } = bestEq;
-      const lists = filter.values.map((v) => index.postings.rows(v));
-      best = { kind: 'rows', rows: unionOf(lists), covers: new Set([filter]), searched: false, merged: lists.filter((l) => l !== undefined).length > 1 };
+      const { filter, index, equal } = bestEq;
+      const [range, ...more] = equal.ranges;
+      if (range !== undefined && more.length === 0 && equal.lists.length === 0) {
+        // One value: its rows are a range of the order, in creation order.
+        best = { kind: 'range', field: index, lo: range[0], hi: range[1], covers: new Set([filter]), creation: true };
+      } else {
+        const lists = [...equal.ranges.map(([lo, hi]) => index.order.copy(lo, hi)), ...equal.lists];
+        const rows = yield* anyOf(lists, equal.count, this.#rows.slotCount, slice);
+        best = { kind: 'rows', rows, covers: new Set([filter]), searched: false, merged: lists.length > 1 };
+      }
     }
     if (searched && searched.exact && searched.rows.length < bestSize) {
       best = { kind: 'rows', rows: searched.rows, covers: new Set(), searched: true, merged: false };
@@ -408,76 +421,16 @@ export class QueryEngine<E extends StoredEntity> {
       }
       return;
     }
-    const rows = driver.kind === 'rows' ? driver.rows : driver.field.order.copy(driver.lo, driver.hi);
-    // The loop runs in a plain function, a block at a time: V8 optimises it better than a generator.
-    for (let from = 0; from < rows.length; from += SCAN_BLOCK) {
-      scanBlock(rows, from, Math.min(rows.length, from + SCAN_BLOCK), pass, match);
-      if (slice.due) yield;
-    }
-  }
-
-  /**
-   * Rows in sort order from ranks `[lo, hi)` of the first key's order: groups of equal first-key
-   * values in ascending or descending order, each group in creation order or sorted by the other
-   * keys. Skips `skip` rows that `pass` and returns the next `take` of them. Without `pass` the
-   * skip is a jump, not a walk.
-   */
-  *#walk(
-    first: FieldIndex,
-    lo: number,
-    hi: number,
-    descending: boolean,
-    rest: readonly SortKey[],
-    field: (path: readonly string[]) => FieldIndex,
-    skip: number,
-    take: number,
-    pass: ((row: number) => boolean) | undefined,
-    slice: Slice,
-  ): Work<number[]> {
-    const values = first.values;
-    const order = first.order;
-    const out: number[] = [];
-    if (take <= 0 || lo >= hi) return out;
-    const restCompare = rest.length > 0 ? comparator(rest, field) : undefined;
-    let start = descending ? hi : lo;
-    if (pass === undefined && skip > 0) {
-      // Jump to the group holding the skip-th row, and skip inside it.
-      const at = descending ? hi - 1 - skip : lo + skip;
-      if (at < lo || at >= hi) return out;
-      const value = values[order.at(at)];
-      const groupStart = Math.max(lo, order.rankWhere((row) => (compareCells(values[row], value) < 0 ? -1 : 1)));
-      const groupEnd = Math.min(hi, order.rankWhere((row) => (compareCells(values[row], value) <= 0 ? -1 : 1)));
-      if (descending) {
-        start = groupEnd;
-        skip -= hi - groupEnd;
-      } else {
-        start = groupStart;
-        skip -= groupStart - lo;
+    // The loops run in a plain function, a block at a time: V8 optimises it better than a generator.
+    if (driver.kind === 'rows') {
+      const rows = driver.rows;
+      for (let from = 0; from < rows.length; from += SCAN_BLOCK) {
+        scanBlock(rows, from, Math.min(rows.length, from + SCAN_BLOCK), pass, match);
+        if (slice.due) yield;
       }
+      return;
     }
-    let group: number[] = [];
-    let groupValue: unknown = NO_ROW;
-    let walked = 0;
-    const flush = (): boolean => {
-      if (descending) group.reverse();
-      if (restCompare && group.length > 1) group.sort(restCompare);
-      for (const row of group) {
-        if (pass && !pass(row)) continue;
-        if (skip > 0) skip--;
-        else if (out.push(row) >= take) return true;
-      }
-      group = [];
-      return false;
-    };
-    for (const row of order.ranks(start, descending ? lo : hi)) {
-      const value = values[row];
-      if (group.length > 0 && compareCells(value, groupValue) !== 0 && flush()) return out;
-      if (group.length === 0) groupValue = value;
-      group.push(row);
-      if (++walked % CHECK_EVERY === 0 && slice.due) yield;
-    }
-    flush();
-    return out;
+    yield* scanRange(driver.field.order, driver.lo, driver.hi, pass, match, slice);
   }
 
   // ---- the result cache ----
@@ -502,102 +455,8 @@ export class QueryEngine<E extends StoredEntity> {
   }
 }
 
-/**
- * Tests of rows against filters. The bounds of one numeric field without arrays become one test
- * of two comparisons (`price[gte]=10&price[lt]=500`), the common case checked on every candidate.
- */
-function predicates(filters: readonly Filter[], field: (path: readonly string[]) => FieldIndex): ((row: number) => boolean)[] {
-  const tests: ((row: number) => boolean)[] = [];
-  const numeric = new Map<FieldIndex, { low: number; lowIn: boolean; high: number; highIn: boolean }>();
-  for (const filter of filters) {
-    const index = field(filter.path);
-    if (isRange(filter) && typeof filter.bound === 'number' && index.arrays === 0) {
-      const range = numeric.get(index) ?? { low: -Infinity, lowIn: true, high: Infinity, highIn: true };
-      const { op, bound } = filter;
-      if ((op === 'gt' || op === 'gte') && (bound > range.low || (bound === range.low && op === 'gt'))) Object.assign(range, { low: bound, lowIn: op === 'gte' });
-      if ((op === 'lt' || op === 'lte') && (bound < range.high || (bound === range.high && op === 'lt'))) Object.assign(range, { high: bound, highIn: op === 'lte' });
-      numeric.set(index, range);
-    } else {
-      tests.push(index.predicate(filter));
-    }
-  }
-  for (const [index, { low, lowIn, high, highIn }] of numeric) {
-    const values = index.values;
-    tests.push((row) => {
-      const v = values[row];
-      return typeof v === 'number' && (lowIn ? v >= low : v > low) && (highIn ? v <= high : v < high);
-    });
-  }
-  return tests;
-}
-
-/** Rows checked between two looks at the clock (a few hundred microseconds of work). */
-const SCAN_BLOCK = 16_384;
-
-function scanBlock(rows: Int32Array, from: number, to: number, pass: (row: number) => boolean, match: (row: number) => void): void {
-  for (let i = from; i < to; i++) {
-    const row = rows[i]!;
-    if (pass(row)) match(row);
-  }
-}
-
-function isRange(filter: Filter): filter is RangeFilter {
-  return filter.op === 'gt' || filter.op === 'gte' || filter.op === 'lt' || filter.op === 'lte';
-}
-
 /** The query without its window: the key its sorted matches are kept under. */
 function resultKey(query: StoreQuery): string {
   return JSON.stringify([query.filters, query.sort, query.search]);
 }
 
-/** Rows in any of the sorted lists, sorted, without repeats: merged pairwise, O(n log k). */
-function unionOf(lists: readonly (Int32Array | undefined)[]): Int32Array {
-  let present = lists.filter((l): l is Int32Array => l !== undefined && l.length > 0);
-  if (present.length === 0) return new Int32Array(0);
-  while (present.length > 1) {
-    const next: Int32Array[] = [];
-    for (let i = 0; i < present.length; i += 2) next.push(i + 1 < present.length ? merge(present[i]!, present[i + 1]!) : present[i]!);
-    present = next;
-  }
-  return present[0]!;
-}
-
-function merge(a: Int32Array, b: Int32Array): Int32Array {
-  const out = new Int32Array(a.length + b.length);
-  let i = 0;
-  let j = 0;
-  let k = 0;
-  while (i < a.length && j < b.length) {
-    const x = a[i]!;
-    const y = b[j]!;
-    if (x < y) out[k++] = a[i++]!;
-    else if (y < x) out[k++] = b[j++]!;
-    else {
-      out[k++] = x;
-      i++;
-      j++;
-    }
-  }
-  while (i < a.length) out[k++] = a[i++]!;
-  while (j < b.length) out[k++] = b[j++]!;
-  return out.subarray(0, k);
-}
-
-/** A membership mark over rows `[0, slots)`. */
-function rowSet(rows: Int32Array, slots: number): Uint8Array {
-  const member = new Uint8Array(slots);
-  for (let i = 0; i < rows.length; i++) member[rows[i]!] = 1;
-  return member;
-}
-
-/** The order of a sort's keys over indexed values, ties in creation order. */
-function comparator(keys: readonly SortKey[], field: (path: readonly string[]) => FieldIndex): (a: number, b: number) => number {
-  const columns = keys.map((key) => ({ values: field(key.path).values, sign: key.descending ? -1 : 1 }));
-  return (a, b) => {
-    for (const { values, sign } of columns) {
-      const order = compareCells(values[a], values[b]);
-      if (order !== 0) return sign * order;
-    }
-    return a - b;
-  };
-}

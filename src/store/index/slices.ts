@@ -7,13 +7,17 @@ import { QueryTimeoutError } from '../store.js';
  * served in between (contract §9: no request holds the loop for more than about 10 ms). A
  * generator may also yield a Promise to wait for (an index another query is building).
  */
-export const SLICE_MS = 2;
+export const SLICE_MS = 0.5;
 
 /** How often a loop looks at the clock: reading it costs more than one step of a loop. */
 export const CHECK_EVERY = 1024;
 
-/** The first slice of a work started while others wait their turn: enough for a cheap query to finish at once. */
-const SHORT_SLICE_MS = 0.5;
+/**
+ * What the works started in one turn of the event loop may run, in all, before they first yield
+ * while others wait their turn: enough for a few cheap queries to finish at once. Without this
+ * bound, eight heavy requests arriving in one turn would each hold the loop for a slice.
+ */
+const FIRST_SLICES_MS = 0.25;
 
 export class Slice {
   #end: number;
@@ -51,8 +55,18 @@ function nextTurn(): Promise<void> {
   });
 }
 
+/** Time spent in first slices since the queue last ran a slice (or since the loop was idle). */
+let firstSpent = 0;
+let resetScheduled = false;
+
+function resetFirst(): void {
+  firstSpent = 0;
+  resetScheduled = false;
+}
+
 function runOne(): void {
   scheduled = false;
+  firstSpent = 0;
   // Its slice runs in this turn's microtasks; it queues itself again for a later turn if needed.
   waiting.shift()?.();
   if (waiting.length > 0 && !scheduled) {
@@ -67,12 +81,17 @@ function runOne(): void {
  * changes while the work waits (row numbers were renumbered), the work starts over.
  */
 export function runSliced<T>(start: (slice: Slice) => Work<T>, deadline = Infinity, layout: () => number = () => 0): T | Promise<T> {
-  // While other works wait their turn, a new one gets a short first slice: otherwise several
-  // heavy queries arriving in one turn would each hold the loop for a whole slice before yielding.
-  const slice = new Slice(waiting.length > 0 ? SHORT_SLICE_MS : SLICE_MS);
+  // While other works wait their turn, the new ones of this turn share a short first slice.
+  const begun = performance.now();
+  const slice = new Slice(Math.max(0, (waiting.length > 0 ? FIRST_SLICES_MS : SLICE_MS) - firstSpent));
   let laidOut = layout();
   let work = start(slice);
   const first = work.next();
+  firstSpent += performance.now() - begun;
+  if (!resetScheduled) {
+    resetScheduled = true;
+    setImmediate(resetFirst);
+  }
   if (first.done) return first.value;
   return (async (): Promise<T> => {
     let step: IteratorResult<Promise<unknown> | undefined, T> = first;

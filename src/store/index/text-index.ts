@@ -1,5 +1,6 @@
 import { fold, someString } from '../../conventions/query.js';
 import { Postings } from './postings.js';
+import { anyOf, intersection } from './row-lists.js';
 import { CHECK_EVERY, type Slice, type Work } from './slices.js';
 
 /** Search pieces whose matching tokens are remembered. */
@@ -56,11 +57,10 @@ export class TextIndex {
     const known = this.#containing.get(piece);
     if (known) return known;
     const found: string[] = [];
-    let step = 0;
-    for (const token of this.#tokens.keys()) {
-      if (token.includes(piece)) found.push(token);
-      if (++step % CHECK_EVERY === 0 && slice.due) yield;
-    }
+    // A block at a time in a plain function: a `for…of` over the keys inside this generator made
+    // an iterator result per token, a million of them per search (a young collection every 8 MB).
+    const tokens = this.#tokens.keys();
+    while (tokensIn(tokens, piece, found, CHECK_EVERY)) if (slice.due) yield;
     // Another search may have filled it while this one yielded.
     const raced = this.#containing.get(piece);
     if (raced) return raced;
@@ -71,37 +71,49 @@ export class TextIndex {
 
   /**
    * Rows that may match every word, in creation order, over rows `[0, slots)`; `exact` when they
-   * are exactly the matches (every word letters and digits only).
+   * are exactly the matches (every word letters and digits only). Each piece's rows are the union
+   * of its tokens' rows, merged when they are few, marked over the slots when many; the pieces'
+   * rows are then intersected. Nothing the size of the collection is allocated for a piece of a
+   * few tokens (most words): memory allocated per query is what brings on full collections.
    */
   *candidates(words: readonly string[], slots: number, slice: Slice): Work<{ rows: Int32Array; exact: boolean }> {
-    const groups: string[] = [];
+    const pieces: string[] = [];
     let exact = true;
     for (const word of words) {
-      const pieces = word.split(SEPARATORS).filter((piece) => piece !== '');
-      if (pieces.length !== 1 || pieces[0] !== word) exact = false;
-      groups.push(...pieces);
+      const parts = word.split(SEPARATORS).filter((piece) => piece !== '');
+      if (parts.length !== 1 || parts[0] !== word) exact = false;
+      pieces.push(...parts);
     }
-    // `hits[row] === g` once the row has matched the first g groups.
-    const hits = new Uint8Array(slots);
-    let g = 0;
-    for (const piece of groups) {
+    let rows: Int32Array | undefined;
+    for (const piece of new Set(pieces)) {
+      const lists: Int32Array[] = [];
+      let total = 0;
       for (const token of yield* this.#tokensContaining(piece, slice)) {
         const view = this.#tokens.rows(token);
         if (view === undefined) continue;
-        for (let i = 0; i < view.length; i++) {
-          const row = view[i]!;
-          if (hits[row] === g) hits[row] = g + 1;
-        }
+        lists.push(view);
+        total += view.length;
       }
-      g++;
-      if (g === 255) break; // more pieces than a byte counts: the rest are checked against the records
+      const found = yield* anyOf(lists, total, slots, slice);
+      rows = rows === undefined ? found : intersection(rows, found);
+      if (rows.length === 0) break;
+      if (slice.due) yield;
     }
-    if (g < groups.length) exact = false;
-    let count = 0;
-    for (let row = 0; row < slots; row++) if (hits[row] === g) count++;
-    const rows = new Int32Array(count);
-    let k = 0;
-    for (let row = 0; row < slots; row++) if (hits[row] === g) rows[k++] = row;
+    // No letter or digit in any word: every row is a candidate, checked against its record.
+    if (rows === undefined) {
+      rows = new Int32Array(slots);
+      for (let row = 0; row < slots; row++) rows[row] = row;
+    }
     return { rows, exact };
   }
+}
+
+/** Adds to `found` the next `count` tokens that contain `piece`; false once the tokens are exhausted. */
+function tokensIn(tokens: Iterator<string>, piece: string, found: string[], count: number): boolean {
+  for (let n = 0; n < count; n++) {
+    const next = tokens.next();
+    if (next.done === true) return false;
+    if (next.value.includes(piece)) found.push(next.value);
+  }
+  return true;
 }
