@@ -8,6 +8,7 @@ import { checkEmbed, embedQuery } from '../conventions/relations.js';
 import type { Validator } from '../conventions/schema.js';
 import { StillLinkedError, type LinkIntegrity } from '../store/integrity.js';
 import { QueryTimeoutError, StoreConflictError, type MaybePromise, type QueryResult, type Store, type StoredEntity } from '../store/store.js';
+import { ByteCache } from './byte-cache.js';
 import { HAL_JSON } from './negotiation.js';
 import { all, then, type Related } from './related.js';
 
@@ -81,16 +82,13 @@ export class Resource {
   readonly #path: string;
   readonly #budgetMs: number;
   /** Pages built at revision `#pagesRevision`, by media type and query string. */
-  readonly #pages = new Map<string, Page>();
-  #pagesBytes = 0;
+  readonly #pages = new ByteCache<Page>(PAGE_CACHE_BYTES, PAGE_CACHE_MAX_PAGE_BYTES, (key, page) => page.body.length + key.length);
   #pagesRevision: string | undefined;
   /**
    * By id, each entry naming the version it describes, so a write can never be served stale and a
-   * replaced version is dropped at once (the writes here evict it). Oldest first: a Map keeps
-   * insertion order, and a hit moves its entry to the end.
+   * replaced version is dropped at once (the writes here evict it). A hit makes its entry the newest.
    */
-  readonly #entities = new Map<string, CachedRepresentation>();
-  #entitiesBytes = 0;
+  readonly #entities = new ByteCache<CachedRepresentation>(ENTITY_CACHE_BYTES, ENTITY_CACHE_MAX_ENTRY_BYTES, (id, r) => r.body.length + id.length);
   /** Links to and from other resources (contract §4a), set by `relate` once every resource exists. */
   #related: Related | undefined;
   #integrity: LinkIntegrity | undefined;
@@ -151,29 +149,12 @@ export class Resource {
     // The same entity object is the same version, known without reading `version` (which a store
     // may compute by hashing the entity's text); the reference is weak, so it keeps nothing alive.
     if (cached !== undefined && (cached.of.deref() === entity || cached.version === entity.version)) {
-      this.#entities.delete(id);
-      this.#entities.set(id, cached);
+      this.#entities.touch(id, cached);
       return cached;
     }
     const representation: CachedRepresentation = { body: Buffer.from(this.json(entity)), version: entity.version, of: new WeakRef(entity) };
-    this.#forget(id);
-    const bytes = representation.body.length + id.length;
-    if (bytes <= ENTITY_CACHE_MAX_ENTRY_BYTES) {
-      this.#entities.set(id, representation);
-      this.#entitiesBytes += bytes;
-      for (const [id] of this.#entities) {
-        if (this.#entitiesBytes <= ENTITY_CACHE_BYTES) break;
-        this.#forget(id);
-      }
-    }
+    this.#entities.set(id, representation);
     return representation;
-  }
-
-  #forget(id: string): void {
-    const cached = this.#entities.get(id);
-    if (cached === undefined) return;
-    this.#entities.delete(id);
-    this.#entitiesBytes -= cached.body.length + id.length;
   }
 
   etag(version: string, mediaType: string): string {
@@ -252,7 +233,7 @@ export class Resource {
     } else {
       deleted = await remove();
     }
-    this.#forget(id);
+    this.#entities.delete(id);
     if (!deleted) this.#missing(id);
   }
 
@@ -270,7 +251,7 @@ export class Resource {
       checkConditions(current, conditions);
       return next(current);
     });
-    this.#forget(id);
+    this.#entities.delete(id);
     return entity ?? this.#missing(id);
   }
 
@@ -284,7 +265,7 @@ export class Resource {
   page(query: string, mediaType: string): MaybePromise<Page> {
     const revision = this.store.revision;
     if (revision !== this.#pagesRevision) {
-      this.#emptyPages();
+      this.#pages.clear();
       this.#pagesRevision = revision;
     }
     const key = `${mediaType} ${query}`;
@@ -306,7 +287,8 @@ export class Resource {
     }
     const finish = (answer: QueryResult): MaybePromise<Page> =>
       then(this.#build(answer, collection, request, mediaType, depends), (page) => {
-        if (page.etag !== undefined && answer.revision === this.#pagesRevision) this.#keep(key, page);
+        // An embedding page built again replaces the one its related stores have moved past.
+        if (page.etag !== undefined && answer.revision === this.#pagesRevision) this.#pages.set(key, page);
         return page;
       });
     return result instanceof Promise ? result.then(finish, (error: unknown) => Promise.reject(this.#timeout(error))) : finish(result);
@@ -326,22 +308,6 @@ export class Resource {
       {},
       { 'retry-after': '1' },
     );
-  }
-
-  #keep(key: string, page: Page): void {
-    const bytes = page.body.length + key.length;
-    if (bytes > PAGE_CACHE_MAX_PAGE_BYTES) return;
-    // An embedding page built again replaces the one its related stores have moved past.
-    const old = this.#pages.get(key);
-    if (old !== undefined) this.#pagesBytes -= old.body.length + key.length;
-    if (this.#pagesBytes + bytes > PAGE_CACHE_BYTES) this.#emptyPages();
-    this.#pages.set(key, page);
-    this.#pagesBytes += bytes;
-  }
-
-  #emptyPages(): void {
-    this.#pages.clear();
-    this.#pagesBytes = 0;
   }
 
   #build(result: QueryResult, collection: CollectionQuery, request: PageRequest, mediaType: string, depends: string): MaybePromise<Page> {
