@@ -6,6 +6,9 @@ import { createWriteStream } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { once } from 'node:events';
+import { prng } from '../test/helpers/prng.js';
+
+export { prng };
 
 /** The resource every workload uses. */
 export const RESOURCE = 'items';
@@ -36,18 +39,6 @@ export function seededId(random: () => number): string {
 }
 const STATUSES = ['active', 'paused', 'archived'] as const;
 const WORDS = ['red', 'blue', 'green', 'small', 'large', 'steel', 'oak', 'linen', 'glass', 'wool', 'round', 'flat'];
-
-/** A small seeded PRNG (mulberry32), so every run and every server gets the same entities. */
-export function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** The client fields of a new entity as the write workloads send them (about 200 bytes of JSON). */
 export function clientFields(random: () => number, n: number): Record<string, unknown> {

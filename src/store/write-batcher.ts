@@ -1,5 +1,6 @@
 import { checkRecord } from './memory-store.js';
 import { StoreConflictError, StoreWriteError, type Change, type DeleteCheck, type EntityRecord, type StoredEntity } from './store.js';
+import { WriteQueue, type WriteOp } from './write-queue.js';
 
 /** What the batcher needs of a durable log and the index it feeds. */
 export interface BatchTarget<E extends StoredEntity> {
@@ -18,15 +19,6 @@ export interface BatchTarget<E extends StoredEntity> {
   afterBatch?(): void;
 }
 
-type Reject = (error: unknown) => void;
-type WriteOp =
-  | { kind: 'create'; record: EntityRecord; resolve: (entity: StoredEntity) => void; reject: Reject }
-  | { kind: 'update'; id: string; change: Change; resolve: (entity: StoredEntity | undefined) => void; reject: Reject }
-  | { kind: 'delete'; id: string; check: DeleteCheck | undefined; resolve: (deleted: boolean) => void; reject: Reject };
-/** An exclusive step run between batches, while no write is in flight (compaction's swap). */
-type TaskOp = { kind: 'task'; run: () => Promise<void> };
-type Op = WriteOp | TaskOp;
-
 /**
  * Serialises the writes of one store and commits them in groups (contract §8): writes that arrive
  * while one append + sync is in flight wait and go together in the next, sharing its sync. Each
@@ -37,77 +29,51 @@ type Op = WriteOp | TaskOp;
 export class WriteBatcher<E extends StoredEntity> {
   readonly #target: BatchTarget<E>;
   readonly #name: string;
-  readonly #warn: (message: string) => void;
-  #queue: Op[] = [];
-  #draining: Promise<void> | undefined;
-  #closed = false;
+  readonly #queue: WriteQueue;
 
   constructor(target: BatchTarget<E>, name: string, warn: (message: string) => void) {
     this.#target = target;
     this.#name = name;
-    this.#warn = warn;
+    this.#queue = new WriteQueue(name, () => this.#drain(), warn);
   }
 
   /** True while a batch or task is running or queued. */
   get busy(): Promise<void> | undefined {
-    return this.#draining;
+    return this.#queue.busy;
   }
 
   /** Refuses writes from now on; those queued still run. */
   close(): void {
-    this.#closed = true;
+    this.#queue.close();
   }
 
   create(record: EntityRecord): Promise<StoredEntity> {
-    return this.#enqueue<StoredEntity>((resolve, reject) => ({ kind: 'create', record, resolve, reject }));
+    return this.#queue.create(record);
   }
 
   update(id: string, change: Change): Promise<StoredEntity | undefined> {
-    return this.#enqueue<StoredEntity | undefined>((resolve, reject) => ({ kind: 'update', id, change, resolve, reject }));
+    return this.#queue.update(id, change);
   }
 
   delete(id: string, check?: DeleteCheck): Promise<boolean> {
-    return this.#enqueue<boolean>((resolve, reject) => ({ kind: 'delete', id, check, resolve, reject }));
+    return this.#queue.delete(id, check);
   }
 
   /** Runs `run` between two batches, alone. */
   task(run: () => Promise<void>): Promise<void> {
-    return new Promise<void>((resolve, reject) => {
-      this.#queue.push({ kind: 'task', run: () => run().then(resolve, reject) });
-      this.#kick();
-    });
-  }
-
-  #enqueue<T>(make: (resolve: (value: T) => void, reject: Reject) => WriteOp): Promise<T> {
-    if (this.#closed) return Promise.reject(new StoreWriteError(`${this.#name}: the store is closed`));
-    return new Promise<T>((resolve, reject) => {
-      this.#queue.push(make(resolve, reject));
-      this.#kick();
-    });
-  }
-
-  #kick(): void {
-    this.#draining ??= this.#drain()
-      .catch((error: unknown) => this.#warn(`${this.#name}: internal error: ${(error as Error).stack ?? String(error)}`))
-      .finally(() => {
-        this.#draining = undefined;
-        if (this.#queue.length > 0) this.#kick();
-      });
+    return this.#queue.task(run);
   }
 
   /** Runs batches while work is queued: everything queued during one sync shares the next. */
   async #drain(): Promise<void> {
-    while (this.#queue.length > 0) {
-      const first = this.#queue[0]!;
+    const queue = this.#queue;
+    for (let first = queue.peek(); first !== undefined; first = queue.peek()) {
       if (first.kind === 'task') {
-        this.#queue.shift();
+        queue.shift();
         await first.run();
         continue;
       }
-      let n = 1;
-      while (n < this.#queue.length && this.#queue[n]!.kind !== 'task') n++;
-      const batch = this.#queue.splice(0, n) as WriteOp[];
-      await this.#commit(batch);
+      await this.#commit(queue.takeWrites());
       this.#target.afterBatch?.();
     }
   }

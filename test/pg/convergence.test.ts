@@ -23,6 +23,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { findPostgres, startCluster, type PgCluster } from '../helpers/pg-cluster.js';
 import { startCli, tempDir, type CliProcess } from '../helpers/process.js';
+import { prng } from '../helpers/prng.js';
 
 const SEED = Number(process.env['CONVERGENCE_SEED'] ?? Math.floor(Math.random() * 2 ** 31));
 const CLIENTS = 8;
@@ -31,18 +32,6 @@ const COUNTERS = 6;
 const SCHEDULE = { pgStop: 4, pgStart: 7, kill: 9, restart: 10, end: 15 };
 const TOKEN = 'convergence-token';
 const RESOURCE = 'counters';
-
-/** mulberry32: a small seeded PRNG. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 type Outcome = 'ok' | 'refused' | 'unknown';
 interface Increment {

@@ -4,7 +4,9 @@ import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import postgres from 'postgres';
 import { SCHEMA as TABLES } from '../../src/store/pg/layout.js';
+import { everything } from '../helpers/collection.js';
 import { startCli, tempDir, type CliProcess } from '../helpers/process.js';
+import { prng } from '../helpers/prng.js';
 import { freshDatabase, pgMissing } from './helpers.js';
 
 /*
@@ -22,31 +24,6 @@ const WAVES = 8;
 const CATEGORIES_PER_WAVE = 6;
 const CREATES_PER_CATEGORY = 4;
 const JSON_BODY = { 'content-type': 'application/json' };
-
-/** mulberry32: the same schedule on every run. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
-/** Every entity of a collection on one process, by following `next`. */
-async function everything(url: string, name: string): Promise<{ id: string; category?: string }[]> {
-  const out: { id: string; category?: string }[] = [];
-  for (let next: string | undefined = `/${name}?limit=500`; next !== undefined; ) {
-    const res = await fetch(`${url}${next}`);
-    assert.equal(res.status, 200);
-    const page = (await res.json()) as { _embedded: Record<string, { id: string; category?: string }[]>; _links: { next?: { href: string } } };
-    out.push(...(page._embedded[name] ?? []));
-    next = page._links.next?.href;
-  }
-  return out;
-}
 
 describe('links never dangle across processes on one PostgreSQL database (contract §4a, §8a)', { skip: pgMissing, timeout: 180_000 }, () => {
   test(`${WAVES} waves: creates through A, category deletes through B, moves through C -> no dangling link, every 2xx held`, async () => {
@@ -131,8 +108,8 @@ describe('links never dangle across processes on one PostgreSQL database (contra
       let products: { id: string; category?: string }[] = [];
       let served: Set<string> = new Set();
       for (let i = 0; i < 100; i++) {
-        products = await everything(p.url, 'products');
-        served = new Set((await everything(p.url, 'categories')).map((x) => x.id));
+        products = await everything(p.url, 'products', 500);
+        served = new Set((await everything(p.url, 'categories', 500)).map((x) => x.id));
         if (products.length === live.products.size && served.size === live.categories.size) break;
         await new Promise((resolve) => setTimeout(resolve, 100));
       }

@@ -2,7 +2,9 @@ import assert from 'node:assert/strict';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
+import { everything } from '../helpers/collection.js';
 import { startCli, tempDir, type CliProcess } from '../helpers/process.js';
+import { prng } from '../helpers/prng.js';
 
 /*
  * Contract §4a under concurrency, in a real server (the CLI over JSON-lines files, each resource
@@ -16,31 +18,6 @@ const SCHEMA = { type: 'object', properties: { category: { type: 'string', 'x-li
 const TARGETS = 12;
 const WAVES = 6;
 const JSON_BODY = { 'content-type': 'application/json' };
-
-/** A seeded PRNG (mulberry32): the same schedule on every run. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
-/** Every entity of a collection, by following `next`. */
-async function everything(url: string, name: string): Promise<{ id: string; category?: string }[]> {
-  const out: { id: string; category?: string }[] = [];
-  for (let next: string | undefined = `/${name}?limit=200`; next !== undefined; ) {
-    const res = await fetch(`${url}${next}`);
-    assert.equal(res.status, 200);
-    const page = (await res.json()) as { _embedded: Record<string, { id: string; category?: string }[]>; _links: { next?: { href: string } } };
-    out.push(...(page._embedded[name] ?? []));
-    next = page._links.next?.href;
-  }
-  return out;
-}
 
 describe('links never dangle under concurrent writes to two stores (contract §4a)', { timeout: 120_000 }, () => {
   test(`${WAVES} waves of creates, moves and deletes racing deletes of ${TARGETS} categories -> no dangling link, every 2xx held`, async () => {
@@ -121,8 +98,8 @@ describe('links never dangle under concurrent writes to two stores (contract §4
     }
 
     const check = async (when: string): Promise<void> => {
-      const categories = new Set((await everything(cli.url, 'categories')).map((c) => c.id));
-      const products = await everything(cli.url, 'products');
+      const categories = new Set((await everything(cli.url, 'categories', 200)).map((c) => c.id));
+      const products = await everything(cli.url, 'products', 200);
       const dangling = products.filter((p) => p.category === undefined || !categories.has(p.category));
       assert.deepEqual(dangling, [], `${when}: products linking to a missing category`);
       for (const id of categoriesDeleted) assert.ok(!categories.has(id), `${when}: acknowledged delete of category ${id} not held`);

@@ -120,6 +120,7 @@ export async function openPostgres(options: PostgresOptions): Promise<PostgresSt
       replica,
       readers,
       onUnavailable,
+      warn,
       ...(options.deadlineMs === undefined ? {} : { deadlineMs: options.deadlineMs }),
     });
     writers.set(resource, writer);

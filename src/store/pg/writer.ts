@@ -15,13 +15,10 @@ import { SCHEMA } from './layout.js';
 import { introducedLinks, NO_LINKS, refusal, type WriterLinks } from './link-writes.js';
 import { RowEntity, type PgEntity } from './pg-entity.js';
 import type { Readers, Replica } from './replica.js';
+import { WriteQueue, type WriteOp } from '../write-queue.js';
 import { writeRows, type RowWrite } from './write-statement.js';
 
-type Reject = (error: unknown) => void;
-export type WriteOp =
-  | { kind: 'create'; record: EntityRecord; resolve: (entity: StoredEntity) => void; reject: Reject }
-  | { kind: 'update'; id: string; change: Change; resolve: (entity: StoredEntity | undefined) => void; reject: Reject }
-  | { kind: 'delete'; id: string; check: DeleteCheck | undefined; resolve: (deleted: boolean) => void; reject: Reject };
+export type { WriteOp };
 
 /** Writes of one process that go in one batch at most. */
 const MAX_BATCH = 256;
@@ -68,6 +65,8 @@ export interface WriterOptions {
   readonly onUnavailable: (error: unknown) => void;
   /** How long one try's statements may take before the connection counts as lost (default `STATEMENT_DEADLINE_MS`). */
   readonly deadlineMs?: number;
+  /** Told of an internal error (a bug): the writes queued after it still run. */
+  readonly warn: (message: string) => void;
 }
 
 /**
@@ -92,13 +91,12 @@ export interface WriterOptions {
  */
 export class PgWriter {
   readonly #options: WriterOptions;
-  #queue: WriteOp[] = [];
-  #draining: Promise<void> | undefined;
-  #closed = false;
+  readonly #queue: WriteQueue;
   #links: WriterLinks = NO_LINKS;
 
   constructor(options: WriterOptions) {
     this.#options = options;
+    this.#queue = new WriteQueue(options.resource, () => this.#drain(), options.warn);
   }
 
   /** From now on, writes check the links they make and deletes the links to what they delete. */
@@ -107,41 +105,25 @@ export class PgWriter {
   }
 
   create(record: EntityRecord): Promise<StoredEntity> {
-    return this.#enqueue<StoredEntity>((resolve, reject) => ({ kind: 'create', record, resolve, reject }));
+    return this.#queue.create(record);
   }
 
   update(id: string, change: Change): Promise<StoredEntity | undefined> {
-    return this.#enqueue<StoredEntity | undefined>((resolve, reject) => ({ kind: 'update', id, change, resolve, reject }));
+    return this.#queue.update(id, change);
   }
 
   delete(id: string, check?: DeleteCheck): Promise<boolean> {
-    return this.#enqueue<boolean>((resolve, reject) => ({ kind: 'delete', id, check, resolve, reject }));
+    return this.#queue.delete(id, check);
   }
 
   /** Refuses writes from now on and resolves once those queued have run. */
   async close(): Promise<void> {
-    this.#closed = true;
-    while (this.#draining) await this.#draining;
-  }
-
-  #enqueue<T>(make: (resolve: (value: T) => void, reject: Reject) => WriteOp): Promise<T> {
-    if (this.#closed) return Promise.reject(new StoreWriteError(`${this.#options.resource}: the store is closed`));
-    return new Promise<T>((resolve, reject) => {
-      this.#queue.push(make(resolve, reject));
-      this.#kick();
-    });
-  }
-
-  #kick(): void {
-    this.#draining ??= this.#drain().finally(() => {
-      this.#draining = undefined;
-      // A write queued between the loop's last look and this callback would wait for ever.
-      if (this.#queue.length > 0) this.#kick();
-    });
+    this.#queue.close();
+    while (this.#queue.busy) await this.#queue.busy;
   }
 
   async #drain(): Promise<void> {
-    while (this.#queue.length > 0) await this.#commit(this.#queue.splice(0, MAX_BATCH));
+    while (this.#queue.length > 0) await this.#commit(this.#queue.takeWrites(MAX_BATCH));
   }
 
   async #commit(batch: WriteOp[]): Promise<void> {

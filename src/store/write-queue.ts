@@ -1,0 +1,102 @@
+import { StoreWriteError, type Change, type DeleteCheck, type EntityRecord, type StoredEntity } from './store.js';
+
+type Reject = (error: unknown) => void;
+
+/** A write of the port, queued until its batch runs. */
+export type WriteOp =
+  | { kind: 'create'; record: EntityRecord; resolve: (entity: StoredEntity) => void; reject: Reject }
+  | { kind: 'update'; id: string; change: Change; resolve: (entity: StoredEntity | undefined) => void; reject: Reject }
+  | { kind: 'delete'; id: string; check: DeleteCheck | undefined; resolve: (deleted: boolean) => void; reject: Reject };
+/** An exclusive step run between batches, while no write is in flight (compaction's swap). */
+export type TaskOp = { kind: 'task'; run: () => Promise<void> };
+export type QueuedOp = WriteOp | TaskOp;
+
+/**
+ * The queue in front of one store's writes, shared by the file log's batcher and the PostgreSQL
+ * writer: the port's writes become queued operations, and one `drain` at a time takes them (a
+ * write queued while a drain runs goes in the next). An error escaping `drain` is an internal
+ * error: told to `warn`, never left as an unhandled rejection that would end the process.
+ */
+export class WriteQueue {
+  readonly #ops: QueuedOp[] = [];
+  readonly #name: string;
+  readonly #drain: () => Promise<void>;
+  readonly #warn: (message: string) => void;
+  #draining: Promise<void> | undefined;
+  #closed = false;
+
+  constructor(name: string, drain: () => Promise<void>, warn: (message: string) => void) {
+    this.#name = name;
+    this.#drain = drain;
+    this.#warn = warn;
+  }
+
+  /** Set while a drain runs or work is queued. */
+  get busy(): Promise<void> | undefined {
+    return this.#draining;
+  }
+
+  get length(): number {
+    return this.#ops.length;
+  }
+
+  /** The next operation, left in the queue. */
+  peek(): QueuedOp | undefined {
+    return this.#ops[0];
+  }
+
+  /** Takes the next task (the caller saw one with `peek`). */
+  shift(): QueuedOp | undefined {
+    return this.#ops.shift();
+  }
+
+  /** Takes up to `max` writes from the front, stopping at a task. */
+  takeWrites(max = Infinity): WriteOp[] {
+    let n = 0;
+    while (n < this.#ops.length && n < max && this.#ops[n]!.kind !== 'task') n++;
+    return this.#ops.splice(0, n) as WriteOp[];
+  }
+
+  /** Refuses writes from now on; those queued still run. */
+  close(): void {
+    this.#closed = true;
+  }
+
+  create(record: EntityRecord): Promise<StoredEntity> {
+    return this.#enqueue<StoredEntity>((resolve, reject) => ({ kind: 'create', record, resolve, reject }));
+  }
+
+  update(id: string, change: Change): Promise<StoredEntity | undefined> {
+    return this.#enqueue<StoredEntity | undefined>((resolve, reject) => ({ kind: 'update', id, change, resolve, reject }));
+  }
+
+  delete(id: string, check?: DeleteCheck): Promise<boolean> {
+    return this.#enqueue<boolean>((resolve, reject) => ({ kind: 'delete', id, check, resolve, reject }));
+  }
+
+  /** Runs `run` between two batches, alone. */
+  task(run: () => Promise<void>): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      this.#ops.push({ kind: 'task', run: () => run().then(resolve, reject) });
+      this.#kick();
+    });
+  }
+
+  #enqueue<T>(make: (resolve: (value: T) => void, reject: Reject) => WriteOp): Promise<T> {
+    if (this.#closed) return Promise.reject(new StoreWriteError(`${this.#name}: the store is closed`));
+    return new Promise<T>((resolve, reject) => {
+      this.#ops.push(make(resolve, reject));
+      this.#kick();
+    });
+  }
+
+  #kick(): void {
+    this.#draining ??= this.#drain()
+      .catch((error: unknown) => this.#warn(`${this.#name}: internal error: ${(error as Error).stack ?? String(error)}`))
+      .finally(() => {
+        this.#draining = undefined;
+        // A write queued between the drain's last look and this callback would wait for ever.
+        if (this.#ops.length > 0) this.#kick();
+      });
+  }
+}
