@@ -193,7 +193,11 @@ async function main(): Promise<void> {
     if (draining) return;
     draining = true;
     warn(`${signal}: finishing requests in flight, then closing the store`);
-    const force = setTimeout(() => server.closeAllConnections(), SHUTDOWN_GRACE_MS);
+    const force = setTimeout(() => {
+      // Said, so that an operator (and a test) can tell a clean drain from a forced one.
+      warn(`${signal}: grace period of ${SHUTDOWN_GRACE_MS / 1000} s over, closing the connections still open`);
+      server.closeAllConnections();
+    }, SHUTDOWN_GRACE_MS);
     force.unref();
     server.close(() => {
       stores.close().then(

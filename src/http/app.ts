@@ -67,6 +67,8 @@ export interface HandlerOptions {
   readonly metrics?: ServerMetrics;
   /** Current time in Unix seconds (tests pin it). */
   readonly now?: () => number;
+  /** Milliseconds on a monotonic clock, for the rate limits (tests drive it). Default `performance.now()`. */
+  readonly clock?: () => number;
   /** New entity ids (tests pin them). */
   readonly newId?: () => string;
   /**
@@ -102,7 +104,7 @@ export function createHandler(options: HandlerOptions): Handler {
   }
   const names = [...resources.keys()];
   const cors = createCors(options.corsOrigin);
-  const limiter = options.rateLimit === undefined ? undefined : new RateLimiter({ rate: options.rateLimit, ...(options.rateLimitBurst === undefined ? {} : { burst: options.rateLimitBurst }) });
+  const limiter = options.rateLimit === undefined ? undefined : new RateLimiter({ rate: options.rateLimit, ...(options.rateLimitBurst === undefined ? {} : { burst: options.rateLimitBurst }), ...(options.clock === undefined ? {} : { now: options.clock }) });
 
   const router = createRouter<RouteHandler>();
   const indexBody = JSON.stringify(indexDocument(basePath, names));

@@ -60,18 +60,21 @@ describe('halserve CLI (contract §9)', { timeout: 60_000 }, () => {
     const { request } = await import('node:http');
     const url = new URL(`${cli.url}/items`);
     const response = new Promise<{ status: number; body: string }>((resolve, reject) => {
-      const req = request({ host: url.hostname, port: url.port, path: '/items', method: 'POST', headers: JSON_HEADERS }, (res) => {
+      // `100 Continue` says the server has the request in hand and is about to read its body.
+      const req = request({ host: url.hostname, port: url.port, path: '/items', method: 'POST', headers: { ...JSON_HEADERS, expect: '100-continue' } }, (res) => {
         let body = '';
         res.setEncoding('utf8').on('data', (c: string) => (body += c));
         res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
       });
       req.on('error', reject);
-      req.write('{"slow":');
-      // The body is still arriving when the signal comes.
-      setTimeout(() => {
+      req.flushHeaders();
+      req.once('continue', () => {
+        req.write('{"slow":');
+        // The body is still arriving when the signal comes: the rest is sent once the server has
+        // said it is draining.
         cli.child.kill('SIGTERM');
-        setTimeout(() => req.end('true}'), 200);
-      }, 200);
+        eventually(() => /SIGTERM: finishing requests in flight/.test(cli.stderr()), 'the drain to begin').then(() => req.end('true}'), reject);
+      });
     });
     const { status, body } = await response;
     assert.equal(status, 201);

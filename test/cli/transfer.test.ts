@@ -13,7 +13,7 @@ import postgres from 'postgres';
 import { openJsonlStore } from '../../src/store/log/jsonl-store.js';
 import { LAYOUT_DDL } from '../../src/store/pg/layout.js';
 import { findPostgres, freePort, startCluster, type PgCluster } from '../helpers/pg-cluster.js';
-import { spawnCli, startCli, tempDir } from '../helpers/process.js';
+import { LIVENESS_MS, spawnCli, startCli, tempDir } from '../helpers/process.js';
 
 const found = findPostgres();
 const root = fileURLToPath(new URL('../..', import.meta.url));
@@ -242,7 +242,10 @@ describe('halserve import / export against PostgreSQL (contract §8a)', { skip: 
     const run = halserve(['import', '--from', source, '--to', url]);
     // The import's session, once it is sending rows to its staging table: terminated.
     let killed = 0;
-    for (let i = 0; i < 600 && killed === 0; i++) {
+    let ended = false;
+    void run.then(() => (ended = true));
+    const deadline = Date.now() + LIVENESS_MS;
+    while (killed === 0 && !ended && Date.now() < deadline) {
       const [row] = await sql<{ n: string }[]>`
         SELECT count(pg_terminate_backend(pid))::text AS n FROM pg_stat_activity WHERE query LIKE 'INSERT INTO halserve_import%' AND pid <> pg_backend_pid()`;
       killed = Number(row?.n);

@@ -7,6 +7,13 @@ import { fileURLToPath } from 'node:url';
 
 const CLI = fileURLToPath(new URL('../../src/cli.ts', import.meta.url));
 
+/**
+ * How long a test waits for something that should happen soon (a process ready, a change seen)
+ * before calling it a failure. A bound for liveness on a loaded machine, never a measure of speed:
+ * no test asserts how fast anything happened.
+ */
+export const LIVENESS_MS = 60_000;
+
 /** A halserve process started from the CLI, as a user would start it. */
 export interface CliProcess {
   readonly child: ChildProcess;
@@ -38,7 +45,7 @@ export function spawnCli(args: readonly string[], env: Record<string, string> = 
 /** Starts the CLI and waits for its ready line (contract §9). */
 export async function startCli(args: readonly string[], env: Record<string, string> = {}): Promise<CliProcess> {
   const proc = spawnCli(args, env);
-  const deadline = Date.now() + 15_000;
+  const deadline = Date.now() + LIVENESS_MS;
   for (;;) {
     const match = /halserve listening on (http:\/\/\S+)\n/.exec(proc.stdout());
     if (match?.[1]) return { ...proc, url: match[1] };
@@ -55,11 +62,11 @@ export async function tempDir(prefix = 'halserve-test-'): Promise<string> {
   return dir;
 }
 
-/** Waits until `condition` holds (polling), or fails after `ms`. */
-export async function eventually(condition: () => boolean, ms = 3000): Promise<void> {
+/** Waits until `condition` holds (polling), or fails after `ms` saying `what` did not happen. */
+export async function eventually(condition: () => boolean | Promise<boolean>, what = 'a condition', ms = LIVENESS_MS): Promise<void> {
   const deadline = Date.now() + ms;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await new Promise((resolve) => setTimeout(resolve, 20));
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new Error(`not in ${ms} ms: ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
   }
 }

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+import { eventually } from '../helpers/process.js';
 import { records, RFC2616, startItems } from '../helpers/server.js';
 
 /**
@@ -22,12 +23,9 @@ describe('query budget', () => {
     });
     // Another request is served while the index is being built.
     assert.equal((await s.request('/items/e000')).status, 200);
-    let status = 503;
-    for (let attempt = 0; attempt < 200 && status === 503; attempt++) {
-      await new Promise((resolve) => setTimeout(resolve, 50));
-      status = (await s.request('/items?n=3&limit=1')).status;
-    }
-    assert.equal(status, 200);
+    // Once the build is done the query is answered from the index; on a busy machine one try may
+    // still overrun 1 ms, so it is tried until it is answered (bounded for liveness only).
+    await eventually(async () => (await s.request('/items?n=3&limit=1')).status === 200);
   });
 
   test('a query within its budget -> 200 with the exact total', async () => {

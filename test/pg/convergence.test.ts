@@ -22,7 +22,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { findPostgres, startCluster, type PgCluster } from '../helpers/pg-cluster.js';
-import { startCli, tempDir, type CliProcess } from '../helpers/process.js';
+import { LIVENESS_MS, startCli, tempDir, type CliProcess } from '../helpers/process.js';
 import { prng } from '../helpers/prng.js';
 
 const SEED = Number(process.env['CONVERGENCE_SEED'] ?? Math.floor(Math.random() * 2 ** 31));
@@ -193,7 +193,7 @@ describe('three processes on one PostgreSQL: convergence under faults', { skip, 
       return lines;
     };
     let views: string[][] = [];
-    const deadline = Date.now() + 10_000;
+    const deadline = Date.now() + LIVENESS_MS;
     for (;;) {
       views = await Promise.all(live().map(traverse));
       if (views.every((v) => JSON.stringify(v) === JSON.stringify(views[0]))) break;

@@ -53,22 +53,22 @@ describe('a PostgreSQL connection that never answers (contract §8a)', { skip: p
     await items.create(record('a', { n: 1 }));
 
     proxy.silence();
-    const started = Date.now();
+    // Refused with the deadline's own message: without the deadline, the write would wait forever
+    // (and the test's timeout would end it).
     await assert.rejects(items.update('a', (current) => ({ ...current.record, n: 2 })), (error: unknown) => {
       assert.ok(error instanceof StoreUnavailableError, String(error));
       assert.match(error.message, /no answer from PostgreSQL within 400 ms/);
       return true;
     });
-    assert.ok(Date.now() - started < 3000, `refused after ${Date.now() - started} ms`);
     await until(() => !opened.reachable, 'the store to count the database as away');
     assert.ok(opened.warnings.some((w) => /unreachable \(.*no answer from PostgreSQL within 400 ms\)/.test(w)), opened.warnings.join('\n'));
 
     proxy.restore();
-    await until(() => opened.reachable, 'the database reachable again through new connections', 15_000);
+    await until(() => opened.reachable, 'the database reachable again through new connections');
     const updated = await items.update('a', (current) => ({ ...current.record, n: 3 }));
     assert.equal(updated?.record['n'], 3);
     // Changes made elsewhere arrive again (the catch-up runs on the new pool).
     await direct.stores.get('items')!.create(record('b', { n: 1 }));
-    await until(() => items.get('b') !== undefined, 'the change feed to bring b', 5000);
+    await until(() => items.get('b') !== undefined, 'the change feed to bring b');
   });
 });

@@ -5,6 +5,7 @@
 import { after } from 'node:test';
 import { openPostgres, type PostgresOptions, type PostgresStores } from '../../src/store/pg/open.js';
 import { findPostgres, startCluster, type PgCluster } from '../helpers/pg-cluster.js';
+import { eventually } from '../helpers/process.js';
 
 const found = findPostgres();
 /** Why the PostgreSQL tests cannot run here, or false: `test(name, { skip: pgMissing }, …)`. */
@@ -47,10 +48,4 @@ export async function openStores(url: string, resources: readonly string[] = ['i
 }
 
 /** Waits until `condition` holds (polling), or fails after `ms` with `what`. */
-export async function until(condition: () => boolean, what: string, ms = 5000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`not in ${ms} ms: ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
-}
+export const until = eventually;

@@ -5,7 +5,7 @@ import { describe, test } from 'node:test';
 import postgres from 'postgres';
 import { SCHEMA as TABLES } from '../../src/store/pg/layout.js';
 import { everything } from '../helpers/collection.js';
-import { startCli, tempDir, type CliProcess } from '../helpers/process.js';
+import { LIVENESS_MS, startCli, tempDir, type CliProcess } from '../helpers/process.js';
 import { prng } from '../helpers/prng.js';
 import { freshDatabase, pgMissing } from './helpers.js';
 
@@ -107,7 +107,8 @@ describe('links never dangle across processes on one PostgreSQL database (contra
     for (const p of [a, b, c]) {
       let products: { id: string; category?: string }[] = [];
       let served: Set<string> = new Set();
-      for (let i = 0; i < 100; i++) {
+      const deadline = Date.now() + LIVENESS_MS;
+      while (Date.now() < deadline) {
         products = await everything(p.url, 'products', 500);
         served = new Set((await everything(p.url, 'categories', 500)).map((x) => x.id));
         if (products.length === live.products.size && served.size === live.categories.size) break;

@@ -21,6 +21,9 @@ async function serve(extra: readonly string[] = []): Promise<CliProcess> {
   return startCli(['--port', '0', '--data', dir, '--resource', 'items', '--log', 'off', ...extra]);
 }
 
+/** The line the CLI prints when its grace period ran out and it had to cut connections off. */
+const FORCED = /grace period of \d+ s over/;
+
 /** Opens `n` connections and resolves once all are connected; every one is destroyed after the file. */
 async function openConnections(url: string, n: number, first?: string): Promise<Socket[]> {
   const sockets = await Promise.all(
@@ -71,28 +74,25 @@ describe('one server, many abusers', () => {
     },
   );
 
-  test('300 idle keep-alive connections -> a new client is still answered within 2.5 s', async () => {
+  test('300 idle keep-alive connections -> a new client is still answered', async () => {
     const cli = await sharedCli();
     const sockets = await openConnections(cli.url, 300, 'GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n');
     assert.equal(sockets.length, 300);
-    const started = performance.now();
+    // A server blocked by idle connections would not answer at all (the test's own timeout ends it).
     const res = await fetch(`${cli.url}/items`);
     assert.equal(res.status, 200);
-    // Generous, for a loaded machine: a server blocked by idle connections would not answer at all.
-    assert.ok(performance.now() - started < 2500, 'the server is not blocked by idle connections');
   });
 });
 
 describe('shutdown and descriptor limits', () => {
 
-  test('SIGTERM with 200 idle keep-alive connections -> exit 0 within 3 s', async () => {
+  test('SIGTERM with 200 idle keep-alive connections -> exit 0, the idle connections closed at once (not at the end of the grace period)', async () => {
     const cli = await serve();
     await openConnections(cli.url, 200, 'GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n');
     await waitFor(100);
-    const started = performance.now();
     cli.child.kill('SIGTERM');
     assert.equal(await cli.exited, 0);
-    assert.ok(performance.now() - started < 3000, `took ${Math.round(performance.now() - started)} ms`);
+    assert.doesNotMatch(cli.stderr(), FORCED);
   });
 
   for (const [label, first] of [
@@ -100,16 +100,14 @@ describe('shutdown and descriptor limits', () => {
     ['a connection with half a request header', 'GET /items HTTP/1.1\r\nHost: x\r\n'],
   ] as const) {
     test(
-      `SIGTERM with ${label} -> exit 0 within 3 s`,
+      `SIGTERM with ${label} -> exit 0, the connection closed at once (not at the end of the grace period)`,
       async () => {
         const cli = await serve();
         await openConnections(cli.url, 1, first);
         await waitFor(100);
-        const started = performance.now();
         cli.child.kill('SIGTERM');
-        // Bounded: do not sit through the whole grace period when the bug is there.
-        const outcome = await Promise.race([cli.exited, waitFor(3500).then(() => 'still running')]);
-        assert.equal(outcome, 0, `after ${Math.round(performance.now() - started)} ms`);
+        assert.equal(await cli.exited, 0);
+        assert.doesNotMatch(cli.stderr(), FORCED);
       },
     );
   }
@@ -162,17 +160,16 @@ describe('slow clients (HALSERVE_QA_SLOW=1)', () => {
   );
 
   test(
-    'SIGTERM while a client stalls mid-body -> exit 0 well inside docker stop\'s 10 s',
+    'SIGTERM while a client stalls mid-body -> the connection cut off at the end of the grace period (inside docker stop\'s 10 s), exit 0',
     { skip: SLOW },
     async () => {
       const cli = await serve();
       const [socket] = await openConnections(cli.url, 1, 'POST /items HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{');
       assert.ok(socket);
       await waitFor(200);
-      const started = Date.now();
       cli.child.kill('SIGTERM');
       assert.equal(await cli.exited, 0);
-      assert.ok(Date.now() - started < 8000, `took ${Date.now() - started} ms`);
+      assert.match(cli.stderr(), /SIGTERM: grace period of 5 s over/);
     },
   );
 });

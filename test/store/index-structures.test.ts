@@ -206,25 +206,56 @@ describe('runSliced: long work in turns of the event loop', () => {
     return n;
   }
   test('work that fits one slice -> the value, synchronously', () => {
-    assert.equal(runSliced((slice) => count(10, slice)), 10);
+    // A clock that stands still: the slice is never used up, however busy the machine.
+    assert.equal(runSliced((slice) => count(1000, slice), Infinity, () => 0, () => 0), 1000);
   });
-  test('work that yields -> a Promise, and a timer fires between its slices', async () => {
-    let ticks = 0;
-    const timer = setInterval(() => ticks++, 1);
-    const result = runSliced(function* (slice): Work<number> {
-      const end = performance.now() + 60;
-      while (performance.now() < end) if (slice.due) yield;
-      return 1;
-    });
+  /** A clock that moves 1 ms each time it is read: every slice is due at its first check. */
+  const ticking = (): (() => number) => {
+    let now = 0;
+    return () => ++now;
+  };
+  test('work that yields -> a Promise, and callbacks queued meanwhile run between its slices', async () => {
+    const order: string[] = [];
+    // A callback that queues itself again on every turn of the event loop, until the work is done.
+    let done = false;
+    const turn = (): void => {
+      order.push('turn');
+      if (!done) setImmediate(turn);
+    };
+    setImmediate(turn);
+    const result = runSliced(
+      function* (slice): Work<number> {
+        for (let i = 0; i < 4; i++) {
+          order.push(`slice ${i}`);
+          while (!slice.due);
+          yield;
+        }
+        return 1;
+      },
+      Infinity,
+      () => 0,
+      ticking(),
+    );
     assert.ok(result instanceof Promise);
     assert.equal(await result, 1);
-    clearInterval(timer);
-    assert.ok(ticks > 3, `${ticks} timer ticks during 60 ms of sliced work`);
+    done = true;
+    const slices = order.filter((step) => step !== 'turn');
+    assert.deepEqual(slices, ['slice 0', 'slice 1', 'slice 2', 'slice 3']);
+    // Between any two slices, the other callback had its turn.
+    for (let i = 1; i < slices.length; i++) {
+      const between = order.slice(order.indexOf(slices[i - 1]!) + 1, order.indexOf(slices[i]!));
+      assert.ok(between.includes('turn'), `nothing ran between ${slices[i - 1]} and ${slices[i]}: ${order.join(', ')}`);
+    }
   });
   test('past the deadline -> QueryTimeoutError', async () => {
-    const result = runSliced(function* (slice): Work<number> {
-      for (;;) if (slice.due) yield;
-    }, performance.now() + 20);
+    const result = runSliced(
+      function* (slice): Work<number> {
+        for (;;) if (slice.due) yield;
+      },
+      20,
+      () => 0,
+      ticking(),
+    );
     await assert.rejects(Promise.resolve(result), QueryTimeoutError);
   });
 });

@@ -11,6 +11,7 @@ import { createMemoryStore } from '../../src/store/memory-store.js';
 import type { EntityRecord, Store, StoredEntity } from '../../src/store/store.js';
 import postgres from 'postgres';
 import { tempDir } from './helpers.js';
+import { LIVENESS_MS } from '../helpers/process.js';
 import { freshDatabase, openStores, pgMissing } from '../pg/helpers.js';
 
 /*
@@ -799,10 +800,10 @@ describe('index builds racing writes', () => {
       const child = spawn(process.execPath, ['--import', 'tsx', script], { stdio: ['ignore', 'pipe', 'inherit'] });
       let out = '';
       child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
-      const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
+      const timer = setTimeout(() => child.kill('SIGKILL'), LIVENESS_MS);
       const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
       clearTimeout(timer);
-      assert.equal(code, 0, `the child was killed after 30 s without an answer (a normal run takes about a second; a build that restarts forever never answers): ${out}`);
+      assert.equal(code, 0, `the child was killed after ${LIVENESS_MS / 1000} s without an answer (a normal run takes about a second; a build that restarts forever never answers): ${out}`);
       const answer = JSON.parse(out) as { again: { total: number; ids: string[] } };
       assert.deepEqual(answer.again, { total: 29_999, ids: ['e31000', 'e32000', 'e33000'] });
     },

@@ -19,20 +19,27 @@ export const CHECK_EVERY = 1024;
  */
 const FIRST_SLICES_MS = 0.25;
 
+/** Milliseconds, monotonic: `performance.now()` unless a test drives time itself. */
+export type Clock = () => number;
+
+const systemClock: Clock = () => performance.now();
+
 export class Slice {
+  readonly #clock: Clock;
   #end: number;
 
-  constructor(ms = SLICE_MS) {
-    this.#end = performance.now() + ms;
+  constructor(ms = SLICE_MS, clock: Clock = systemClock) {
+    this.#clock = clock;
+    this.#end = clock() + ms;
   }
 
   /** True when the work should yield. */
   get due(): boolean {
-    return performance.now() > this.#end;
+    return this.#clock() > this.#end;
   }
 
   renew(): void {
-    this.#end = performance.now() + SLICE_MS;
+    this.#end = this.#clock() + SLICE_MS;
   }
 }
 
@@ -77,17 +84,17 @@ function runOne(): void {
 
 /**
  * Runs `start(slice)` to completion: synchronously if it never yields, else asynchronously. Past
- * `deadline` (a `performance.now()` time) it stops with `QueryTimeoutError`. When `layout()`
- * changes while the work waits (row numbers were renumbered), the work starts over.
+ * `deadline` (a time of `clock`) it stops with `QueryTimeoutError`. When `layout()` changes while
+ * the work waits (row numbers were renumbered), the work starts over.
  */
-export function runSliced<T>(start: (slice: Slice) => Work<T>, deadline = Infinity, layout: () => number = () => 0): T | Promise<T> {
+export function runSliced<T>(start: (slice: Slice) => Work<T>, deadline = Infinity, layout: () => number = () => 0, clock: Clock = systemClock): T | Promise<T> {
   // While other works wait their turn, the new ones of this turn share a short first slice.
-  const begun = performance.now();
-  const slice = new Slice(Math.max(0, (waiting.length > 0 ? FIRST_SLICES_MS : SLICE_MS) - firstSpent));
+  const begun = clock();
+  const slice = new Slice(Math.max(0, (waiting.length > 0 ? FIRST_SLICES_MS : SLICE_MS) - firstSpent), clock);
   let laidOut = layout();
   let work = start(slice);
   const first = work.next();
-  firstSpent += performance.now() - begun;
+  firstSpent += clock() - begun;
   if (!resetScheduled) {
     resetScheduled = true;
     setImmediate(resetFirst);
@@ -97,9 +104,9 @@ export function runSliced<T>(start: (slice: Slice) => Work<T>, deadline = Infini
     let step: IteratorResult<Promise<unknown> | undefined, T> = first;
     for (;;) {
       if (step.done) return step.value;
-      if (step.value !== undefined) await waitUntil(step.value, deadline);
+      if (step.value !== undefined) await waitUntil(step.value, deadline, clock);
       else await nextTurn();
-      if (performance.now() > deadline) {
+      if (clock() > deadline) {
         work.return(undefined as T);
         throw new QueryTimeoutError('the query ran past its deadline');
       }
@@ -115,14 +122,14 @@ export function runSliced<T>(start: (slice: Slice) => Work<T>, deadline = Infini
   })();
 }
 
-async function waitUntil(promise: Promise<unknown>, deadline: number): Promise<void> {
+async function waitUntil(promise: Promise<unknown>, deadline: number, clock: Clock): Promise<void> {
   if (deadline === Infinity) {
     await promise;
     return;
   }
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<void>((resolve) => {
-    timer = setTimeout(resolve, Math.max(0, deadline - performance.now()));
+    timer = setTimeout(resolve, Math.max(0, deadline - clock()));
   });
   try {
     await Promise.race([promise, late]);
