@@ -6,7 +6,9 @@
 //   STRESS_RUNS=5        how many runs (default 5)
 //   STRESS_HOG=stress-ng the hog: Debian's stress-ng when installed, else busy-looping node children
 import { spawn, spawnSync } from 'node:child_process';
-import { availableParallelism } from 'node:os';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { availableParallelism, tmpdir } from 'node:os';
+import { join } from 'node:path';
 
 const runs = Number(process.env.STRESS_RUNS ?? 5);
 const cores = availableParallelism();
@@ -22,14 +24,18 @@ function startHog() {
   return { name: `${cores} busy-looping node processes`, stop: () => children.forEach((child) => child.kill('SIGKILL')) };
 }
 
+/** Where each run's whole TAP output is kept, to read what failed and why. */
+const logs = mkdtempSync(join(tmpdir(), 'halserve-stress-'));
+
 /** Runs the suite once; resolves with its summary counts and the names of the tests that failed. */
-function runSuite() {
+function runSuite(run) {
   return new Promise((resolve) => {
     const started = Date.now();
     const child = spawn('npm', ['run', '--silent', 'test:suite'], { stdio: ['ignore', 'pipe', 'inherit'] });
     let out = '';
     child.stdout.setEncoding('utf8').on('data', (chunk) => (out += chunk));
     child.on('exit', (code) => {
+      writeFileSync(join(logs, `run-${run}.tap`), out);
       const count = (name) => Number(new RegExp(`^# ${name} (\\d+)$`, 'm').exec(out)?.[1] ?? NaN);
       const failed = [...out.matchAll(/^\s*not ok \d+ - (.*)$/gm)].map((m) => m[1]);
       resolve({ code, tests: count('tests'), pass: count('pass'), fail: count('fail'), skipped: count('skipped'), cancelled: count('cancelled'), failed, seconds: Math.round((Date.now() - started) / 1000) });
@@ -43,10 +49,10 @@ process.on('exit', stop);
 process.on('SIGINT', () => process.exit(130));
 process.on('SIGTERM', () => process.exit(143));
 
-console.log(`test:stress: ${runs} runs of the suite while ${hog.name} keeps all ${cores} cores busy`);
+console.log(`test:stress: ${runs} runs of the suite while ${hog.name} keeps all ${cores} cores busy; each run's output in ${logs}`);
 let failures = 0;
 for (let run = 1; run <= runs; run++) {
-  const result = await runSuite();
+  const result = await runSuite(run);
   const bad = result.code !== 0 || result.fail > 0 || result.cancelled > 0;
   if (bad) failures++;
   console.log(`run ${run}/${runs}: ${bad ? 'FAILED' : 'ok'} — tests ${result.tests}, pass ${result.pass}, fail ${result.fail}, cancelled ${result.cancelled}, skipped ${result.skipped}, exit ${result.code}, ${result.seconds} s`);

@@ -46,7 +46,7 @@ function assertOneLineFailure(run: Run, pattern: RegExp): void {
 const line = (fields: Record<string, unknown>): string => JSON.stringify(fields);
 const entity = (id: string, extra: Record<string, unknown> = {}): string => line({ id, createdAt: 1_700_000_000, updatedAt: 1_700_000_001, ...extra });
 
-describe('halserve import / export against PostgreSQL (contract §8a)', { skip: 'missing' in found ? found.missing : false, timeout: 180_000 }, () => {
+describe('halserve import / export against PostgreSQL (contract §8a)', { skip: 'missing' in found ? found.missing : false }, () => {
   let cluster: PgCluster;
   let databases = 0;
   const clients: postgres.Sql[] = [];

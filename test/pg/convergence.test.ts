@@ -55,7 +55,7 @@ interface Lifecycle {
 const found = findPostgres();
 const skip = 'missing' in found ? found.missing : false;
 
-describe('three processes on one PostgreSQL: convergence under faults', { skip, timeout: 180_000 }, () => {
+describe('three processes on one PostgreSQL: convergence under faults', { skip }, () => {
   let cluster: PgCluster;
   let url: string;
   const processes: (CliProcess | undefined)[] = [];

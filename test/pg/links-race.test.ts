@@ -25,7 +25,7 @@ const CATEGORIES_PER_WAVE = 6;
 const CREATES_PER_CATEGORY = 4;
 const JSON_BODY = { 'content-type': 'application/json' };
 
-describe('links never dangle across processes on one PostgreSQL database (contract §4a, §8a)', { skip: pgMissing, timeout: 180_000 }, () => {
+describe('links never dangle across processes on one PostgreSQL database (contract §4a, §8a)', { skip: pgMissing }, () => {
   test(`${WAVES} waves: creates through A, category deletes through B, moves through C -> no dangling link, every 2xx held`, async () => {
     const url = await freshDatabase();
     const start = async (): Promise<CliProcess> => {

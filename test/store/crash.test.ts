@@ -15,7 +15,7 @@ const tempDir = async (): Promise<string> => {
   return dir;
 };
 
-test('20 SIGKILL/restart cycles under concurrent POST/PUT/PATCH/DELETE -> no acknowledged write lost', { timeout: 120_000 }, async () => {
+test('20 SIGKILL/restart cycles under concurrent POST/PUT/PATCH/DELETE -> no acknowledged write lost', async () => {
   const dir = await tempDir();
   const result = await crashRun(dir, { cycles: 20, clients: 4 });
   assert.equal(result.cycles, 20);
@@ -26,7 +26,7 @@ test('20 SIGKILL/restart cycles under concurrent POST/PUT/PATCH/DELETE -> no ack
   for (const line of text.trimEnd().split('\n')) JSON.parse(line);
 });
 
-test('second server on a directory in use -> exit 1 with the holder named; first one unaffected', { timeout: 30_000 }, async () => {
+test('second server on a directory in use -> exit 1 with the holder named; first one unaffected', async () => {
   const dir = await tempDir();
   const first = await startServer(dir);
   await assert.rejects(startServer(dir), (error: unknown) => {
@@ -42,7 +42,7 @@ test('second server on a directory in use -> exit 1 with the holder named; first
   assert.equal(await first.exited, 0);
 });
 
-test('corrupt line in the middle -> exit 1 with file:line; --repair -> starts, line moved aside', { timeout: 30_000 }, async () => {
+test('corrupt line in the middle -> exit 1 with file:line; --repair -> starts, line moved aside', async () => {
   const dir = await tempDir();
   const file = path.join(dir, 'items.jsonl');
   await fs.writeFile(file, '{"id":"a","createdAt":1,"updatedAt":1}\n{"id":"b",,}\n{"id":"c","createdAt":1,"updatedAt":1}\n');
