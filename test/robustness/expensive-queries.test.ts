@@ -8,6 +8,7 @@ import { gunzipSync } from 'node:zlib';
 import { describe, test } from 'node:test';
 import { createMemoryStore } from '../../src/store/memory-store.js';
 import type { EntityRecord, Store, StoredEntity } from '../../src/store/store.js';
+import { eventually } from '../helpers/process.js';
 import { records, startServer } from '../helpers/server.js';
 import { rawExchange } from './raw.js';
 
@@ -181,8 +182,10 @@ describe('memory kept for pages', () => {
         const res = await s.request(`/items?limit=200&sort=-absent${i}`, { headers: { 'accept-encoding': 'identity' } });
         await res.arrayBuffer();
       }
-      const grown = held() - before;
-      assert.ok(grown < 50 * 2 ** 20, `${Math.round(grown / 2 ** 20)} MB kept`);
+      // Memory of buffers that were let go is given back by a thread beside the collector, later on
+      // a busy machine: what the server keeps stays above the bound however long one waits.
+      let grown = Infinity;
+      await eventually(() => (grown = held() - before) < 50 * 2 ** 20, `under 50 MB kept (${Math.round(grown / 2 ** 20)} MB)`);
     },
   );
 });
