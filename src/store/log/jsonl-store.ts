@@ -268,8 +268,11 @@ class JsonlLogStore implements JsonlStore {
   async #startCompaction(): Promise<boolean> {
     const file = this.#file;
     const done = await this.#compaction.start({ lines: Array.from(this.#index.values()), size: file.size, fileLines: file.lines });
-    if (!done) this.#compactAfterLines = Math.ceil(file.lines * 1.5);
     this.#observer?.compacted?.(done);
+    if (!done) this.#compactAfterLines = Math.ceil(file.lines * 1.5);
+    // Writes went on during the compaction: if they alone took the file past the ratio again, the
+    // next compaction starts now rather than after some later write (whenever that comes).
+    else if (!this.#closing) void this.#writes.task(async () => this.#maybeCompact());
     return done;
   }
 
