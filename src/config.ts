@@ -1,5 +1,5 @@
 import { isIP } from 'node:net';
-import { tokenProblem } from './http/auth.js';
+import { tokenProblem } from './http/static-tokens.js';
 import { DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_BODY_MEMBERS, DEFAULT_MAX_BODY_VALUES } from './http/body.js';
 import { DEFAULT_QUERY_BUDGET_MS } from './http/resource.js';
 import { isPostgresUrl } from './store/pg/driver.js';

@@ -1,6 +1,6 @@
 import type { ServerMetrics } from '../metrics/server-metrics.js';
 import { PROMETHEUS_TEXT, prometheusText } from '../representations/prometheus.js';
-import type { Authenticator } from './auth.js';
+import { permits, type Authentication, type Principal } from './auth.js';
 import type { RouteHandler } from './context.js';
 import { JSON_TYPE } from './negotiation.js';
 import { jsonReply, type Reply } from './reply.js';
@@ -10,7 +10,7 @@ import type { Router } from './router.js';
 export interface OperationRouteOptions {
   readonly basePath: string;
   readonly names: readonly string[];
-  readonly auth: Authenticator;
+  readonly auth: Authentication;
   readonly metrics: ServerMetrics;
   /** True when the server and every store can take requests. */
   readonly ready: () => boolean;
@@ -35,14 +35,23 @@ export function addOperationRoutes(router: Router<RouteHandler>, options: Operat
   // Contract §4b: the Shopping Feed SDK's Client::ping().
   router.add('GET', '/ping', ({ req }) => jsonReply(200, accepted(req), `{"timestamp":${options.now()}}`));
 
-  // Contract §4b: the SDK's Client::authenticate() reads the caller's roles and links.
+  // The Shopping Feed SDK's Client::authenticate() reads the caller's roles and links.
   const collections = Object.fromEntries(names.map((name) => [name, { href: `${basePath}/${name}` }]));
+  const index = { href: `${basePath}/` };
   router.add('GET', '/me', ({ req, principal }) => {
-    const roles = !auth.enabled || principal?.access === 'write' ? ['read', 'write'] : ['read'];
     // `index` is the entry point; like the index document, no `self`, so that no resource name collides with a fixed rel.
-    const body = { roles, _links: { index: { href: `${basePath}/` }, ...collections } };
+    const body = principal === undefined || principal.scopes === undefined
+      ? { roles: !auth.enabled || principal?.access === 'write' ? ['read', 'write'] : ['read'], _links: { index, ...collections } }
+      : tokenDescription(principal, names, collections, index);
     return jsonReply(200, accepted(req), JSON.stringify(body));
   });
 
   router.add('GET', '/metrics', () => ({ status: 200, headers: { 'content-type': PROMETHEUS_TEXT, 'cache-control': 'no-store' }, body: prometheusText(metrics.registry.metrics) }));
+}
+
+/** `/me` for a token with scopes (a JWT): its subject, the scopes applied, roles, and links to what it may read. */
+function tokenDescription(principal: Principal, names: readonly string[], collections: Readonly<Record<string, { href: string }>>, index: { href: string }): Record<string, unknown> {
+  const roles = principal.access === 'write' ? ['read', 'write'] : principal.access === 'read' ? ['read'] : [];
+  const readable = Object.fromEntries(names.filter((name) => permits(principal, name, 'read')).map((name) => [name, collections[name]]));
+  return { ...(principal.subject === undefined ? {} : { sub: principal.subject }), scopes: principal.scopes, roles, _links: { index, ...readable } };
 }

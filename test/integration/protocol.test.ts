@@ -198,7 +198,7 @@ describe('CORS (contract §5)', () => {
     const s = await startItems(records(1), { corsOrigin: 'https://app.example' });
     const res = await s.request('/items', { headers: { origin: 'https://app.example' } });
     assert.equal(res.headers.get('access-control-allow-origin'), 'https://app.example');
-    assert.equal(res.headers.get('access-control-expose-headers'), 'Location, ETag, Link, Retry-After, X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Wait');
+    assert.equal(res.headers.get('access-control-expose-headers'), 'Location, ETag, Link, Retry-After, X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Wait, RateLimit-Policy, RateLimit');
     assert.equal(res.headers.get('vary'), 'Accept, Origin');
   });
 
