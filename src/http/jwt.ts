@@ -67,6 +67,7 @@ export function decodeJwt(token: string): DecodedJwt | string {
   const header = jsonPart(head);
   if (header === undefined) return 'its header is not a base64url-encoded JSON object';
   const alg = header['alg'];
+  if (alg === undefined) return 'its header has no alg';
   // RFC 8725 §3.1: the algorithm is chosen by the key, never trusted from the token.
   if (alg === 'none') return 'it is unsigned (alg "none")';
   if (typeof alg === 'string' && alg.startsWith('HS')) return `its algorithm ${alg} is a shared-secret HMAC, which is never accepted`;
