@@ -18,6 +18,8 @@ export { createTokenScrubber, redactQuery, REDACTED } from './http/access-log.js
 export { bearerToken, composeAuthenticators, insufficientScope, invalidToken, permits, READ_ONLY_PREFIX } from './http/auth.js';
 export type { Access, Authentication, Authenticator, AuthOutcome, Principal } from './http/auth.js';
 export { parseTokens, staticTokenAuthenticator, staticTokenKey } from './http/static-tokens.js';
+export { serverAuthentication } from './http/credentials.js';
+export type { Credentials } from './http/credentials.js';
 export { jwtAuthenticator, jwtPrincipalKey } from './http/jwt-authenticator.js';
 export type { JwtOptions } from './http/jwt-authenticator.js';
 export { importKeySet, JwksError, readKeySetFile, remoteKeySet, staticKeySet } from './http/jwks.js';

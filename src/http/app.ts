@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createTokenScrubber } from './access-log.js';
-import { composeAuthenticators, type Authenticator, type Principal } from './auth.js';
+import type { Authenticator, Principal } from './auth.js';
 import { bodyLimits, withEntityLimits } from './body.js';
 import { createBoundary, type AccessLogEntry } from './boundary.js';
 import type { Context, Exchange, RouteHandler } from './context.js';
@@ -14,7 +14,8 @@ import { ServerMetrics } from '../metrics/server-metrics.js';
 import { prefersHtml } from './negotiation.js';
 import { addOperationRoutes, OPEN_PATTERNS, UNLIMITED_PATTERNS } from './operation-routes.js';
 import { createOperationalLog } from './operational-log.js';
-import { jwtAuthenticator, type JwtOptions } from './jwt-authenticator.js';
+import { serverAuthentication } from './credentials.js';
+import type { JwtOptions } from './jwt-authenticator.js';
 import { RateLimiter, waitText } from './rate-limit.js';
 import { rateLimitFields } from './rate-limit-fields.js';
 import { jsonReply, type Reply } from './reply.js';
@@ -28,7 +29,6 @@ import { localLinkIntegrity } from '../store/local-integrity.js';
 import type { Store } from '../store/store.js';
 import { checkScope, type RelTarget } from './route-scopes.js';
 import { createRouter, type Match, type Params } from './router.js';
-import { staticTokenAuthenticator } from './static-tokens.js';
 
 export type { ResourceOptions } from './resource.js';
 export type { AccessLogEntry } from './boundary.js';
@@ -46,8 +46,8 @@ export interface HandlerOptions {
   /** Bearer JWTs from an identity provider: the key set, issuer and audience. */
   readonly jwt?: JwtOptions;
   /**
-   * An embedder's own way of recognising credentials, asked after the static tokens and before the
-   * JWTs. With no tokens, no `jwt` and no `authenticator`, there is no authentication.
+   * An embedder's own way of recognising credentials, asked after the JWTs and the static tokens.
+   * With no tokens, no `jwt` and no `authenticator`, there is no authentication.
    */
   readonly authenticator?: Authenticator;
   /** Public path prefix the server is mounted under: links carry it, requests may or may not. */
@@ -122,11 +122,7 @@ export function createHandler(options: HandlerOptions): Handler {
     if (relations !== undefined && relations.forward.length + relations.reverse.length > 0) resource.relate(new Related(relations, basePath, resources), integrity);
   }
   const names = [...resources.keys()];
-  const auth = composeAuthenticators([
-    ...((options.tokens ?? []).length > 0 ? [staticTokenAuthenticator(options.tokens ?? [])] : []),
-    ...(options.authenticator === undefined ? [] : [options.authenticator]),
-    ...(options.jwt === undefined ? [] : [jwtAuthenticator(options.jwt, { resources: new Set(names), now })]),
-  ]);
+  const auth = serverAuthentication(options, { resources: new Set(names), now });
   // Where each rel of `embed` leads, for the scope check: a forward rel to its target, a reverse one to its source.
   const relTargets = new Map([...graph].map(([name, r]) => [name, new Map([...r.forward.map((l) => [l.field, l.target] as const), ...r.reverse.map((l) => [l.rel, l.source] as const)])]));
   const relTarget: RelTarget = (resource, rel) => relTargets.get(resource)?.get(rel);
