@@ -89,6 +89,11 @@ export function bearerToken(authorization: string | undefined): string | undefin
   return match?.[1];
 }
 
+/** The IANA HTTP Authentication Scheme Registry (RFC 9110 §16.4), by lower-cased name. */
+const KNOWN_SCHEMES: ReadonlyMap<string, string> = new Map(
+  ['Basic', 'Concealed', 'Digest', 'DPoP', 'GNAP', 'HOBA', 'Mutual', 'Negotiate', 'OAuth', 'PrivateToken', 'SCRAM-SHA-1', 'SCRAM-SHA-256', 'vapid'].map((s) => [s.toLowerCase(), s]),
+);
+
 const isPrincipal = (a: AuthOutcome): a is Principal => a !== undefined && !(a instanceof HttpProblem);
 
 /**
@@ -98,8 +103,19 @@ const isPrincipal = (a: AuthOutcome): a is Principal => a !== undefined && !(a i
 export function composeAuthenticators(authenticators: readonly Authenticator[]): Authentication {
   const errorCodes = authenticators.some((a) => a.errorCodes === true);
   const missing = unauthorized('A bearer token is required: Authorization: Bearer <token>');
+  const malformed = unauthorized('The Authorization header is not "Bearer <token>" (one token, no spaces in it)');
   const unknown = invalidToken('The bearer token is not valid', errorCodes);
-  const fallback = (headers: IncomingHttpHeaders): HttpProblem => (bearerToken(headers.authorization) === undefined ? missing : unknown);
+  const fallback = (headers: IncomingHttpHeaders): HttpProblem => {
+    const authorization = headers.authorization;
+    if (authorization === undefined) return missing;
+    if (bearerToken(authorization) !== undefined) return unknown;
+    // RFC 6750 §3.1: another scheme counts as no bearer credential; a broken Bearer header is said to be one.
+    const first = /^\s*(\S+)/.exec(authorization)?.[1];
+    if (first === undefined || first.toLowerCase() === 'bearer') return malformed;
+    // Named only when it is a registered scheme: what else stands there may be a credential.
+    const scheme = KNOWN_SCHEMES.get(first.toLowerCase());
+    return unauthorized(`A bearer token is required: Authorization: Bearer <token> (${scheme === undefined ? 'no other scheme is' : `the ${scheme} scheme is not`} accepted)`);
+  };
   const from = (headers: IncomingHttpHeaders, start: number, refused: HttpProblem | undefined): Principal | HttpProblem | Promise<Principal | HttpProblem> => {
     let first = refused;
     for (let i = start; i < authenticators.length; i++) {
