@@ -4,7 +4,9 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, describe, test } from 'node:test';
 import { exportJWK, exportSPKI, generateKeyPair, SignJWT, UnsecuredJWT, type CryptoKey, type JWK, type JWTPayload } from 'jose';
+import { HttpProblem } from '../../src/conventions/problem.js';
 import type { HandlerOptions } from '../../src/http/app.js';
+import type { Authenticator } from '../../src/http/auth.js';
 import { remoteKeySet, staticKeySet } from '../../src/http/jwks.js';
 import { createMemoryStore } from '../../src/store/memory-store.js';
 import type { EntityRecord, LocalStore } from '../../src/store/store.js';
@@ -350,5 +352,27 @@ describe('a key set from a URL', () => {
     assert.match((await refused.json()).detail, /the key set could not be fetched yet$/);
     now += 30;
     assert.equal((await s.as(token, '/orders/o1')).status, 200);
+  });
+});
+
+describe('an embedder\'s authenticator', () => {
+  test('X-Api-Key principals beside JWTs -> read by their access, rate-limited per key, refused with its problem', async () => {
+    const apiKeys: Authenticator = {
+      authenticate: (headers) => {
+        const key = headers['x-api-key'];
+        if (typeof key !== 'string') return undefined;
+        return key === 'k-read' ? { key: 'api:reader', access: 'read' } : new HttpProblem(401, 'Unknown API key');
+      },
+    };
+    const s = await serve({ jwt: { keys: staticKeySet({ keys: [rsa.jwk] }), issuer: ISSUER, audience: AUDIENCE }, authenticator: apiKeys, rateLimit: 1, rateLimitBurst: 2 });
+    const reader = { headers: { 'x-api-key': 'k-read' } };
+    assert.equal((await s.request('/orders/o1', reader)).status, 200);
+    assert.deepEqual(await (await s.request('/me', reader)).json(), { roles: ['read'], _links: { index: { href: '/' }, orders: { href: '/orders' }, products: { href: '/products' } } });
+    assert.equal((await s.request('/orders/o1', reader)).status, 429);
+    const denied = await s.request('/orders', { method: 'POST', headers: { 'x-api-key': 'k-other', 'content-type': 'application/json' }, body: '{}' });
+    assert.equal(denied.status, 401);
+    assert.deepEqual(await denied.json(), { type: RFC2616, title: 'Unauthorized', detail: 'Unknown API key', status: 401 });
+    // A JWT is still accepted, in its own bucket.
+    assert.equal((await s.as(await mint(rsa, 'RS256'), '/orders/o1')).status, 200);
   });
 });
