@@ -141,7 +141,6 @@ export function createHandler(options: HandlerOptions): Handler {
   addOperationRoutes(router, {
     basePath,
     names,
-    auth,
     metrics,
     now,
     ready: () => (options.ready?.() ?? true) && [...resources.values()].every((r) => r.store.ready),

@@ -94,6 +94,12 @@ const KNOWN_SCHEMES: ReadonlyMap<string, string> = new Map(
   ['Basic', 'Concealed', 'Digest', 'DPoP', 'GNAP', 'HOBA', 'Mutual', 'Negotiate', 'OAuth', 'PrivateToken', 'SCRAM-SHA-1', 'SCRAM-SHA-256', 'vapid'].map((s) => [s.toLowerCase(), s]),
 );
 
+/** RFC 9110 §15.5.2: a 401 carries a challenge; an embedder's refusal without one gets the realm's. */
+function challenged(problem: HttpProblem | undefined): HttpProblem | undefined {
+  if (problem === undefined || problem.status !== 401 || problem.headers['www-authenticate'] !== undefined) return problem;
+  return new HttpProblem(401, problem.detail, problem.extras, { ...problem.headers, 'www-authenticate': REALM_CHALLENGE });
+}
+
 const isPrincipal = (a: AuthOutcome): a is Principal => a !== undefined && !(a instanceof HttpProblem);
 
 /**
@@ -121,10 +127,10 @@ export function composeAuthenticators(authenticators: readonly Authenticator[]):
     for (let i = start; i < authenticators.length; i++) {
       const outcome = authenticators[i]!.authenticate(headers);
       if (outcome instanceof Promise) {
-        return outcome.then((settled) => (isPrincipal(settled) ? settled : from(headers, i + 1, first ?? settled)));
+        return outcome.then((settled) => (isPrincipal(settled) ? settled : from(headers, i + 1, first ?? challenged(settled))));
       }
       if (isPrincipal(outcome)) return outcome;
-      first ??= outcome;
+      first ??= challenged(outcome);
     }
     return first ?? fallback(headers);
   };

@@ -1,6 +1,6 @@
 import type { ServerMetrics } from '../metrics/server-metrics.js';
 import { PROMETHEUS_TEXT, prometheusText } from '../representations/prometheus.js';
-import { permits, type Authentication, type Principal } from './auth.js';
+import { permits, type Principal } from './auth.js';
 import type { RouteHandler } from './context.js';
 import { JSON_TYPE } from './negotiation.js';
 import { jsonReply, type Reply } from './reply.js';
@@ -10,7 +10,6 @@ import type { Router } from './router.js';
 export interface OperationRouteOptions {
   readonly basePath: string;
   readonly names: readonly string[];
-  readonly auth: Authentication;
   readonly metrics: ServerMetrics;
   /** True when the server and every store can take requests. */
   readonly ready: () => boolean;
@@ -28,7 +27,7 @@ const health = (ok: boolean): Reply =>
 
 /** Liveness, readiness, `ping`, `me` and `metrics`: what operators and the Shopping Feed SDK ask. */
 export function addOperationRoutes(router: Router<RouteHandler>, options: OperationRouteOptions): void {
-  const { basePath, names, auth, metrics } = options;
+  const { basePath, names, metrics } = options;
   router.add('GET', '/healthz', () => health(true));
   router.add('GET', '/readyz', () => health(options.ready()));
 
@@ -40,18 +39,21 @@ export function addOperationRoutes(router: Router<RouteHandler>, options: Operat
   const index = { href: `${basePath}/` };
   router.add('GET', '/me', ({ req, principal }) => {
     // `index` is the entry point; like the index document, no `self`, so that no resource name collides with a fixed rel.
-    const body = principal === undefined || principal.scopes === undefined
-      ? { roles: !auth.enabled || principal?.access === 'write' ? ['read', 'write'] : ['read'], _links: { index, ...collections } }
-      : tokenDescription(principal, names, collections, index);
+    const body = principal === undefined ? { roles: ['read', 'write'], _links: { index, ...collections } } : description(principal, names, collections, index);
     return jsonReply(200, accepted(req), JSON.stringify(body));
   });
 
   router.add('GET', '/metrics', () => ({ status: 200, headers: { 'content-type': PROMETHEUS_TEXT, 'cache-control': 'no-store' }, body: prometheusText(metrics.registry.metrics) }));
 }
 
-/** `/me` for a token with scopes (a JWT): its subject, the scopes applied, roles, and links to what it may read. */
-function tokenDescription(principal: Principal, names: readonly string[], collections: Readonly<Record<string, { href: string }>>, index: { href: string }): Record<string, unknown> {
+/**
+ * `/me` for a principal: roles from its access over every resource (`["read","write"]`, `["read"]`
+ * or `[]`) and links to what it may read; a JWT's subject and applied scopes first.
+ */
+function description(principal: Principal, names: readonly string[], collections: Readonly<Record<string, { href: string }>>, index: { href: string }): Record<string, unknown> {
   const roles = principal.access === 'write' ? ['read', 'write'] : principal.access === 'read' ? ['read'] : [];
-  const readable = Object.fromEntries(names.filter((name) => permits(principal, name, 'read')).map((name) => [name, collections[name]]));
-  return { ...(principal.subject === undefined ? {} : { sub: principal.subject }), scopes: principal.scopes, roles, _links: { index, ...readable } };
+  const readable = principal.access === undefined ? Object.fromEntries(names.filter((name) => permits(principal, name, 'read')).map((name) => [name, collections[name]])) : collections;
+  const links = { index, ...readable };
+  if (principal.scopes === undefined) return { roles, _links: links };
+  return { ...(principal.subject === undefined ? {} : { sub: principal.subject }), scopes: principal.scopes, roles, _links: links };
 }

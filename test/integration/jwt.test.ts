@@ -361,6 +361,7 @@ describe('an embedder\'s authenticator', () => {
       authenticate: (headers) => {
         const key = headers['x-api-key'];
         if (typeof key !== 'string') return undefined;
+        if (key === 'k-orders') return { key: 'api:orders', access: undefined, grants: new Map([['orders', 'write']]) };
         return key === 'k-read' ? { key: 'api:reader', access: 'read' } : new HttpProblem(401, 'Unknown API key');
       },
     };
@@ -371,7 +372,12 @@ describe('an embedder\'s authenticator', () => {
     assert.equal((await s.request('/orders/o1', reader)).status, 429);
     const denied = await s.request('/orders', { method: 'POST', headers: { 'x-api-key': 'k-other', 'content-type': 'application/json' }, body: '{}' });
     assert.equal(denied.status, 401);
+    assert.equal(denied.headers.get('www-authenticate'), 'Bearer realm="halserve"');
     assert.deepEqual(await denied.json(), { type: RFC2616, title: 'Unauthorized', detail: 'Unknown API key', status: 401 });
+    // A principal with grants only: /me lists what it may read, roles [] (no access over every resource).
+    const orders = { headers: { 'x-api-key': 'k-orders' } };
+    assert.deepEqual(await (await s.request('/me', orders)).json(), { roles: [], _links: { index: { href: '/' }, orders: { href: '/orders' } } });
+    assert.equal((await s.request('/products/p1', orders)).status, 403);
     // A JWT is still accepted, in its own bucket.
     assert.equal((await s.as(await mint(rsa, 'RS256'), '/orders/o1')).status, 200);
   });

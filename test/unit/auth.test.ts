@@ -98,7 +98,11 @@ describe('an embedder\'s authenticator, composed', () => {
   };
   const auth = composeAuthenticators([staticTokenAuthenticator(['w']), header]);
   test('its credential -> its principal', () => assert.deepEqual(auth.authenticate({ 'x-api-key': 'k1' }), { key: 'api:k1', access: 'read' }));
-  test('its refusal -> its problem', () => assert.equal((auth.authenticate({ 'x-api-key': 'k2' }) as HttpProblem).detail, 'Unknown API key'));
+  test('its refusal without a challenge -> its problem, with the realm\'s WWW-Authenticate added (RFC 9110 §15.5.2)', () => {
+    const refused = auth.authenticate({ 'x-api-key': 'k2' }) as HttpProblem;
+    assert.equal(refused.detail, 'Unknown API key');
+    assert.deepEqual(refused.headers, { 'www-authenticate': 'Bearer realm="halserve"' });
+  });
   test('a static token beside it -> still accepted', () => assert.equal((auth.authenticate({ authorization: 'Bearer w' }) as Principal).access, 'write'));
   test('an async authenticator -> its promise settles to the principal', async () => {
     const later: Authenticator = { authenticate: () => Promise.resolve({ key: 'later', access: 'write' }) };
