@@ -130,26 +130,28 @@ async function measureStartup(config: BenchConfig, data: Dataset): Promise<Start
   return { size: data.size, bytesPerEntity: data.bytesPerEntity, fileMiB: size / 2 ** 20, runs };
 }
 
+/** Runs `bench/<file>` with `args` in a child process and keeps what it prints. */
+async function scriptBench(config: BenchConfig, file: string, args: readonly string[]): Promise<{ file: string; output: string }> {
+  log(`running bench/${file}`);
+  const child = spawn(process.execPath, ['--import', 'tsx', path.join('bench', file), ...args], {
+    cwd: config.root,
+    stdio: ['ignore', 'pipe', 'inherit'],
+    env: process.env,
+  });
+  let output = '';
+  child.stdout.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
+  const timer = setTimeout(() => child.kill('SIGKILL'), 300_000);
+  const [code] = (await once(child, 'exit')) as [number | null];
+  clearTimeout(timer);
+  return { file: `bench/${file}`, output: code === 0 ? output : `${output}\n(exited with ${code})` };
+}
+
 /** Runs the store engineer's `bench/store-*.ts` and keeps what each prints. */
 async function storeBench(config: BenchConfig): Promise<{ file: string; output: string }[]> {
   const files = (await fs.readdir(path.join(config.root, 'bench'))).filter((f) => /^store-.*\.ts$/.test(f)).sort();
   const out: { file: string; output: string }[] = [];
-  for (const file of files) {
-    log(`running bench/${file}`);
-    // Its argument is the entity count: the largest start-up size (1,000,000 in a full run).
-    const entities = String(Math.max(...config.largeSizes));
-    const child = spawn(process.execPath, ['--import', 'tsx', path.join('bench', file), entities], {
-      cwd: config.root,
-      stdio: ['ignore', 'pipe', 'inherit'],
-      env: process.env,
-    });
-    let output = '';
-    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
-    const timer = setTimeout(() => child.kill('SIGKILL'), 300_000);
-    const [code] = (await once(child, 'exit')) as [number | null];
-    clearTimeout(timer);
-    out.push({ file: `bench/${file}`, output: code === 0 ? output : `${output}\n(exited with ${code})` });
-  }
+  // Their argument is the entity count: the largest start-up size (1,000,000 in a full run).
+  for (const file of files) out.push(await scriptBench(config, file, [String(Math.max(...config.largeSizes))]));
   return out;
 }
 
@@ -164,6 +166,7 @@ async function main(): Promise<void> {
   const results: WorkloadResult[] = [];
   const startup: StartupResult[] = [];
   let store: { file: string; output: string }[] = [];
+  let auth: { file: string; output: string } | undefined;
   let queries: QueriesResult | undefined;
   let replicas: ReplicasResult | { skipped: string } | undefined;
   let small: Dataset | undefined;
@@ -199,6 +202,8 @@ async function main(): Promise<void> {
     if (wanted(config, 'queries')) queries = await runQueries(config, tmp, log);
     if (wanted(config, 'replicas')) replicas = await runReplicas(config, tmp, log);
     if (wanted(config, 'store')) store = await storeBench(config);
+    // A few seconds, in one process: the cost of authentication checks (issue 17).
+    if (wanted(config, 'auth')) auth = await scriptBench(config, 'auth.ts', []);
   } finally {
     await fs.rm(tmp, { recursive: true, force: true });
   }
@@ -221,6 +226,7 @@ async function main(): Promise<void> {
     workloads: results,
     startup,
     storeBench: store,
+    ...(auth ? { authBench: auth } : {}),
     ...(queries ? { queries } : {}),
     ...(replicas ? { replicas } : {}),
     wallSeconds: (Date.now() - started) / 1000,

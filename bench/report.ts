@@ -45,6 +45,8 @@ export interface RunResult {
   readonly workloads: readonly WorkloadResult[];
   readonly startup: readonly StartupResult[];
   readonly storeBench: readonly { file: string; output: string }[];
+  /** `bench/auth.ts`: the cost of a cached token check and of a first JWT verification, when it ran. */
+  readonly authBench?: { file: string; output: string };
   /** The `queries` workload (issue 8), when it ran. */
   readonly queries?: QueriesResult;
   /** The `replicas` workload (issue 9), when it ran. */
@@ -227,6 +229,10 @@ export function renderReport(result: RunResult): string {
     out.push(`### ${s.file}`, '');
     out.push(s.output.includes('|') ? s.output.trim() : ['```text', s.output.trim(), '```'].join('\n'), '');
   }
+  if (result.authBench) {
+    out.push('## Authentication (`bench/auth.ts`)', '', 'In one process, no HTTP: a cached check is what a request with a token seen before pays; a first verification what a new JWT pays once.', '');
+    out.push(['```text', result.authBench.output.trim(), '```'].join('\n'), '');
+  }
   out.push(
     '## Reproduce',
     '',
@@ -237,7 +243,7 @@ export function renderReport(result: RunResult): string {
     'npm run bench:replicas           # only the replicas workload (issue 9, PostgreSQL); replaces its section here',
     '```',
     '',
-    'Knobs: `BENCH_ROUNDS`, `BENCH_DURATION`, `BENCH_WARMUP` (seconds), `BENCH_CONNECTIONS`, `BENCH_ENTITIES`, `BENCH_LARGE=100000,1000000`, `BENCH_ONLY=get-entity,post,startup,store,queries`, `BENCH_QUERY_ENTITIES` (1,000,000), `BENCH_PG_BIN` (/usr/lib/postgresql/15/bin), `BENCH_SERVERS=halserve,limit`, `BENCH_NO_PIN=1`, `BENCH_HALSERVE=<entry>` (measure another build), `BENCH_RATE=<req/s>` (CPU per request at equal load), `BENCH_OUT=<file>`.',
+    'Knobs: `BENCH_ROUNDS`, `BENCH_DURATION`, `BENCH_WARMUP` (seconds), `BENCH_CONNECTIONS`, `BENCH_ENTITIES`, `BENCH_LARGE=100000,1000000`, `BENCH_ONLY=get-entity,post,startup,store,auth,queries`, `BENCH_QUERY_ENTITIES` (1,000,000), `BENCH_PG_BIN` (/usr/lib/postgresql/15/bin), `BENCH_SERVERS=halserve,limit`, `BENCH_NO_PIN=1`, `BENCH_HALSERVE=<entry>` (measure another build), `BENCH_RATE=<req/s>` (CPU per request at equal load), `BENCH_OUT=<file>`.',
     '',
   );
   return out.join('\n');

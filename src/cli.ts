@@ -3,6 +3,8 @@ import { readFile } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import type { ServedResource } from './http/app.js';
+import { JwksError, looksLikeUrl, readKeySetFile, remoteKeySet, type KeySet } from './http/jwks.js';
+import type { JwtOptions } from './http/jwt-authenticator.js';
 import { ServerMetrics } from './metrics/server-metrics.js';
 import type { JsonSchema } from './representations/openapi.js';
 import { createHalServer, trackConnections } from './http/server.js';
@@ -117,12 +119,31 @@ async function openResources(config: Config, metrics: ServerMetrics): Promise<Op
   }
 }
 
-/** Refuses to serve off loopback without tokens (contract §6), before anything is opened. */
+/** True when some credential is configured: static tokens or a key set for JWTs. */
+const authenticated = (config: Config): boolean => config.tokens.length > 0 || config.jwks !== undefined;
+
+/** Refuses to serve off loopback without credentials (README, "Authentication"), before anything is opened. */
 function checkAuthentication(config: Config): void {
-  if (config.tokens.length > 0 || isLoopback(config.host) || config.noAuth) return;
+  if (authenticated(config) || isLoopback(config.host) || config.noAuth) return;
   throw new StartupError(
-    `refusing to listen on ${config.host} without authentication: set HALSERVE_TOKENS (or --token), or HALSERVE_NO_AUTH=1 (--no-auth) to serve without it`,
+    `refusing to listen on ${config.host} without authentication: set HALSERVE_TOKENS (or --token) or HALSERVE_JWKS (--jwks), or HALSERVE_NO_AUTH=1 (--no-auth) to serve without it`,
   );
+}
+
+/**
+ * The JWT options of `--jwks`: a file is read now (one that cannot be read or used stops start-up);
+ * a URL is fetched in the background (one that cannot be fetched yet refuses JWTs until it can).
+ */
+async function jwtOptions(config: Config): Promise<JwtOptions | undefined> {
+  const { jwks, jwtIssuer, jwtAudience } = config;
+  if (jwks === undefined || jwtIssuer === undefined || jwtAudience === undefined) return undefined;
+  let keys: KeySet;
+  if (looksLikeUrl(jwks)) {
+    const remote = remoteKeySet(jwks, { now: () => Math.floor(Date.now() / 1000), warn });
+    void remote.refresh();
+    keys = remote;
+  } else keys = await readKeySetFile(jwks);
+  return { keys, issuer: jwtIssuer, audience: jwtAudience };
 }
 
 async function main(): Promise<void> {
@@ -132,6 +153,7 @@ async function main(): Promise<void> {
     return;
   }
   checkAuthentication(config);
+  const jwt = await jwtOptions(config);
   const metrics = new ServerMetrics();
   const { names, schemas, stores, integrity } = await openResources(config, metrics);
   let draining = false;
@@ -152,6 +174,7 @@ async function main(): Promise<void> {
   const server = createHalServer({
     resources,
     tokens: config.tokens,
+    ...(jwt === undefined ? {} : { jwt }),
     basePath: config.basePath,
     maxBodyBytes: config.maxBody,
     queryBudgetMs: config.queryBudgetMs,
@@ -187,7 +210,7 @@ async function main(): Promise<void> {
   if (names.length === 0) {
     warn(config.store === undefined ? `no resources: ${config.data} has no *.jsonl files and none was declared with --resource` : 'no resources: the database holds none and none was declared with --resource');
   }
-  if (config.tokens.length === 0) warn(`WARNING: authentication is OFF — anyone who can reach ${config.host} may read and write`);
+  if (!authenticated(config)) warn(`WARNING: authentication is OFF — anyone who can reach ${config.host} may read and write`);
 
   const shutdown = (signal: string): void => {
     if (draining) return;
@@ -222,7 +245,7 @@ if (subcommand === 'import' || subcommand === 'export') {
   // `halserve import|export`: moving a data set between the stores (transfer-cli.ts).
   void import('./transfer-cli.js').then((cli) => cli.runTransferCli(subcommand, process.argv.slice(3), process.env));
 } else main().catch((error: unknown) => {
-  if (error instanceof ConfigError || error instanceof StartupError || error instanceof SchemaError || error instanceof RelationError || error instanceof StoreOpenError) {
+  if (error instanceof ConfigError || error instanceof StartupError || error instanceof SchemaError || error instanceof RelationError || error instanceof StoreOpenError || error instanceof JwksError) {
     warn(error.message);
   } else {
     warn(`failed to start: ${(error as Error)?.stack ?? String(error)}`);

@@ -1,5 +1,6 @@
 import { isIP } from 'node:net';
-import { tokenProblem } from './http/auth.js';
+import { keySetUrlProblem, looksLikeUrl } from './http/jwks.js';
+import { tokenProblem } from './http/static-tokens.js';
 import { DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_BODY_MEMBERS, DEFAULT_MAX_BODY_VALUES } from './http/body.js';
 import { DEFAULT_QUERY_BUDGET_MS } from './http/resource.js';
 import { isPostgresUrl } from './store/pg/driver.js';
@@ -13,6 +14,12 @@ export interface Config {
   readonly store: string | undefined;
   readonly resources: readonly string[];
   readonly tokens: readonly string[];
+  /** A JSON Web Key Set: an `https:` URL (`http:` on loopback) or a file path; undefined: no JWTs. */
+  readonly jwks: string | undefined;
+  /** The `iss` JWTs must carry; set exactly when `jwks` is. */
+  readonly jwtIssuer: string | undefined;
+  /** The audience JWTs' `aud` must name; set exactly when `jwks` is. */
+  readonly jwtAudience: string | undefined;
   readonly noAuth: boolean;
   readonly log: 'json' | 'off';
   readonly durability: 'full' | 'none';
@@ -74,6 +81,9 @@ export const OPTIONS: readonly Option[] = [
   { flag: 'store', env: ['HALSERVE_STORE', 'DATABASE_URL'], kind: 'string', help: 'postgres://… keeps every resource in PostgreSQL (schema files still read from --data)' },
   { flag: 'resource', env: ['HALSERVE_RESOURCES'], kind: 'list', help: 'declare a resource whose file may not exist yet (repeatable)' },
   { flag: 'token', env: ['HALSERVE_TOKENS'], kind: 'list', help: 'accepted bearer token, read:TOKEN for read-only (repeatable)' },
+  { flag: 'jwks', env: ['HALSERVE_JWKS'], kind: 'string', help: 'accept JWTs signed by this key set: an https:// URL (http:// on loopback) or a file' },
+  { flag: 'jwt-issuer', env: ['HALSERVE_JWT_ISSUER'], kind: 'string', help: 'the iss every JWT must carry (required with --jwks)' },
+  { flag: 'jwt-audience', env: ['HALSERVE_JWT_AUDIENCE'], kind: 'string', help: 'the audience every JWT\'s aud must name (required with --jwks)' },
   { flag: 'no-auth', env: ['HALSERVE_NO_AUTH'], kind: 'boolean', help: 'serve without tokens even off loopback' },
   { flag: 'log', env: ['HALSERVE_LOG'], kind: 'string', help: 'access log: json (default) or off' },
   { flag: 'durability', env: ['HALSERVE_DURABILITY'], kind: 'string', help: 'full (fdatasync before 2xx, default) or none' },
@@ -188,6 +198,7 @@ export function parseConfig(argv: readonly string[], env: Readonly<Record<string
     const problem = tokenProblem(token, i + 1);
     if (problem) throw new ConfigError(problem);
   });
+  const { jwks, jwtIssuer, jwtAudience } = jwtConfig(text('jwks', ''), text('jwt-issuer', ''), text('jwt-audience', ''));
   const basePath = text('base-path', '');
   if (!BASE_PATH.test(basePath.value)) {
     throw new ConfigError(`${basePath.name} must be a URL path such as /api (letters, digits and - . _ ~ ! $ & ' ( ) * + , ; = : @ %)`);
@@ -216,6 +227,9 @@ export function parseConfig(argv: readonly string[], env: Readonly<Record<string
     store: store.value === '' ? undefined : store.value,
     resources: list('resource'),
     tokens,
+    jwks,
+    jwtIssuer,
+    jwtAudience,
     noAuth: boolean('no-auth'),
     log: oneOf(log.name, log.value, ['json', 'off'] as const),
     durability: oneOf(durability.name, durability.value, ['full', 'none'] as const),
@@ -230,4 +244,21 @@ export function parseConfig(argv: readonly string[], env: Readonly<Record<string
     rateLimitBurst,
     help: boolean('help'),
   };
+}
+
+type Named = { readonly name: string; readonly value: string };
+
+/** `--jwks` with its issuer and audience: all three or none; a URL must be https (or http on loopback). */
+function jwtConfig(jwks: Named, issuer: Named, audience: Named): Pick<Config, 'jwks' | 'jwtIssuer' | 'jwtAudience'> {
+  if (jwks.value === '') {
+    for (const other of [issuer, audience]) if (other.value !== '') throw new ConfigError(`${other.name} needs --jwks`);
+    return { jwks: undefined, jwtIssuer: undefined, jwtAudience: undefined };
+  }
+  if (issuer.value === '') throw new ConfigError(`${jwks.name} needs --jwt-issuer (HALSERVE_JWT_ISSUER): the iss its tokens carry`);
+  if (audience.value === '') throw new ConfigError(`${jwks.name} needs --jwt-audience (HALSERVE_JWT_AUDIENCE): the audience its tokens name in aud`);
+  if (looksLikeUrl(jwks.value)) {
+    const problem = keySetUrlProblem(jwks.value);
+    if (problem !== undefined) throw new ConfigError(`${jwks.name}: ${problem}`);
+  }
+  return { jwks: jwks.value, jwtIssuer: issuer.value, jwtAudience: audience.value };
 }

@@ -37,18 +37,29 @@ export function redactQuery(query: string): string {
 }
 
 /**
- * Replaces every configured token, as written or percent-encoded, wherever it appears in `text`
- * (a token sent as a path segment or under an unforeseen parameter name). Tokens are few, and this
- * runs once per logged request.
+ * What looks like a JWT or a piece of one (RFC 7519 §3, RFC 7515 §7.1): a base64url-encoded JSON
+ * object (`{"` encodes as `eyJ`) followed by a dot and more base64url parts.
+ */
+const JWT_LIKE = /eyJ[A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]*)+/g;
+
+/** `text` with everything that looks like a JWT replaced, wherever a client put it. */
+export function redactJwts(text: string): string {
+  return text.includes('eyJ') ? text.replace(JWT_LIKE, REDACTED) : text;
+}
+
+/**
+ * Replaces every configured token, as written or percent-encoded, and everything that looks like a
+ * JWT, wherever it appears in `text` (a token sent as a path segment or under an unforeseen
+ * parameter name). Tokens are few, and this runs once per logged request.
  */
 export function createTokenScrubber(tokens: readonly string[]): (text: string) => string {
   const secrets = [...new Set(tokens.flatMap((raw) => {
     const token = raw.startsWith('read:') ? raw.slice('read:'.length) : raw;
     return token === '' ? [] : [token, encodeURIComponent(token)];
   }))].sort((a, b) => b.length - a.length);
-  if (secrets.length === 0) return (text) => text;
+  if (secrets.length === 0) return redactJwts;
   return (text) => {
-    let out = text;
+    let out = redactJwts(text);
     for (const secret of secrets) if (out.includes(secret)) out = out.replaceAll(secret, REDACTED);
     return out;
   };

@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createTokenScrubber } from './access-log.js';
-import { createAuthenticator } from './auth.js';
+import type { Authenticator, Principal } from './auth.js';
 import { bodyLimits, withEntityLimits } from './body.js';
 import { createBoundary, type AccessLogEntry } from './boundary.js';
 import type { Context, Exchange, RouteHandler } from './context.js';
@@ -8,13 +8,16 @@ import { createCors } from './cors.js';
 import { addDiscoveryRoutes, BROWSER_PATTERN, SHELL_PATTERNS } from './discovery-routes.js';
 import { indexDocument } from '../conventions/hal.js';
 import { randomId } from '../conventions/id.js';
-import { badRequest, methodNotAllowed, notFound, tooManyRequests, type HttpProblem } from '../conventions/problem.js';
+import { badRequest, HttpProblem, methodNotAllowed, notFound, tooManyRequests } from '../conventions/problem.js';
 import type { JsonSchema } from '../representations/openapi.js';
 import { ServerMetrics } from '../metrics/server-metrics.js';
 import { prefersHtml } from './negotiation.js';
 import { addOperationRoutes, OPEN_PATTERNS, UNLIMITED_PATTERNS } from './operation-routes.js';
 import { createOperationalLog } from './operational-log.js';
-import { RateLimiter, rateLimitHeaders, waitText } from './rate-limit.js';
+import { serverAuthentication } from './credentials.js';
+import type { JwtOptions } from './jwt-authenticator.js';
+import { RateLimiter, waitText } from './rate-limit.js';
+import { rateLimitFields } from './rate-limit-fields.js';
 import { jsonReply, type Reply } from './reply.js';
 import { accepted, normaliseBasePath, originForm, repeatsHost, routeSegments } from './request.js';
 import { addResourceRoutes, resourceOf } from './resource-routes.js';
@@ -24,7 +27,8 @@ import { relationGraph, type RelationGraph } from '../conventions/relations.js';
 import type { LinkIntegrity } from '../store/integrity.js';
 import { localLinkIntegrity } from '../store/local-integrity.js';
 import type { Store } from '../store/store.js';
-import { createRouter } from './router.js';
+import { checkScope, type RelTarget } from './route-scopes.js';
+import { createRouter, type Match, type Params } from './router.js';
 
 export type { ResourceOptions } from './resource.js';
 export type { AccessLogEntry } from './boundary.js';
@@ -37,8 +41,15 @@ export interface ServedResource extends ResourceOptions {
 
 export interface HandlerOptions {
   readonly resources: readonly ServedResource[];
-  /** Bearer tokens, `read:`-prefixed for read-only ones (contract §6). None: no authentication. */
+  /** Static bearer tokens, `read:`-prefixed for read-only ones. */
   readonly tokens?: readonly string[];
+  /** Bearer JWTs from an identity provider: the key set, issuer and audience. */
+  readonly jwt?: JwtOptions;
+  /**
+   * An embedder's own way of recognising credentials, asked after the JWTs and the static tokens.
+   * With no tokens, no `jwt` and no `authenticator`, there is no authentication.
+   */
+  readonly authenticator?: Authenticator;
   /** Public path prefix the server is mounted under: links carry it, requests may or may not. */
   readonly basePath?: string;
   /** How long a collection query may run before it ends in a 503 problem (contract §9; default 5 s). */
@@ -81,7 +92,18 @@ export interface HandlerOptions {
 /** A `node:http` request listener. */
 export type Handler = (req: IncomingMessage, res: ServerResponse) => void;
 
-const WRITE_METHODS: ReadonlySet<string> = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+/** A request once routed, waiting for its authentication. */
+interface Routed {
+  readonly req: IncomingMessage;
+  readonly res: ServerResponse;
+  readonly exchange: Exchange;
+  readonly method: string;
+  readonly match: Match<RouteHandler> | undefined;
+  readonly path: string;
+  readonly query: string;
+}
+
+const NO_PARAMS: Params = {};
 
 const unixSeconds = (): number => Math.floor(Date.now() / 1000);
 
@@ -89,7 +111,6 @@ const unixSeconds = (): number => Math.floor(Date.now() / 1000);
 export function createHandler(options: HandlerOptions): Handler {
   const basePath = normaliseBasePath(options.basePath ?? '');
   const now = options.now ?? unixSeconds;
-  const auth = createAuthenticator(options.tokens ?? []);
   const metrics = options.metrics ?? new ServerMetrics();
   const maxBody = bodyLimits(options);
   const resources = new Map(options.resources.map((r) => [r.name, new Resource(withEntityLimits(r, maxBody), basePath, options.queryBudgetMs)]));
@@ -103,17 +124,28 @@ export function createHandler(options: HandlerOptions): Handler {
     if (relations !== undefined && relations.forward.length + relations.reverse.length > 0) resource.relate(new Related(relations, basePath, resources), integrity);
   }
   const names = [...resources.keys()];
+  const auth = serverAuthentication(options, { resources: new Set(names), now });
+  // Where each rel of `embed` leads, for the scope check: a forward rel to its target, a reverse one to its source.
+  const relTargets = new Map([...graph].map(([name, r]) => [name, new Map([...r.forward.map((l) => [l.field, l.target] as const), ...r.reverse.map((l) => [l.rel, l.source] as const)])]));
+  const relTarget: RelTarget = (resource, rel) => relTargets.get(resource)?.get(rel);
   const cors = createCors(options.corsOrigin);
-  const limiter = options.rateLimit === undefined ? undefined : new RateLimiter({ rate: options.rateLimit, ...(options.rateLimitBurst === undefined ? {} : { burst: options.rateLimitBurst }), ...(options.clock === undefined ? {} : { now: options.clock }) });
+  // The default burst is the rate rounded down, at least 1: a whole number of requests.
+  const limiter =
+    options.rateLimit === undefined
+      ? undefined
+      : new RateLimiter({ rate: options.rateLimit, burst: options.rateLimitBurst ?? Math.max(1, Math.floor(options.rateLimit)), ...(options.clock === undefined ? {} : { now: options.clock }) });
 
   const router = createRouter<RouteHandler>();
   const indexBody = JSON.stringify(indexDocument(basePath, names));
-  router.add('GET', '/', ({ req }) => jsonReply(200, accepted(req), indexBody));
+  router.add('GET', '/', ({ req, principal }) => {
+    // A token that may not read every resource sees only those it may read.
+    if (principal === undefined || principal.access !== undefined) return jsonReply(200, accepted(req), indexBody);
+    return jsonReply(200, accepted(req), JSON.stringify(indexDocument(basePath, names.filter((name) => principal.grants?.has(name)))));
+  });
   addResourceRoutes(router, { resources, maxBody, now, newId: options.newId ?? randomId, metrics });
   addOperationRoutes(router, {
     basePath,
     names,
-    auth,
     metrics,
     now,
     ready: () => (options.ready?.() ?? true) && [...resources.values()].every((r) => r.store.ready),
@@ -145,20 +177,31 @@ export function createHandler(options: HandlerOptions): Handler {
       exchange.route = `${exchange.route} (html)`;
       return discovery.shell(req.headers['if-none-match']);
     }
-    const open = pattern !== undefined && OPEN_PATTERNS.has(pattern);
-    const principal = open ? undefined : auth.identify(req.headers.authorization);
+    const open = !auth.enabled || (pattern !== undefined && OPEN_PATTERNS.has(pattern));
+    const request: Routed = { req, res, exchange, method, match, path, query };
+    if (open) return proceed(request, undefined);
+    const outcome = auth.authenticate(req.headers);
+    return outcome instanceof Promise ? outcome.then((settled) => proceed(request, settled)) : proceed(request, outcome);
+  };
+
+  /** Rate limit, refusal, scope, then the route: what follows authentication. */
+  const proceed = (request: Routed, outcome: Principal | HttpProblem | undefined): Reply | Promise<Reply> => {
+    const { req, res, exchange, method, match, path, query } = request;
+    const principal = outcome instanceof HttpProblem ? undefined : outcome;
+    const pattern = match?.pattern;
     if (limiter && !(pattern !== undefined && UNLIMITED_PATTERNS.has(pattern))) {
-      // Per token when one is valid; otherwise per address, so that inventing tokens buys nothing.
+      // Per principal when the credential is valid; otherwise per address, so that inventing tokens buys nothing.
       const decision = limiter.take(principal?.key ?? `address:${req.socket.remoteAddress ?? ''}`);
-      exchange.headers = rateLimitHeaders(limiter, decision);
+      exchange.headers = rateLimitFields(limiter.rate, limiter.burst, decision);
       if (!decision.allowed) {
         metrics.rateLimited.inc();
         throw tooManyRequests(decision.waitSeconds, waitText(decision.waitSeconds));
       }
     }
     // Authenticate before routing, so that a client without a token learns nothing of what exists.
-    if (!open) auth.authorize(principal, req.headers.authorization, WRITE_METHODS.has(method));
-    if (!match) throw nothingHere();
+    if (outcome instanceof HttpProblem) throw outcome;
+    if (principal !== undefined) checkScope(principal, { method, pattern, params: match?.params ?? NO_PARAMS, query }, relTarget, auth.errorCodes);
+    if (!match) throw notFound(`There is nothing at ${JSON.stringify(path)}`);
     const name = match.params['name'];
     if (name !== undefined) {
       exchange.resource = resourceOf(resources, match.params).name;

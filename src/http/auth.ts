@@ -1,105 +1,160 @@
-import { createHash, timingSafeEqual } from 'node:crypto';
-import { forbidden, unauthorized } from '../conventions/problem.js';
+import type { IncomingHttpHeaders } from 'node:http';
+import { forbidden, HttpProblem, unauthorized } from '../conventions/problem.js';
+import type { Access } from '../conventions/scopes.js';
 
-/** Prefix of a token that may only read (contract §6). */
+export type { Access } from '../conventions/scopes.js';
+
+/**
+ * Authentication as a port (README, "Authentication"): an `Authenticator` turns a request's headers
+ * into a `Principal` or a problem. Static tokens (`static-tokens.ts`) and JWTs from an identity
+ * provider (`jwt-authenticator.ts`) are two implementations; `composeAuthenticators` asks each in
+ * turn, and an embedder may add its own. What a principal may do is decided here, by pure functions.
+ */
+
+/** Prefix of a token that may only read. */
 export const READ_ONLY_PREFIX = 'read:';
 
 /**
- * What a client can send after `Bearer ` and have arrive unchanged: visible ASCII, no spaces.
- * (RFC 6750 §2.1's b64token is narrower; tokens in use are not always that tidy.)
+ * Who a request's credential names, and what it may do. Built once per credential and cached, so
+ * it must not hold anything specific to one request.
  */
-export const SENDABLE_TOKEN = /^[\x21-\x7e]+$/;
-
-/** What a token may do. */
-export type Access = 'read' | 'write';
-
-interface TokenEntry {
-  readonly digest: Buffer;
-  readonly access: Access;
-}
-
-/** Who a request's valid token says it is: its access, and a key naming the token without holding it. */
 export interface Principal {
-  readonly access: Access;
-  /** `token:<n>`, the token's position in the configuration (rate limits count per token). */
+  /**
+   * Stable and names no secret: the same credential (or, for a JWT, the same issuer and subject)
+   * gives the same key in every process and after every restart. Rate limits are kept per key.
+   */
   readonly key: string;
+  /** What it may do to every resource; undefined: nothing beyond `grants`. */
+  readonly access: Access | undefined;
+  /** What it may do to single resources, beyond `access` (a JWT's `<resource>:read` scopes). */
+  readonly grants?: ReadonlyMap<string, Access>;
+  /** The JWT's `sub`, shown by `/me`. */
+  readonly subject?: string;
+  /** The scope values halserve applied, shown by `/me`; undefined for a static token. */
+  readonly scopes?: readonly string[];
 }
 
-/** Checks requests against the configured bearer tokens (contract §6). */
+/** What an authenticator says of a request: its principal, a refusal, or nothing (not its kind of credential). */
+export type AuthOutcome = Principal | HttpProblem | undefined;
+
+/** One way of recognising credentials. */
 export interface Authenticator {
-  /** False when no token is configured: every request is let through. */
-  readonly enabled: boolean;
-  /** The principal of a valid bearer token, or undefined for none, an unknown one, or no authentication. */
-  identify(authorization: string | undefined): Principal | undefined;
-  /** Throws a 401 problem for a missing or unknown token, 403 for a read token on a write. */
-  authorize(principal: Principal | undefined, authorization: string | undefined, write: boolean): void;
-  /** `identify` then `authorize`; returns the principal. */
-  check(authorization: string | undefined, write: boolean): Principal | undefined;
+  /**
+   * The principal the request's credential names; an `HttpProblem` (401) when this authenticator
+   * recognises the credential and refuses it; undefined when the credential is not one it knows,
+   * so that the next authenticator may try. A promise only when it must fetch something first.
+   */
+  authenticate(headers: IncomingHttpHeaders): AuthOutcome | Promise<AuthOutcome>;
+  /**
+   * True when refusals should name the RFC 6750 §3.1 error codes (`invalid_token`,
+   * `insufficient_scope`) in `WWW-Authenticate`: the JWT authenticator turns them on.
+   */
+  readonly errorCodes?: boolean;
 }
 
-// Comparing fixed-length digests keeps the comparison's time independent of the token's length and content.
-const digest = (token: string): Buffer => createHash('sha256').update(token).digest();
+/** Every authenticator of a server, asked in order. */
+export interface Authentication {
+  /** False when none is configured: every request is let through as its client address. */
+  readonly enabled: boolean;
+  /** True when refusals carry RFC 6750 error codes. */
+  readonly errorCodes: boolean;
+  /** The request's principal, or a 401 problem; never undefined while enabled. */
+  authenticate(headers: IncomingHttpHeaders): Principal | HttpProblem | Promise<Principal | HttpProblem>;
+}
+
+/** RFC 6750 §3: the challenge of every 401 names the realm. */
+export const REALM_CHALLENGE = 'Bearer realm="halserve"';
+/** RFC 6750 §3.1: the credential was refused. */
+export const INVALID_TOKEN_CHALLENGE = `${REALM_CHALLENGE}, error="invalid_token"`;
+/** RFC 6750 §3.1: the credential is valid but lacks the scope. */
+export const INSUFFICIENT_SCOPE_CHALLENGE = `${REALM_CHALLENGE}, error="insufficient_scope"`;
+
+/** A refused bearer credential: 401, with `error="invalid_token"` when error codes are on. */
+export function invalidToken(detail: string, errorCodes: boolean): HttpProblem {
+  return errorCodes ? new HttpProblem(401, detail, {}, { 'www-authenticate': INVALID_TOKEN_CHALLENGE }) : unauthorized(detail);
+}
+
+/** 403 for a valid credential without the permission, with `error="insufficient_scope"` when error codes are on. */
+export function insufficientScope(detail: string, errorCodes: boolean): HttpProblem {
+  return errorCodes ? new HttpProblem(403, detail, {}, { 'www-authenticate': INSUFFICIENT_SCOPE_CHALLENGE }) : forbidden(detail);
+}
 
 /**
- * Why a configured token (`read:`-prefixed or plain) can never be presented, or undefined when it
- * can. The message never repeats the token.
+ * The credential of an `Authorization: Bearer <token>` header (RFC 6750 §2.1), or undefined for
+ * none or another scheme.
  */
-export function tokenProblem(raw: string, position: number): string | undefined {
-  const token = raw.startsWith(READ_ONLY_PREFIX) ? raw.slice(READ_ONLY_PREFIX.length) : raw;
-  if (token === '') return `token ${position} is empty`;
-  if (!SENDABLE_TOKEN.test(token)) {
-    return `token ${position} has characters no client can send in an Authorization header (only visible ASCII, no spaces)`;
-  }
-  return undefined;
-}
-
-/** Parses `read:`-prefixed and plain tokens; one that no client could send is refused. */
-export function parseTokens(tokens: readonly string[]): TokenEntry[] {
-  return tokens.map((raw, i) => {
-    const problem = tokenProblem(raw, i + 1);
-    if (problem) throw new Error(problem);
-    const access: Access = raw.startsWith(READ_ONLY_PREFIX) ? 'read' : 'write';
-    return { digest: digest(access === 'read' ? raw.slice(READ_ONLY_PREFIX.length) : raw), access };
-  });
-}
-
-/** The credential of an `Authorization: Bearer <token>` header (RFC 6750 §2.1), or undefined. */
 export function bearerToken(authorization: string | undefined): string | undefined {
   if (authorization === undefined) return undefined;
   const match = /^Bearer +(\S+) *$/i.exec(authorization);
   return match?.[1];
 }
 
-/** An authenticator over `tokens` (`read:`-prefixed or plain); none configured lets everything through. */
-export function createAuthenticator(tokens: readonly string[]): Authenticator {
-  const entries = parseTokens(tokens);
-  const identify = (authorization: string | undefined): Principal | undefined => {
-    if (entries.length === 0) return undefined;
-    const token = bearerToken(authorization);
-    if (token === undefined) return undefined;
-    const presented = digest(token);
-    let found: Principal | undefined;
-    // Compare against every entry, without stopping early, so timing does not tell which matched.
-    entries.forEach((entry, i) => {
-      if (timingSafeEqual(presented, entry.digest) && found?.access !== 'write') found = { access: entry.access, key: `token:${i}` };
-    });
-    return found;
+/** The IANA HTTP Authentication Scheme Registry (RFC 9110 §16.4), by lower-cased name. */
+const KNOWN_SCHEMES: ReadonlyMap<string, string> = new Map(
+  ['Basic', 'Concealed', 'Digest', 'DPoP', 'GNAP', 'HOBA', 'Mutual', 'Negotiate', 'OAuth', 'PrivateToken', 'SCRAM-SHA-1', 'SCRAM-SHA-256', 'vapid'].map((s) => [s.toLowerCase(), s]),
+);
+
+/** RFC 9110 §15.5.2: a 401 carries a challenge; an embedder's refusal without one gets the realm's. */
+function challenged(problem: HttpProblem | undefined): HttpProblem | undefined {
+  if (problem === undefined || problem.status !== 401 || problem.headers['www-authenticate'] !== undefined) return problem;
+  return new HttpProblem(401, problem.detail, problem.extras, { ...problem.headers, 'www-authenticate': REALM_CHALLENGE });
+}
+
+const isPrincipal = (a: AuthOutcome): a is Principal => a !== undefined && !(a instanceof HttpProblem);
+
+/**
+ * Asks each authenticator in turn: the first principal wins; otherwise the first refusal; otherwise
+ * a 401 that says whether a credential was missing or unknown. With none, authentication is off.
+ */
+export function composeAuthenticators(authenticators: readonly Authenticator[]): Authentication {
+  const errorCodes = authenticators.some((a) => a.errorCodes === true);
+  const missing = unauthorized('A bearer token is required: Authorization: Bearer <token>');
+  const malformed = unauthorized('The Authorization header is not "Bearer <token>" (one token, no spaces in it)');
+  const unknown = invalidToken('The bearer token is not valid', errorCodes);
+  const fallback = (headers: IncomingHttpHeaders): HttpProblem => {
+    const authorization = headers.authorization;
+    if (authorization === undefined) return missing;
+    if (bearerToken(authorization) !== undefined) return unknown;
+    // RFC 6750 §3.1: another scheme counts as no bearer credential; a broken Bearer header is said to be one.
+    const first = /^\s*(\S+)/.exec(authorization)?.[1];
+    if (first === undefined || first.toLowerCase() === 'bearer') return malformed;
+    // Named only when it is a registered scheme: what else stands there may be a credential.
+    const scheme = KNOWN_SCHEMES.get(first.toLowerCase());
+    return unauthorized(`A bearer token is required: Authorization: Bearer <token> (${scheme === undefined ? 'no other scheme is' : `the ${scheme} scheme is not`} accepted)`);
   };
-  const authorize = (principal: Principal | undefined, authorization: string | undefined, write: boolean): void => {
-    if (entries.length === 0) return;
-    if (principal === undefined) {
-      throw unauthorized(bearerToken(authorization) === undefined ? 'A bearer token is required: Authorization: Bearer <token>' : 'The bearer token is not valid');
+  const from = (headers: IncomingHttpHeaders, start: number, refused: HttpProblem | undefined): Principal | HttpProblem | Promise<Principal | HttpProblem> => {
+    let first = refused;
+    for (let i = start; i < authenticators.length; i++) {
+      const outcome = authenticators[i]!.authenticate(headers);
+      if (outcome instanceof Promise) {
+        return outcome.then((settled) => (isPrincipal(settled) ? settled : from(headers, i + 1, first ?? challenged(settled))));
+      }
+      if (isPrincipal(outcome)) return outcome;
+      first ??= challenged(outcome);
     }
-    if (write && principal.access === 'read') throw forbidden('This token may only read');
+    return first ?? fallback(headers);
   };
   return {
-    enabled: entries.length > 0,
-    identify,
-    authorize,
-    check(authorization, write) {
-      const principal = identify(authorization);
-      authorize(principal, authorization, write);
-      return principal;
-    },
+    enabled: authenticators.length > 0,
+    errorCodes,
+    authenticate: (headers) => from(headers, 0, undefined),
   };
+}
+
+const RANK: Readonly<Record<Access, number>> = { read: 1, write: 2 };
+const rank = (access: Access | undefined): number => (access === undefined ? 0 : RANK[access]);
+
+/** True when `principal` may do `need` to `resource` (undefined: to every resource at once). */
+export function permits(principal: Principal, resource: string | undefined, need: Access): boolean {
+  if (rank(principal.access) >= RANK[need]) return true;
+  if (resource === undefined) return false;
+  return rank(principal.grants?.get(resource)) >= RANK[need];
+}
+
+/** What a principal without `need` on `resource` is told (a static `read:` token keeps its old words). */
+export function refusal(principal: Principal, resource: string | undefined, need: Access, errorCodes: boolean): HttpProblem {
+  if (principal.scopes === undefined) return insufficientScope('This token may only read', errorCodes);
+  const what = resource === undefined ? 'every resource' : JSON.stringify(resource);
+  const scopes = resource === undefined ? `the ${need} scope` : `the ${need} or ${resource}:${need} scope`;
+  return insufficientScope(`This token may not ${need} ${what}: it needs ${scopes}`, errorCodes);
 }

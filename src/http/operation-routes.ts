@@ -1,6 +1,6 @@
 import type { ServerMetrics } from '../metrics/server-metrics.js';
 import { PROMETHEUS_TEXT, prometheusText } from '../representations/prometheus.js';
-import type { Authenticator } from './auth.js';
+import { permits, type Principal } from './auth.js';
 import type { RouteHandler } from './context.js';
 import { JSON_TYPE } from './negotiation.js';
 import { jsonReply, type Reply } from './reply.js';
@@ -10,7 +10,6 @@ import type { Router } from './router.js';
 export interface OperationRouteOptions {
   readonly basePath: string;
   readonly names: readonly string[];
-  readonly auth: Authenticator;
   readonly metrics: ServerMetrics;
   /** True when the server and every store can take requests. */
   readonly ready: () => boolean;
@@ -28,21 +27,33 @@ const health = (ok: boolean): Reply =>
 
 /** Liveness, readiness, `ping`, `me` and `metrics`: what operators and the Shopping Feed SDK ask. */
 export function addOperationRoutes(router: Router<RouteHandler>, options: OperationRouteOptions): void {
-  const { basePath, names, auth, metrics } = options;
+  const { basePath, names, metrics } = options;
   router.add('GET', '/healthz', () => health(true));
   router.add('GET', '/readyz', () => health(options.ready()));
 
   // Contract §4b: the Shopping Feed SDK's Client::ping().
   router.add('GET', '/ping', ({ req }) => jsonReply(200, accepted(req), `{"timestamp":${options.now()}}`));
 
-  // Contract §4b: the SDK's Client::authenticate() reads the caller's roles and links.
+  // The Shopping Feed SDK's Client::authenticate() reads the caller's roles and links.
   const collections = Object.fromEntries(names.map((name) => [name, { href: `${basePath}/${name}` }]));
+  const index = { href: `${basePath}/` };
   router.add('GET', '/me', ({ req, principal }) => {
-    const roles = !auth.enabled || principal?.access === 'write' ? ['read', 'write'] : ['read'];
     // `index` is the entry point; like the index document, no `self`, so that no resource name collides with a fixed rel.
-    const body = { roles, _links: { index: { href: `${basePath}/` }, ...collections } };
+    const body = principal === undefined ? { roles: ['read', 'write'], _links: { index, ...collections } } : description(principal, names, collections, index);
     return jsonReply(200, accepted(req), JSON.stringify(body));
   });
 
   router.add('GET', '/metrics', () => ({ status: 200, headers: { 'content-type': PROMETHEUS_TEXT, 'cache-control': 'no-store' }, body: prometheusText(metrics.registry.metrics) }));
+}
+
+/**
+ * `/me` for a principal: roles from its access over every resource (`["read","write"]`, `["read"]`
+ * or `[]`) and links to what it may read; a JWT's subject and applied scopes first.
+ */
+function description(principal: Principal, names: readonly string[], collections: Readonly<Record<string, { href: string }>>, index: { href: string }): Record<string, unknown> {
+  const roles = principal.access === 'write' ? ['read', 'write'] : principal.access === 'read' ? ['read'] : [];
+  const readable = principal.access === undefined ? Object.fromEntries(names.filter((name) => permits(principal, name, 'read')).map((name) => [name, collections[name]])) : collections;
+  const links = { index, ...readable };
+  if (principal.scopes === undefined) return { roles, _links: links };
+  return { ...(principal.subject === undefined ? {} : { sub: principal.subject }), scopes: principal.scopes, roles, _links: links };
 }

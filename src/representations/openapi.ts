@@ -56,8 +56,8 @@ interface ProblemResponse {
 /** Every problem status the service sends, each with an example document (contract §7). */
 const PROBLEMS: Readonly<Record<string, ProblemResponse>> = {
   '400': { description: 'Bad request: a malformed parameter or body, or a body the schema refuses (`validationMessages`).', example: problemDocument(400, 'Validation failed', { validationMessages: { price: { minimum: 'must be >= 0' } } }) },
-  '401': { description: 'No bearer token, or an unknown one.', example: problemDocument(401, 'A bearer token is required: Authorization: Bearer <token>') },
-  '403': { description: 'A read-only token on a write.', example: problemDocument(403, 'This token may only read') },
+  '401': { description: 'No bearer token, an unknown one, or a JWT that fails a check (`WWW-Authenticate` then says `error="invalid_token"`).', example: problemDocument(401, 'A bearer token is required: Authorization: Bearer <token>') },
+  '403': { description: 'A token without the permission: a read-only token on a write, or a JWT without the scope of the resource (`error="insufficient_scope"`).', example: problemDocument(403, 'This token may only read') },
   '404': { description: 'No such resource or entity.', example: problemDocument(404, 'There is no products entity with id "x"') },
   '406': { description: 'Neither application/hal+json nor application/json is acceptable.', example: problemDocument(406, 'Expecting an Accept header that allows one of the application/hal+json, application/json') },
   '409': { description: 'The requested page is out of range (seed 7.2); for a delete, the entity is still linked to.', example: EXAMPLE_409 },
@@ -70,8 +70,10 @@ const PROBLEMS: Readonly<Record<string, ProblemResponse>> = {
 };
 
 const RATE_HEADERS: Json = {
-  'X-RateLimit-Limit': { description: 'Requests per second allowed (only with `--rate-limit`).', schema: { type: 'number' } },
+  'X-RateLimit-Limit': { description: 'Requests allowed at once, the burst (only with `--rate-limit`).', schema: { type: 'integer' } },
   'X-RateLimit-Remaining': { description: 'Requests left in the burst (only with `--rate-limit`).', schema: { type: 'integer' } },
+  'RateLimit-Policy': { description: 'draft-ietf-httpapi-ratelimit-headers: `"default";q=<burst>;w=<seconds a burst takes to come back>` (only with `--rate-limit`).', schema: { type: 'string' }, example: '"default";q=50;w=1' },
+  RateLimit: { description: 'draft-ietf-httpapi-ratelimit-headers: `"default";r=<remaining>;t=<seconds until one more request is allowed>` (only with `--rate-limit`).', schema: { type: 'string' }, example: '"default";r=49;t=0' },
 };
 
 function problemResponse(status: string): Json {
@@ -277,7 +279,7 @@ function resourcePaths(resource: OpenApiResource, relations: ResourceRelations):
           content: halContent(ref('schemas', `${t}.Page`)),
         },
         '304': { description: 'The client\'s copy (If-None-Match) is current.' },
-        ...problems(['400', '401', '404', '406', '409', '412', '429', '500', '503']),
+        ...problems(['400', '401', '403', '404', '406', '409', '412', '429', '500', '503']),
       },
     },
     post: {
@@ -301,7 +303,7 @@ function resourcePaths(resource: OpenApiResource, relations: ResourceRelations):
       responses: {
         ...entityResponse('200', 'The entity.'),
         '304': { description: 'The client\'s copy (If-None-Match) is current.' },
-        ...problems(['400', '401', '404', '406', '412', '429', '500']),
+        ...problems(['400', '401', '403', '404', '406', '412', '429', '500']),
       },
     },
     put: {
@@ -391,7 +393,7 @@ function servicePaths(names: readonly string[], authenticated: boolean): Json {
         tags: ['operation'],
         responses: {
           '200': { description: 'The metrics (README lists each).', headers: RATE_HEADERS, content: { 'text/plain': { schema: { type: 'string' } } } },
-          ...problems(['400', '401', '429', '500']),
+          ...problems(['400', '401', '403', '429', '500']),
         },
       },
     },
@@ -418,7 +420,7 @@ function components(resources: readonly OpenApiResource[], graph: RelationGraph)
       bearer: {
         type: 'http',
         scheme: 'bearer',
-        description: 'A token from `--token`/`HALSERVE_TOKENS`. A plain token may read and write; a `read:`-prefixed one may only GET and HEAD (a write gets 403).',
+        description: 'A token from `--token`/`HALSERVE_TOKENS`, or a JWT signed by a key of `--jwks`. A plain token may read and write; a `read:`-prefixed one may only GET and HEAD (a write gets 403). A JWT may do what its `scope` (or `scp`) allows: `read`, `write`, `<resource>:read`, `<resource>:write`.',
       },
     },
     parameters: {
@@ -437,6 +439,8 @@ function components(resources: readonly OpenApiResource[], graph: RelationGraph)
         type: 'object',
         required: ['roles', '_links'],
         properties: {
+          sub: { type: 'string', description: 'The JWT\'s subject (JWTs only).' },
+          scopes: { type: 'array', items: { type: 'string' }, description: 'The scope values applied (JWTs only).' },
           roles: { type: 'array', items: { type: 'string', enum: ['read', 'write'] } },
           _links: { type: 'object', additionalProperties: ref('schemas', 'Link') },
         },

@@ -83,7 +83,7 @@ describe('halserve CLI (contract §9)', () => {
   });
 
   for (const [label, args, env, message] of [
-    ['0.0.0.0 without tokens', ['--host', '0.0.0.0'], {}, 'refusing to listen on 0.0.0.0 without authentication: set HALSERVE_TOKENS (or --token), or HALSERVE_NO_AUTH=1 (--no-auth) to serve without it'],
+    ['0.0.0.0 without tokens', ['--host', '0.0.0.0'], {}, 'refusing to listen on 0.0.0.0 without authentication: set HALSERVE_TOKENS (or --token) or HALSERVE_JWKS (--jwks), or HALSERVE_NO_AUTH=1 (--no-auth) to serve without it'],
     ['bad resource name', ['--resource', 'Bad.Name'], {}, 'invalid resource name "Bad.Name"'],
     ['reserved resource name', ['--resource', 'healthz'], {}, 'resource name "healthz" is reserved'],
     ['unknown flag', ['--frobnicate'], {}, 'unknown option --frobnicate (see --help)'],

@@ -97,22 +97,27 @@ describe('GET /metrics (contract §4b)', () => {
 });
 
 describe('--rate-limit (contract §4b)', () => {
-  test('rate 1, burst 2 -> two allowed with X-RateLimit-*, the third 429 with Retry-After and X-RateLimit-Wait', async () => {
+  test('rate 1, burst 2 -> two allowed with X-RateLimit-* and RateLimit fields, the third 429 with Retry-After and X-RateLimit-Wait', async () => {
     // The clock stands still: no request is refilled by the time the test itself takes.
     const s = await startItems(records(1), { rateLimit: 1, rateLimitBurst: 2, clock: () => 0 });
     const first = await s.request('/items/e000');
     assert.equal(first.status, 200);
-    assert.equal(first.headers.get('x-ratelimit-limit'), '1');
+    assert.equal(first.headers.get('x-ratelimit-limit'), '2');
     assert.equal(first.headers.get('x-ratelimit-remaining'), '1');
+    assert.equal(first.headers.get('ratelimit-policy'), '"default";q=2;w=2');
+    assert.equal(first.headers.get('ratelimit'), '"default";r=1;t=0');
     const second = await s.request('/items');
     assert.equal(second.headers.get('x-ratelimit-remaining'), '0');
+    assert.equal(second.headers.get('ratelimit'), '"default";r=0;t=1');
     const third = await s.request('/items/e000');
     assert.equal(third.status, 429);
     assert.equal(third.headers.get('content-type'), 'application/problem+json');
     assert.equal(third.headers.get('retry-after'), '1');
     assert.equal(third.headers.get('x-ratelimit-wait'), '1');
-    assert.equal(third.headers.get('x-ratelimit-limit'), '1');
+    assert.equal(third.headers.get('x-ratelimit-limit'), '2');
     assert.equal(third.headers.get('x-ratelimit-remaining'), '0');
+    assert.equal(third.headers.get('ratelimit-policy'), '"default";q=2;w=2');
+    assert.equal(third.headers.get('ratelimit'), '"default";r=0;t=1');
     assert.deepEqual(await third.json(), { type: RFC2616, title: 'Too Many Requests', detail: `Too many requests: wait ${third.headers.get('x-ratelimit-wait')} s`, status: 429 });
     // Probes are never limited.
     assert.equal((await s.request('/healthz')).status, 200);
@@ -160,12 +165,24 @@ describe('--rate-limit (contract §4b)', () => {
     assert.equal((await as('a')).status, 200);
     assert.equal((await as('a')).status, 429);
     assert.equal((await as('b')).status, 200);
-    assert.equal((await as('made-up-1')).status, 401);
+    const refused = await as('made-up-1');
+    assert.equal(refused.status, 401);
+    // A 401 carries all four fields too: it counted against the address.
+    assert.deepEqual(['x-ratelimit-limit', 'x-ratelimit-remaining', 'ratelimit-policy', 'ratelimit'].map((h) => refused.headers.get(h)), ['1', '0', '"default";q=1;w=1', '"default";r=0;t=1']);
     assert.equal((await as('made-up-2')).status, 429);
+  });
+
+  test('rate 2.5 without a burst -> burst 2 (the rate rounded down): X-RateLimit-Limit 2, q=2, w=1', async () => {
+    const s = await startItems(records(1), { rateLimit: 2.5 });
+    const res = await s.request('/items/e000');
+    assert.equal(res.headers.get('x-ratelimit-limit'), '2');
+    assert.equal(res.headers.get('ratelimit-policy'), '"default";q=2;w=1');
+    assert.equal(res.headers.get('ratelimit'), '"default";r=1;t=0');
   });
 
   test('off by default -> no X-RateLimit headers', async () => {
     const s = await startItems(records(1));
-    assert.equal((await s.request('/items/e000')).headers.get('x-ratelimit-limit'), null);
+    const res = await s.request('/items/e000');
+    assert.deepEqual(['x-ratelimit-limit', 'ratelimit-policy', 'ratelimit'].map((h) => res.headers.get(h)), [null, null, null]);
   });
 });

@@ -15,7 +15,12 @@ describe('bearer authentication (contract §6)', () => {
   for (const [label, headers, detail] of [
     ['no Authorization', {}, 'A bearer token is required: Authorization: Bearer <token>'],
     ['unknown token', bearer('guess'), 'The bearer token is not valid'],
-    ['Basic scheme', { authorization: 'Basic c2VjcmV0LXdyaXRlcg==' }, 'A bearer token is required: Authorization: Bearer <token>'],
+    ['Basic scheme', { authorization: 'Basic c2VjcmV0LXdyaXRlcg==' }, 'A bearer token is required: Authorization: Bearer <token> (the Basic scheme is not accepted)'],
+    ['Bearer and two words', bearer('secret-writer extra'), 'The Authorization header is not "Bearer <token>" (one token, no spaces in it)'],
+    ['Bearer alone', { authorization: 'Bearer' }, 'The Authorization header is not "Bearer <token>" (one token, no spaces in it)'],
+    ['a bare token without a scheme (never repeated)', { authorization: 'secret-writer' }, 'A bearer token is required: Authorization: Bearer <token> (no other scheme is accepted)'],
+    ['Digest scheme', { authorization: 'digest username="a"' }, 'A bearer token is required: Authorization: Bearer <token> (the Digest scheme is not accepted)'],
+    ['only spaces', { authorization: '   ' }, 'The Authorization header is not "Bearer <token>" (one token, no spaces in it)'],
     ['token of another length', bearer('secret-writer-longer'), 'The bearer token is not valid'],
   ] as const) {
     test(`${label} -> 401 with WWW-Authenticate`, async () => {
@@ -199,7 +204,7 @@ describe('CORS (contract §5)', () => {
     const s = await startItems(records(1), { corsOrigin: 'https://app.example' });
     const res = await s.request('/items', { headers: { origin: 'https://app.example' } });
     assert.equal(res.headers.get('access-control-allow-origin'), 'https://app.example');
-    assert.equal(res.headers.get('access-control-expose-headers'), 'Location, ETag, Link, Retry-After, X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Wait');
+    assert.equal(res.headers.get('access-control-expose-headers'), 'Location, ETag, Link, Retry-After, X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Wait, RateLimit-Policy, RateLimit');
     assert.equal(res.headers.get('vary'), 'Accept, Origin');
   });
 

@@ -28,4 +28,18 @@ describe('createTokenScrubber', () => {
   });
 
   test('no tokens -> text unchanged', () => assert.equal(createTokenScrubber([])('/a?b=c'), '/a?b=c'));
+
+  const jwt = 'eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJhbGljZSJ9.c2lnbmF0dXJl';
+  for (const [text, expected] of [
+    [`/items/${jwt}`, '/items/[redacted]'],
+    [`/items?x=1&jwt=${jwt}&y=2`, '/items?x=1&jwt=[redacted]&y=2'],
+    [`/items?q=${jwt.split('.').slice(0, 2).join('.')}.`, '/items?q=[redacted]'],
+    ['/items/eyJ-only-one-part', '/items/eyJ-only-one-part'],
+    ['/v1.2.3/eyes.open', '/v1.2.3/eyes.open'],
+  ] as const) {
+    test(`JWT-like text ${JSON.stringify(text)} -> ${JSON.stringify(expected)}, with or without tokens`, () => {
+      assert.equal(createTokenScrubber([])(text), expected);
+      assert.equal(createTokenScrubber(['w-secret'])(text), expected);
+    });
+  }
 });

@@ -1,6 +1,9 @@
 import assert from 'node:assert/strict';
+import type { IncomingHttpHeaders } from 'node:http';
 import { describe, test } from 'node:test';
-import { bearerToken, createAuthenticator, parseTokens } from '../../src/http/auth.js';
+import { bearerToken, composeAuthenticators, permits, type Authenticator, type Principal } from '../../src/http/auth.js';
+import { checkScope } from '../../src/http/route-scopes.js';
+import { parseTokens, staticTokenAuthenticator, staticTokenKey } from '../../src/http/static-tokens.js';
 import { HttpProblem } from '../../src/conventions/problem.js';
 
 describe('bearerToken', () => {
@@ -18,17 +21,23 @@ describe('bearerToken', () => {
   }
 });
 
-describe('createAuthenticator', () => {
-  const auth = createAuthenticator(['w', 'read:r', 'read:both', 'both']);
-  const outcome = (header: string | undefined, write: boolean): number => {
-    try {
-      auth.check(header, write);
-      return 200;
-    } catch (error) {
-      assert.ok(error instanceof HttpProblem);
-      return error.status;
-    }
-  };
+/** The status a request gets from authentication and the scope check of an entity route. */
+function outcome(auth: ReturnType<typeof composeAuthenticators>, header: string | undefined, write: boolean): number {
+  const headers: IncomingHttpHeaders = header === undefined ? {} : { authorization: header };
+  const found = auth.authenticate(headers);
+  assert.ok(!(found instanceof Promise));
+  if (found instanceof HttpProblem) return found.status;
+  try {
+    checkScope(found, { method: write ? 'POST' : 'GET', pattern: '/:name', params: { name: 'items' }, query: '' }, () => undefined, auth.errorCodes);
+    return 200;
+  } catch (error) {
+    assert.ok(error instanceof HttpProblem);
+    return error.status;
+  }
+}
+
+describe('static tokens, composed', () => {
+  const auth = composeAuthenticators([staticTokenAuthenticator(['w', 'read:r', 'read:both', 'both'])]);
   for (const [header, write, status] of [
     ['Bearer w', false, 200],
     ['Bearer w', true, 200],
@@ -37,19 +46,80 @@ describe('createAuthenticator', () => {
     ['Bearer both', true, 200],
     ['Bearer read:r', false, 401],
     ['Bearer x', false, 401],
+    ['Basic dzp3', false, 401],
     [undefined, false, 401],
   ] as const) {
-    test(`${header ?? 'no header'} ${write ? 'write' : 'read'} -> ${status}`, () => assert.equal(outcome(header, write), status));
+    test(`${header ?? 'no header'} ${write ? 'write' : 'read'} -> ${status}`, () => assert.equal(outcome(auth, header, write), status));
   }
-  test('401 -> carries WWW-Authenticate: Bearer realm="halserve"', () => {
-    assert.throws(() => auth.check(undefined, false), (e: unknown) => e instanceof HttpProblem && e.headers['www-authenticate'] === 'Bearer realm="halserve"');
+  test('twice the same token -> the same principal object (the second from the cache)', () => {
+    const first = auth.authenticate({ authorization: 'Bearer w' });
+    assert.equal(auth.authenticate({ authorization: 'Bearer w' }), first);
   });
-  test('no tokens -> disabled, everything allowed', () => {
-    const open = createAuthenticator([]);
-    assert.equal(open.enabled, false);
-    assert.doesNotThrow(() => open.check(undefined, true));
+  test('401 without a credential -> WWW-Authenticate: Bearer realm="halserve", no error code', () => {
+    const refused = auth.authenticate({});
+    assert.ok(refused instanceof HttpProblem);
+    assert.deepEqual(refused.headers, { 'www-authenticate': 'Bearer realm="halserve"' });
+    assert.equal(refused.detail, 'A bearer token is required: Authorization: Bearer <token>');
   });
+  test('401 for an unknown token without JWTs -> no error code (RFC 6750 codes only with --jwks)', () => {
+    const refused = auth.authenticate({ authorization: 'Bearer nope' });
+    assert.ok(refused instanceof HttpProblem);
+    assert.deepEqual(refused.headers, { 'www-authenticate': 'Bearer realm="halserve"' });
+    assert.equal(refused.detail, 'The bearer token is not valid');
+  });
+  test('no authenticators -> disabled', () => assert.equal(composeAuthenticators([]).enabled, false));
   for (const token of ['', 'read:']) {
     test(`empty token ${JSON.stringify(token)} -> refused`, () => assert.throws(() => parseTokens([token]), /empty/));
+  }
+});
+
+describe('principal keys', () => {
+  test('a token in another position of the list -> the same key (rate-limit buckets stay put)', () => {
+    const [a] = parseTokens(['alpha', 'beta']);
+    const [, b] = parseTokens(['beta', 'alpha']);
+    assert.equal(a?.principal.key, b?.principal.key);
+    assert.equal(a?.principal.key, staticTokenKey('alpha'));
+  });
+  test('read: and plain spellings of one token -> one key; the key holds no part of the token', () => {
+    const [r, w] = parseTokens(['read:secret-token', 'secret-token']);
+    assert.equal(r?.principal.key, w?.principal.key);
+    assert.match(w?.principal.key ?? '', /^token:[0-9a-f]{16}$/);
+    assert.ok(!(w?.principal.key ?? '').includes('secret'));
+  });
+});
+
+describe('an embedder\'s authenticator, composed', () => {
+  const header: Authenticator = {
+    authenticate: (headers) => {
+      const key = headers['x-api-key'];
+      if (key === undefined) return undefined;
+      return key === 'k1' ? { key: 'api:k1', access: 'read' } : new HttpProblem(401, 'Unknown API key');
+    },
+  };
+  const auth = composeAuthenticators([staticTokenAuthenticator(['w']), header]);
+  test('its credential -> its principal', () => assert.deepEqual(auth.authenticate({ 'x-api-key': 'k1' }), { key: 'api:k1', access: 'read' }));
+  test('its refusal without a challenge -> its problem, with the realm\'s WWW-Authenticate added (RFC 9110 §15.5.2)', () => {
+    const refused = auth.authenticate({ 'x-api-key': 'k2' }) as HttpProblem;
+    assert.equal(refused.detail, 'Unknown API key');
+    assert.deepEqual(refused.headers, { 'www-authenticate': 'Bearer realm="halserve"' });
+  });
+  test('a static token beside it -> still accepted', () => assert.equal((auth.authenticate({ authorization: 'Bearer w' }) as Principal).access, 'write'));
+  test('an async authenticator -> its promise settles to the principal', async () => {
+    const later: Authenticator = { authenticate: () => Promise.resolve({ key: 'later', access: 'write' }) };
+    assert.deepEqual(await composeAuthenticators([header, later]).authenticate({}), { key: 'later', access: 'write' });
+  });
+});
+
+describe('permits', () => {
+  const p: Principal = { key: 'k', access: undefined, grants: new Map([['orders', 'write'], ['products', 'read']]), scopes: [] };
+  for (const [resource, need, ok] of [
+    ['orders', 'write', true],
+    ['orders', 'read', true],
+    ['products', 'read', true],
+    ['products', 'write', false],
+    ['users', 'read', false],
+    [undefined, 'read', false],
+  ] as const) {
+    test(`orders:write products:read, ${need} ${resource ?? 'every resource'} -> ${ok}`, () => assert.equal(permits(p, resource, need), ok));
   }
 });

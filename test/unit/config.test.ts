@@ -9,6 +9,9 @@ const DEFAULTS = {
   store: undefined,
   resources: [],
   tokens: [],
+  jwks: undefined,
+  jwtIssuer: undefined,
+  jwtAudience: undefined,
   noAuth: false,
   log: 'json',
   durability: 'full',
@@ -39,7 +42,7 @@ describe('parseConfig', () => {
   });
 
   test('every flag -> its value', () => {
-    const argv = ['--port', '0', '--host=0.0.0.0', '--data', '/d', '--resource', 'a', '--resource=b,c', '--token', 't1', '--token', 'read:t2', '--no-auth', '--log', 'off', '--durability', 'none', '--repair', '--max-body', '10', '--max-body-values', '20', '--max-body-members=3', '--query-budget', '250', '--base-path', '/api', '--cors-origin', '*', '--rate-limit', '2.5', '--rate-limit-burst', '10', '--store', 'postgres://u@db:5432/shop', '--help'];
+    const argv = ['--port', '0', '--host=0.0.0.0', '--data', '/d', '--resource', 'a', '--resource=b,c', '--token', 't1', '--token', 'read:t2', '--jwks', 'https://idp.example/jwks', '--jwt-issuer', 'https://idp.example/', '--jwt-audience', 'halserve', '--no-auth', '--log', 'off', '--durability', 'none', '--repair', '--max-body', '10', '--max-body-values', '20', '--max-body-members=3', '--query-budget', '250', '--base-path', '/api', '--cors-origin', '*', '--rate-limit', '2.5', '--rate-limit-burst', '10', '--store', 'postgres://u@db:5432/shop', '--help'];
     assert.deepEqual(parseConfig(argv, {}), {
       port: 0,
       host: '0.0.0.0',
@@ -47,6 +50,9 @@ describe('parseConfig', () => {
       store: 'postgres://u@db:5432/shop',
       resources: ['a', 'b', 'c'],
       tokens: ['t1', 'read:t2'],
+      jwks: 'https://idp.example/jwks',
+      jwtIssuer: 'https://idp.example/',
+      jwtAudience: 'halserve',
       noAuth: true,
       log: 'off',
       durability: 'none',
@@ -70,6 +76,9 @@ describe('parseConfig', () => {
       HALSERVE_DATA: '/x',
       HALSERVE_RESOURCES: 'a, b',
       HALSERVE_TOKENS: 't1,read:t2',
+      HALSERVE_JWKS: '/etc/halserve/jwks.json',
+      HALSERVE_JWT_ISSUER: 'iss',
+      HALSERVE_JWT_AUDIENCE: 'aud',
       HALSERVE_NO_AUTH: '1',
       HALSERVE_LOG: 'off',
       HALSERVE_DURABILITY: 'none',
@@ -92,6 +101,9 @@ describe('parseConfig', () => {
       store: 'postgresql://db/x',
       resources: ['a', 'b'],
       tokens: ['t1', 'read:t2'],
+      jwks: '/etc/halserve/jwks.json',
+      jwtIssuer: 'iss',
+      jwtAudience: 'aud',
       noAuth: true,
       log: 'off',
       durability: 'none',
@@ -106,6 +118,21 @@ describe('parseConfig', () => {
       rateLimitBurst: 100,
     });
   });
+
+  for (const [argv, message] of [
+    [['--jwks', 'keys.json', '--jwt-audience', 'a'], /^--jwks needs --jwt-issuer/],
+    [['--jwks', 'keys.json', '--jwt-issuer', 'i'], /^--jwks needs --jwt-audience/],
+    [['--jwt-issuer', 'i'], /^--jwt-issuer needs --jwks$/],
+    [['--jwt-audience', 'a'], /^--jwt-audience needs --jwks$/],
+    [['--jwks', 'http://idp.example/jwks', '--jwt-issuer', 'i', '--jwt-audience', 'a'], /^--jwks: http:\/\/idp.example is neither https nor http on a loopback address/],
+    [['--jwks', 'ftp://127.0.0.1/jwks', '--jwt-issuer', 'i', '--jwt-audience', 'a'], /^--jwks: ftp:\/\/127.0.0.1 is neither https/],
+  ] as const) {
+    test(`${argv.join(' ')} -> ConfigError ${message}`, () => assert.throws(() => parseConfig(argv, {}), { name: 'ConfigError', message }));
+  }
+
+  for (const url of ['http://127.0.0.1:8081/jwks', 'http://localhost/jwks', 'http://[::1]:9/k', 'https://idp.example/jwks']) {
+    test(`--jwks ${url} -> accepted`, () => assert.equal(parseConfig(['--jwks', url, '--jwt-issuer', 'i', '--jwt-audience', 'a'], {}).jwks, url));
+  }
 
   test('PORT and HOST -> used when HALSERVE_ ones are absent', () => {
     const c = parseConfig([], { PORT: '1234', HOST: '0.0.0.0' });
