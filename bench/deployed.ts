@@ -72,7 +72,7 @@ async function rounds(config: BenchConfig, name: string, title: string, columns:
  * POSTs `count` entities through the API, `concurrency` at a time, as a bulk import would; the ids
  * in creation order.
  */
-async function bulkLoad(port: number, count: number, concurrency = 32): Promise<string[]> {
+export async function bulkLoad(port: number, count: number, concurrency = 32): Promise<string[]> {
   const agent = new Agent({ keepAlive: true, maxSockets: concurrency });
   const random = prng(2121);
   const ids: string[] = new Array<string>(count);
@@ -125,7 +125,7 @@ async function seedClients(port: number, count: number): Promise<void> {
 }
 
 /** An empty data set: halserve serves `RESOURCE` from an empty file. */
-async function emptyData(dir: string): Promise<Dataset> {
+export async function emptyData(dir: string): Promise<Dataset> {
   return generateDataset(dir, 0, false);
 }
 
@@ -137,7 +137,7 @@ async function copyInUse(data: Dataset, dir: string): Promise<Dataset> {
 }
 
 /** `count` ids drawn uniformly (with repeats) from `ids`, by a seeded generator. */
-function uniform(ids: readonly string[], count: number, seed: number): string[] {
+export function uniform(ids: readonly string[], count: number, seed: number): string[] {
   const random = prng(seed);
   return Array.from({ length: count }, () => ids[Math.floor(random() * ids.length)]!);
 }
