@@ -279,9 +279,9 @@ function targets(workloads: readonly WorkloadResult[], largest: number): Deploye
   if (post) {
     const full = pairedRatio(rps(post, 'halserve'), rps(post, 'halserve-fresh'));
     const byCpu = pairedRatio(cpu(post, 'halserve-fresh'), cpu(post, 'halserve'));
-    out.push({ what: `POST req/s, entity cache full ÷ not yet full (by CPU/req: ${fmt(byCpu, 2)}×)`, target: '≥ 0.9×', measured: `${fmt(full, 2)}×`, met: atLeast(full, 0.9) });
+    out.push({ what: `POST req/s after the bulk load of ${fmt(largest)} (its entity cache full at 100,000: see the workload's note) ÷ a server whose cache is not yet full (by CPU/req: ${fmt(byCpu, 2)}×)`, target: '≥ 0.9×', measured: `${fmt(full, 2)}×`, met: atLeast(full, 0.9) });
     const durable = pairedRatio(rps(post, 'halserve'), rps(post, 'durable-limit'));
-    out.push({ what: 'POST req/s with the cache full ÷ the durable limit', target: '≥ 0.8×', measured: `${fmt(durable, 2)}×`, met: atLeast(durable, 0.8) });
+    out.push({ what: `POST req/s after the bulk load of ${fmt(largest)} ÷ the durable limit`, target: '≥ 0.8×', measured: `${fmt(durable, 2)}×`, met: atLeast(durable, 0.8) });
   }
   const limited = w('rate-limit');
   if (limited) {
