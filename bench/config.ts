@@ -63,7 +63,7 @@ export function readConfig(): BenchConfig {
   const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
   const work = path.join(root, '.bench');
   const quick = process.env['BENCH_QUICK'] === '1';
-  // A full run stays near 10 minutes on 2 cores: 6 workloads x 3 servers x 3 rounds x (1 s + 5 s).
+  // The side-by-side part of a full run: 6 workloads x 4-5 servers x 3 rounds x (1 s + 5 s), about 8 minutes on 2 cores.
   const rounds = Math.round(number('BENCH_ROUNDS', quick ? 1 : 3));
   const largeSizes = list('BENCH_LARGE').map(Number);
   const deployedSizes = list('BENCH_DEPLOYED').map(Number);
