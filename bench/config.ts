@@ -23,6 +23,8 @@ export interface BenchConfig {
   readonly entities: number;
   /** Sizes measured for start-up time and memory; the largest also serves last-vs-first page. */
   readonly largeSizes: readonly number[];
+  /** Entities loaded through the API before the `deployed` workloads (issue 21). */
+  readonly deployedSizes: readonly number[];
   /** Products generated for the `queries` workload (issue 8). */
   readonly queryEntities: number;
   /** Workload names to run (all when empty). */
@@ -61,9 +63,10 @@ export function readConfig(): BenchConfig {
   const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
   const work = path.join(root, '.bench');
   const quick = process.env['BENCH_QUICK'] === '1';
-  // A full run stays near 10 minutes on 2 cores: 6 workloads x 3 servers x 3 rounds x (1 s + 5 s).
+  // The side-by-side part of a full run: 6 workloads x 4-5 servers x 3 rounds x (1 s + 5 s), about 8 minutes on 2 cores.
   const rounds = Math.round(number('BENCH_ROUNDS', quick ? 1 : 3));
   const largeSizes = list('BENCH_LARGE').map(Number);
+  const deployedSizes = list('BENCH_DEPLOYED').map(Number);
   const stamp = quick ? 'quick' : 'full';
   return {
     quick,
@@ -74,6 +77,7 @@ export function readConfig(): BenchConfig {
     rate: process.env['BENCH_RATE'] ? number('BENCH_RATE', 1) : undefined,
     entities: Math.round(number('BENCH_ENTITIES', quick ? 2_000 : 10_000)),
     largeSizes: largeSizes.length > 0 ? largeSizes : quick ? [100_000] : [100_000, 1_000_000],
+    deployedSizes: deployedSizes.length > 0 ? deployedSizes : quick ? [5_000] : [10_000, 100_000],
     queryEntities: Math.round(number('BENCH_QUERY_ENTITIES', quick ? 50_000 : 1_000_000)),
     // `node bench/run.mjs queries startup` is the same as BENCH_ONLY=queries,startup.
     only: [...list('BENCH_ONLY'), ...process.argv.slice(2).filter((a) => !a.startsWith('-'))],

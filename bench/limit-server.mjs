@@ -2,16 +2,48 @@
 // and body halserve sent for the same method and URL, captured just before. Whatever it does per
 // request is the least any server on this runtime must do to send that response.
 //
-// Usage: node bench/limit-server.mjs <capture.json>
+//
+// With `--durable <file>` it is the durable limit: the body of each request that has one is parsed
+// as JSON and appended to <file> as a line, and the answer goes out only once that line is on disk.
+// Writes that arrive while an fdatasync is under way wait for the next one and share it (a group
+// commit): one write and one fdatasync per batch of concurrent requests, the least a server that
+// acknowledges only durable writes must do.
+//
+// Usage: node bench/limit-server.mjs <capture.json> [--durable <file>]
 // <capture.json>: [{ method, url, status, statusMessage, rawHeaders: [name, value, ...], body: base64 }]
 // Prints `limit listening on http://127.0.0.1:<port>` once ready.
 import { createServer } from 'node:http';
 import { readFileSync } from 'node:fs';
+import { open } from 'node:fs/promises';
 
 const file = process.argv[2];
 if (!file) {
-  console.error('usage: node bench/limit-server.mjs <capture.json>');
+  console.error('usage: node bench/limit-server.mjs <capture.json> [--durable <file>]');
   process.exit(1);
+}
+const durableAt = process.argv.indexOf('--durable');
+const log = durableAt > 0 ? await open(process.argv[durableAt + 1], 'a') : undefined;
+
+/** Lines waiting for the next fdatasync, and their requests' answers. */
+let waiting = [];
+let syncing = false;
+
+/** Appends `line` and calls `done` once it is on disk. */
+function append(line, done) {
+  waiting.push({ line, done });
+  if (!syncing) void commit();
+}
+
+async function commit() {
+  syncing = true;
+  while (waiting.length > 0) {
+    const batch = waiting;
+    waiting = [];
+    await log.write(batch.map((w) => w.line).join(''));
+    await log.datasync();
+    for (const w of batch) w.done();
+  }
+  syncing = false;
 }
 
 const NODE_MANAGED = new Set(['date', 'connection', 'keep-alive']);
@@ -48,7 +80,12 @@ const server = createServer((req, res) => {
   };
   // A request with a body is answered once the body has been read, as any real server must.
   if (req.method === 'GET' || req.method === 'HEAD') send();
-  else req.on('end', send).resume();
+  else if (!log) req.on('end', send).resume();
+  else {
+    const chunks = [];
+    req.on('data', (chunk) => chunks.push(chunk));
+    req.on('end', () => append(`${JSON.stringify(JSON.parse(Buffer.concat(chunks).toString('utf8')))}\n`, send));
+  }
 });
 
 server.listen(0, '127.0.0.1', () => {

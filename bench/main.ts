@@ -14,11 +14,12 @@ import { copyDataset, generateDataset, RESOURCE, type Dataset } from './dataset.
 import { measure, type Sample } from './measure.js';
 import { memoryMiB } from './proc.js';
 import { renderReport, type RunResult, type StartupResult, type WorkloadResult } from './report.js';
-import { startHalserve, startJsonServer, startLimit, type Running, type ServerKind } from './servers.js';
+import { startHalserve, startHalserveWithToken, startJsonServer, startLimit, type Running, type ServerKind } from './servers.js';
 import { fmt } from './stats.js';
 import { workloads, type Workload } from './workloads.js';
 import { runQueries, type QueriesResult } from './queries.js';
 import { renderQueries, spliceQueries, spliceSection } from './queries-report.js';
+import { runDeployed, type DeployedResult } from './deployed.js';
 import { BEGIN as REPLICAS_BEGIN, END as REPLICAS_END, renderReplicas, runReplicas, type ReplicasResult } from './replicas.js';
 
 const PEERS = { 'json-server': '0.17.4', autocannon: '8.0.0' } as const;
@@ -73,15 +74,23 @@ async function runWorkload(config: BenchConfig, tmp: string, workload: Workload,
   try {
     // Read-only workloads on the large set use it in place; the others get fresh copies.
     const halData = workload.data === 'large' ? data : await copyDataset(data, path.join(dir, 'halserve'));
-    const halserve = await startHalserve(config.root, halData.dir, config.pin);
+    // As deployed: with a token, which every request to it sends (issue 15).
+    const halserve = await startHalserveWithToken(config.root, halData.dir, config.pin);
     servers.set('halserve', halserve);
-    if (uses('limit')) {
-      const requests = workload.contenders.filter((c) => c.server === 'limit').flatMap((c) => c.requests);
+    if (uses('halserve-no-token')) {
+      const openData = await copyDataset(data, path.join(dir, 'halserve-no-token'));
+      servers.set('halserve-no-token', await startHalserve(config.root, openData.dir, config.pin, [], [], 'halserve-no-token'));
+    }
+    if (uses('limit') || uses('durable-limit')) {
+      const requests = workload.contenders.filter((c) => c.server === 'limit' || c.server === 'durable-limit').flatMap((c) => c.requests);
       const file = path.join(dir, 'capture.json');
       await fs.writeFile(file, JSON.stringify(await capture(halserve.port, requests)));
-      const limit = await startLimit(config.root, file, config.pin);
-      servers.set('limit', limit);
-      notes.push(await verifyReplay(halserve, limit, workload));
+      if (uses('limit')) {
+        const limit = await startLimit(config.root, file, config.pin);
+        servers.set('limit', limit);
+        notes.push(await verifyReplay(halserve, limit, workload));
+      }
+      if (uses('durable-limit')) servers.set('durable-limit', await startLimit(config.root, file, config.pin, [], path.join(dir, 'durable-limit.jsonl')));
     }
     if (uses('json-server')) {
       const jsData = await copyDataset(data, path.join(dir, 'json-server'));
@@ -146,6 +155,11 @@ async function scriptBench(config: BenchConfig, file: string, args: readonly str
   return { file: `bench/${file}`, output: code === 0 ? output : `${output}\n(exited with ${code})` };
 }
 
+/** Runs `bench/lru-bench.ts` (the recency structure alone) and keeps its table. */
+async function lruBench(config: BenchConfig): Promise<string> {
+  return (await scriptBench(config, 'lru-bench.ts', config.quick ? ['quick'] : [])).output;
+}
+
 /** Runs the store engineer's `bench/store-*.ts` and keeps what each prints. */
 async function storeBench(config: BenchConfig): Promise<{ file: string; output: string }[]> {
   const files = (await fs.readdir(path.join(config.root, 'bench'))).filter((f) => /^store-.*\.ts$/.test(f)).sort();
@@ -169,6 +183,8 @@ async function main(): Promise<void> {
   let auth: { file: string; output: string } | undefined;
   let queries: QueriesResult | undefined;
   let replicas: ReplicasResult | { skipped: string } | undefined;
+  let deployed: DeployedResult | undefined;
+  let lru: string | undefined;
   let small: Dataset | undefined;
   // `BENCH_ONLY=queries` and/or `replicas` (or `node bench/run.mjs queries`) replaces only their sections of the report.
   const sectionsOnly = config.only.length > 0 && config.only.every((name) => name === 'queries' || name === 'replicas');
@@ -184,6 +200,10 @@ async function main(): Promise<void> {
         .map((w) => ({ ...w, contenders: w.contenders.filter((c) => config.servers.length === 0 || config.servers.includes(c.server)) }));
       for (const w of side) results.push(await runWorkload(config, tmp, w, small));
     }
+
+    // `rate-limit` alone runs the rate limiter's workload of the `deployed` section without the bulk loads.
+    if (wanted(config, 'deployed') || wanted(config, 'rate-limit')) deployed = await runDeployed(config, tmp, wanted(config, 'deployed') ? config.deployedSizes : [], log);
+    if (wanted(config, 'lru')) lru = await lruBench(config);
 
     const sizes = [...config.largeSizes].sort((a, b) => a - b);
     const largest = sizes[sizes.length - 1];
@@ -229,6 +249,8 @@ async function main(): Promise<void> {
     ...(auth ? { authBench: auth } : {}),
     ...(queries ? { queries } : {}),
     ...(replicas ? { replicas } : {}),
+    ...(deployed ? { deployed } : {}),
+    ...(lru !== undefined ? { lru } : {}),
     wallSeconds: (Date.now() - started) / 1000,
   };
   await fs.mkdir(path.dirname(config.out), { recursive: true });

@@ -12,7 +12,7 @@ import { pathToFileURL } from 'node:url';
 import { readConfig } from './config.js';
 import { copyDataset, generateDataset } from './dataset.js';
 import { measure } from './measure.js';
-import { startHalserve, startLimit } from './servers.js';
+import { BENCH_TOKEN, startHalserve, startLimit } from './servers.js';
 import { capture } from './capture.js';
 import { fmt } from './stats.js';
 import { workloads } from './workloads.js';
@@ -92,7 +92,8 @@ async function main(): Promise<void> {
     const before = new Set(await fs.readdir(profiles));
     const profiling = ['--cpu-prof', '--cpu-prof-dir', profiles, '--cpu-prof-interval', '200'];
     const ofLimit = process.argv[4] === 'limit';
-    const halserve = await startHalserve(config.root, data.dir, config.pin, ofLimit ? [] : profiling);
+    // As deployed: the workloads' requests send BENCH_TOKEN.
+    const halserve = await startHalserve(config.root, data.dir, config.pin, ofLimit ? [] : profiling, ['--token', BENCH_TOKEN]);
     let server = halserve;
     if (ofLimit) {
       const file = path.join(tmp, 'capture.json');

@@ -6,6 +6,7 @@ import { fmt, median, pairedRatio } from './stats.js';
 import type { QueriesResult } from './queries.js';
 import { renderQueries } from './queries-report.js';
 import { renderReplicas, type ReplicasResult } from './replicas.js';
+import { renderDeployed, type DeployedResult } from './deployed.js';
 
 /** Figures of one contender over all rounds. */
 export interface ContenderResult {
@@ -51,6 +52,10 @@ export interface RunResult {
   readonly queries?: QueriesResult;
   /** The `replicas` workload (issue 9), when it ran. */
   readonly replicas?: ReplicasResult | { skipped: string };
+  /** The `deployed` workloads (issue 21), when they ran. */
+  readonly deployed?: DeployedResult;
+  /** What `bench/lru-bench.ts` printed, when it ran. */
+  readonly lru?: string;
   readonly wallSeconds: number;
 }
 
@@ -75,28 +80,44 @@ interface Target {
 function targets(result: RunResult): Target[] {
   const w = (name: string): WorkloadResult | undefined => result.workloads.find((x) => x.name === name);
   const out: Target[] = [];
-  const ratio = (name: string, title: string, peer: ServerKind, min: number): void => {
+  const peerName: Record<ServerKind, string> = {
+    halserve: 'halserve',
+    'halserve-no-token': 'halserve without a token',
+    'halserve-fresh': 'a freshly started halserve',
+    limit: 'the limit',
+    'durable-limit': 'the durable limit',
+    'json-server': 'json-server',
+  };
+  /** halserve (token on, as deployed) against `peer`; `min` undefined for a reference row without a target. */
+  const ratio = (name: string, title: string, peer: ServerKind, min: number | undefined, subject: ServerKind = 'halserve'): void => {
     const workload = w(name);
-    if (!workload || !find(workload, peer)) return;
-    const value = pairedRatio(pick(find(workload, 'halserve'), 'rps'), pick(find(workload, peer), 'rps'));
-    const byCpu = pairedRatio(pick(find(workload, peer), 'cpuUs'), pick(find(workload, 'halserve'), 'cpuUs'));
+    if (!workload || !find(workload, peer) || !find(workload, subject)) return;
+    const value = pairedRatio(pick(find(workload, subject), 'rps'), pick(find(workload, peer), 'rps'));
+    const byCpu = pairedRatio(pick(find(workload, peer), 'cpuUs'), pick(find(workload, subject), 'cpuUs'));
     out.push({
       byCpu,
       workload: title,
-      what: `req/s, halserve ÷ ${peer === 'limit' ? 'the limit' : 'json-server'}`,
-      target: `≥ ${min}×`,
+      what: `req/s, ${subject === 'halserve' ? 'halserve (token)' : peerName[subject]} ÷ ${peerName[peer]}`,
+      target: min === undefined ? 'reference' : `≥ ${min}×`,
       measured: value,
-      met: Number.isFinite(value) ? value >= min : undefined,
+      met: min !== undefined && Number.isFinite(value) ? value >= min : undefined,
       unit: '×',
     });
   };
+  // Issue 15: token on, GETs against the limit, writes against the durable limit.
   ratio('get-entity', 'GET entity', 'limit', 0.9);
+  ratio('get-entity', 'GET entity', 'limit', undefined, 'halserve-no-token');
   ratio('get-entity', 'GET entity', 'json-server', 20);
-  ratio('page-20', 'GET page, limit 20', 'limit', 0.75);
+  ratio('page-20', 'GET page, limit 20', 'limit', 0.9);
+  ratio('page-20', 'GET page, limit 20', 'limit', undefined, 'halserve-no-token');
   ratio('page-20', 'GET page, limit 20', 'json-server', 20);
-  ratio('page-200', 'GET page, limit 200', 'limit', 0.6);
-  ratio('post', 'POST, durable', 'limit', 0.4);
+  ratio('page-200', 'GET page, limit 200', 'limit', 0.8);
+  ratio('page-200', 'GET page, limit 200', 'limit', undefined, 'halserve-no-token');
+  ratio('post', 'POST, durable', 'durable-limit', 0.8);
+  ratio('post', 'POST, durable', 'limit', undefined);
   ratio('post', 'POST, durable', 'json-server', 100);
+  ratio('patch', 'PATCH, durable', 'durable-limit', 0.8);
+  ratio('mix', '90/10 GET/PATCH', 'durable-limit', undefined);
   const lastFirst = w('last-vs-first');
   if (lastFirst) {
     const [first, last] = lastFirst.contenders;
@@ -148,7 +169,7 @@ function targets(result: RunResult): Target[] {
   return out;
 }
 
-function workloadTable(w: WorkloadResult): string {
+export function workloadTable(w: WorkloadResult): string {
   const limit = find(w, 'limit');
   const reference = limit ?? w.contenders[0];
   const lines = [
@@ -185,10 +206,12 @@ export function renderReport(result: RunResult): string {
     `- ${config.pin ? 'Server pinned to core 0 and load generator (autocannon 8, its own process) to core 1 with `taskset`.' : 'No pinning (fewer than 2 cores, or BENCH_NO_PIN=1): server and load generator share the cores.'}`,
     `- Every contender: ${config.connections} connections, no pipelining, ${config.warmup} s warm-up then ${config.duration} s measured, ${config.rounds} interleaved round${config.rounds === 1 ? '' : 's'} (A B C A B C …); medians quoted. Ratios are medians of per-round ratios (the two figures of a round were taken under the same background load).`,
     `- Data: ${fmt(result.entities)} entities of ~${result.bytesPerEntity} bytes (one JSON line each), the same records for halserve (\`items.jsonl\`) and json-server (\`db.json\`); every workload starts from a fresh copy.`,
-    '- halserve: built output, `node dist/cli.js --port 0 --data <tmp> --log off` (durability full). The limit: `bench/limit-server.mjs`, a bare `node:http` server replaying the status, headers and body halserve sent for the same method and URL, captured just before each workload (GET answers checked byte for byte, Date masked). json-server 0.17.4 with its defaults and `--quiet`.',
+    '- halserve: built output, `node dist/cli.js --port 0 --data <tmp> --log off --token <token>` (durability full; without `--token` for the no-token reference). The durable limit: the same replay, plus each write body parsed, appended as a line and fdatasync\'d once per batch of concurrent requests. The limit: `bench/limit-server.mjs`, a bare `node:http` server replaying the status, headers and body halserve sent for the same method and URL, captured just before each workload (GET answers checked byte for byte, Date masked). json-server 0.17.4 with its defaults and `--quiet`.',
     '- CPU µs/req: user + system time of the server process (all threads, from `/proc/<pid>/stat`) over the measured run, divided by the requests completed. Latency resolution is 1 ms (autocannon).',
     '',
-    '## Targets (issue 4)',
+    '## Targets (issues 4, 15, 21)',
+    '',
+    'halserve runs as deployed: started with `--token`, and every request to it (and to the limits, which replay its answers) sends `Authorization: Bearer …`. "reference" rows show the same build without a token, and POST against the limit that never syncs, for comparison with earlier runs.',
     '',
     'The targets are stated in requests per second. On a shared 2-core machine that figure also moves with the',
     'load generator and with other work, so the last column gives the same ratio from CPU time per request',
@@ -205,6 +228,8 @@ export function renderReport(result: RunResult): string {
   out.push('', 'Where a target is missed, `bench/NOTES.md` gives the profile that explains it and what was tried.');
   out.push('', '## Workloads', '');
   for (const w of result.workloads) out.push(workloadTable(w));
+  if (result.deployed) out.push(renderDeployed(result.deployed, workloadTable));
+  if (result.lru !== undefined) out.push('## The recency structure alone (`bench/lru-bench.ts`, issue 21)', '', result.lru.trim(), '');
   if (result.startup.length > 0) {
     out.push(
       '## Start-up and memory (halserve, whole server)',
@@ -237,13 +262,13 @@ export function renderReport(result: RunResult): string {
     '## Reproduce',
     '',
     '```sh',
-    'npm ci && npm run bench          # full run, ~10 min, writes bench/RESULTS.md',
-    'BENCH_QUICK=1 npm run bench      # smoke run, ~1 min, writes .bench/RESULTS.quick.md',
+    'npm ci && npm run bench          # full run, ~30 min, writes bench/RESULTS.md',
+    'BENCH_QUICK=1 npm run bench      # smoke run, a few minutes, writes .bench/RESULTS.quick.md',
     'npm run bench:queries            # only the queries workload (issue 8); replaces its section here',
     'npm run bench:replicas           # only the replicas workload (issue 9, PostgreSQL); replaces its section here',
     '```',
     '',
-    'Knobs: `BENCH_ROUNDS`, `BENCH_DURATION`, `BENCH_WARMUP` (seconds), `BENCH_CONNECTIONS`, `BENCH_ENTITIES`, `BENCH_LARGE=100000,1000000`, `BENCH_ONLY=get-entity,post,startup,store,auth,queries`, `BENCH_QUERY_ENTITIES` (1,000,000), `BENCH_PG_BIN` (/usr/lib/postgresql/15/bin), `BENCH_SERVERS=halserve,limit`, `BENCH_NO_PIN=1`, `BENCH_HALSERVE=<entry>` (measure another build), `BENCH_RATE=<req/s>` (CPU per request at equal load), `BENCH_OUT=<file>`.',
+    'Knobs: `BENCH_ROUNDS`, `BENCH_DURATION`, `BENCH_WARMUP` (seconds), `BENCH_CONNECTIONS`, `BENCH_ENTITIES`, `BENCH_LARGE=100000,1000000`, `BENCH_ONLY=get-entity,post,deployed,lru,startup,store,auth,queries`, `BENCH_DEPLOYED=10000,100000` (entities loaded through the API), `BENCH_QUERY_ENTITIES` (1,000,000), `BENCH_PG_BIN` (/usr/lib/postgresql/15/bin), `BENCH_SERVERS=halserve,limit`, `BENCH_NO_PIN=1`, `BENCH_HALSERVE=<entry>` (measure another build), `BENCH_RATE=<req/s>` (CPU per request at equal load), `BENCH_OUT=<file>`.',
     '',
   );
   return out.join('\n');

@@ -8,8 +8,18 @@ import { once } from 'node:events';
 import { createInterface } from 'node:readline';
 import path from 'node:path';
 
-/** The three kinds of server the harness compares. */
-export type ServerKind = 'halserve' | 'limit' | 'json-server';
+/**
+ * The kinds of server the harness compares: halserve as deployed (a bearer token on every
+ * request), the same without a token for reference, halserve restarted on data another one loaded
+ * (`halserve-fresh`), the replay limit, the durable limit (the replay limit that also parses each
+ * write's body, appends it and fdatasyncs per batch), and json-server.
+ */
+export type ServerKind = 'halserve' | 'halserve-no-token' | 'halserve-fresh' | 'limit' | 'durable-limit' | 'json-server';
+
+/** The bearer token halserve is started with (`--token`) and every request to it sends, as deployments do. */
+export const BENCH_TOKEN = 'bench-3f9c2a7d41e85b06c1d9e4f2a8b7c530';
+/** The `Authorization` header of a request to halserve started with `BENCH_TOKEN` (RFC 6750 §2.1). */
+export const BENCH_AUTHORIZATION = `Bearer ${BENCH_TOKEN}`;
 
 /** A running server. */
 export interface Running {
@@ -157,10 +167,11 @@ export function startHalserve(
   pin: boolean,
   nodeArgs: readonly string[] = [],
   extraArgs: readonly string[] = [],
+  kind: ServerKind = 'halserve',
 ): Promise<Running> {
   const entry = process.env['BENCH_HALSERVE'] ?? 'dist/cli.js';
   return start({
-    kind: 'halserve',
+    kind,
     pin,
     cwd: root,
     args: [...nodeArgs, entry, '--port', '0', '--host', '127.0.0.1', '--data', dataDir, '--log', 'off', ...extraArgs],
@@ -169,13 +180,22 @@ export function startHalserve(
   });
 }
 
-/** The replay server over a capture file. */
-export function startLimit(root: string, captureFile: string, pin: boolean, nodeArgs: readonly string[] = []): Promise<Running> {
+/** halserve as deployed: with `--token BENCH_TOKEN` (requests then send `BENCH_AUTHORIZATION`). */
+export function startHalserveWithToken(root: string, dataDir: string, pin: boolean, extraArgs: readonly string[] = [], kind: ServerKind = 'halserve'): Promise<Running> {
+  return startHalserve(root, dataDir, pin, [], ['--token', BENCH_TOKEN, ...extraArgs], kind);
+}
+
+/**
+ * The replay server over a capture file. With `durableFile`, the durable limit: each request with
+ * a body has it parsed, appended to that file as a line and fdatasync'd (one fdatasync per batch
+ * of concurrent writes, as a group commit does) before its captured answer goes out.
+ */
+export function startLimit(root: string, captureFile: string, pin: boolean, nodeArgs: readonly string[] = [], durableFile?: string): Promise<Running> {
   return start({
-    kind: 'limit',
+    kind: durableFile === undefined ? 'limit' : 'durable-limit',
     pin,
     cwd: root,
-    args: [...nodeArgs, path.join(root, 'bench', 'limit-server.mjs'), captureFile],
+    args: [...nodeArgs, path.join(root, 'bench', 'limit-server.mjs'), captureFile, ...(durableFile === undefined ? [] : ['--durable', durableFile])],
     readyLine: listeningPort,
     timeoutMs: 30_000,
   });

@@ -5,7 +5,7 @@
 import type { BenchRequest } from './capture.js';
 import { LINKED, RESOURCE, postBody, type Dataset } from './dataset.js';
 import type { RequestOrder } from './measure.js';
-import type { ServerKind } from './servers.js';
+import { BENCH_AUTHORIZATION, type ServerKind } from './servers.js';
 
 /** One column of a workload: a server and the requests sent to it. */
 export interface Contender {
@@ -54,12 +54,24 @@ function pageRequests(data: Dataset, limit: number, jsonServer: boolean): BenchR
   }));
 }
 
-/** halserve, the limit (same requests, replayed answers) and json-server (its own URL shape). */
-function trio(halserve: readonly BenchRequest[], jsonServer: readonly BenchRequest[] | undefined): Contender[] {
+/** The same requests with the bearer token halserve is started with, as every deployment sends. */
+export function withToken(requests: readonly BenchRequest[]): BenchRequest[] {
+  return requests.map((r) => ({ ...r, headers: { ...r.headers, authorization: BENCH_AUTHORIZATION } }));
+}
+
+/**
+ * halserve as deployed (token on), the same without a token for reference, the limit (the same
+ * requests, halserve's answers replayed), for writes the durable limit too, and json-server (its own
+ * URL shape, no token, as before).
+ */
+function trio(halserve: readonly BenchRequest[], jsonServer: readonly BenchRequest[] | undefined, writes = false): Contender[] {
+  const token = withToken(halserve);
   const out: Contender[] = [
-    { label: 'halserve', server: 'halserve', requests: halserve },
-    { label: 'limit (bare node:http replay)', server: 'limit', requests: halserve },
+    { label: 'halserve (token)', server: 'halserve', requests: token },
+    { label: 'halserve, no token (reference)', server: 'halserve-no-token', requests: halserve },
+    { label: 'limit (bare node:http replay)', server: 'limit', requests: token },
   ];
+  if (writes) out.push({ label: 'durable limit (replay; parse, append, fdatasync per batch)', server: 'durable-limit', requests: token });
   if (jsonServer) out.push({ label: 'json-server 0.17.4', server: 'json-server', requests: jsonServer });
   return out;
 }
@@ -74,7 +86,7 @@ function productPages(data: Dataset, embed: boolean, distinct: number): BenchReq
   const spread = (n: number): number => 1 + (n % pages);
   const path = (page: number, limit: number): string => `/${LINKED.source}?page=${page}&limit=${limit}${embed ? `&embed=${LINKED.field}` : ''}`;
   const count = distinct > 0 ? distinct : Math.min(20, pages);
-  return Array.from({ length: count }, (_, n) => ({ method: 'GET', path: path(spread(n * 7), distinct > 0 ? 200 + n : 200), headers: ACCEPT }));
+  return withToken(Array.from({ length: count }, (_, n) => ({ method: 'GET', path: path(spread(n * 7), distinct > 0 ? 200 + n : 200), headers: ACCEPT })));
 }
 
 /** A page of 200 products with `embed=category` against the same page without (issue 11: ≥ 0.5×). */
@@ -115,14 +127,14 @@ export function workloads(small: Dataset, large: Dataset | undefined): Workload[
     { name: 'get-entity', title: 'GET an entity', data: 'small', contenders: trio(gets, gets) },
     { name: 'page-20', title: 'GET a page, limit=20', data: 'small', contenders: trio(pageRequests(small, 20, false), pageRequests(small, 20, true)) },
     { name: 'page-200', title: 'GET a page, limit=200', data: 'small', contenders: trio(pageRequests(small, 200, false), pageRequests(small, 200, true)) },
-    { name: 'post', title: 'POST an entity (durable, group commit)', data: 'small', contenders: trio([post], [post]) },
-    { name: 'patch', title: 'PATCH an entity (merge patch, durable)', data: 'small', contenders: trio(patches, patches) },
-    { name: 'mix', title: '90/10 read/write mix (GET entity / PATCH)', data: 'small', contenders: trio(mix, mix) },
+    { name: 'post', title: 'POST an entity (durable, group commit)', data: 'small', contenders: trio([post], [post], true) },
+    { name: 'patch', title: 'PATCH an entity (merge patch, durable)', data: 'small', contenders: trio(patches, patches, true) },
+    { name: 'mix', title: '90/10 read/write mix (GET entity / PATCH)', data: 'small', contenders: trio(mix, mix, true) },
     ...embedWorkloads(small),
   ];
   if (large) {
     const last = Math.max(1, Math.ceil(large.size / 20));
-    const page = (n: number): BenchRequest => ({ method: 'GET', path: `/${RESOURCE}?page=${n}&limit=20`, headers: ACCEPT });
+    const page = (n: number): BenchRequest => ({ method: 'GET', path: `/${RESOURCE}?page=${n}&limit=20`, headers: { ...ACCEPT, authorization: BENCH_AUTHORIZATION } });
     list.push({
       name: 'last-vs-first',
       title: `Last page against first page, ${large.size.toLocaleString('en-US')} entities (limit=20)`,

@@ -3,10 +3,13 @@
  * on average, and `burst` at once after a pause.
  *
  * Memory is bounded whatever the number of clients: at most `maxClients` buckets are kept, least
- * recently seen first out. A bucket idle for `burst / rate` seconds is full again, so dropping it
- * changes nothing; only a flood of more than `maxClients` distinct clients within that time can
- * give an evicted one a fresh burst, which is the price of a bound.
+ * recently seen first out (exact LRU, `LruMap`: a request of a known client and the eviction of the
+ * oldest both cost O(1) however many clients are known). A client is evicted only once `maxClients`
+ * other clients have been seen since its last request, and a bucket idle for `burst / rate` seconds
+ * is full again, so dropping it changes nothing; only a flood of `maxClients` distinct clients within
+ * that time can give an evicted one a fresh burst, which is the price of a bound.
  */
+import { LruMap } from './lru-map.js';
 
 /** What the limiter decided for one request. */
 export interface RateDecision {
@@ -38,16 +41,16 @@ export interface RateLimiterOptions {
 export class RateLimiter {
   readonly rate: number;
   readonly burst: number;
-  readonly #maxClients: number;
   readonly #now: () => number;
-  /** By key; a Map keeps insertion order, and each use moves its bucket to the end. */
-  readonly #buckets = new Map<string, Bucket>();
+  /** By key; each use makes its bucket the most recently used. */
+  readonly #buckets: LruMap<Bucket>;
 
   constructor(options: RateLimiterOptions) {
     if (!(options.rate > 0)) throw new RangeError('rate must be greater than 0');
     this.rate = options.rate;
     this.burst = options.burst ?? Math.max(1, options.rate);
-    this.#maxClients = options.maxClients ?? 10_000;
+    // At least one bucket: a table of none would forget every client at once.
+    this.#buckets = new LruMap({ maxEntries: Math.max(1, options.maxClients ?? 10_000) });
     this.#now = options.now ?? (() => performance.now());
   }
 
@@ -62,16 +65,12 @@ export class RateLimiter {
     let bucket = this.#buckets.get(key);
     if (bucket === undefined) {
       bucket = { tokens: this.burst, at: now };
-      if (this.#buckets.size >= this.#maxClients) {
-        const oldest = this.#buckets.keys().next().value;
-        if (oldest !== undefined) this.#buckets.delete(oldest);
-      }
+      // Evicts the least recently seen client when the table is full.
+      this.#buckets.set(key, bucket);
     } else {
-      this.#buckets.delete(key);
       bucket.tokens = Math.min(this.burst, bucket.tokens + ((now - bucket.at) / 1000) * this.rate);
       bucket.at = now;
     }
-    this.#buckets.set(key, bucket);
     if (bucket.tokens >= 1) {
       bucket.tokens -= 1;
       return { allowed: true, remaining: Math.floor(bucket.tokens), waitSeconds: 0 };

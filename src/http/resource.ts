@@ -8,7 +8,7 @@ import { checkEmbed, embedQuery } from '../conventions/relations.js';
 import type { Validator } from '../conventions/schema.js';
 import { StillLinkedError, type LinkIntegrity } from '../store/integrity.js';
 import { QueryTimeoutError, StoreConflictError, type MaybePromise, type QueryResult, type Store, type StoredEntity } from '../store/store.js';
-import { ByteCache } from './byte-cache.js';
+import { LruMap } from './lru-map.js';
 import { HAL_JSON } from './negotiation.js';
 import { all, then, type Related } from './related.js';
 
@@ -63,13 +63,20 @@ export interface WriteConditions {
 /**
  * Pages kept per resource while its store's revision stays the same; any write empties them. The
  * bound is in bytes, since a page of 200 large entities can weigh megabytes; a page over a tenth
- * of it is not kept at all.
+ * of it is not kept at all. The bound in entries caps the bookkeeping of many tiny pages (empty
+ * results of distinct queries).
  */
 const PAGE_CACHE_BYTES = 32 * 1024 * 1024;
 const PAGE_CACHE_MAX_PAGE_BYTES = PAGE_CACHE_BYTES / 10;
-/** Recently served entities' HAL bytes, by id; bounded in bytes so that large entities cannot pile up. */
+const PAGE_CACHE_ENTRIES = 16_384;
+/**
+ * Recently served entities' HAL bytes, by id; bounded in bytes so that large entities cannot pile
+ * up, and in entries so that tiny ones cannot make the bookkeeping (about 100 bytes an entry
+ * beyond its text) outweigh the bound (16 MiB of 120-byte entities would be 140,000 entries).
+ */
 const ENTITY_CACHE_BYTES = 16 * 1024 * 1024;
 const ENTITY_CACHE_MAX_ENTRY_BYTES = ENTITY_CACHE_BYTES / 16;
+const ENTITY_CACHE_ENTRIES = 131_072;
 /** Contract §9: a query that cannot finish within this many milliseconds ends in a 503 problem. */
 export const DEFAULT_QUERY_BUDGET_MS = 5000;
 
@@ -81,14 +88,15 @@ export class Resource {
   readonly #declared: PathCheck | undefined;
   readonly #path: string;
   readonly #budgetMs: number;
-  /** Pages built at revision `#pagesRevision`, by media type and query string. */
-  readonly #pages = new ByteCache<Page>(PAGE_CACHE_BYTES, PAGE_CACHE_MAX_PAGE_BYTES, (key, page) => page.body.length + key.length);
+  /** Pages built at revision `#pagesRevision`, by media type and query string; weighed in bytes (body and key), least recently used out first. */
+  readonly #pages = new LruMap<Page>({ maxEntries: PAGE_CACHE_ENTRIES, maxWeight: PAGE_CACHE_BYTES, maxEntryWeight: PAGE_CACHE_MAX_PAGE_BYTES });
   #pagesRevision: string | undefined;
   /**
    * By id, each entry naming the version it describes, so a write can never be served stale and a
-   * replaced version is dropped at once (the writes here evict it). A hit makes its entry the newest.
+   * replaced version is dropped at once (the writes here evict it). A hit makes its entry the most
+   * recently used; the least recently used go first (`LruMap`: O(1) per hit and per eviction).
    */
-  readonly #entities = new ByteCache<CachedRepresentation>(ENTITY_CACHE_BYTES, ENTITY_CACHE_MAX_ENTRY_BYTES, (id, r) => r.body.length + id.length);
+  readonly #entities = new LruMap<CachedRepresentation>({ maxEntries: ENTITY_CACHE_ENTRIES, maxWeight: ENTITY_CACHE_BYTES, maxEntryWeight: ENTITY_CACHE_MAX_ENTRY_BYTES });
   /** Links to and from other resources (contract §4a), set by `relate` once every resource exists. */
   #related: Related | undefined;
   #integrity: LinkIntegrity | undefined;
@@ -148,12 +156,9 @@ export class Resource {
     const cached = this.#entities.get(id);
     // The same entity object is the same version, known without reading `version` (which a store
     // may compute by hashing the entity's text); the reference is weak, so it keeps nothing alive.
-    if (cached !== undefined && (cached.of.deref() === entity || cached.version === entity.version)) {
-      this.#entities.touch(id, cached);
-      return cached;
-    }
+    if (cached !== undefined && (cached.of.deref() === entity || cached.version === entity.version)) return cached;
     const representation: CachedRepresentation = { body: Buffer.from(this.json(entity)), version: entity.version, of: new WeakRef(entity) };
-    this.#entities.set(id, representation);
+    this.#entities.set(id, representation, representation.body.length + id.length);
     return representation;
   }
 
@@ -288,7 +293,7 @@ export class Resource {
     const finish = (answer: QueryResult): MaybePromise<Page> =>
       then(this.#build(answer, collection, request, mediaType, depends), (page) => {
         // An embedding page built again replaces the one its related stores have moved past.
-        if (page.etag !== undefined && answer.revision === this.#pagesRevision) this.#pages.set(key, page);
+        if (page.etag !== undefined && answer.revision === this.#pagesRevision) this.#pages.set(key, page, page.body.length + key.length);
         return page;
       });
     return result instanceof Promise ? result.then(finish, (error: unknown) => Promise.reject(this.#timeout(error))) : finish(result);

@@ -1,6 +1,46 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { RateLimiter, rateLimitHeaders, waitText } from '../../src/http/rate-limit.js';
+import { RateLimiter, rateLimitHeaders, waitText, type RateDecision } from '../../src/http/rate-limit.js';
+import { prng } from '../helpers/prng.js';
+
+/**
+ * The limiter as it was written before its table became an `LruMap` (a `Map` in order of use,
+ * the oldest out first): the reference its decisions must match exactly.
+ */
+function referenceLimiter(rate: number, burst: number, maxClients: number, now: () => number): (key: string) => RateDecision {
+  const buckets = new Map<string, { tokens: number; at: number }>();
+  return (key) => {
+    const t = now();
+    let bucket = buckets.get(key);
+    if (bucket === undefined) {
+      bucket = { tokens: burst, at: t };
+      if (buckets.size >= maxClients) {
+        const oldest = buckets.keys().next().value;
+        if (oldest !== undefined) buckets.delete(oldest);
+      }
+    } else {
+      buckets.delete(key);
+      bucket.tokens = Math.min(burst, bucket.tokens + ((t - bucket.at) / 1000) * rate);
+      bucket.at = t;
+    }
+    buckets.set(key, bucket);
+    if (bucket.tokens >= 1) {
+      bucket.tokens -= 1;
+      return { allowed: true, remaining: Math.floor(bucket.tokens), waitSeconds: 0 };
+    }
+    return { allowed: false, remaining: 0, waitSeconds: (1 - bucket.tokens) / rate };
+  };
+}
+
+/** A random schedule: `steps` requests from `clients` clients (a few busy ones), the clock moving 0-`maxStepMs` ms between them. */
+function schedule(seed: number, steps: number, clients: number, maxStepMs: number): { key: string; advance: number }[] {
+  const random = prng(seed);
+  return Array.from({ length: steps }, () => ({
+    // Half the requests from three busy clients, the rest spread over all of them.
+    key: `c${random() < 0.5 ? Math.floor(random() * 3) : Math.floor(random() * clients)}`,
+    advance: Math.floor(random() * maxStepMs),
+  }));
+}
 
 /** A limiter on a clock the test moves by hand (milliseconds). */
 function limiter(rate: number, burst?: number, maxClients?: number): { limiter: RateLimiter; advance: (ms: number) => void } {
@@ -57,6 +97,57 @@ describe('RateLimiter', () => {
     assert.equal(l.take('a').allowed, false);
     assert.equal(l.size, 2);
   });
+
+  for (const seed of [1, 2, 3, 4, 5]) {
+    test(`seed ${seed}: 20,000 requests of 50 clients through a table of 20 -> every decision the same as the Map-ordered limiter's`, () => {
+      let now = 0;
+      const l = new RateLimiter({ rate: 5, burst: 3, maxClients: 20, now: () => now });
+      const reference = referenceLimiter(5, 3, 20, () => now);
+      for (const { key, advance } of schedule(seed, 20_000, 50, 40)) {
+        now += advance;
+        assert.deepEqual(l.take(key), reference(key));
+        assert.ok(l.size <= 20);
+      }
+    });
+
+    test(`seed ${seed}: a bounded table against an unbounded one -> a client differs only on coming back with a fresh burst, after 20 others came within burst/rate of its last request`, () => {
+      let now = 0;
+      const rate = 5;
+      const burst = 3;
+      const bounded = new RateLimiter({ rate, burst, maxClients: 20, now: () => now });
+      // The unbounded limiter, written out so that the test can align a bucket once it has explained a difference.
+      const buckets = new Map<string, { tokens: number; at: number }>();
+      const unbounded = (key: string): { allowed: boolean; remaining: number } => {
+        const bucket = buckets.get(key) ?? { tokens: burst, at: now };
+        bucket.tokens = Math.min(burst, bucket.tokens + ((now - bucket.at) / 1000) * rate);
+        bucket.at = now;
+        buckets.set(key, bucket);
+        if (bucket.tokens < 1) return { allowed: false, remaining: 0 };
+        bucket.tokens -= 1;
+        return { allowed: true, remaining: Math.floor(bucket.tokens) };
+      };
+      const history: { key: string; at: number }[] = [];
+      let differed = 0;
+      for (const { key, advance } of schedule(seed, 20_000, 60, 30)) {
+        now += advance;
+        const a = bounded.take(key);
+        const b = unbounded(key);
+        if (a.allowed !== b.allowed || a.remaining !== b.remaining) {
+          differed++;
+          const last = history.findLastIndex((h) => h.key === key);
+          const others = new Set(history.slice(last + 1).map((h) => h.key));
+          assert.ok(others.size >= 20, `${key} differed after only ${others.size} other clients`);
+          assert.ok(now - history[last]!.at < (burst / rate) * 1000, `${key} differed though idle for a full refill`);
+          // What it gained is a fresh burst, no more.
+          assert.deepEqual(a, { allowed: true, remaining: burst - 1, waitSeconds: 0 });
+          buckets.set(key, { tokens: burst - 1, at: now });
+        }
+        history.push({ key, at: now });
+      }
+      // The schedule does evict busy clients early (otherwise this test would prove nothing).
+      assert.ok(differed > 0);
+    });
+  }
 
   test('rate 0 -> RangeError', () => assert.throws(() => new RateLimiter({ rate: 0 }), RangeError));
 

@@ -1,0 +1,317 @@
+/**
+ * halserve in the state production reaches (issue 21): a catalogue loaded through the API, then
+ * read, side by side with a freshly started server on the same data and with the limit, token on;
+ * POSTs into a server whose entity cache is full and evicting, against one whose cache is not yet
+ * full and the durable limit; and `--rate-limit` with 10,000 known clients, one of them busy,
+ * against the same with one client. A bench on a freshly started process misses what a full
+ * cache costs: these workloads measure it.
+ */
+import { Agent, request } from 'node:http';
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import type { BenchConfig } from './config.js';
+import { capture, type BenchRequest } from './capture.js';
+import { copyDataset, generateDataset, postBody, prng, RESOURCE, type Dataset } from './dataset.js';
+import { measure, type RequestOrder, type Sample } from './measure.js';
+import type { WorkloadResult } from './report.js';
+import { BENCH_AUTHORIZATION, startHalserveWithToken, startLimit, type Running, type ServerKind } from './servers.js';
+import { fmt, median, pairedRatio } from './stats.js';
+import { withToken } from './workloads.js';
+
+/** The figures of this section, and the issue 21 targets computed from them. */
+export interface DeployedResult {
+  readonly workloads: readonly WorkloadResult[];
+  readonly targets: readonly DeployedTarget[];
+}
+
+export interface DeployedTarget {
+  readonly what: string;
+  readonly target: string;
+  readonly measured: string;
+  readonly met: boolean | undefined;
+}
+
+/** One column of a workload here: a running server, or one started afresh for every round. */
+interface Column {
+  readonly label: string;
+  readonly server: ServerKind;
+  readonly requests: readonly BenchRequest[];
+  readonly order?: RequestOrder;
+  readonly running?: Running;
+  /** Started before each round and stopped after it (a server whose state must not carry over). */
+  readonly perRound?: () => Promise<Running>;
+}
+
+type Log = (message: string) => void;
+
+const ACCEPT = { accept: 'application/json' } as const;
+const JSON_BODY = { accept: 'application/json', 'content-type': 'application/json', authorization: BENCH_AUTHORIZATION } as const;
+const entity = (id: string): BenchRequest => ({ method: 'GET', path: `/${RESOURCE}/${id}`, headers: ACCEPT });
+const page = (n: number, limit: number): BenchRequest => ({ method: 'GET', path: `/${RESOURCE}?page=${n}&limit=${limit}`, headers: ACCEPT });
+const POST: BenchRequest = { method: 'POST', path: `/${RESOURCE}`, headers: JSON_BODY, body: postBody() };
+
+/** Measures the columns in interleaved rounds, as the side-by-side workloads do. */
+async function rounds(config: BenchConfig, name: string, title: string, columns: readonly Column[], notes: string[], log: Log, runConfig: BenchConfig = config): Promise<WorkloadResult> {
+  const samples = columns.map((): Sample[] => []);
+  for (let round = 1; round <= config.rounds; round++) {
+    for (const [i, column] of columns.entries()) {
+      const server = column.running ?? (await column.perRound!());
+      try {
+        const sample = await measure(runConfig, server, column.requests, column.label, column.order);
+        samples[i]!.push(sample);
+        log(`${name} round ${round}/${config.rounds} ${column.label}: ${fmt(sample.rps)} req/s, ${fmt(sample.cpuUs, 1)} µs/req${sample.problem ? ` INVALID: ${sample.problem}` : ''}`);
+      } finally {
+        if (!column.running) await server.stop();
+      }
+    }
+  }
+  return { name, title, contenders: columns.map((c, i) => ({ label: c.label, server: c.server, samples: samples[i]! })), notes };
+}
+
+/**
+ * POSTs `count` entities through the API, `concurrency` at a time, as a bulk import would; the ids
+ * in creation order.
+ */
+export async function bulkLoad(port: number, count: number, concurrency = 32): Promise<string[]> {
+  const agent = new Agent({ keepAlive: true, maxSockets: concurrency });
+  const random = prng(2121);
+  const ids: string[] = new Array<string>(count);
+  let next = 0;
+  const one = (n: number): Promise<void> =>
+    new Promise((resolve, reject) => {
+      const body = JSON.stringify({ sku: `LOAD-${n}`, name: `item ${n}`, price: Math.round(random() * 100_000) / 100, stock: n % 500, status: 'active', tags: ['bulk', 'load'], description: `Loaded through the API as number ${n} of ${count}.` });
+      const req = request({ host: '127.0.0.1', port, method: 'POST', path: `/${RESOURCE}`, headers: { ...JSON_BODY, 'content-length': Buffer.byteLength(body) }, agent }, (res) => {
+        res.resume();
+        res.on('end', () => {
+          const location = res.headers.location;
+          if (res.statusCode !== 201 || location === undefined) reject(new Error(`bulk load: POST answered ${res.statusCode}`));
+          else {
+            ids[n] = location.slice(location.lastIndexOf('/') + 1);
+            resolve();
+          }
+        });
+      });
+      req.on('error', reject);
+      req.end(body);
+    });
+  const worker = async (): Promise<void> => {
+    for (let n = next++; n < count; n = next++) await one(n);
+  };
+  try {
+    await Promise.all(Array.from({ length: concurrency }, worker));
+  } finally {
+    agent.destroy();
+  }
+  return ids;
+}
+
+/** A request of `count` different clients, each from its own loopback address (127.1.x.y, 127.2.x.y …), so that the limiter keeps a bucket for each. */
+async function seedClients(port: number, count: number): Promise<void> {
+  let next = 0;
+  const one = (i: number): Promise<void> =>
+    new Promise((resolve, reject) => {
+      // No token: the limiter counts such a request against its address (and it is answered 401).
+      const req = request({ host: '127.0.0.1', port, path: '/', agent: false, localAddress: `127.${1 + (i >> 16)}.${(i >> 8) & 255}.${i & 255}`, headers: { connection: 'close' } }, (res) => {
+        res.resume();
+        res.on('end', resolve);
+      });
+      req.on('error', reject);
+      req.end();
+    });
+  const worker = async (): Promise<void> => {
+    for (let i = next++; i < count; i = next++) await one(i);
+  };
+  await Promise.all(Array.from({ length: 16 }, worker));
+}
+
+/** An empty data set: halserve serves `RESOURCE` from an empty file. */
+export async function emptyData(dir: string): Promise<Dataset> {
+  return generateDataset(dir, 0, false);
+}
+
+/** A copy of the data of a running server, without its lock (the copy is for another process). */
+async function copyInUse(data: Dataset, dir: string): Promise<Dataset> {
+  const copy = await copyDataset(data, dir);
+  await fs.rm(path.join(dir, '.halserve.lock'), { force: true });
+  return copy;
+}
+
+/** `count` ids drawn uniformly (with repeats) from `ids`, by a seeded generator. */
+export function uniform(ids: readonly string[], count: number, seed: number): string[] {
+  const random = prng(seed);
+  return Array.from({ length: count }, () => ids[Math.floor(random() * ids.length)]!);
+}
+
+/** The workloads after a bulk load of `size` entities through the API. */
+async function loaded(config: BenchConfig, tmp: string, size: number, log: Log): Promise<WorkloadResult[]> {
+  const dir = path.join(tmp, `deployed-${size}`);
+  const servers: Running[] = [];
+  const start = async (p: Promise<Running>): Promise<Running> => {
+    const s = await p;
+    servers.push(s);
+    return s;
+  };
+  try {
+    const data = await emptyData(path.join(dir, 'loaded'));
+    const halserve = await start(startHalserveWithToken(config.root, data.dir, config.pin));
+    log(`deployed ${fmt(size)}: loading through the API`);
+    const began = Date.now();
+    const ids = await bulkLoad(halserve.port, size);
+    const loadNote = `Loaded ${fmt(size)} entities by POST, 32 at a time, in ${fmt((Date.now() - began) / 1000, 1)} s; the loaded server then answers every round without a restart.`;
+    // The same data, served by a process that has read it from disk and served nothing yet.
+    const fresh = await start(startHalserveWithToken(config.root, (await copyInUse(data, path.join(dir, 'fresh'))).dir, config.pin, [], 'halserve-fresh'));
+    const hot = withToken([entity(ids[ids.length >> 1]!)]);
+    const spread = withToken(uniform(ids, config.quick ? 1_000 : 10_000, size).map(entity));
+    const pages = (limit: number): BenchRequest[] => {
+      const last = Math.max(1, Math.ceil(size / limit));
+      return withToken(Array.from({ length: 20 }, (_, i) => page(1 + Math.floor((i * (last - 1)) / 19), limit)));
+    };
+    const [pages20, pages200] = [pages(20), pages(200)];
+    const file = path.join(dir, 'capture.json');
+    await fs.writeFile(file, JSON.stringify(await capture(halserve.port, [...hot, ...spread, ...pages20, ...pages200, withToken([POST])[0]!])));
+    const limit = await start(startLimit(config.root, file, config.pin));
+    const durable = await start(startLimit(config.root, file, config.pin, [], path.join(dir, 'durable.jsonl')));
+    const body = (await capture(halserve.port, hot))[0]!.body;
+    const bytes = Buffer.from(body, 'base64').length;
+    const cacheNote = `An entity's HAL answer is ${bytes} bytes: ${fmt(size)} of them are ${fmt((size * (bytes + 16)) / 2 ** 20, 1)} MiB against the entity cache's 16 MiB, so the loaded server's cache is ${size * (bytes + 16) > 16 * 2 ** 20 ? 'full and evicting' : 'not full'}.`;
+    const label = (what: string): string => `${what}, ${fmt(size)} loaded`;
+    const out: WorkloadResult[] = [];
+    const both = (requests: BenchRequest[], order?: RequestOrder): Column[] => [
+      { label: label('halserve after the bulk load'), server: 'halserve', requests, running: halserve, ...(order ? { order } : {}) },
+      { label: label('halserve freshly started on the same data'), server: 'halserve-fresh', requests, running: fresh, ...(order ? { order } : {}) },
+      { label: 'limit (bare node:http replay)', server: 'limit', requests, running: limit, ...(order ? { order } : {}) },
+    ];
+    out.push(await rounds(config, `deployed-${size}-hot`, `After a bulk load of ${fmt(size)} entities through the API: GET one hot entity (token on)`, both(hot), [loadNote, cacheNote], log));
+    out.push(await rounds(config, `deployed-${size}-uniform`, `After a bulk load of ${fmt(size)} entities: GET ${fmt(spread.length)} entities drawn uniformly at random (token on)`, both(spread, 'global'), [], log));
+    for (const [limitN, requests] of [
+      [20, pages20],
+      [200, pages200],
+    ] as const) {
+      out.push(
+        await rounds(config, `deployed-${size}-page-${limitN}`, `After a bulk load of ${fmt(size)} entities: GET a page, limit=${limitN} (token on)`, [
+          { label: label('halserve after the bulk load'), server: 'halserve', requests, running: halserve },
+          { label: 'limit (bare node:http replay)', server: 'limit', requests, running: limit },
+        ], [], log),
+      );
+    }
+    // POSTs are measured for a shorter time, so that the server restarted on an empty data set for each round never fills its cache.
+    const short = { ...config, duration: Math.min(config.duration, 2), warmup: Math.min(config.warmup, 0.5) };
+    const post = withToken([POST]);
+    out.push(
+      await rounds(
+        config,
+        `deployed-${size}-post`,
+        `POST after a bulk load of ${fmt(size)} entities (the entity cache as the load left it) against a server whose cache is not yet full (token on, ${short.warmup} s + ${short.duration} s rounds)`,
+        [
+          { label: label('halserve after the bulk load'), server: 'halserve', requests: post, running: halserve },
+          {
+            label: 'halserve on an empty data set, restarted every round (cache not yet full)',
+            server: 'halserve-fresh',
+            requests: post,
+            perRound: async () => startHalserveWithToken(config.root, (await emptyData(path.join(dir, `empty-${Date.now()}`))).dir, config.pin, [], 'halserve-fresh'),
+          },
+          { label: 'durable limit (replay; parse, append, fdatasync per batch)', server: 'durable-limit', requests: post, running: durable },
+        ],
+        [cacheNote],
+        log,
+        short,
+      ),
+    );
+    return out;
+  } finally {
+    for (const s of servers) await s.stop();
+    await fs.rm(dir, { recursive: true, force: true });
+  }
+}
+
+/** `--rate-limit` with 10,000 known clients, one of them busy, against the same with that one client only. */
+async function rateLimited(config: BenchConfig, tmp: string, log: Log): Promise<WorkloadResult> {
+  const dir = path.join(tmp, 'rate-limit');
+  const known = 10_000;
+  const servers: Running[] = [];
+  try {
+    const data = await generateDataset(path.join(dir, 'one'), config.entities, false);
+    // A rate no request reaches: every request is allowed, and each one costs a lookup and a refill.
+    const limited = ['--rate-limit', '1000000'];
+    const many = await startHalserveWithToken(config.root, data.dir, config.pin, limited);
+    servers.push(many);
+    const one = await startHalserveWithToken(config.root, (await copyInUse(data, path.join(dir, 'two'))).dir, config.pin, limited, 'halserve-fresh');
+    servers.push(one);
+    log(`rate-limit: ${fmt(known - 1)} clients from their own addresses`);
+    await seedClients(many.port, known - 1);
+    const hot = withToken([entity(data.sampleIds[data.sampleIds.length >> 1]!)]);
+    return await rounds(
+      config,
+      'rate-limit',
+      `GET one entity with --rate-limit on (token on): ${fmt(known)} known clients, one busy, against that client alone`,
+      [
+        { label: `halserve --rate-limit, ${fmt(known)} known clients`, server: 'halserve', requests: hot, running: many },
+        { label: 'halserve --rate-limit, 1 known client', server: 'halserve-fresh', requests: hot, running: one },
+      ],
+      [`The ${fmt(known - 1)} other clients each made one request from an address of their own (127.1.x.y) before the rounds; the busy client is the bench's token.`],
+      log,
+    );
+  } finally {
+    for (const s of servers) await s.stop();
+    await fs.rm(dir, { recursive: true, force: true });
+  }
+}
+
+const cpu = (w: WorkloadResult | undefined, server: ServerKind): number[] => w?.contenders.find((c) => c.server === server)?.samples.map((s) => (s.problem === undefined ? s.cpuUs : NaN)) ?? [];
+const rps = (w: WorkloadResult | undefined, server: ServerKind): number[] => w?.contenders.find((c) => c.server === server)?.samples.map((s) => (s.problem === undefined ? s.rps : NaN)) ?? [];
+
+/** The issue 21 targets from this section's workloads. */
+function targets(workloads: readonly WorkloadResult[], largest: number): DeployedTarget[] {
+  const w = (name: string): WorkloadResult | undefined => workloads.find((x) => x.name === name);
+  const out: DeployedTarget[] = [];
+  const within = (value: number, max: number): boolean | undefined => (Number.isFinite(value) ? value <= max : undefined);
+  const atLeast = (value: number, min: number): boolean | undefined => (Number.isFinite(value) ? value >= min : undefined);
+  for (const kind of ['hot', 'uniform'] as const) {
+    const workload = w(`deployed-${largest}-${kind}`);
+    if (!workload) continue;
+    const cpuRatio = pairedRatio(cpu(workload, 'halserve'), cpu(workload, 'halserve-fresh'));
+    out.push({ what: `CPU per entity GET (${kind}) after a bulk load of ${fmt(largest)} ÷ freshly started`, target: '≤ 1.15×', measured: `${fmt(cpuRatio, 2)}×`, met: within(cpuRatio, 1.15) });
+    const limitRatio = pairedRatio(rps(workload, 'halserve'), rps(workload, 'limit'));
+    const byCpu = pairedRatio(cpu(workload, 'limit'), cpu(workload, 'halserve'));
+    out.push({ what: `entity GET (${kind}) after the bulk load, req/s ÷ the limit (by CPU/req: ${fmt(byCpu, 2)}×)`, target: '≥ 0.9×', measured: `${fmt(limitRatio, 2)}×`, met: atLeast(limitRatio, 0.9) });
+  }
+  const post = w(`deployed-${largest}-post`);
+  if (post) {
+    const full = pairedRatio(rps(post, 'halserve'), rps(post, 'halserve-fresh'));
+    const byCpu = pairedRatio(cpu(post, 'halserve-fresh'), cpu(post, 'halserve'));
+    out.push({ what: `POST req/s after the bulk load of ${fmt(largest)} (its entity cache full at 100,000: see the workload's note) ÷ a server whose cache is not yet full (by CPU/req: ${fmt(byCpu, 2)}×)`, target: '≥ 0.9×', measured: `${fmt(full, 2)}×`, met: atLeast(full, 0.9) });
+    const durable = pairedRatio(rps(post, 'halserve'), rps(post, 'durable-limit'));
+    out.push({ what: `POST req/s after the bulk load of ${fmt(largest)} ÷ the durable limit`, target: '≥ 0.8×', measured: `${fmt(durable, 2)}×`, met: atLeast(durable, 0.8) });
+  }
+  const limited = w('rate-limit');
+  if (limited) {
+    const diffs = cpu(limited, 'halserve').map((x, i) => x - (cpu(limited, 'halserve-fresh')[i] ?? NaN));
+    const extra = median(diffs);
+    out.push({ what: 'CPU per rate-limited request, 10,000 known clients − 1', target: '≤ +1 µs', measured: `${extra >= 0 ? '+' : ''}${fmt(extra, 1)} µs`, met: within(extra, 1) });
+  }
+  return out;
+}
+
+/** Runs this section: the bulk loads (`sizes`, none for the rate limiter alone), then the rate limiter. */
+export async function runDeployed(config: BenchConfig, tmp: string, sizes: readonly number[], log: Log): Promise<DeployedResult> {
+  const workloads: WorkloadResult[] = [];
+  for (const size of sizes) workloads.push(...(await loaded(config, tmp, size, log)));
+  workloads.push(await rateLimited(config, tmp, log));
+  return { workloads, targets: targets(workloads, Math.max(...sizes)) };
+}
+
+/** The section of the report. */
+export function renderDeployed(result: DeployedResult, table: (w: WorkloadResult) => string): string {
+  const lines = [
+    '## As deployed, in the state production reaches (issue 21)',
+    '',
+    'Token on throughout. Each size is loaded through the API into a server started on an empty data set; that server is then measured as it is, beside a server freshly started on a copy of the same data and the limit replaying the loaded server\'s answers.',
+    '',
+    '| Measure | Target | Measured | Met |',
+    '|---|---|---:|:---:|',
+    ...result.targets.map((t) => `| ${t.what} | ${t.target} | ${t.measured} | ${t.met === undefined ? 'n/a' : t.met ? 'yes' : '**no**'} |`),
+    '',
+  ];
+  for (const w of result.workloads) lines.push(table(w));
+  return lines.join('\n');
+}
