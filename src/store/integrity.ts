@@ -23,6 +23,13 @@ export interface LinkIntegrity {
    * no link to it be made until it settles. Rejects with `StillLinkedError` otherwise.
    */
   removing<T>(resource: string, id: string, remove: () => Promise<T>): Promise<T>;
+  /**
+   * True when `removing` counts the links before `remove` runs the delete's own checks (the
+   * entity exists, `If-Match`), all against state in this process: the caller then makes those
+   * checks first, so that a 404 or 412 comes before a 409. False when the delete decides all of
+   * them itself against a shared database, of which this process's copy may be behind.
+   */
+  readonly countsBeforeChecks: boolean;
 }
 
 /** Some targets of a write do not exist: nothing was written. */

@@ -93,6 +93,8 @@ export function localLinkIntegrity(graph: RelationGraph, stores: ReadonlyMap<str
       }
     },
 
+    countsBeforeChecks: true,
+
     async removing(resource, id, remove) {
       const k = key(resource, id);
       while (deleting.has(k)) await deleting.get(k);

@@ -396,3 +396,34 @@ describe('stores that answer later (a networked store: every read a Promise)', (
     assert.equal((await s.request('/categories/c3', { method: 'DELETE' })).status, 204);
   });
 });
+
+describe('a store shared with other processes, whose copy here may be behind', () => {
+  test('DELETE of a linked-to entity this copy has not seen yet, with the If-Match the other process gave -> decided by the delete (204), not 404 or 412 from the copy', async () => {
+    const categories = createMemoryStore(CATEGORIES);
+    const products = createMemoryStore(PRODUCTS);
+    // Another process created c9; this one's copy has not seen it: `get` misses, the delete (decided in the database) finds it.
+    await categories.create({ id: 'c9', createdAt: 1, updatedAt: 1, name: 'Fresh' });
+    const tag = `"${categories.get('c9')!.version}"`;
+    const behind = Object.assign(Object.create(categories) as Store, { get: (id: string) => (id === 'c9' ? undefined : categories.get(id)) });
+    const decided: string[] = [];
+    const s = await startServer({
+      resources: [
+        { name: 'categories', store: behind },
+        { name: 'products', store: products, schema: PRODUCT_SCHEMA, validate: compileSchema(PRODUCT_SCHEMA, 'products.schema.json') },
+      ],
+      // A guard that decides every check in the delete itself, as the PostgreSQL store's does.
+      linkIntegrity: () => ({
+        countsBeforeChecks: false,
+        linking: (_targets, write) => write(),
+        removing: (resource, id, remove) => {
+          decided.push(`${resource}/${id}`);
+          return remove();
+        },
+      }),
+    });
+    const res = await s.request('/categories/c9', { method: 'DELETE', headers: { 'if-match': tag } });
+    assert.equal(res.status, 204);
+    assert.deepEqual(decided, ['categories/c9']);
+    assert.equal(categories.get('c9'), undefined);
+  });
+});

@@ -24,6 +24,8 @@ import type { WriterLinks } from './link-writes.js';
  * database (another process may have just created it).
  */
 export class PgLinkIntegrity implements LinkIntegrity {
+  /** The delete's statement checks the row it deletes (404, 412) before it counts links (409). */
+  readonly countsBeforeChecks = false;
   readonly #database: Database;
   readonly #stores: ReadonlyMap<string, PgStore>;
   readonly #onUnavailable: (error: unknown) => void;
