@@ -26,7 +26,8 @@ export function pageHref(collectionPath: string, page: number, limit: number, ca
 export function carriedQuery(sort: string | undefined, filters: ReadonlyMap<string, readonly string[]>): string {
   let out = sort === undefined ? '' : `&sort=${encodeQueryValue(sort)}`;
   for (const name of [...filters.keys()].sort()) {
-    out += `&${encodeURIComponent(name)}=${encodeQueryValue((filters.get(name) ?? []).join(','))}`;
+    // A comma inside a value is sent as %2C: a literal one separates alternatives (contract §3a).
+    out += `&${encodeURIComponent(name)}=${(filters.get(name) ?? []).map((value) => encodeURIComponent(value)).join(',')}`;
   }
   return out;
 }

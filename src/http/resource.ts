@@ -274,7 +274,8 @@ export class Resource {
     if (cached !== undefined && (cached.depends === '' || cached.depends === this.#revisions(cached.embed))) return cached;
     const params = new URLSearchParams(query);
     const request = parsePageRequest(params.get('page') ?? undefined, params.get('limit') ?? undefined);
-    const collection = parseCollectionQuery(params, this.#declared);
+    // The raw query: a comma sent as %2C is part of its value, a literal one separates alternatives.
+    const collection = parseCollectionQuery(query, this.#declared);
     this.checkEmbed(collection.embed);
     const depends = this.#revisions(collection.embed);
     const offset = Math.max(0, (request.page - 1) * request.limit);
