@@ -65,9 +65,13 @@ export function entityJson(storedJson: string, selfHref: string, links = '', emb
   return `${body}${separator}${tail}`;
 }
 
-/** A collection page's HAL representation (seed 2.2) around already-serialised entities. */
-export function collectionJson(name: string, range: PageRange, links: CollectionLinks, entities: readonly string[]): string {
-  const head = `{"total":${range.total},"count":${entities.length},"pages":${range.pages},"page":${range.page},"limit":${range.limit}`;
+/**
+ * A collection page's HAL representation (seed 2.2) around already-serialised entities; `facets`
+ * is the JSON of its `facets` member (contract §3b), or ''.
+ */
+export function collectionJson(name: string, range: PageRange, links: CollectionLinks, entities: readonly string[], facets = ''): string {
+  const members = `{"total":${range.total},"count":${entities.length},"pages":${range.pages},"page":${range.page},"limit":${range.limit}`;
+  const head = facets === '' ? members : `${members},"facets":${facets}`;
   return `${head},"_links":${JSON.stringify(links)},"_embedded":{${JSON.stringify(name)}:[${entities.join(',')}]}}`;
 }
 

@@ -21,7 +21,7 @@ const PATCH_BODY_TYPES: readonly string[] = [JSON_TYPE, MERGE_PATCH_JSON];
 const MAX_LINK_HEADER = 2048;
 
 /** Query parameters that are not filters (contract §3a). */
-const NOT_FILTERS: ReadonlySet<string> = new Set(['page', 'limit', 'embed']);
+const NOT_FILTERS: ReadonlySet<string> = new Set(['page', 'limit', 'embed', 'facets']);
 
 export interface ResourceRouteOptions {
   readonly resources: ReadonlyMap<string, Resource>;

@@ -1,6 +1,7 @@
 import { checkIfMatch, checkIfNoneMatch, entityTag, versionTags } from '../conventions/conditional.js';
 import { clientFields, createdRecord, mergePatch, replacedRecord, type ClientFields } from '../conventions/entity.js';
-import { collectionJson, collectionLinks, entityHref, entityJson, linkHeader } from '../conventions/hal.js';
+import { collectionJson, collectionLinks, entityHref, entityJson, linkHeader, pageHref } from '../conventions/hal.js';
+import { facetsJson } from '../conventions/facets.js';
 import { pageRange, parsePageRequest, type PageRequest } from '../conventions/pagination.js';
 import { HttpProblem, notFound, validationFailed } from '../conventions/problem.js';
 import { parseCollectionQuery, type CollectionQuery, type PathCheck } from '../conventions/query.js';
@@ -282,7 +283,8 @@ export class Resource {
     const started = performance.now();
     let result: MaybePromise<QueryResult>;
     try {
-      result = this.store.query({ ...collection, offset, limit: request.limit, deadline: started + this.#budgetMs });
+      const facets = collection.facets.length === 0 ? {} : { facets: collection.facets.map((f) => f.path) };
+      result = this.store.query({ filters: collection.filters, sort: collection.sort, search: collection.search, offset, limit: request.limit, deadline: started + this.#budgetMs, ...facets });
     } catch (error) {
       throw this.#timeout(error);
     }
@@ -323,7 +325,8 @@ export class Resource {
         ? result.entities.map((e) => this.json(e))
         : all(result.entities.map((e) => then(related.embedded(e, rels, memo), (embedded) => this.json(e, embedded, selfQuery))));
     return then(entities, (list) => {
-      const body = Buffer.from(collectionJson(this.name, range, links, list));
+      const facets = collection.facets.length === 0 ? '' : facetsJson(collection, result.facets ?? [], (carried) => pageHref(this.#path, 1, range.limit, carried));
+      const body = Buffer.from(collectionJson(this.name, range, links, list, facets));
       // The URL fixes the page and its query; the revisions fix the state of every store it shows.
       const stable = result.revision !== undefined && this.#revisions(rels) === depends;
       const etag = stable ? entityTag(`c.${result.revision}${depends === '' ? '' : `~${depends}`}`, mediaType, HAL_JSON) : undefined;

@@ -190,6 +190,18 @@ function resourceSchemas(resource: OpenApiResource, relations: ResourceRelations
       pages: { type: 'integer', minimum: 1 },
       page: { type: 'integer', minimum: 1 },
       limit: { type: 'integer', minimum: 1, maximum: MAX_LIMIT },
+      facets: {
+        type: 'object',
+        description: 'With `facets`: for each requested field, its most frequent values (at most 50), by count descending.',
+        additionalProperties: {
+          type: 'array',
+          items: {
+            type: 'object',
+            required: ['value', 'count', '_links'],
+            properties: { value: {}, count: { type: 'integer', minimum: 1 }, _links: { type: 'object', required: ['self'], properties: { self: ref('schemas', 'Link') } } },
+          },
+        },
+      },
       _links: {
         type: 'object',
         required: ['self', 'first', 'last'],
@@ -269,7 +281,7 @@ function resourcePaths(resource: OpenApiResource, relations: ResourceRelations):
       operationId: `${t}.list`,
       summary: `A page of ${resource.name}, filtered, sorted, searched`,
       tags,
-      parameters: [ref('parameters', 'page'), ref('parameters', 'limit'), ref('parameters', 'sort'), ref('parameters', 'q'), ...embed, ...filterParameters(resource), ifNoneMatch, ifMatch],
+      parameters: [ref('parameters', 'page'), ref('parameters', 'limit'), ref('parameters', 'sort'), ref('parameters', 'q'), ref('parameters', 'facets'), ...embed, ...filterParameters(resource), ifNoneMatch, ifMatch],
       responses: {
         '200': {
           description: 'The page, with the same links in a `Link` header (RFC 8288).',
@@ -426,6 +438,13 @@ function components(resources: readonly OpenApiResource[], graph: RelationGraph)
       limit: { name: 'limit', in: 'query', description: `Entities per page; larger values are clamped to ${MAX_LIMIT}.`, schema: { type: 'integer', minimum: 1, default: DEFAULT_LIMIT } },
       sort: { name: 'sort', in: 'query', description: 'Comma-separated fields (dotted paths allowed), `-` for descending: `-price,name`.', schema: { type: 'string' }, example: '-price,name' },
       q: { name: 'q', in: 'query', description: 'Search: every word occurs, case-insensitively, in some string field.', schema: { type: 'string' } },
+      facets: {
+        name: 'facets',
+        in: 'query',
+        description: 'Comma-separated fields (dotted paths allowed, at most 8) whose most frequent values over the filtered set, with exact counts and a link narrowing the query to each, are added as `facets` (docs/queries.md, Facets).',
+        schema: { type: 'string' },
+        example: 'category,brand',
+      },
       IfMatch: { name: 'If-Match', in: 'header', description: 'Only if the entity\'s current ETag is one of these (RFC 9110 §13.1.1).', schema: { type: 'string' } },
       IfNoneMatch: { name: 'If-None-Match', in: 'header', description: 'On reads, 304 when current; on writes, 412 when it matches.', schema: { type: 'string' } },
     },
