@@ -10,7 +10,9 @@ import type { Validator } from '../conventions/schema.js';
 import { StillLinkedError, type LinkIntegrity } from '../store/integrity.js';
 import { QueryTimeoutError, StoreConflictError, type MaybePromise, type QueryResult, type Store, type StoredEntity } from '../store/store.js';
 import { ByteCache } from './byte-cache.js';
-import { HAL_JSON } from './negotiation.js';
+import { collectionTemplates, entityTemplates, templateProperties, withTemplates, type TemplateProperty } from '../representations/hal-forms.js';
+import type { JsonSchema } from '../representations/openapi.js';
+import { HAL_FORMS, HAL_JSON } from './negotiation.js';
 import { all, then, type Related } from './related.js';
 
 /** One resource served by the handler. */
@@ -22,6 +24,8 @@ export interface ResourceOptions {
   readonly validate?: Validator;
   /** The field paths a schema declares; filters and sorts on others are refused (contract §3a). */
   readonly declared?: PathCheck;
+  /** The JSON schema of its client fields: the HAL-FORMS templates' properties come from it. */
+  readonly schema?: JsonSchema | undefined;
 }
 
 /** A collection page, ready to send. */
@@ -82,6 +86,9 @@ export class Resource {
   readonly #declared: PathCheck | undefined;
   readonly #path: string;
   readonly #budgetMs: number;
+  /** The HAL-FORMS template properties of the schema, and the collection's templates: made once. */
+  readonly #properties: readonly TemplateProperty[];
+  readonly #collectionTemplates: string;
   /** Pages built at revision `#pagesRevision`, by media type and query string. */
   readonly #pages = new ByteCache<Page>(PAGE_CACHE_BYTES, PAGE_CACHE_MAX_PAGE_BYTES, (key, page) => page.body.length + key.length);
   #pagesRevision: string | undefined;
@@ -101,6 +108,13 @@ export class Resource {
     this.#declared = options.declared;
     this.#path = `${basePath}/${options.name}`;
     this.#budgetMs = budgetMs;
+    this.#properties = templateProperties(options.schema, basePath);
+    this.#collectionTemplates = collectionTemplates(this.#properties, this.#path);
+  }
+
+  /** An entity's HAL text (`hal`) as HAL-FORMS: with the templates to replace, patch and delete it, holding its values. */
+  withTemplates(entity: StoredEntity, hal: Buffer): Buffer {
+    return withTemplates(hal, entityTemplates(this.#properties, this.href(entity.id), entity.record));
   }
 
   /** The collection's path, under the base path. */
@@ -326,7 +340,8 @@ export class Resource {
         : all(result.entities.map((e) => then(related.embedded(e, rels, memo), (embedded) => this.json(e, embedded, selfQuery))));
     return then(entities, (list) => {
       const facets = collection.facets.length === 0 ? '' : facetsJson(collection, result.facets ?? [], (carried) => pageHref(this.#path, 1, range.limit, carried));
-      const body = Buffer.from(collectionJson(this.name, range, links, list, facets));
+      const hal = collectionJson(this.name, range, links, list, facets);
+      const body = mediaType === HAL_FORMS ? withTemplates(hal, this.#collectionTemplates) : Buffer.from(hal);
       // The URL fixes the page and its query; the revisions fix the state of every store it shows.
       const stable = result.revision !== undefined && this.#revisions(rels) === depends;
       const etag = stable ? entityTag(`c.${result.revision}${depends === '' ? '' : `~${depends}`}`, mediaType, HAL_JSON) : undefined;
