@@ -7,7 +7,7 @@ export interface FacetValue {
 }
 
 /**
- * The `facets` member of a collection page (contract §3b), as JSON text: for each requested field
+ * The `facets` member of a collection page, as JSON text: for each requested field
  * (by its name as written), its values with their counts, each with a `self` link to the first
  * page of the same query narrowed to that value. `counts` holds the store's answer for
  * `query.facets`, in the same order; `href` makes a page-1 href from the carried query.

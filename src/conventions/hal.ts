@@ -26,7 +26,7 @@ export function pageHref(collectionPath: string, page: number, limit: number, ca
 export function carriedQuery(sort: string | undefined, filters: ReadonlyMap<string, readonly string[]>): string {
   let out = sort === undefined ? '' : `&sort=${encodeQueryValue(sort)}`;
   for (const name of [...filters.keys()].sort()) {
-    // A comma inside a value is sent as %2C: a literal one separates alternatives (contract §3a).
+    // A comma inside a value is sent as %2C: a literal one separates alternatives.
     out += `&${encodeURIComponent(name)}=${(filters.get(name) ?? []).map((value) => encodeURIComponent(value)).join(',')}`;
   }
   return out;
@@ -67,7 +67,7 @@ export function entityJson(storedJson: string, selfHref: string, links = '', emb
 
 /**
  * A collection page's HAL representation (seed 2.2) around already-serialised entities; `facets`
- * is the JSON of its `facets` member (contract §3b), or ''.
+ * is the JSON of its `facets` member, or ''.
  */
 export function collectionJson(name: string, range: PageRange, links: CollectionLinks, entities: readonly string[], facets = ''): string {
   const members = `{"total":${range.total},"count":${entities.length},"pages":${range.pages},"page":${range.page},"limit":${range.limit}`;

@@ -6,7 +6,7 @@ import { badRequest } from './problem.js';
  * `compareValues`) that every store's engine must agree with. Pure: no I/O, no indexes.
  */
 
-/** Query parameters with a meaning of their own; every other one filters (contract §3a, §3b, §4a). */
+/** Query parameters with a meaning of their own; every other one filters (docs/queries.md; README, Relations). */
 export const RESERVED_PARAMETERS: ReadonlySet<string> = new Set(['page', 'limit', 'sort', 'q', 'embed', 'facets']);
 
 /** A field path as written (`dimensions.weight`) and as segments (`['dimensions', 'weight']`). */
@@ -41,7 +41,7 @@ export interface CollectionQuery {
   readonly search: readonly string[];
   /** Relations to embed (contract §4a), once each, sorted. */
   readonly embed: readonly string[];
-  /** Fields to count the values of (contract §3b), once each, sorted. */
+  /** Fields to count the values of, once each, sorted. */
   readonly facets: readonly FieldPath[];
   /** What links carry after `page` and `limit`: `''` or `&…`, the same for every spelling of one query. */
   readonly carried: string;
@@ -104,7 +104,7 @@ export function queryPairs(query: string): QueryPair[] {
 }
 
 /**
- * Reads filters, sort, search, embeds and facets from a raw query string (contract §3a, §3b).
+ * Reads filters, sort, search, embeds and facets from a raw query string (docs/queries.md).
  * Repeating `page`, `limit`, `sort`, `q`, a range bound or `[exists]` is ambiguous and refused;
  * repeating an `eq` or `ne` filter adds alternatives, as a literal comma does. Every refusal is a
  * 400 problem naming the parameter.
@@ -181,7 +181,7 @@ function carriedFiltersText(filters: readonly CarriedFilter[]): string {
 }
 
 /**
- * What a facet value's link carries (contract §3b): the query's own parameters with every filter
+ * What a facet value's link carries: the query's own parameters with every filter
  * on `field` (whatever its operator) replaced by `field=<value>`, the value as its filter text
  * with a comma in it percent-encoded.
  */
@@ -192,7 +192,7 @@ export function narrowedCarried(query: CollectionQuery, field: string, value: un
   return query.head + carriedFiltersText(filters);
 }
 
-/** Most fields one request may ask facets of (contract §3b). */
+/** Most fields one request may ask facets of. */
 export const MAX_FACETS = 8;
 
 /**
@@ -280,7 +280,7 @@ function encodeQueryValue(value: string): string {
   return encodeURIComponent(value).replace(/%2C|%5B|%5D/g, (m) => (m === '%2C' ? ',' : m === '%5B' ? '[' : ']'));
 }
 
-/** Percent-encodes one alternative of a filter: a comma in it is sent as %2C, so it stays part of the value (contract §3a). */
+/** Percent-encodes one alternative of a filter: a comma in it is sent as %2C, so it stays part of the value. */
 export function encodeFilterValue(value: string): string {
   return encodeURIComponent(value).replace(/%5B|%5D/g, (m) => (m === '%5B' ? '[' : ']'));
 }

@@ -182,7 +182,7 @@ export function createHandler(options: HandlerOptions): Handler {
   });
 }
 
-/** The routes that carry HAL-FORMS templates (contract §4c). */
+/** The routes that carry HAL-FORMS templates. */
 const TEMPLATE_PATTERNS: ReadonlySet<string> = new Set(['/:name', '/:name/:id']);
 
 /** RFC 9110 §15.5.7: the route has no templates, and the client takes nothing else. */

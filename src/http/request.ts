@@ -46,7 +46,7 @@ const negotiatedWithForms = new Map<string | undefined, string | undefined>();
 const NEGOTIATED_SIZE = 64;
 
 /**
- * The response media type for the request's `Accept` (contract §5), or a 406 problem. `forms`:
+ * The response media type for the request's `Accept`, or a 406 problem. `forms`:
  * the route also has HAL-FORMS templates to offer (collections and entities).
  */
 export function accepted(req: IncomingMessage, forms = false): string {

@@ -143,7 +143,7 @@ function pageReply(req: IncomingMessage, page: Page, mediaType: string): Reply {
   return jsonReply(200, mediaType, page.body, headers);
 }
 
-/** The entity's body in `mediaType`: its HAL bytes, with its templates for HAL-FORMS (contract §4c). */
+/** The entity's body in `mediaType`: its HAL bytes, with its templates for HAL-FORMS. */
 function entityBody(mediaType: string, resource: Resource, entity: StoredEntity, hal: Buffer): Buffer {
   return mediaType === HAL_FORMS ? resource.withTemplates(entity, hal) : hal;
 }

@@ -59,7 +59,7 @@ export interface StoreQuery {
   /** `performance.now()` after which the query gives up with `QueryTimeoutError`. */
   readonly deadline?: number;
   /**
-   * Field paths whose values to count over every match (contract §3b): the answer's `facets`
+   * Field paths whose values to count over every match: the answer's `facets`
    * holds, for each in turn, its most frequent values.
    */
   readonly facets?: readonly (readonly string[])[];

@@ -7,7 +7,7 @@ import { prng } from '../helpers/prng.js';
 import { RFC2616, startServer, type TestResponse } from '../helpers/server.js';
 
 /*
- * Facets through HTTP (contract §3b): the `facets` member of a page, links that narrow the query to
+ * Facets through HTTP: the `facets` member of a page, links that narrow the query to
  * one value and give a page whose `total` is that value's count, and each bad request's problem.
  */
 
@@ -54,7 +54,7 @@ interface FacetValue {
   _links: { self: { href: string } };
 }
 
-describe('facets (contract §3b)', () => {
+describe('facets', () => {
   test('?status=paused&facets=category,brand,tags,dims.w -> every value\'s link gives a page whose total is its count', async () => {
     const s = await start();
     const body = await (await s.request('/products?status=paused&facets=category,brand,tags,dims.w&limit=3&sort=-price')).json();

@@ -8,7 +8,7 @@ import type { EntityRecord } from '../../src/store/store.js';
 import { RFC2616, startServer, type TestResponse } from '../helpers/server.js';
 
 /*
- * HAL-FORMS through HTTP (contract §4c): `_templates` generated from the schema for a client that
+ * HAL-FORMS through HTTP: `_templates` generated from the schema for a client that
  * prefers `application/prs.hal-forms+json`, the same bytes as before for every other client, a
  * 406 where there are no templates, and Ketting 8 (an independent HAL-FORMS client) creating and
  * replacing entities through the templates' actions.
@@ -76,7 +76,7 @@ async function expectForms(res: TestResponse): Promise<Record<string, unknown>> 
   return res.json();
 }
 
-describe('HAL-FORMS templates (contract §4c)', () => {
+describe('HAL-FORMS templates', () => {
   test('GET /products with Accept: HAL-FORMS -> the HAL page plus _templates.default, a POST with the schema\'s properties', async () => {
     const s = await start();
     const hal = await (await s.request('/products')).json();
@@ -157,7 +157,7 @@ describe('HAL-FORMS templates (contract §4c)', () => {
   });
 });
 
-describe('HAL-FORMS asked where there are no templates (contract §4c)', () => {
+describe('HAL-FORMS asked where there are no templates', () => {
   for (const path of ['/', '/ping', '/me', '/metrics', '/openapi.json', '/healthz']) {
     test(`GET ${path} with Accept: ${HAL_FORMS} alone -> 406 problem saying where forms are`, async () => {
       const s = await start();
@@ -180,7 +180,7 @@ describe('HAL-FORMS asked where there are no templates (contract §4c)', () => {
   });
 });
 
-describe('Ketting 8, an independent HAL-FORMS client (contract §4c)', () => {
+describe('Ketting 8, an independent HAL-FORMS client', () => {
   test('its default action on /products creates; its default action on the entity replaces', async () => {
     const s = await start();
     const client = new Ketting(`${s.url}/`);

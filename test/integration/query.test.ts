@@ -458,7 +458,7 @@ describe('writes are seen by the next query (contract §3a)', () => {
   });
 });
 
-describe('a comma inside a value (contract §3a: literal commas separate, %2C is part of the value)', () => {
+describe('a comma inside a value (literal commas separate, %2C is part of the value)', () => {
   const NAMES = [rec('c0', { name: 'a,b' }), rec('c1', { name: 'a' }), rec('c2', { name: 'b' }), rec('c3', { name: 'a,b,c' })];
   function rec(id: string, fields: Record<string, unknown>): EntityRecord {
     return { id, createdAt: T, updatedAt: T, ...fields };

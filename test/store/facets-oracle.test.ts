@@ -8,7 +8,7 @@ import type { EntityRecord, FacetCount, Store } from '../../src/store/store.js';
 import { prng } from '../helpers/prng.js';
 
 /*
- * Facets (contract §3b) against a naive count written here from its words: random records (a
+ * Facets against a naive count written here from the words of docs/queries.md (Facets): random records (a
  * seeded PRNG), random filters and searches, and for each facet field the count of every value
  * over the matching records — an array counting each distinct element once, an absent field not
  * at all, null as a value — by count descending, ties by value, at most 50. Which records match
@@ -140,7 +140,7 @@ async function compare(store: Store, records: readonly EntityRecord[], r: () => 
   }
 }
 
-describe('facets against a naive count (contract §3b)', () => {
+describe('facets against a naive count', () => {
   test(`random records, random filters, arrays, dotted paths, mixed kinds, ties, the 50-value cap -> the naive counts (seed ${SEED})`, async () => {
     const r = prng(SEED);
     const records = Array.from({ length: 3000 }, (_, i) => randomRecord(r, i));

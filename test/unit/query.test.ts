@@ -165,7 +165,7 @@ describe('compareValues and sortComparator', () => {
   });
 });
 
-describe('parseCollectionQuery: commas (contract §3a)', () => {
+describe('parseCollectionQuery: commas', () => {
   test('name=a%2Cb -> one alternative "a,b", carried as name=a%2Cb', () => {
     const q = parse('name=a%2Cb');
     assert.deepEqual(q.filters, [{ field: 'name', path: ['name'], op: 'eq', values: ['a,b'] }]);

@@ -296,7 +296,7 @@ export const BROWSER_SCRIPT = String.raw`'use strict';
     return location.pathname + (pairs.length ? '?' + pairs.map(function (p) { return p[0] + '=' + p[1]; }).join('&') : '');
   }
 
-  /** q (contract §3a): a search box over every string of the entities, keeping the other parameters. */
+  /** q: a search box over every string of the entities, keeping the other parameters. */
   function searchBox() {
     var current = '';
     queryPairs().forEach(function (p) { if (paramName(p[0]) === 'q') current = paramName(p[1]); });
@@ -311,7 +311,7 @@ export const BROWSER_SCRIPT = String.raw`'use strict';
   }
 
   /**
-   * The fields to count (contract §3b): the template's properties with choices first (enums,
+   * The fields to count: the template's properties with choices first (enums,
    * links), then booleans and short text; without a template's properties, the scalar fields the
    * page's entities hold. At most MAX_FACETS.
    */

@@ -6,11 +6,11 @@ import { SCAN_BLOCK } from './order-scan.js';
 import { CHECK_EVERY, type Slice, type Work } from './slices.js';
 import { CodeTally, type Cell } from './value-column.js';
 
-/** Most values one facet lists (contract §3b). */
+/** Most values one facet lists. */
 export const MAX_FACET_VALUES = 50;
 
 /**
- * The facet of one field over a set of rows (contract §3b): every value's exact count, then the
+ * The facet of one field over a set of rows: every value's exact count, then the
  * `MAX_FACET_VALUES` most frequent, ties by value. The rows are counted by the column's codes (a
  * typed array read per row, never a record parsed); values are looked at once per distinct code.
  * An array counts each of its distinct elements once; an absent value is not counted; `null` is.
@@ -90,7 +90,7 @@ function valueKey(value: Cell): string {
   }
 }
 
-/** Count descending, then the value order of sorting (contract §3a). */
+/** Count descending, then the value order of sorting. */
 function byFrequency(a: FacetCount, b: FacetCount): number {
   return b.count - a.count || compareValues(a.value, b.value);
 }

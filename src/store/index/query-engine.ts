@@ -240,7 +240,7 @@ export class QueryEngine<E extends StoredEntity> {
     return answer instanceof Promise ? answer.then((a) => this.#entities(a)) : this.#entities(answer);
   }
 
-  /** The facets of a query (contract §3b) without its page: for a store that answers the page of a plain query itself. */
+  /** The facets of a query without its page: for a store that answers the page of a plain query itself. */
   facets(query: StoreQuery): FacetCount[][] | Promise<FacetCount[][]> {
     return runSliced((slice) => this.#facets(query, slice), query.deadline ?? Infinity, () => this.#rows.layout);
   }
@@ -261,7 +261,7 @@ export class QueryEngine<E extends StoredEntity> {
     return { ...answer, facets: yield* this.#facets(query, slice) };
   }
 
-  // ---- facets (contract §3b) ----
+  // ---- facets (docs/queries.md, Facets) ----
 
   /** Each facet field's most frequent values over every match of the query's filters and search. */
   *#facets(query: StoreQuery, slice: Slice): Work<FacetCount[][]> {

@@ -13,7 +13,7 @@ const FIRST_CELL = 6;
 /** The values of the fixed codes (`NUMBER` reads the numbers instead). */
 const FIXED: readonly Cell[] = [NO_ROW, undefined, undefined, null, false, true];
 
-/** A column's rows counted by value (`ValueColumn.tally`): what facets are made of (contract §3b). */
+/** A column's rows counted by value (`ValueColumn.tally`): what facets are made of. */
 export class CodeTally {
   /** Rows by code: 0 and 1 (holes, absent values) name no value. */
   counts = new Uint32Array(64);
