@@ -1,4 +1,5 @@
 import { DEFAULT_LIMIT, MAX_LIMIT } from '../conventions/pagination.js';
+import { HAL_FORMS } from './hal.js';
 import { PROBLEM_MEDIA_TYPE, PROBLEM_TYPE, problemDocument } from '../conventions/problem.js';
 import { relationGraph, type RelationGraph, type ResourceRelations } from '../conventions/relations.js';
 
@@ -260,6 +261,12 @@ const halContent = (schema: Json, example?: unknown): Json => {
   return { [HAL_JSON]: media, [JSON_TYPE]: media };
 };
 
+/** Collections and entities also answer in HAL-FORMS: the same document plus `_templates` (README, Forms for any client). */
+const formsContent = (schema: Json): Json => ({
+  ...halContent(schema),
+  [HAL_FORMS]: { schema: { allOf: [schema, { type: 'object', required: ['_templates'], properties: { _templates: ref('schemas', 'Templates') } }] } },
+});
+
 const ETAG_HEADER: Json = { description: 'Strong tag of this representation (contract §5).', schema: { type: 'string' } };
 
 function resourcePaths(resource: OpenApiResource, relations: ResourceRelations): Json {
@@ -267,7 +274,7 @@ function resourcePaths(resource: OpenApiResource, relations: ResourceRelations):
   const embed = embedParameters(relations);
   const tags = [resource.name];
   const entityResponse = (status: string, description: string, extra: Json = {}): Json => ({
-    [status]: { description, headers: { ETag: ETAG_HEADER, ...RATE_HEADERS, ...extra }, content: halContent(ref('schemas', `${t}.Entity`)) },
+    [status]: { description, headers: { ETag: ETAG_HEADER, ...RATE_HEADERS, ...extra }, content: formsContent(ref('schemas', `${t}.Entity`)) },
   });
   const body = (types: readonly string[], description: string): Json => ({
     required: true,
@@ -286,7 +293,7 @@ function resourcePaths(resource: OpenApiResource, relations: ResourceRelations):
         '200': {
           description: 'The page, with the same links in a `Link` header (RFC 8288).',
           headers: { ETag: ETAG_HEADER, Link: { schema: { type: 'string' } }, ...RATE_HEADERS },
-          content: halContent(ref('schemas', `${t}.Page`)),
+          content: formsContent(ref('schemas', `${t}.Page`)),
         },
         '304': { description: 'The client\'s copy (If-None-Match) is current.' },
         ...problems(['400', '401', '404', '406', '409', '412', '429', '500', '503']),
@@ -450,6 +457,21 @@ function components(resources: readonly OpenApiResource[], graph: RelationGraph)
     },
     schemas: {
       Link: { type: 'object', required: ['href'], properties: { href: { type: 'string' } } },
+      Templates: {
+        type: 'object',
+        description: 'HAL-FORMS templates by name: `default` (POST on a collection, PUT on an entity), `update` (PATCH), `delete`.',
+        additionalProperties: {
+          type: 'object',
+          required: ['method', 'target', 'properties'],
+          properties: {
+            title: { type: 'string' },
+            method: { type: 'string', enum: ['POST', 'PUT', 'PATCH', 'DELETE'] },
+            contentType: { type: 'string' },
+            target: { type: 'string' },
+            properties: { type: 'array', items: { type: 'object', required: ['name'], properties: { name: { type: 'string' } } } },
+          },
+        },
+      },
       LinkOrLinks: { oneOf: [ref('schemas', 'Link'), { type: 'array', items: ref('schemas', 'Link') }] },
       Index: { type: 'object', required: ['_links'], properties: { _links: { type: 'object', additionalProperties: ref('schemas', 'Link') } } },
       Me: {
