@@ -29,6 +29,12 @@ export interface BenchConfig {
   readonly queryEntities: number;
   /** Workload names to run (all when empty). */
   readonly only: readonly string[];
+  /**
+   * Query kinds of the `queries` workload to measure (all when empty). When set, only those kinds
+   * run, on one server, and the sections that time something else (fresh servers, POST, GET under
+   * load, churn) are skipped: `BENCH_QUERY_KINDS=facets-filtered,facets-whole` times the facets alone.
+   */
+  readonly queryKinds: readonly string[];
   /** Servers to run (all when empty): `halserve,limit` skips json-server while tuning. */
   readonly servers: readonly string[];
   /** Pin the server and the load generator to different cores with taskset. */
@@ -81,6 +87,7 @@ export function readConfig(): BenchConfig {
     queryEntities: Math.round(number('BENCH_QUERY_ENTITIES', quick ? 50_000 : 1_000_000)),
     // `node bench/run.mjs queries startup` is the same as BENCH_ONLY=queries,startup.
     only: [...list('BENCH_ONLY'), ...process.argv.slice(2).filter((a) => !a.startsWith('-'))],
+    queryKinds: list('BENCH_QUERY_KINDS'),
     servers: list('BENCH_SERVERS'),
     pin: process.env['BENCH_NO_PIN'] !== '1' && os.availableParallelism() >= 2,
     // A smoke run must not overwrite the committed results.

@@ -5,7 +5,8 @@
  *
  * Four filterable fields (`status` 3 values, `category` 20, `price` a number with cents, `stock` an
  * integer), `name` and `description` text for `q`, a nested `dimensions.weight` and a `tags` array.
- * `description` is absent from one entity in ten (for `[exists]`).
+ * `description` is absent from one entity in ten (for `[exists]`). `brand` (40 values, skewed) is
+ * drawn from a stream of its own, for facets; PostgreSQL holds it in `extra`.
  *
  * The vocabulary is chosen so that no word occurs inside another (checked below): `q=<noun>` then
  * matches exactly the entities whose name (or description) holds that noun, about 1% of them, and
@@ -39,6 +40,21 @@ export const NOUNS = [
   'rug', 'quilt', 'towel', 'apron', 'napkin', 'vase', 'candle', 'clock', 'frame', 'sculpture',
   'easel', 'notebook', 'stapler', 'inkwell', 'typewriter', 'globe', 'lectern', 'footstool', 'ottoman', 'armchair',
 ];
+/** Brands for facets: 40, a few frequent (the i-th about 1/(i+1) as often as the first), as catalogues have. */
+export const BRANDS = Array.from({ length: 40 }, (_, i) => `brand-${String(i + 1).padStart(2, '0')}`);
+const BRAND_WEIGHTS = BRANDS.map((_, i) => 1 / (i + 1));
+const BRAND_TOTAL = BRAND_WEIGHTS.reduce((a, b) => a + b, 0);
+
+/** A brand drawn from its own stream, so that every other field is what it was before brands came. */
+function brandOf(random: () => number): string {
+  let x = random() * BRAND_TOTAL;
+  for (let i = 0; i < BRANDS.length; i++) {
+    x -= BRAND_WEIGHTS[i]!;
+    if (x < 0) return BRANDS[i]!;
+  }
+  return BRANDS[BRANDS.length - 1]!;
+}
+
 const TAGS = ['usb-c', 'wireless', 'eco', 'handmade', 'bestseller', 'refurbished', 'waterproof', 'giftable', 'limited', 'imported'];
 
 /** Every word of the vocabulary, whole: no one of them may occur inside another (so `q` stays exact). */
@@ -120,6 +136,7 @@ async function write(stream: WriteStream, chunk: string): Promise<void> {
 export async function generateProducts(dir: string, size: number): Promise<Products> {
   await fs.mkdir(dir, { recursive: true });
   const random = prng(20261122);
+  const brands = prng(20261126);
   const jsonlPath = path.join(dir, `${PRODUCTS}.jsonl`);
   const tsvPath = path.join(dir, `${PRODUCTS}.tsv`);
   const jsonl = createWriteStream(jsonlPath);
@@ -134,7 +151,7 @@ export async function generateProducts(dir: string, size: number): Promise<Produ
     const id = seededId(random);
     if (n % sampleEvery === Math.floor(sampleEvery / 2)) sampleIds.push(id);
     const createdAt = start + Math.floor(n / 10);
-    const fields = productFields(random);
+    const fields: Record<string, unknown> = { ...productFields(random), brand: brandOf(brands) };
     const line = JSON.stringify({ id, createdAt, updatedAt: createdAt, ...fields });
     bytes += Buffer.byteLength(line) + 1;
     chunk += line + '\n';

@@ -188,7 +188,7 @@ export function renderQueries(r: QueriesResult, config: BenchConfig, date: strin
   out.push(
     '### Method',
     '',
-    `- Data: ${fmt(r.entities)} seeded products of ~${r.bytesPerEntity} bytes (\`bench/products.ts\`; file ${fmt(r.fileMiB)} MiB): \`status\` (3 values), \`category\` (20), \`price\` (0–1000, cents), \`stock\` (0–999), \`name\`/\`description\` (each of 100 nouns in ~1% of names; \`description\` absent from 10%), \`dimensions.weight\`, \`tags\` (10 values, 0–10 per product). The same records go to halserve (\`products.jsonl\`) and to PostgreSQL (COPY).`,
+    `- Data: ${fmt(r.entities)} seeded products of ~${r.bytesPerEntity} bytes (\`bench/products.ts\`; file ${fmt(r.fileMiB)} MiB): \`status\` (3 values), \`category\` (20), \`price\` (0–1000, cents), \`stock\` (0–999), \`name\`/\`description\` (each of 100 nouns in ~1% of names; \`description\` absent from 10%), \`dimensions.weight\`, \`tags\` (10 values, 0–10 per product), \`brand\` (40 values, the i-th about 1/i as frequent as the first; in PostgreSQL's \`extra\`). The same records go to halserve (\`products.jsonl\`) and to PostgreSQL (COPY).`,
     '- halserve: `node dist/cli.js --data <tmp> --log off --durability full`, no schema (every field filterable), pinned to core 0. Measured over HTTP/1.1 with one kept-alive connection, one request at a time, `Accept: application/json`, from sending the request to the last byte of the answer.',
     hasPg && 'version' in r.pg
       ? `- PostgreSQL ${r.pg.version}: a throwaway cluster (\`initdb --locale=C\` as \`postgres\` in a temporary directory, Unix socket only), pinned to core 0 like halserve, settings ${Object.entries(r.pg.settings)

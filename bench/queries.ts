@@ -267,6 +267,16 @@ export function kinds(): Kind[] {
     http: url(`q=${word}`, 1, limit),
     sql: sql(`(name ILIKE '%${word}%' OR description ILIKE '%${word}%' OR id ILIKE '%${word}%')`, 'seq', 0, limit),
   });
+  // Facets: halserve's page with its `facets`; PostgreSQL's count, page and one GROUP BY per field.
+  let facetPick: (() => number) | undefined;
+  let wholePick: (() => number) | undefined;
+  const facetSpec = (params: string, where: string, columns: readonly string[], page: number): QuerySpec => ({
+    http: url(params, page),
+    sql: [
+      sql(where, 'seq', (page - 1) * LIMIT),
+      ...columns.map((c) => `SELECT ${c}, count(*) FROM ${PRODUCTS}${where ? ` WHERE ${where}` : ''} GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT 50`),
+    ].join('; '),
+  });
   return [
     {
       name: 'eq',
@@ -321,6 +331,26 @@ export function kinds(): Kind[] {
       base: qSpec(Q_SEEN[0]!, LIMIT - 1),
       make: (i) => qSpec(Q_SEEN[Math.abs(i) % Q_SEEN.length]!, i < 0 ? LIMIT - 1 : LIMIT - 1 - (Math.floor(i / Q_SEEN.length) % 9)),
       prime: Q_SEEN.map((w) => qSpec(w, LIMIT)),
+    },
+    {
+      name: 'facets-filtered',
+      title: 'Facets of a filtered set `status=paused&facets=category,brand` (exact counts of every value), a random page',
+      p50Target: 20,
+      base: facetSpec(`status=paused&facets=category,brand`, `status = 'paused'`, ['category', `extra->>'brand'`], 1),
+      make: (_i, total, random) => {
+        facetPick ??= pagePicker(1, pagesOf(total), random);
+        return facetSpec(`status=paused&facets=category,brand`, `status = 'paused'`, ['category', `extra->>'brand'`], facetPick());
+      },
+    },
+    {
+      name: 'facets-whole',
+      title: 'Facets of the whole collection `facets=status,category`, a random page',
+      p50Target: 5,
+      base: facetSpec('facets=status,category', '', ['status', 'category'], 1),
+      make: (_i, total, random) => {
+        wholePick ??= pagePicker(1, pagesOf(total), random);
+        return facetSpec('facets=status,category', '', ['status', 'category'], wholePick());
+      },
     },
     {
       name: 'path-array',
@@ -705,49 +735,11 @@ export async function runQueries(config: BenchConfig, tmp: string, log: (m: stri
       pgInfo = pgSetup.info;
     }
 
-    // 1. Fresh servers: start-up, first query on a field with no index, RSS with 4 fields indexed.
+    // Only some kinds (BENCH_QUERY_KINDS): their rounds alone.
+    const subset = config.queryKinds.length > 0;
     const fresh: FreshServer[] = [];
-    const indexedDir = await copy('indexed');
-    let indexed: Running | undefined;
-    for (let round = 1; round <= rounds; round++) {
-      const { server, result } = await freshServer(ctx, config.root, indexedDir);
-      fresh.push(result);
-      ctx.log(
-        `fresh server ${round}/${rounds}: start-up ${fmt(result.startupMs)} ms (${fmt(result.startupCpuMs)} ms CPU), first query ${Object.entries(result.fields)
-          .map(([f, q]) => `${f} ${fmt(q.ms)} ms${q.status === 200 ? '' : ` (${q.status}; 200 after ${fmt(q.readyMs ?? NaN)} ms)`}`)
-          .join(', ')}; RSS ${fmt(result.rssStartMiB)} → ${fmt(result.rssIndexedMiB)} MiB`,
-      );
-      if (round < rounds) await server.stop();
-      else indexed = server;
-    }
-
-    // 2. Durable POST with 4 indexed fields against a fresh server that never saw a filter.
     let post: QueriesResult['post'];
-    const plainDir = await copy('plain');
-    const plain = await started(ctx, config.root, plainDir);
-    try {
-      if (!indexed) throw new Error('no indexed server');
-      const body: BenchRequest = { method: 'POST', path: `/${PRODUCTS}`, headers: { accept: 'application/json', 'content-type': 'application/json' }, body: JSON.stringify(productFields(prng(7))) };
-      const samples = { indexed: [] as Sample[], plain: [] as Sample[] };
-      for (let round = 1; round <= rounds; round++) {
-        const order: ['indexed' | 'plain', Running][] = [['indexed', indexed], ['plain', plain]];
-        if (round % 2 === 0) order.reverse();
-        for (const [label, server] of order) {
-          const s = await measure(config, server, [body], `POST ${label}`);
-          samples[label].push(s);
-          ctx.log(`POST round ${round}/${rounds} ${label}: ${fmt(s.rps)} req/s, p99 ${s.p99} ms${s.problem ? ` INVALID: ${s.problem}` : ''}`);
-          if (s.problem) note(ctx, `durable POST (${label} server) round ${round}: ${s.problem}`);
-        }
-      }
-      post = samples;
-    } catch (error) {
-      note(ctx, `durable POST comparison failed: ${(error as Error).message}`);
-    } finally {
-      await indexed?.stop();
-      await plain.stop();
-      await fs.rm(indexedDir, { recursive: true, force: true });
-      await fs.rm(plainDir, { recursive: true, force: true });
-    }
+    if (!subset) ({ post } = await freshAndPost(ctx, config, copy, fresh, rounds));
 
     // 3. The query kinds, halserve and PostgreSQL in interleaved rounds on the same queries.
     const queryDir = await copy('query');
@@ -757,7 +749,7 @@ export async function runQueries(config: BenchConfig, tmp: string, log: (m: stri
     const pg = cluster ? await PgClient.connect(cluster.socketDir, cluster.port) : undefined;
     const pgPid = pg ? Number((await pg.query('SELECT pg_backend_pid()'))[0]?.rows[0]?.[0]) : NaN;
     const random = prng(8);
-    const list = kinds();
+    const list = kinds().filter((kind) => config.queryKinds.length === 0 || config.queryKinds.includes(kind.name));
     const state = list.map((kind) => ({
       kind,
       total: 0,
@@ -870,7 +862,7 @@ export async function runQueries(config: BenchConfig, tmp: string, log: (m: stri
 
     // 4. GET an entity while 8 clients send heavy queries, uncached (random pages, words, limits).
     let underLoad: QueriesResult['underLoad'];
-    if (alive) {
+    if (alive && !subset) {
       const heavy = (): QuerySpec => {
         const s = state[Math.floor(random() * state.length)]!;
         // i below 4,000: bounds stay within 10.01–50 (frs-first), every word and limit comes up (q).
@@ -896,9 +888,9 @@ export async function runQueries(config: BenchConfig, tmp: string, log: (m: stri
     // 5. Memory under churn.
     let churnResult: ChurnResult | undefined;
     try {
-      churnResult = await churn(ctx, config.root, path.join(dir, 'churn'), churnCycles);
-      ctx.log(`churn: RSS ${fmt(churnResult.rssStartMiB)} MiB at start, ${fmt(churnResult.rssAfterPatchesMiB)} after ${churnCycles} PATCHes, ${fmt(churnResult.rssAfterCyclesMiB)} after ${churnCycles} create+delete (peak ${fmt(churnResult.peakMiB)})`);
-      for (const f of churnResult.failures) note(ctx, `churn: ${f}`);
+      if (!subset) churnResult = await churn(ctx, config.root, path.join(dir, 'churn'), churnCycles);
+      if (churnResult) ctx.log(`churn: RSS ${fmt(churnResult.rssStartMiB)} MiB at start, ${fmt(churnResult.rssAfterPatchesMiB)} after ${churnCycles} PATCHes, ${fmt(churnResult.rssAfterCyclesMiB)} after ${churnCycles} create+delete (peak ${fmt(churnResult.peakMiB)})`);
+      for (const f of churnResult?.failures ?? []) note(ctx, `churn: ${f}`);
     } catch (error) {
       note(ctx, `churn failed: ${(error as Error).message}`);
     }
@@ -931,6 +923,53 @@ export async function runQueries(config: BenchConfig, tmp: string, log: (m: stri
     process.removeListener('SIGINT', onSignal);
     process.removeListener('SIGTERM', onSignal);
   }
+}
+
+/** Sections 1 and 2 of the workload: fresh servers (start-up, first query, RSS), then durable POST with and without indexes. */
+async function freshAndPost(ctx: Context, config: BenchConfig, copy: (name: string) => Promise<string>, fresh: FreshServer[], rounds: number): Promise<{ post: QueriesResult['post'] }> {
+  let post: QueriesResult['post'];
+  // 1. Fresh servers: start-up, first query on a field with no index, RSS with 4 fields indexed.
+  const indexedDir = await copy('indexed');
+  let indexed: Running | undefined;
+  for (let round = 1; round <= rounds; round++) {
+    const { server, result } = await freshServer(ctx, config.root, indexedDir);
+    fresh.push(result);
+    ctx.log(
+      `fresh server ${round}/${rounds}: start-up ${fmt(result.startupMs)} ms (${fmt(result.startupCpuMs)} ms CPU), first query ${Object.entries(result.fields)
+        .map(([f, q]) => `${f} ${fmt(q.ms)} ms${q.status === 200 ? '' : ` (${q.status}; 200 after ${fmt(q.readyMs ?? NaN)} ms)`}`)
+        .join(', ')}; RSS ${fmt(result.rssStartMiB)} → ${fmt(result.rssIndexedMiB)} MiB`,
+    );
+    if (round < rounds) await server.stop();
+    else indexed = server;
+  }
+
+  // 2. Durable POST with 4 indexed fields against a fresh server that never saw a filter.
+  const plainDir = await copy('plain');
+  const plain = await started(ctx, config.root, plainDir);
+  try {
+    if (!indexed) throw new Error('no indexed server');
+    const body: BenchRequest = { method: 'POST', path: `/${PRODUCTS}`, headers: { accept: 'application/json', 'content-type': 'application/json' }, body: JSON.stringify(productFields(prng(7))) };
+    const samples = { indexed: [] as Sample[], plain: [] as Sample[] };
+    for (let round = 1; round <= rounds; round++) {
+      const order: ['indexed' | 'plain', Running][] = [['indexed', indexed], ['plain', plain]];
+      if (round % 2 === 0) order.reverse();
+      for (const [label, server] of order) {
+        const s = await measure(config, server, [body], `POST ${label}`);
+        samples[label].push(s);
+        ctx.log(`POST round ${round}/${rounds} ${label}: ${fmt(s.rps)} req/s, p99 ${s.p99} ms${s.problem ? ` INVALID: ${s.problem}` : ''}`);
+        if (s.problem) note(ctx, `durable POST (${label} server) round ${round}: ${s.problem}`);
+      }
+    }
+    post = samples;
+  } catch (error) {
+    note(ctx, `durable POST comparison failed: ${(error as Error).message}`);
+  } finally {
+    await indexed?.stop();
+    await plain.stop();
+    await fs.rm(indexedDir, { recursive: true, force: true });
+    await fs.rm(plainDir, { recursive: true, force: true });
+  }
+  return { post };
 }
 
 /** The p-th percentile (nearest rank) of the finite values. */

@@ -48,7 +48,10 @@ export { HAL_JSON, isAcceptedContentType, JSON_TYPE, mediaTypeOf, MERGE_PATCH_JS
 export { DEFAULT_LIMIT, DEFAULT_PAGE, MAX_LIMIT, pageCount, pageRange, parsePageRequest } from './conventions/pagination.js';
 export type { PageRange, PageRequest } from './conventions/pagination.js';
 export * from './conventions/problem.js';
-export { compareValues, fold, matches, matchesFilter, matchesSearch, parseCollectionQuery, parseSort, sortComparator, valueAt } from './conventions/query.js';
+export { compareValues, decodeQueryComponent, fold, MAX_FACETS, matches, matchesFilter, matchesSearch, narrowedCarried, parseCollectionQuery, parseSort, queryPairs, sortComparator, valueAt } from './conventions/query.js';
+export { facetsJson } from './conventions/facets.js';
+export { collectionTemplates, entityTemplates, HAL_FORMS, templateProperties, withTemplates } from './representations/hal-forms.js';
+export type { TemplateOptions, TemplateProperty } from './representations/hal-forms.js';
 export type { CollectionQuery, Filter, FilterOperator, PathCheck, SortKey } from './conventions/query.js';
 export { createRouter, splitPath } from './http/router.js';
 export type { Match, Params, Router } from './http/router.js';

@@ -1,12 +1,12 @@
 import type { ContentCoding } from '../http/encoding.js';
-import { HAL_JSON, JSON_TYPE, representationTag } from '../representations/hal.js';
+import { HAL_FORMS, HAL_JSON, JSON_TYPE, representationTag } from '../representations/hal.js';
 import { preconditionFailed } from './problem.js';
 
 /**
  * Entity tags and conditional requests (RFC 9110 §8.8.3, §13.1). Pure: headers in, decisions out.
  *
  * Every representation of a version has its own strong tag: `"<version>"` for HAL,
- * `"<version>-json"` for plain JSON, each with `-br` or `-gzip` appended when compressed. A client
+ * `"<version>-json"` for plain JSON, `"<version>-forms"` for HAL-FORMS, each with `-br` or `-gzip` appended when compressed. A client
  * may send back any of them: they all name the same version of the entity.
  */
 
@@ -14,7 +14,7 @@ const CODING_SUFFIX = /-(br|gzip)"$/;
 
 /** The tag of the uncompressed representation of `version` in `mediaType`. */
 export function entityTag(version: string, mediaType: string, halMediaType: string): string {
-  return representationTag(version, mediaType === halMediaType ? HAL_JSON : JSON_TYPE);
+  return representationTag(version, mediaType === halMediaType ? HAL_JSON : mediaType === HAL_FORMS ? HAL_FORMS : JSON_TYPE);
 }
 
 /** The tag of the same representation sent with a content coding. */
@@ -45,7 +45,7 @@ export function notModified(ifNoneMatch: string | undefined, etag: string): bool
 
 /** Every tag that names `version` of an entity, whatever its representation. */
 export function versionTags(version: string, halMediaType: string): string[] {
-  return [entityTag(version, halMediaType, halMediaType), entityTag(version, '', halMediaType)];
+  return [entityTag(version, halMediaType, halMediaType), entityTag(version, '', halMediaType), entityTag(version, HAL_FORMS, halMediaType)];
 }
 
 /**

@@ -26,7 +26,8 @@ export function pageHref(collectionPath: string, page: number, limit: number, ca
 export function carriedQuery(sort: string | undefined, filters: ReadonlyMap<string, readonly string[]>): string {
   let out = sort === undefined ? '' : `&sort=${encodeQueryValue(sort)}`;
   for (const name of [...filters.keys()].sort()) {
-    out += `&${encodeURIComponent(name)}=${encodeQueryValue((filters.get(name) ?? []).join(','))}`;
+    // A comma inside a value is sent as %2C: a literal one separates alternatives.
+    out += `&${encodeURIComponent(name)}=${(filters.get(name) ?? []).map((value) => encodeURIComponent(value)).join(',')}`;
   }
   return out;
 }
@@ -64,9 +65,13 @@ export function entityJson(storedJson: string, selfHref: string, links = '', emb
   return `${body}${separator}${tail}`;
 }
 
-/** A collection page's HAL representation (seed 2.2) around already-serialised entities. */
-export function collectionJson(name: string, range: PageRange, links: CollectionLinks, entities: readonly string[]): string {
-  const head = `{"total":${range.total},"count":${entities.length},"pages":${range.pages},"page":${range.page},"limit":${range.limit}`;
+/**
+ * A collection page's HAL representation (seed 2.2) around already-serialised entities; `facets`
+ * is the JSON of its `facets` member, or ''.
+ */
+export function collectionJson(name: string, range: PageRange, links: CollectionLinks, entities: readonly string[], facets = ''): string {
+  const members = `{"total":${range.total},"count":${entities.length},"pages":${range.pages},"page":${range.page},"limit":${range.limit}`;
+  const head = facets === '' ? members : `${members},"facets":${facets}`;
   return `${head},"_links":${JSON.stringify(links)},"_embedded":{${JSON.stringify(name)}:[${entities.join(',')}]}}`;
 }
 

@@ -6,8 +6,8 @@ import { badRequest } from './problem.js';
  * `compareValues`) that every store's engine must agree with. Pure: no I/O, no indexes.
  */
 
-/** Query parameters with a meaning of their own; every other one filters (contract §3a, §4a). */
-export const RESERVED_PARAMETERS: ReadonlySet<string> = new Set(['page', 'limit', 'sort', 'q', 'embed']);
+/** Query parameters with a meaning of their own; every other one filters (docs/queries.md; README, Relations). */
+export const RESERVED_PARAMETERS: ReadonlySet<string> = new Set(['page', 'limit', 'sort', 'q', 'embed', 'facets']);
 
 /** A field path as written (`dimensions.weight`) and as segments (`['dimensions', 'weight']`). */
 export interface FieldPath {
@@ -41,8 +41,14 @@ export interface CollectionQuery {
   readonly search: readonly string[];
   /** Relations to embed (contract §4a), once each, sorted. */
   readonly embed: readonly string[];
+  /** Fields to count the values of, once each, sorted. */
+  readonly facets: readonly FieldPath[];
   /** What links carry after `page` and `limit`: `''` or `&…`, the same for every spelling of one query. */
   readonly carried: string;
+  /** `carried` before its filters (sort, search, embeds, facets). */
+  readonly head: string;
+  /** `carried`'s filters, sorted by key. */
+  readonly carriedFilters: readonly CarriedFilter[];
 }
 
 /** Is this path one the resource declares? Without a schema every path is allowed (and may match nothing). */
@@ -57,22 +63,73 @@ const SINGLE_USE = ['page', 'limit', 'sort', 'q'] as const;
 export const MAX_SORT_KEYS = 32;
 export const MAX_FILTERS = 64;
 
+/** One parameter of a raw query string: its name and value decoded, and the value's comma-separated pieces each decoded. */
+interface QueryPair {
+  readonly name: string;
+  readonly value: string;
+  /** Split on the literal commas of the raw text, then decoded: `a%2Cb,c` → `a,b` and `c`. */
+  readonly pieces: readonly string[];
+}
+
 /**
- * Reads filters, sort and search from a query string (contract §3a). Repeating `page`, `limit`,
- * `sort`, `q`, a range bound or `[exists]` is ambiguous and refused; repeating an `eq` or `ne`
- * filter adds alternatives, as a comma does. Every refusal is a 400 problem naming the parameter.
+ * Decodes one component of `application/x-www-form-urlencoded` text as `URLSearchParams` does
+ * (WHATWG URL §5.1): `+` is a space, and a malformed escape stays as it is.
  */
-export function parseCollectionQuery(params: URLSearchParams, declared?: PathCheck): CollectionQuery {
+export function decodeQueryComponent(text: string): string {
+  if (!text.includes('%') && !text.includes('+')) return text;
+  const spaced = text.replaceAll('+', ' ');
+  try {
+    return decodeURIComponent(spaced);
+  } catch {
+    return new URLSearchParams(`v=${text.replaceAll('&', '%26').replaceAll('#', '%23')}`).get('v') ?? spaced;
+  }
+}
+
+/**
+ * The parameters of a raw query string (without `?`), in order. Alternatives are split on the
+ * literal commas of the raw text before decoding, so that a comma sent as `%2C` stays part of its
+ * value: `name=a%2Cb` is the one string "a,b", `name=a,b` two alternatives.
+ */
+export function queryPairs(query: string): QueryPair[] {
+  const pairs: QueryPair[] = [];
+  if (query === '') return pairs;
+  for (const part of query.split('&')) {
+    if (part === '') continue;
+    const equals = part.indexOf('=');
+    const rawName = equals === -1 ? part : part.slice(0, equals);
+    const rawValue = equals === -1 ? '' : part.slice(equals + 1);
+    pairs.push({ name: decodeQueryComponent(rawName), value: decodeQueryComponent(rawValue), pieces: rawValue.split(',').map(decodeQueryComponent) });
+  }
+  return pairs;
+}
+
+/**
+ * Reads filters, sort, search, embeds and facets from a raw query string (docs/queries.md).
+ * Repeating `page`, `limit`, `sort`, `q`, a range bound or `[exists]` is ambiguous and refused;
+ * repeating an `eq` or `ne` filter adds alternatives, as a literal comma does. Every refusal is a
+ * 400 problem naming the parameter.
+ */
+export function parseCollectionQuery(query: string, declared?: PathCheck): CollectionQuery {
+  const pairs = queryPairs(query);
   for (const name of SINGLE_USE) {
-    if (params.getAll(name).length > 1) throw badRequest(`Query parameter ${name} must be given once`);
+    if (pairs.filter((pair) => pair.name === name).length > 1) throw badRequest(`Query parameter ${name} must be given once`);
   }
   const groups = new Map<string, { path: FieldPath; op: FilterOperator; values: string[] }>();
   const embed: string[] = [];
-  for (const [name, value] of params) {
+  const facetNames: string[] = [];
+  let sortText: string | undefined;
+  let qText = '';
+  for (const { name, value, pieces } of pairs) {
     if (name === 'embed') {
       embed.push(...value.split(',').filter((rel) => rel !== ''));
       continue;
     }
+    if (name === 'facets') {
+      facetNames.push(...value.split(','));
+      continue;
+    }
+    if (name === 'sort') sortText = value;
+    if (name === 'q') qText = value;
     if (RESERVED_PARAMETERS.has(name)) continue;
     const { field, op } = splitFilterName(name);
     const key = op === 'eq' ? field : `${field}[${op}]`;
@@ -83,30 +140,74 @@ export function parseCollectionQuery(params: URLSearchParams, declared?: PathChe
     } else if (op !== 'eq' && op !== 'ne') {
       throw badRequest(`Query parameter ${name} must be given once`);
     }
-    if (op === 'eq' || op === 'ne') group.values.push(...value.split(','));
+    if (op === 'eq' || op === 'ne') group.values.push(...pieces);
     else group.values.push(value);
   }
   if (groups.size > MAX_FILTERS) throw badRequest(`A query may have at most ${MAX_FILTERS} filters`);
   const filters: Filter[] = [];
-  const carriedFilters: [string, string][] = [];
+  const carriedFilters: CarriedFilter[] = [];
   for (const [key, { path, op, values }] of groups) {
     filters.push(makeFilter(path, op, values, key));
-    // Alternatives are a set: links list them sorted, once, so that `a=2&a=1` and `a=1,2` link alike.
+    // Alternatives are a set: links list them sorted, once, so that `a=2&a=1` and `a=1,2` link alike;
+    // a comma inside one of them is sent as %2C, so that it stays part of its value.
     const carriedValues = op === 'eq' || op === 'ne' ? [...new Set(values)].sort() : values;
-    carriedFilters.push([key, carriedValues.join(',')]);
+    carriedFilters.push({ key, field: path.field, text: carriedValues.map(encodeFilterValue).join(',') });
   }
-  const sortText = params.get('sort') ?? undefined;
   const sort = sortText === undefined ? [] : parseSort(sortText, declared);
-  const qText = params.get('q') ?? '';
   const search = searchWords(qText);
-  let carried = sortText === undefined ? '' : `&sort=${encodeQueryValue(sortText)}`;
-  if (search.length > 0) carried += `&q=${encodeQueryValue(qText.trim())}`;
+  const facets = parseFacets(facetNames, facetNames.length > 0, declared);
+  let head = sortText === undefined ? '' : `&sort=${encodeQueryValue(sortText)}`;
+  if (search.length > 0) head += `&q=${encodeQueryValue(qText.trim())}`;
   // Rels are a set too: `embed=b,a` and `embed=a&embed=b` link alike.
   const rels = [...new Set(embed)].sort();
-  if (rels.length > 0) carried += `&embed=${encodeQueryValue(rels.join(','))}`;
-  carriedFilters.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-  for (const [key, value] of carriedFilters) carried += `&${encodeQueryValue(key)}=${encodeQueryValue(value)}`;
-  return { filters, sort, search, embed: rels, carried };
+  if (rels.length > 0) head += `&embed=${encodeQueryValue(rels.join(','))}`;
+  if (facets.length > 0) head += `&facets=${encodeQueryValue(facets.map((f) => f.field).join(','))}`;
+  carriedFilters.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+  return { filters, sort, search, embed: rels, facets, carried: head + carriedFiltersText(carriedFilters), head, carriedFilters };
+}
+
+/** A filter as links carry it: `&<key>=<text>`, the key and text already encoded but for the key. */
+interface CarriedFilter {
+  readonly key: string;
+  /** The field (or dotted path) it filters, whatever its operator. */
+  readonly field: string;
+  readonly text: string;
+}
+
+function carriedFiltersText(filters: readonly CarriedFilter[]): string {
+  let out = '';
+  for (const { key, text } of filters) out += `&${encodeQueryValue(key)}=${text}`;
+  return out;
+}
+
+/**
+ * What a facet value's link carries: the query's own parameters with every filter
+ * on `field` (whatever its operator) replaced by `field=<value>`, the value as its filter text
+ * with a comma in it percent-encoded.
+ */
+export function narrowedCarried(query: CollectionQuery, field: string, value: unknown): string {
+  const filters = query.carriedFilters.filter((f) => f.field !== field);
+  filters.push({ key: field, field, text: encodeFilterValue(filterText(value)) });
+  filters.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+  return query.head + carriedFiltersText(filters);
+}
+
+/** Most fields one request may ask facets of. */
+export const MAX_FACETS = 8;
+
+/**
+ * The fields of `facets=a,b.c`: each a field name or dotted path, at most `MAX_FACETS`, once each
+ * and sorted (so that every spelling of one request links alike); anything else is a 400 problem
+ * naming `facets`.
+ */
+function parseFacets(names: readonly string[], given: boolean, declared: PathCheck | undefined): FieldPath[] {
+  if (!given) return [];
+  const fields = [...new Set(names)].sort();
+  if (fields.length > MAX_FACETS) throw badRequest(`Query parameter facets may list at most ${MAX_FACETS} fields`);
+  return fields.map((field) => {
+    if (/[[\]]/.test(field)) throw badRequest('Query parameter facets must list field names (or dotted paths), with no operator');
+    return fieldPath(field, 'facets', declared);
+  });
 }
 
 /** `price[gte]` → price, gte; `status` → status, eq. */
@@ -177,6 +278,11 @@ export function parseSort(sort: string, declared?: PathCheck): SortKey[] {
 /** Percent-encodes a value but keeps the commas, brackets and dots of the query language readable. */
 function encodeQueryValue(value: string): string {
   return encodeURIComponent(value).replace(/%2C|%5B|%5D/g, (m) => (m === '%2C' ? ',' : m === '%5B' ? '[' : ']'));
+}
+
+/** Percent-encodes one alternative of a filter: a comma in it is sent as %2C, so it stays part of the value. */
+export function encodeFilterValue(value: string): string {
+  return encodeURIComponent(value).replace(/%5B|%5D/g, (m) => (m === '%5B' ? '[' : ']'));
 }
 
 // ---- the reference semantics ----

@@ -11,7 +11,7 @@ import { randomId } from '../conventions/id.js';
 import { badRequest, HttpProblem, methodNotAllowed, notFound, tooManyRequests } from '../conventions/problem.js';
 import type { JsonSchema } from '../representations/openapi.js';
 import { ServerMetrics } from '../metrics/server-metrics.js';
-import { prefersHtml } from './negotiation.js';
+import { admitsOnlyForms, HAL_FORMS, HAL_JSON, JSON_TYPE, prefersHtml } from './negotiation.js';
 import { addOperationRoutes, OPEN_PATTERNS, UNLIMITED_PATTERNS } from './operation-routes.js';
 import { createOperationalLog } from './operational-log.js';
 import { serverAuthentication } from './credentials.js';
@@ -210,6 +210,8 @@ export function createHandler(options: HandlerOptions): Handler {
     }
     if (method === 'OPTIONS') return { status: 204, headers: { allow: match.allow.join(', ') } };
     if (!match.handler) throw methodNotAllowed(method, match.allow);
+    // Contract §4c: templates are on collections and entities; elsewhere a client that takes only HAL-FORMS learns so.
+    if ((method === 'GET' || method === 'HEAD') && !TEMPLATE_PATTERNS.has(match.pattern) && admitsOnlyForms(req.headers.accept)) throw formsNotHere();
     const context: Context = { req, res, params: match.params, query, principal };
     return match.handler(context);
   };
@@ -223,6 +225,17 @@ export function createHandler(options: HandlerOptions): Handler {
     operationalLog: createOperationalLog(warn),
     scrub: createTokenScrubber(options.tokens ?? []),
   });
+}
+
+/** The routes that carry HAL-FORMS templates. */
+const TEMPLATE_PATTERNS: ReadonlySet<string> = new Set(['/:name', '/:name/:id']);
+
+/** RFC 9110 §15.5.7: the route has no templates, and the client takes nothing else. */
+function formsNotHere(): HttpProblem {
+  return new HttpProblem(
+    406,
+    `HAL-FORMS (${HAL_FORMS}) is served on collections and entities only; ask this route for ${HAL_JSON} or ${JSON_TYPE}`,
+  );
 }
 
 /** Labels made so far, by pattern then resource name ('' for none): a handful, made once each. */

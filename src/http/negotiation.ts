@@ -1,6 +1,6 @@
-import { HAL_JSON, JSON_TYPE } from '../representations/hal.js';
+import { HAL_FORMS, HAL_JSON, JSON_TYPE } from '../representations/hal.js';
 
-export { HAL_JSON, JSON_TYPE };
+export { HAL_FORMS, HAL_JSON, JSON_TYPE };
 /** RFC 7396 §4. */
 export const MERGE_PATCH_JSON = 'application/merge-patch+json';
 
@@ -9,6 +9,11 @@ export const HTML = 'text/html';
 
 /** What the service can send, best first: HAL wins a tie (contract §5). */
 export const OFFERED_TYPES: readonly string[] = [HAL_JSON, JSON_TYPE];
+/**
+ * What collections and entities can send: HAL-FORMS too, last, so that only a client that prefers
+ * it gets it (`*\/*`, `application/*` and a tie keep HAL).
+ */
+export const FORMS_OFFERED_TYPES: readonly string[] = [HAL_JSON, JSON_TYPE, HAL_FORMS];
 
 interface MediaRange {
   readonly type: string;
@@ -103,5 +108,15 @@ export function prefersHtml(accept: string | undefined): boolean {
   if (accept === undefined || !accept.includes('html')) return false;
   const ranges = parseAccept(accept);
   const html = quality(ranges, HTML);
-  return html > 0 && html > quality(ranges, HAL_JSON) && html > quality(ranges, JSON_TYPE);
+  return html > 0 && html > quality(ranges, HAL_JSON) && html > quality(ranges, JSON_TYPE) && html > quality(ranges, HAL_FORMS);
+}
+
+/**
+ * True when `Accept` admits HAL-FORMS but neither HAL nor plain JSON: on a route without templates
+ * the answer is a 406 that says where forms are (a HAL-FORMS client that also takes HAL gets HAL).
+ */
+export function admitsOnlyForms(accept: string | undefined): boolean {
+  if (accept === undefined || !accept.includes('hal-forms')) return false;
+  const ranges = parseAccept(accept);
+  return quality(ranges, HAL_FORMS) > 0 && quality(ranges, HAL_JSON) === 0 && quality(ranges, JSON_TYPE) === 0;
 }

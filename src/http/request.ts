@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { checkBodyHeaders, parseJsonObject, readBody, type BodyLimits, type JsonObject } from './body.js';
-import { isAcceptedContentType, negotiate, OFFERED_TYPES } from './negotiation.js';
+import { FORMS_OFFERED_TYPES, isAcceptedContentType, negotiate, OFFERED_TYPES } from './negotiation.js';
 import { badRequest, notAcceptable } from '../conventions/problem.js';
 import { splitPath } from './router.js';
 
@@ -40,18 +40,26 @@ export function routeSegments(path: string, basePath: string): string[] {
 
 /** Outcomes of `negotiate` by `Accept` header: clients send a handful of values, over and over. */
 const negotiated = new Map<string | undefined, string | undefined>();
+/** The same where HAL-FORMS is offered too (collections and entities). */
+const negotiatedWithForms = new Map<string | undefined, string | undefined>();
 /** Bounded, so that a client varying its `Accept` cannot grow it. */
 const NEGOTIATED_SIZE = 64;
 
-/** The response media type for the request's `Accept` (contract §5), or a 406 problem. */
-export function accepted(req: IncomingMessage): string {
+/**
+ * The response media type for the request's `Accept`, or a 406 problem. `forms`:
+ * the route also has HAL-FORMS templates to offer (collections and entities).
+ */
+export function accepted(req: IncomingMessage, forms = false): string {
   const accept = req.headers.accept;
-  let mediaType = negotiated.get(accept);
-  if (mediaType === undefined && !negotiated.has(accept)) {
-    mediaType = negotiate(accept);
-    if (negotiated.size >= NEGOTIATED_SIZE) negotiated.clear();
-    negotiated.set(accept, mediaType);
+  const cache = forms ? negotiatedWithForms : negotiated;
+  const offered = forms ? FORMS_OFFERED_TYPES : OFFERED_TYPES;
+  let mediaType = cache.get(accept);
+  if (mediaType === undefined && !cache.has(accept)) {
+    mediaType = negotiate(accept, offered);
+    if (cache.size >= NEGOTIATED_SIZE) cache.clear();
+    cache.set(accept, mediaType);
   }
+  // The same answer as before HAL-FORMS came: a client that asked for none of these learns of the two it most likely wants.
   if (mediaType === undefined) throw notAcceptable(OFFERED_TYPES);
   return mediaType;
 }

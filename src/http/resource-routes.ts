@@ -6,7 +6,7 @@ import { embedOf } from '../conventions/relations.js';
 import type { MaybePromise, StoredEntity } from '../store/store.js';
 import type { BodyLimits } from './body.js';
 import type { RouteHandler } from './context.js';
-import { HAL_JSON, JSON_TYPE, MERGE_PATCH_JSON } from './negotiation.js';
+import { HAL_FORMS, HAL_JSON, JSON_TYPE, MERGE_PATCH_JSON } from './negotiation.js';
 import { jsonReply, type Reply } from './reply.js';
 import { accepted, readJsonBody } from './request.js';
 import { then } from './related.js';
@@ -21,7 +21,7 @@ const PATCH_BODY_TYPES: readonly string[] = [JSON_TYPE, MERGE_PATCH_JSON];
 const MAX_LINK_HEADER = 2048;
 
 /** Query parameters that are not filters (contract §3a). */
-const NOT_FILTERS: ReadonlySet<string> = new Set(['page', 'limit', 'embed']);
+const NOT_FILTERS: ReadonlySet<string> = new Set(['page', 'limit', 'embed', 'facets']);
 
 export interface ResourceRouteOptions {
   readonly resources: ReadonlyMap<string, Resource>;
@@ -63,7 +63,7 @@ export function addResourceRoutes(router: Router<RouteHandler>, options: Resourc
   };
 
   router.add('GET', '/:name', ({ req, params, query }) => {
-    const mediaType = accepted(req);
+    const mediaType = accepted(req, true);
     const resource = of(params);
     const started = performance.now();
     const counted = (page: Page): Reply => {
@@ -81,26 +81,28 @@ export function addResourceRoutes(router: Router<RouteHandler>, options: Resourc
 
   router.add('POST', '/:name', async ({ req, res, params }) => {
     const resource = of(params);
-    const mediaType = accepted(req);
+    const mediaType = accepted(req, true);
     const body = await readJsonBody(req, res, JSON_BODY_TYPES, maxBody);
     const entity = await resource.create(body, now(), newId);
     return entityReply(201, mediaType, resource, entity, { location: resource.href(entity.id) });
   });
 
   router.add('GET', '/:name/:id', ({ req, params, query }) => {
-    const mediaType = accepted(req);
+    const mediaType = accepted(req, true);
     const resource = of(params);
     // Contract §4a: `embed` is the one query parameter an entity takes.
     const embed = embedOf(query);
     resource.checkEmbed(embed);
     const read = (entity: StoredEntity): MaybePromise<Reply> =>
-      embed.length === 0 ? entityRead(req, mediaType, resource, entity) : then(resource.embeddedRepresentation(entity, embed, mediaType), (shown) => embeddedRead(req, mediaType, entity, shown));
+      embed.length === 0
+        ? entityRead(req, mediaType, resource, entity)
+        : then(resource.embeddedRepresentation(entity, embed, mediaType), (shown) => embeddedRead(req, mediaType, resource, entity, shown));
     return then(resource.entity(params['id'] ?? ''), read);
   });
 
   router.add('PUT', '/:name/:id', async ({ req, res, params }) => {
     const resource = of(params);
-    const mediaType = accepted(req);
+    const mediaType = accepted(req, true);
     const body = await readJsonBody(req, res, JSON_BODY_TYPES, maxBody);
     const entity = await resource.replace(params['id'] ?? '', body, now(), writeConditions(req));
     return entityReply(200, mediaType, resource, entity);
@@ -108,7 +110,7 @@ export function addResourceRoutes(router: Router<RouteHandler>, options: Resourc
 
   router.add('PATCH', '/:name/:id', async ({ req, res, params }) => {
     const resource = of(params);
-    const mediaType = accepted(req);
+    const mediaType = accepted(req, true);
     const body = await readJsonBody(req, res, PATCH_BODY_TYPES, maxBody);
     const entity = await resource.patch(params['id'] ?? '', body, now(), writeConditions(req));
     return entityReply(200, mediaType, resource, entity);
@@ -141,21 +143,27 @@ function pageReply(req: IncomingMessage, page: Page, mediaType: string): Reply {
   return jsonReply(200, mediaType, page.body, headers);
 }
 
+/** The entity's body in `mediaType`: its HAL bytes, with its templates for HAL-FORMS. */
+function entityBody(mediaType: string, resource: Resource, entity: StoredEntity, hal: Buffer): Buffer {
+  return mediaType === HAL_FORMS ? resource.withTemplates(entity, hal) : hal;
+}
+
 /** GET of one entity, with its tag and conditions. */
 function entityRead(req: IncomingMessage, mediaType: string, resource: Resource, entity: StoredEntity): Reply {
-  const { body, version } = resource.representation(entity);
+  const { body: hal, version } = resource.representation(entity);
   const ifMatch = req.headers['if-match'];
   if (ifMatch !== undefined) checkIfMatch(ifMatch, versionTags(version, HAL_JSON));
   const etag = resource.etag(version, mediaType);
   if (notModified(req.headers['if-none-match'], etag)) return { status: 304, headers: { etag, vary: 'Accept' } };
-  return jsonReply(200, mediaType, body, { etag });
+  return jsonReply(200, mediaType, entityBody(mediaType, resource, entity, hal), { etag });
 }
 
 /**
  * GET of an entity with embeds: its tag names every state it shows, so a 304 never hides a
  * changed embedded entity; `If-Match` also takes the entity's own tags.
  */
-function embeddedRead(req: IncomingMessage, mediaType: string, entity: StoredEntity, { body, tag }: EmbeddedRepresentation): Reply {
+function embeddedRead(req: IncomingMessage, mediaType: string, resource: Resource, entity: StoredEntity, { body: hal, tag }: EmbeddedRepresentation): Reply {
+  const body = entityBody(mediaType, resource, entity, hal);
   const ifMatch = req.headers['if-match'];
   if (ifMatch !== undefined) checkIfMatch(ifMatch, [...versionTags(entity.version, HAL_JSON), ...(tag === undefined ? [] : [tag])]);
   if (tag === undefined) return jsonReply(200, mediaType, body);
@@ -166,5 +174,5 @@ function embeddedRead(req: IncomingMessage, mediaType: string, entity: StoredEnt
 /** An entity with its tag; `extra` adds headers such as `Location`. */
 function entityReply(status: number, mediaType: string, resource: Resource, entity: StoredEntity, extra: Readonly<Record<string, string>> = {}): Reply {
   const { body, version } = resource.representation(entity);
-  return jsonReply(status, mediaType, body, { etag: resource.etag(version, mediaType), ...extra });
+  return jsonReply(status, mediaType, entityBody(mediaType, resource, entity, body), { etag: resource.etag(version, mediaType), ...extra });
 }

@@ -1,6 +1,7 @@
 import { checkIfMatch, checkIfNoneMatch, entityTag, versionTags } from '../conventions/conditional.js';
 import { clientFields, createdRecord, mergePatch, replacedRecord, type ClientFields } from '../conventions/entity.js';
-import { collectionJson, collectionLinks, entityHref, entityJson, linkHeader } from '../conventions/hal.js';
+import { collectionJson, collectionLinks, entityHref, entityJson, linkHeader, pageHref } from '../conventions/hal.js';
+import { facetsJson } from '../conventions/facets.js';
 import { pageRange, parsePageRequest, type PageRequest } from '../conventions/pagination.js';
 import { HttpProblem, notFound, validationFailed } from '../conventions/problem.js';
 import { parseCollectionQuery, type CollectionQuery, type PathCheck } from '../conventions/query.js';
@@ -8,8 +9,10 @@ import { checkEmbed, embedQuery } from '../conventions/relations.js';
 import type { Validator } from '../conventions/schema.js';
 import { StillLinkedError, type LinkIntegrity } from '../store/integrity.js';
 import { QueryTimeoutError, StoreConflictError, type MaybePromise, type QueryResult, type Store, type StoredEntity } from '../store/store.js';
+import { collectionTemplates, entityTemplates, templateProperties, withTemplates, type TemplateProperty } from '../representations/hal-forms.js';
+import type { JsonSchema } from '../representations/openapi.js';
 import { LruMap } from './lru-map.js';
-import { HAL_JSON } from './negotiation.js';
+import { HAL_FORMS, HAL_JSON } from './negotiation.js';
 import { all, then, type Related } from './related.js';
 
 /** One resource served by the handler. */
@@ -21,6 +24,8 @@ export interface ResourceOptions {
   readonly validate?: Validator;
   /** The field paths a schema declares; filters and sorts on others are refused (contract §3a). */
   readonly declared?: PathCheck;
+  /** The JSON schema of its client fields: the HAL-FORMS templates' properties come from it. */
+  readonly schema?: JsonSchema | undefined;
 }
 
 /** A collection page, ready to send. */
@@ -88,6 +93,9 @@ export class Resource {
   readonly #declared: PathCheck | undefined;
   readonly #path: string;
   readonly #budgetMs: number;
+  /** The HAL-FORMS template properties of the schema, and the collection's templates: made once. */
+  readonly #properties: readonly TemplateProperty[];
+  readonly #collectionTemplates: string;
   /** Pages built at revision `#pagesRevision`, by media type and query string; weighed in bytes (body and key), least recently used out first. */
   readonly #pages = new LruMap<Page>({ maxEntries: PAGE_CACHE_ENTRIES, maxWeight: PAGE_CACHE_BYTES, maxEntryWeight: PAGE_CACHE_MAX_PAGE_BYTES });
   #pagesRevision: string | undefined;
@@ -108,6 +116,13 @@ export class Resource {
     this.#declared = options.declared;
     this.#path = `${basePath}/${options.name}`;
     this.#budgetMs = budgetMs;
+    this.#properties = templateProperties(options.schema, basePath);
+    this.#collectionTemplates = collectionTemplates(this.#properties, this.#path);
+  }
+
+  /** An entity's HAL text (`hal`) as HAL-FORMS: with the templates to replace, patch and delete it, holding its values. */
+  withTemplates(entity: StoredEntity, hal: Buffer): Buffer {
+    return withTemplates(hal, entityTemplates(this.#properties, this.href(entity.id), entity.record));
   }
 
   /** The collection's path, under the base path. */
@@ -280,14 +295,16 @@ export class Resource {
     if (cached !== undefined && (cached.depends === '' || cached.depends === this.#revisions(cached.embed))) return cached;
     const params = new URLSearchParams(query);
     const request = parsePageRequest(params.get('page') ?? undefined, params.get('limit') ?? undefined);
-    const collection = parseCollectionQuery(params, this.#declared);
+    // The raw query: a comma sent as %2C is part of its value, a literal one separates alternatives.
+    const collection = parseCollectionQuery(query, this.#declared);
     this.checkEmbed(collection.embed);
     const depends = this.#revisions(collection.embed);
     const offset = Math.max(0, (request.page - 1) * request.limit);
     const started = performance.now();
     let result: MaybePromise<QueryResult>;
     try {
-      result = this.store.query({ ...collection, offset, limit: request.limit, deadline: started + this.#budgetMs });
+      const facets = collection.facets.length === 0 ? {} : { facets: collection.facets.map((f) => f.path) };
+      result = this.store.query({ filters: collection.filters, sort: collection.sort, search: collection.search, offset, limit: request.limit, deadline: started + this.#budgetMs, ...facets });
     } catch (error) {
       throw this.#timeout(error);
     }
@@ -328,7 +345,9 @@ export class Resource {
         ? result.entities.map((e) => this.json(e))
         : all(result.entities.map((e) => then(related.embedded(e, rels, memo), (embedded) => this.json(e, embedded, selfQuery))));
     return then(entities, (list) => {
-      const body = Buffer.from(collectionJson(this.name, range, links, list));
+      const facets = collection.facets.length === 0 ? '' : facetsJson(collection, result.facets ?? [], (carried) => pageHref(this.#path, 1, range.limit, carried));
+      const hal = collectionJson(this.name, range, links, list, facets);
+      const body = mediaType === HAL_FORMS ? withTemplates(hal, this.#collectionTemplates) : Buffer.from(hal);
       // The URL fixes the page and its query; the revisions fix the state of every store it shows.
       const stable = result.revision !== undefined && this.#revisions(rels) === depends;
       const etag = stable ? entityTag(`c.${result.revision}${depends === '' ? '' : `~${depends}`}`, mediaType, HAL_JSON) : undefined;

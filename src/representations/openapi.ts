@@ -1,4 +1,5 @@
 import { DEFAULT_LIMIT, MAX_LIMIT } from '../conventions/pagination.js';
+import { HAL_FORMS } from './hal.js';
 import { PROBLEM_MEDIA_TYPE, PROBLEM_TYPE, problemDocument } from '../conventions/problem.js';
 import { relationGraph, type RelationGraph, type ResourceRelations } from '../conventions/relations.js';
 
@@ -192,6 +193,18 @@ function resourceSchemas(resource: OpenApiResource, relations: ResourceRelations
       pages: { type: 'integer', minimum: 1 },
       page: { type: 'integer', minimum: 1 },
       limit: { type: 'integer', minimum: 1, maximum: MAX_LIMIT },
+      facets: {
+        type: 'object',
+        description: 'With `facets`: for each requested field, its most frequent values (at most 50), by count descending.',
+        additionalProperties: {
+          type: 'array',
+          items: {
+            type: 'object',
+            required: ['value', 'count', '_links'],
+            properties: { value: {}, count: { type: 'integer', minimum: 1 }, _links: { type: 'object', required: ['self'], properties: { self: ref('schemas', 'Link') } } },
+          },
+        },
+      },
       _links: {
         type: 'object',
         required: ['self', 'first', 'last'],
@@ -250,6 +263,12 @@ const halContent = (schema: Json, example?: unknown): Json => {
   return { [HAL_JSON]: media, [JSON_TYPE]: media };
 };
 
+/** Collections and entities also answer in HAL-FORMS: the same document plus `_templates` (README, Forms for any client). */
+const formsContent = (schema: Json): Json => ({
+  ...halContent(schema),
+  [HAL_FORMS]: { schema: { allOf: [schema, { type: 'object', required: ['_templates'], properties: { _templates: ref('schemas', 'Templates') } }] } },
+});
+
 const ETAG_HEADER: Json = { description: 'Strong tag of this representation (contract §5).', schema: { type: 'string' } };
 
 function resourcePaths(resource: OpenApiResource, relations: ResourceRelations): Json {
@@ -257,7 +276,7 @@ function resourcePaths(resource: OpenApiResource, relations: ResourceRelations):
   const embed = embedParameters(relations);
   const tags = [resource.name];
   const entityResponse = (status: string, description: string, extra: Json = {}): Json => ({
-    [status]: { description, headers: { ETag: ETAG_HEADER, ...RATE_HEADERS, ...extra }, content: halContent(ref('schemas', `${t}.Entity`)) },
+    [status]: { description, headers: { ETag: ETAG_HEADER, ...RATE_HEADERS, ...extra }, content: formsContent(ref('schemas', `${t}.Entity`)) },
   });
   const body = (types: readonly string[], description: string): Json => ({
     required: true,
@@ -271,12 +290,12 @@ function resourcePaths(resource: OpenApiResource, relations: ResourceRelations):
       operationId: `${t}.list`,
       summary: `A page of ${resource.name}, filtered, sorted, searched`,
       tags,
-      parameters: [ref('parameters', 'page'), ref('parameters', 'limit'), ref('parameters', 'sort'), ref('parameters', 'q'), ...embed, ...filterParameters(resource), ifNoneMatch, ifMatch],
+      parameters: [ref('parameters', 'page'), ref('parameters', 'limit'), ref('parameters', 'sort'), ref('parameters', 'q'), ref('parameters', 'facets'), ...embed, ...filterParameters(resource), ifNoneMatch, ifMatch],
       responses: {
         '200': {
           description: 'The page, with the same links in a `Link` header (RFC 8288).',
           headers: { ETag: ETAG_HEADER, Link: { schema: { type: 'string' } }, ...RATE_HEADERS },
-          content: halContent(ref('schemas', `${t}.Page`)),
+          content: formsContent(ref('schemas', `${t}.Page`)),
         },
         '304': { description: 'The client\'s copy (If-None-Match) is current.' },
         ...problems(['400', '401', '403', '404', '406', '409', '412', '429', '500', '503']),
@@ -428,11 +447,33 @@ function components(resources: readonly OpenApiResource[], graph: RelationGraph)
       limit: { name: 'limit', in: 'query', description: `Entities per page; larger values are clamped to ${MAX_LIMIT}.`, schema: { type: 'integer', minimum: 1, default: DEFAULT_LIMIT } },
       sort: { name: 'sort', in: 'query', description: 'Comma-separated fields (dotted paths allowed), `-` for descending: `-price,name`.', schema: { type: 'string' }, example: '-price,name' },
       q: { name: 'q', in: 'query', description: 'Search: every word occurs, case-insensitively, in some string field.', schema: { type: 'string' } },
+      facets: {
+        name: 'facets',
+        in: 'query',
+        description: 'Comma-separated fields (dotted paths allowed, at most 8) whose most frequent values over the filtered set, with exact counts and a link narrowing the query to each, are added as `facets` (docs/queries.md, Facets).',
+        schema: { type: 'string' },
+        example: 'category,brand',
+      },
       IfMatch: { name: 'If-Match', in: 'header', description: 'Only if the entity\'s current ETag is one of these (RFC 9110 §13.1.1).', schema: { type: 'string' } },
       IfNoneMatch: { name: 'If-None-Match', in: 'header', description: 'On reads, 304 when current; on writes, 412 when it matches.', schema: { type: 'string' } },
     },
     schemas: {
       Link: { type: 'object', required: ['href'], properties: { href: { type: 'string' } } },
+      Templates: {
+        type: 'object',
+        description: 'HAL-FORMS templates by name: `default` (POST on a collection, PUT on an entity), `update` (PATCH), `delete`.',
+        additionalProperties: {
+          type: 'object',
+          required: ['method', 'target', 'properties'],
+          properties: {
+            title: { type: 'string' },
+            method: { type: 'string', enum: ['POST', 'PUT', 'PATCH', 'DELETE'] },
+            contentType: { type: 'string' },
+            target: { type: 'string' },
+            properties: { type: 'array', items: { type: 'object', required: ['name'], properties: { name: { type: 'string' } } } },
+          },
+        },
+      },
       LinkOrLinks: { oneOf: [ref('schemas', 'Link'), { type: 'array', items: ref('schemas', 'Link') }] },
       Index: { type: 'object', required: ['_links'], properties: { _links: { type: 'object', additionalProperties: ref('schemas', 'Link') } } },
       Me: {

@@ -58,6 +58,17 @@ export interface StoreQuery {
   readonly limit: number;
   /** `performance.now()` after which the query gives up with `QueryTimeoutError`. */
   readonly deadline?: number;
+  /**
+   * Field paths whose values to count over every match: the answer's `facets`
+   * holds, for each in turn, its most frequent values.
+   */
+  readonly facets?: readonly (readonly string[])[];
+}
+
+/** One value of a facet and how many matches hold it (an array field: hold it as an element). */
+export interface FacetCount {
+  readonly value: unknown;
+  readonly count: number;
 }
 
 export interface QueryResult {
@@ -65,6 +76,11 @@ export interface QueryResult {
   readonly total: number;
   /** The matching entities at positions `[offset, offset + limit)` of the order. */
   readonly entities: readonly StoredEntity[];
+  /**
+   * For each of the query's `facets`, in its order: at most `MAX_FACET_VALUES` values by count
+   * descending, ties by value (`compareValues`). Absent when the query asked for none.
+   */
+  readonly facets?: readonly (readonly FacetCount[])[];
   /**
    * The revision the answer describes, or undefined when writes landed while it was computed (the
    * answer then reflects no single revision: it must be neither cached nor tagged).

@@ -151,6 +151,51 @@ describe('HAL browser in Chromium (contract §4b)', () => {
     await page.locator('p.summary', { hasText: `${inCategory} in all` }).waitFor();
     await shot('10-reverse');
 
+    // 10. The server's times as dates, the number in the tooltip.
+    const first = (await json('/products?limit=1')).body as { _embedded: { products: { id: string; createdAt: number; category: string }[] } };
+    const shown = first._embedded.products[0]!;
+    await page.goto(`${s.url}/products/${shown.id}`);
+    const created = page.locator('dd[data-field="createdAt"] time');
+    await created.waitFor();
+    assert.equal(await created.getAttribute('title'), String(shown.createdAt));
+    assert.equal(await created.textContent(), `${new Date(shown.createdAt * 1000).toISOString().slice(0, 19).replace('T', ' ')} UTC`);
+
+    // 11. An x-link field is a choice among the target's entities (the template's options.link): change it, saved.
+    const choice = page.locator('select#f-category[data-loaded]');
+    await choice.waitFor();
+    const values = await choice.locator('option').evaluateAll((options) => options.map((o) => o.getAttribute('value') ?? ''));
+    assert.deepEqual([...values].sort(), categories.map((c) => c.id).sort());
+    const other = categories.find((c) => c.id !== shown.category)!;
+    await choice.selectOption(other.id);
+    await page.click('button[name="patch"]');
+    await page.locator('p.notice', { hasText: 'Saved.' }).waitFor();
+    assert.equal((await json(`/products/${shown.id}`)).body['category'], other.id);
+    await shot('11-link-choice');
+
+    // 12. The search box: q, the other parameters kept; the same total as the JSON API.
+    await page.goto(`${s.url}/products?limit=5`);
+    await page.fill('#q', 'lamp');
+    await page.click('form.search button');
+    await page.waitForURL(`${s.url}/products?limit=5&q=lamp`);
+    const searched = (await json('/products?q=lamp')).body['total'] as number;
+    assert.ok(searched > 0 && searched < 299);
+    await page.locator('p.summary', { hasText: `${searched} in all` }).waitFor();
+    await shot('12-search');
+
+    // 13. Facets: a sidebar of values with counts; the counts of a required field add up to the total; a click narrows to one.
+    await page.goto(`${s.url}/products`);
+    await page.locator('aside.facets[data-loaded]').waitFor();
+    const status = page.locator('aside.facets section[data-facet="status"] a.facet-value');
+    const counts = (await status.evaluateAll((links) => links.map((a) => Number(a.getAttribute('data-count')))));
+    assert.equal(counts.reduce((a, b) => a + b, 0), 299);
+    assert.ok((await page.locator('aside.facets section[data-facet="brand"] a.facet-value').count()) > 1);
+    const value = (await status.first().textContent()) ?? '';
+    await status.first().click();
+    await page.waitForURL((url) => url.searchParams.get('status') === value);
+    await page.locator('p.summary', { hasText: `${counts[0]} in all` }).waitFor();
+    await page.locator('aside.facets[data-loaded] section[data-facet="status"] a.facet-clear').waitFor();
+    await shot('13-facets');
+
     assert.deepEqual(errors, []);
     t.diagnostic(`screenshots in ${shots}`);
   });

@@ -457,3 +457,34 @@ describe('writes are seen by the next query (contract §3a)', () => {
     assert.deepEqual(await query(), ['e002']);
   });
 });
+
+describe('a comma inside a value (literal commas separate, %2C is part of the value)', () => {
+  const NAMES = [rec('c0', { name: 'a,b' }), rec('c1', { name: 'a' }), rec('c2', { name: 'b' }), rec('c3', { name: 'a,b,c' })];
+  function rec(id: string, fields: Record<string, unknown>): EntityRecord {
+    return { id, createdAt: T, updatedAt: T, ...fields };
+  }
+  const ids = (body: { _embedded: { items: { id: string }[] } }): string[] => body._embedded.items.map((e) => e.id);
+
+  test('?name=a%2Cb -> the entity named "a,b", and its self link says name=a%2Cb', async () => {
+    const s = await startItems(NAMES);
+    const body = await (await s.request('/items?name=a%2Cb')).json();
+    assert.deepEqual(ids(body), ['c0']);
+    assert.equal(body.total, 1);
+    assert.equal(body._links.self.href, '/items?page=1&limit=20&name=a%2Cb');
+  });
+  test('?name=a,b -> two alternatives: the entities named "a" and "b"', async () => {
+    const s = await startItems(NAMES);
+    const body = await (await s.request('/items?name=a,b')).json();
+    assert.deepEqual(ids(body), ['c1', 'c2']);
+    assert.equal(body._links.self.href, '/items?page=1&limit=20&name=a,b');
+  });
+  test('?name=a%2Cb,a%2Cb%2Cc&name[ne]=x%2Cy -> both comma values; every link gives the same page again', async () => {
+    const s = await startItems(NAMES);
+    const body = await (await s.request('/items?name=a%2Cb,a%2Cb%2Cc&name[ne]=x%2Cy&limit=1')).json();
+    assert.equal(body.total, 2);
+    assert.equal(body._links.next.href, '/items?page=2&limit=1&name=a%2Cb,a%2Cb%2Cc&name[ne]=x%2Cy');
+    const next = await (await s.request(body._links.next.href)).json();
+    assert.deepEqual(ids(next), ['c3']);
+    assert.equal(next._links.self.href, body._links.next.href);
+  });
+});

@@ -130,6 +130,18 @@ describe('links (contract §4a)', () => {
     assert.deepEqual(ann._embedded['orders.buyer']._embedded.orders.map((o: { id: string }) => o.id), ['o1']);
     assert.equal(ann._embedded['orders.seller'].total, 0);
   });
+
+  test('a target id holding a comma ("a,b") -> its reverse link says %2C, and following it finds exactly its sources', async () => {
+    const people = createMemoryStore([rec('a,b', 0, {}), rec('a', 1, {}), rec('b', 2, {})]);
+    const orders = createMemoryStore([rec('o1', 3, { buyer: 'a,b' }), rec('o2', 4, { buyer: 'a' }), rec('o3', 5, { buyer: 'b' })]);
+    const s = await startServer({ resources: [{ name: 'people', store: people }, { name: 'orders', store: orders, schema: ORDER_SCHEMA }] });
+    const person = await (await s.request('/people/a%2Cb?embed=orders.buyer')).json();
+    assert.equal(person._links['orders.buyer'].href, '/orders?buyer=a%2Cb');
+    assert.deepEqual(person._embedded['orders.buyer']._links.self, { href: '/orders?page=1&limit=20&buyer=a%2Cb' });
+    const page = await (await s.request(person._links['orders.buyer'].href)).json();
+    assert.deepEqual(page._embedded.orders.map((o: { id: string }) => o.id), ['o1']);
+    assert.equal(page._links.self.href, '/orders?page=1&limit=20&buyer=a%2Cb');
+  });
 });
 
 describe('embed (contract §4a)', () => {

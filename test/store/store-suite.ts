@@ -226,6 +226,26 @@ export function storeSuite(name: string, factory: StoreFactory): void {
       assert.deepEqual(ids((await pageOf(store, 0, 1e9))), live);
     });
 
+    test('facets of a filtered query -> exact counts by value, arrays once per distinct element; writes move them', async () => {
+      const store = await open();
+      await store.create(record('f1', { status: 'on', tags: ['x', 'y', 'x'], d: { w: 1 } }));
+      await store.create(record('f2', { status: 'on', tags: ['x'], d: { w: 2 } }));
+      await store.create(record('f3', { status: 'off', tags: ['y'], d: { w: 1 } }));
+      await store.create(record('f4', { status: 'on', d: null }));
+      const facets = async (): Promise<unknown> =>
+        (await store.query({ filters: [{ field: 'status', path: ['status'], op: 'eq', values: ['on'] }], sort: [], search: [], offset: 0, limit: 1, facets: [['tags'], ['d', 'w']] })).facets;
+      assert.deepEqual(await facets(), [
+        [{ value: 'x', count: 2 }, { value: 'y', count: 1 }],
+        [{ value: 1, count: 1 }, { value: 2, count: 1 }],
+      ]);
+      await store.update('f2', (current) => ({ ...current.record, tags: ['z'], d: { w: 1 } }));
+      await store.delete('f1');
+      assert.deepEqual(await facets(), [[{ value: 'z', count: 1 }], [{ value: 1, count: 1 }]]);
+      const whole = await store.query({ filters: [], sort: [], search: [], offset: 0, limit: 0, facets: [['status']] });
+      assert.deepEqual(whole.facets, [[{ value: 'on', count: 2 }, { value: 'off', count: 1 }]]);
+      assert.equal((await store.query({ filters: [], sort: [], search: [], offset: 0, limit: 0 })).facets, undefined);
+    });
+
     test('close -> not ready; writes after close reject', async () => {
       const store = await open();
       await store.close();

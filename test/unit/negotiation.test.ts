@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { isAcceptedContentType, mediaTypeOf, negotiate, parseAccept, prefersHtml } from '../../src/http/negotiation.js';
+import { admitsOnlyForms, FORMS_OFFERED_TYPES, isAcceptedContentType, mediaTypeOf, negotiate, parseAccept, prefersHtml } from '../../src/http/negotiation.js';
 
 describe('negotiate', () => {
   for (const [accept, expected] of [
@@ -70,4 +70,35 @@ describe('prefersHtml (contract §4b)', () => {
   ] as const) {
     test(`${JSON.stringify(accept)} -> ${expected}`, () => assert.equal(prefersHtml(accept), expected));
   }
+});
+
+describe('negotiate where HAL-FORMS is offered too (collections and entities)', () => {
+  const FORMS = 'application/prs.hal-forms+json';
+  for (const [accept, expected] of [
+    [undefined, 'application/hal+json'],
+    ['*/*', 'application/hal+json'],
+    ['application/*', 'application/hal+json'],
+    ['application/json', 'application/json'],
+    [`application/hal+json, ${FORMS}`, 'application/hal+json'],
+    [FORMS, FORMS],
+    [`${FORMS};q=1.0, application/hal+json;q=0.9, application/json;q=0.7, text/html;q=0.6`, FORMS],
+    ['text/html', undefined],
+  ] as const) {
+    test(`Accept ${JSON.stringify(accept)} -> ${expected ?? '406'}`, () => assert.equal(negotiate(accept, FORMS_OFFERED_TYPES), expected));
+  }
+  for (const [accept, expected] of [
+    [undefined, false],
+    ['*/*', false],
+    [FORMS, true],
+    [`${FORMS}, text/plain`, true],
+    [`${FORMS}, application/hal+json;q=0.1`, false],
+    [`${FORMS}, */*;q=0.1`, false],
+    ['application/json', false],
+  ] as const) {
+    test(`admitsOnlyForms(${JSON.stringify(accept)}) -> ${expected}`, () => assert.equal(admitsOnlyForms(accept), expected));
+  }
+  test('text/html preferred over HAL-FORMS only when its q is higher -> the HTML shell', () => {
+    assert.equal(prefersHtml(`${FORMS}, text/html;q=0.9`), false);
+    assert.equal(prefersHtml(`text/html, ${FORMS};q=0.9`), true);
+  });
 });

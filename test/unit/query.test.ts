@@ -6,7 +6,7 @@ import type { EntityRecord } from '../../src/store/store.js';
 
 const rec = (fields: Record<string, unknown>): EntityRecord => ({ id: 'x', createdAt: 1, updatedAt: 1, ...fields });
 
-const parse = (query: string, declared?: (path: readonly string[]) => boolean) => parseCollectionQuery(new URLSearchParams(query), declared);
+const parse = (query: string, declared?: (path: readonly string[]) => boolean) => parseCollectionQuery(query, declared);
 const is400 = (pattern: RegExp) => (e: unknown) => e instanceof HttpProblem && e.status === 400 && pattern.test(e.detail);
 
 describe('parseCollectionQuery', () => {
@@ -162,5 +162,27 @@ describe('compareValues and sortComparator', () => {
     const rows = [rec({ name: 'b', price: 1 }), rec({ name: 'a', price: 1 }), rec({ name: 'c' }), rec({ name: 'd', price: 5 })];
     rows.sort(sortComparator(parseSort('-price,name')));
     assert.deepEqual(rows.map((r) => r['name']), ['d', 'a', 'b', 'c']);
+  });
+});
+
+describe('parseCollectionQuery: commas', () => {
+  test('name=a%2Cb -> one alternative "a,b", carried as name=a%2Cb', () => {
+    const q = parse('name=a%2Cb');
+    assert.deepEqual(q.filters, [{ field: 'name', path: ['name'], op: 'eq', values: ['a,b'] }]);
+    assert.equal(q.carried, '&name=a%2Cb');
+  });
+  test('name=a,b -> two alternatives, carried as name=a,b', () => {
+    assert.deepEqual(parse('name=a,b').filters, [{ field: 'name', path: ['name'], op: 'eq', values: ['a', 'b'] }]);
+    assert.equal(parse('name=b,a').carried, '&name=a,b');
+  });
+  test('name[gte]=a%2Cb and name[gte]=a,b -> the bound "a,b" either way, carried with %2C', () => {
+    for (const query of ['n[gte]=a%2Cb', 'n[gte]=a,b']) {
+      const q = parse(query);
+      assert.deepEqual(q.filters, [{ field: 'n', path: ['n'], op: 'gte', bound: 'a,b' }]);
+      assert.equal(q.carried, '&n[gte]=a%2Cb');
+    }
+  });
+  test('a+b%20c, a malformed escape %zz -> decoded as URLSearchParams does', () => {
+    assert.deepEqual(parse('name=a+b%20c,%zz').filters, [{ field: 'name', path: ['name'], op: 'eq', values: ['a b c', '%zz'] }]);
   });
 });

@@ -2,7 +2,8 @@
  * The HAL browser's script (contract §4b), plain ES2020 for the browser, with no dependency. It
  * fetches the JSON of the page's own URL with the token of this tab (sessionStorage) in
  * `Authorization`, and renders it: fields, links as links, embedded entities as a table with the
- * page links, problem documents, and forms from the resource's schema in `/openapi.json`.
+ * page links, a search box and facets on collections, problem documents, and forms drawn from the
+ * HAL-FORMS templates the server sends with collections and entities (one source for every client).
  *
  * Kept as a string (no template literal inside, no `${`) so that it ships in the build as it is.
  */
@@ -12,8 +13,15 @@ export const BROWSER_SCRIPT = String.raw`'use strict';
   var main = document.getElementById('main');
   var TOKEN_KEY = 'halserve.token';
   var PROBLEM = 'application/problem+json';
-  var SERVER_FIELDS = ['id', 'createdAt', 'updatedAt', '_links', '_embedded'];
-  var schemas;
+  var SERVER_FIELDS = ['id', 'createdAt', 'updatedAt', '_links', '_embedded', '_templates'];
+  var TIME_FIELDS = ['createdAt', 'updatedAt'];
+  /** Templates where there are any (collections, entities); HAL elsewhere (the server answers 406 to HAL-FORMS alone there). */
+  var ACCEPT = 'application/prs.hal-forms+json, application/hal+json;q=0.9';
+  /** Most facets one page asks for (the server takes 8), and the most entities a link field offers. */
+  var MAX_FACETS = 8;
+  var MAX_CHOICES = 200;
+  /** Values of a facet listed at once; the others behind a disclosure. */
+  var FACET_SHOWN = 10;
 
   function el(tag, attrs, children) {
     var node = document.createElement(tag);
@@ -35,7 +43,7 @@ export const BROWSER_SCRIPT = String.raw`'use strict';
 
   /** fetch with the tab's token; resolves { status, type, body, headers }. */
   function api(method, url, body, contentType) {
-    var headers = { Accept: 'application/hal+json' };
+    var headers = { Accept: ACCEPT };
     if (token()) headers.Authorization = 'Bearer ' + token();
     if (body !== undefined) headers['Content-Type'] = contentType || 'application/json';
     return fetch(url, { method: method, headers: headers, body: body === undefined ? undefined : JSON.stringify(body), cache: 'no-store' })
@@ -56,22 +64,22 @@ export const BROWSER_SCRIPT = String.raw`'use strict';
     return { name: rest[0], id: rest[1], depth: rest.length };
   }
 
-  function loadSchemas() {
-    if (schemas) return Promise.resolve(schemas);
-    return api('GET', base + '/openapi.json').then(function (r) {
-      schemas = r.status === 200 && r.body && r.body.components ? r.body.components.schemas : {};
-      return schemas;
-    }, function () { return {}; });
-  }
-
-  function fieldsSchema(name) {
-    var schema = schemas && schemas[name + '.Fields'];
-    return schema && schema.properties ? schema : undefined;
-  }
-
   function show(value) {
     if (value === null || typeof value !== 'object') return document.createTextNode(value === undefined ? '' : String(value));
     return el('pre', { text: JSON.stringify(value, null, 2) });
+  }
+
+  /** Unix seconds as a date a person reads (UTC), the number itself in the tooltip. */
+  function timeOf(seconds) {
+    var date = new Date(seconds * 1000);
+    if (typeof seconds !== 'number' || isNaN(date.getTime())) return show(seconds);
+    var iso = date.toISOString();
+    return el('time', { datetime: iso, title: String(seconds), text: iso.slice(0, 10) + ' ' + iso.slice(11, 19) + ' UTC' });
+  }
+
+  /** A field's value for display: the server's times as dates, anything else as it is. */
+  function showField(key, value) {
+    return TIME_FIELDS.indexOf(key) !== -1 ? timeOf(value) : show(value);
   }
 
   function linkList(links) {
@@ -114,29 +122,70 @@ export const BROWSER_SCRIPT = String.raw`'use strict';
     ]);
   }
 
-  // ---- forms, from the schema ----
+  // ---- forms, from the HAL-FORMS templates ----
 
-  function inputFor(name, prop, value, required) {
-    var type = Array.isArray(prop.type) ? prop.type.filter(function (t) { return t !== 'null'; })[0] : prop.type;
+  /** A select's options: each value as JSON (so that 3 and "3" stay apart), the current one selected. */
+  function optionsFor(choices, current, many) {
+    var selected = many ? [].concat(current === undefined ? [] : current).map(function (v) { return JSON.stringify(v); }) : [JSON.stringify(current)];
+    return choices.map(function (choice) {
+      var value = choice !== null && typeof choice === 'object' && 'value' in choice ? choice.value : choice;
+      var label = choice !== null && typeof choice === 'object' && 'prompt' in choice ? choice.prompt : String(value);
+      return el('option', { value: JSON.stringify(value), text: label, selected: selected.indexOf(JSON.stringify(value)) !== -1 });
+    });
+  }
+
+  /**
+   * A choice among the entities of the collection an x-link names (the template's options.link):
+   * the current value at once, the collection's first entities (labelled by name or title) when
+   * they arrive.
+   */
+  function linkSelect(id, prop, value, many) {
+    var current = [].concat(value === undefined ? [] : value);
+    var select = el('select', { id: id, name: prop.name, 'data-kind': many ? 'links' : 'link', multiple: many, 'data-href': prop.options.link.href },
+      // Nothing is chosen for the person: a blank first, unless a value is held and one is required.
+      [many || (prop.required && current.length) ? null : el('option', { value: '', text: '' })].concat(current.map(function (v) { return el('option', { value: String(v), text: String(v), selected: true }); })));
+    var valueField = prop.options.valueField || 'id';
+    var href = prop.options.link.href;
+    api('GET', href + (href.indexOf('?') === -1 ? '?' : '&') + 'limit=' + MAX_CHOICES).then(function (r) {
+      var embedded = r.body && r.body._embedded ? r.body._embedded : {};
+      var list = embedded[Object.keys(embedded)[0]] || [];
+      list.forEach(function (entity) {
+        var key = String(entity[valueField]);
+        var label = (entity.name || entity.title || key) + (entity.name || entity.title ? ' (' + key + ')' : '');
+        var known = Array.prototype.find.call(select.options, function (o) { return o.value === key; });
+        if (known) known.textContent = label;
+        else select.appendChild(el('option', { value: key, text: label }));
+      });
+      select.setAttribute('data-loaded', String(list.length));
+    });
+    return select;
+  }
+
+  /** The input of one template property (HAL-FORMS: name, prompt, required, type, options, value). */
+  function inputFor(prop, value) {
+    var name = prop.name;
     var id = 'f-' + name;
+    var options = prop.options;
+    var many = options !== undefined && options.maxItems !== 1;
     var input;
-    if (Array.isArray(prop.enum)) {
-      input = el('select', { id: id, name: name, 'data-kind': 'enum' }, [required ? null : el('option', { value: '', text: '' })].concat(prop.enum.map(function (v) {
-        return el('option', { value: JSON.stringify(v), text: String(v), selected: value !== undefined && JSON.stringify(v) === JSON.stringify(value) });
-      })));
-    } else if (type === 'boolean') {
+    if (options && options.link) {
+      input = linkSelect(id, prop, value, many);
+    } else if (options && options.inline) {
+      input = el('select', { id: id, name: name, 'data-kind': many ? 'enum-many' : 'enum', multiple: many },
+        [many || prop.required ? null : el('option', { value: '', text: '' })].concat(optionsFor(options.inline, value, many)));
+    } else if (prop.type === 'checkbox') {
       input = el('input', { id: id, name: name, type: 'checkbox', 'data-kind': 'boolean', checked: value === true });
-    } else if (type === 'number' || type === 'integer') {
-      input = el('input', { id: id, name: name, type: 'number', step: 'any', 'data-kind': 'number', value: value === undefined ? '' : value });
-    } else if (type === 'string') {
-      input = el('input', { id: id, name: name, type: 'text', 'data-kind': 'string', value: value === undefined ? '' : value });
+    } else if (prop.type === 'number') {
+      input = el('input', { id: id, name: name, type: 'number', step: prop.step || 'any', min: prop.min, max: prop.max, 'data-kind': 'number', value: value === undefined ? '' : value });
+    } else if (prop.type === 'text') {
+      input = el('input', { id: id, name: name, type: 'text', 'data-kind': 'string', placeholder: prop.placeholder, value: value === undefined ? '' : value });
     } else {
-      input = el('textarea', { id: id, name: name, 'data-kind': 'json' });
+      input = el('textarea', { id: id, name: name, 'data-kind': 'json', placeholder: prop.placeholder });
       input.value = value === undefined ? '' : JSON.stringify(value, null, 2);
     }
-    var hint = prop.description ? el('span', { class: 'muted', text: ' ' + prop.description }) : null;
+    var hint = prop.placeholder && prop.type !== 'text' && prop.type !== 'textarea' ? el('span', { class: 'muted', text: ' ' + prop.placeholder }) : null;
     return el('div', { class: 'field', 'data-field': name }, [
-      el('label', { for: id }, [name + (required ? ' *' : ''), hint]),
+      el('label', { for: id }, [(prop.prompt || name) + (prop.required ? ' *' : ''), hint]),
       input,
       el('div', { class: 'error', 'aria-live': 'polite' }),
     ]);
@@ -149,10 +198,15 @@ export const BROWSER_SCRIPT = String.raw`'use strict';
     form.querySelectorAll('[data-kind]').forEach(function (input) {
       var kind = input.getAttribute('data-kind');
       if (kind === 'boolean') { out[input.name] = input.checked; return; }
+      if (kind === 'links' || kind === 'enum-many') {
+        var chosen = Array.prototype.filter.call(input.options, function (o) { return o.selected; });
+        if (chosen.length) out[input.name] = chosen.map(function (o) { return kind === 'links' ? o.value : JSON.parse(o.value); });
+        return;
+      }
       var raw = input.value;
       if (raw.trim() === '') return;
       if (kind === 'number') out[input.name] = Number(raw);
-      else if (kind === 'string') out[input.name] = raw;
+      else if (kind === 'string' || kind === 'link') out[input.name] = raw;
       else {
         try { out[input.name] = JSON.parse(raw); } catch (e) { fieldError(form, input.name, 'not valid JSON: ' + e.message); bad = true; }
       }
@@ -187,18 +241,27 @@ export const BROWSER_SCRIPT = String.raw`'use strict';
     });
   }
 
-  function entityForm(name, values, buttons) {
-    var schema = fieldsSchema(name);
+  /**
+   * A form from a template: an input per property, holding values (the template's own values
+   * where it has them). A template without properties (a resource without a schema) takes the
+   * entity as one JSON object.
+   */
+  function entityForm(template, values, buttons) {
+    var props = (template && template.properties) || [];
     var fields;
-    if (schema) {
-      var required = schema.required || [];
-      fields = Object.keys(schema.properties).map(function (field) { return inputFor(field, schema.properties[field], values[field], required.indexOf(field) !== -1); });
+    if (props.length) {
+      fields = props.map(function (prop) { return inputFor(prop, 'value' in prop ? prop.value : values[prop.name]); });
     } else {
       var body = {};
       Object.keys(values).forEach(function (k) { if (SERVER_FIELDS.indexOf(k) === -1) body[k] = values[k]; });
-      fields = [inputFor('_body', { description: 'the entity as a JSON object' }, Object.keys(values).length ? body : undefined, true)];
+      fields = [inputFor({ name: '_body', prompt: '_body', required: true, type: 'textarea', placeholder: 'the entity as a JSON object' }, Object.keys(values).length ? body : undefined)];
     }
     return el('form', { class: 'entity', novalidate: true }, [el('div', { class: 'form-problem' })].concat(fields, [el('div', { class: 'actions' }, buttons)]));
+  }
+
+  /** Sends a form's body as a template says (method, target, content type). */
+  function submit(template, body) {
+    return api(template.method, template.target, body, template.contentType);
   }
 
   function bodyOf(form) {
@@ -214,11 +277,105 @@ export const BROWSER_SCRIPT = String.raw`'use strict';
     main.appendChild(linkList(doc._links));
   }
 
+  /** The query of this page as pairs, raw (a comma sent as %2C stays one). */
+  function queryPairs() {
+    return location.search.slice(1).split('&').filter(Boolean).map(function (part) {
+      var eq = part.indexOf('=');
+      return eq === -1 ? [part, ''] : [part.slice(0, eq), part.slice(eq + 1)];
+    });
+  }
+
+  function paramName(raw) {
+    try { return decodeURIComponent(raw.replace(/\+/g, ' ')); } catch (e) { return raw; }
+  }
+
+  /** This page's query with name set to value (or removed when undefined), from page 1. */
+  function withParam(name, value) {
+    var pairs = queryPairs().filter(function (p) { var n = paramName(p[0]); return n !== name && n !== 'page'; });
+    if (value !== undefined) pairs.push([encodeURIComponent(name), encodeURIComponent(value)]);
+    return location.pathname + (pairs.length ? '?' + pairs.map(function (p) { return p[0] + '=' + p[1]; }).join('&') : '');
+  }
+
+  /** q: a search box over every string of the entities, keeping the other parameters. */
+  function searchBox() {
+    var current = '';
+    queryPairs().forEach(function (p) { if (paramName(p[0]) === 'q') current = paramName(p[1]); });
+    var input = el('input', { id: 'q', name: 'q', type: 'search', value: current, placeholder: 'words that must all occur' });
+    var form = el('form', { class: 'search', role: 'search' }, [el('label', { for: 'q', text: 'Search' }), input, el('button', { type: 'submit', text: 'Search' })]);
+    form.addEventListener('submit', function (e) {
+      e.preventDefault();
+      var words = input.value.trim();
+      location.assign(withParam('q', words === '' ? undefined : words));
+    });
+    return form;
+  }
+
+  /**
+   * The fields to count: the template's properties with choices first (enums,
+   * links), then booleans and short text; without a template's properties, the scalar fields the
+   * page's entities hold. At most MAX_FACETS.
+   */
+  function facetFields(template, items) {
+    var props = (template && template.properties) || [];
+    var fields;
+    if (props.length) {
+      // Numbers are left out: a price has as many values as products.
+      var rank = function (p) { return p.options ? 0 : p.type === 'checkbox' ? 1 : p.type === 'text' ? 2 : 9; };
+      fields = props.filter(function (p) { return rank(p) < 9; }).sort(function (a, b) { return rank(a) - rank(b); }).map(function (p) { return p.name; });
+    } else {
+      fields = [];
+      items.forEach(function (item) {
+        Object.keys(item).forEach(function (key) {
+          var v = item[key];
+          if (SERVER_FIELDS.indexOf(key) === -1 && fields.indexOf(key) === -1 && (typeof v === 'string' || typeof v === 'boolean' || v === null || Array.isArray(v))) fields.push(key);
+        });
+      });
+    }
+    return fields.slice(0, MAX_FACETS);
+  }
+
+  /** The facets of this page's query as a sidebar of links with counts; a field whose values are all different is left out (it narrows nothing). */
+  function facetSidebar(fields) {
+    var aside = el('aside', { class: 'facets', 'aria-label': 'Facets' }, [el('h2', { text: 'Narrow' })]);
+    if (!fields.length) return aside;
+    // The field names' commas are separators: sent as they are.
+    var url = withParam('facets', undefined);
+    url += (url.indexOf('?') === -1 ? '?' : '&') + 'facets=' + fields.map(encodeURIComponent).join(',');
+    var current = {};
+    queryPairs().forEach(function (p) { current[paramName(p[0])] = p[1]; });
+    api('GET', url).then(function (r) {
+      var facets = (r.body && r.body.facets) || {};
+      Object.keys(facets).forEach(function (field) {
+        var values = facets[field];
+        // Mostly values held once or twice (names, descriptions): counting them narrows nothing.
+        var middle = values[Math.floor(values.length / 2)];
+        if (!values.length || (values.length > 1 && middle.count <= 2 && !(field in current))) return;
+        var item = function (v) {
+          var label = typeof v.value === 'string' ? v.value : JSON.stringify(v.value);
+          return el('li', {}, [el('a', { href: v._links.self.href, class: 'facet-value', 'data-count': String(v.count), text: label }), ' ', el('span', { class: 'count', text: String(v.count) })]);
+        };
+        var more = values.slice(FACET_SHOWN);
+        aside.appendChild(el('section', { 'data-facet': field }, [
+          el('h3', { text: field }),
+          el('ul', {}, values.slice(0, FACET_SHOWN).map(item)),
+          more.length ? el('details', {}, [el('summary', { text: more.length + ' more' }), el('ul', {}, more.map(item))]) : null,
+          field in current ? el('a', { href: withParam(field, undefined), class: 'facet-clear', text: 'any ' + field }) : null,
+        ]));
+      });
+      aside.setAttribute('data-loaded', 'true');
+    });
+    return aside;
+  }
+
   function renderCollection(name, doc) {
     var items = (doc._embedded && doc._embedded[name]) || [];
+    var create = doc._templates && doc._templates['default'];
     main.appendChild(el('h1', { text: name }));
-    main.appendChild(el('p', { class: 'summary', text: doc.total + ' in all; page ' + doc.page + ' of ' + doc.pages + ', ' + doc.count + ' shown' }));
-    main.appendChild(pager(doc._links, doc));
+    var content = el('div', { class: 'content' });
+    main.appendChild(el('div', { class: 'collection' }, [facetSidebar(facetFields(create, items)), content]));
+    content.appendChild(searchBox());
+    content.appendChild(el('p', { class: 'summary', text: doc.total + ' in all; page ' + doc.page + ' of ' + doc.pages + ', ' + doc.count + ' shown' }));
+    content.appendChild(pager(doc._links, doc));
     var columns = ['id'];
     items.forEach(function (item) {
       Object.keys(item).forEach(function (key) { if (columns.indexOf(key) === -1 && key.charAt(0) !== '_' && columns.length < 9) columns.push(key); });
@@ -227,27 +384,29 @@ export const BROWSER_SCRIPT = String.raw`'use strict';
       return el('tr', {}, columns.map(function (col) {
         if (col === 'id') return el('td', {}, [el('a', { href: item._links && item._links.self ? item._links.self.href : '#', class: 'entity-link', text: item.id })]);
         var v = item[col];
+        if (TIME_FIELDS.indexOf(col) !== -1) return el('td', { 'data-field': col }, [timeOf(v)]);
         // A field that links elsewhere (contract §4a): its value is a link to the entity it names.
         var link = item._links && item._links[col];
         if (link && !Array.isArray(link) && typeof v === 'string') return el('td', {}, [el('a', { href: link.href, rel: col, class: 'relation', text: v })]);
         return el('td', { class: typeof v === 'number' ? 'num' : undefined, text: v === undefined ? '' : typeof v === 'object' ? JSON.stringify(v) : String(v) });
       }));
     });
-    main.appendChild(el('table', { class: 'entities' }, [el('thead', {}, [el('tr', {}, columns.map(function (c) { return el('th', { text: c }); }))]), el('tbody', {}, rows)]));
-    main.appendChild(pager(doc._links, doc));
-    main.appendChild(el('h2', { text: 'Create' }));
-    var form = entityForm(name, {}, [el('button', { type: 'submit', text: 'Create' })]);
+    content.appendChild(el('table', { class: 'entities' }, [el('thead', {}, [el('tr', {}, columns.map(function (c) { return el('th', { text: c }); }))]), el('tbody', {}, rows)]));
+    content.appendChild(pager(doc._links, doc));
+    if (!create) return;
+    content.appendChild(el('h2', { text: 'Create' }));
+    var form = entityForm(create, {}, [el('button', { type: 'submit', text: create.title || 'Create' })]);
     form.addEventListener('submit', function (e) {
       e.preventDefault();
       clearErrors(form);
       var body = bodyOf(form);
       if (body === undefined) return;
-      api('POST', location.pathname, body).then(function (r) {
+      submit(create, body).then(function (r) {
         if (r.status === 201) location.assign(r.headers.get('location') || r.body._links.self.href);
         else formProblem(form, r);
       });
     });
-    main.appendChild(form);
+    content.appendChild(form);
   }
 
   function pager(links, doc) {
@@ -263,8 +422,8 @@ export const BROWSER_SCRIPT = String.raw`'use strict';
     if (notice) main.appendChild(el('p', { class: 'notice', role: 'status', text: notice }));
     var rows = [];
     Object.keys(doc).forEach(function (key) {
-      if (key === '_links' || key === '_embedded') return;
-      rows.push(el('dt', { text: key }), el('dd', { 'data-field': key }, [show(doc[key])]));
+      if (key === '_links' || key === '_embedded' || key === '_templates') return;
+      rows.push(el('dt', { text: key }), el('dd', { 'data-field': key }, [showField(key, doc[key])]));
     });
     main.appendChild(el('dl', { class: 'fields' }, rows));
     main.appendChild(el('h2', { text: 'Links' }));
@@ -278,37 +437,43 @@ export const BROWSER_SCRIPT = String.raw`'use strict';
       });
       main.appendChild(linkList(embedded));
     }
+    var templates = doc._templates || {};
+    var replace = templates['default'];
+    var update = templates.update;
+    var remove = templates['delete'];
+    if (!replace && !update && !remove) return;
     main.appendChild(el('h2', { text: 'Edit' }));
-    var form = entityForm(name, doc, [
-      el('button', { type: 'submit', name: 'patch', value: 'patch', text: 'Save changes (PATCH)' }),
-      el('button', { type: 'button', class: 'replace', text: 'Replace (PUT)' }),
-      el('button', { type: 'button', class: 'danger delete', text: 'Delete' }),
+    var form = entityForm(replace || update, doc, [
+      update ? el('button', { type: 'submit', name: 'patch', value: 'patch', text: 'Save changes (PATCH)' }) : null,
+      replace ? el('button', { type: 'button', class: 'replace', text: 'Replace (PUT)' }) : null,
+      remove ? el('button', { type: 'button', class: 'danger delete', text: 'Delete' }) : null,
     ]);
-    var url = location.pathname;
-    function write(method, body) {
+    var schemaFields = ((replace || update).properties || []).length > 0;
+    function write(template, body) {
       clearErrors(form);
       var saved = main.querySelector('.notice');
       if (saved) saved.remove();
       if (body === undefined) return;
-      api(method, url, body, method === 'PATCH' ? 'application/merge-patch+json' : 'application/json').then(function (r) {
+      submit(template, body).then(function (r) {
         if (r.status === 200) { main.textContent = ''; renderEntity(name, r.body, 'Saved.'); }
         else formProblem(form, r);
       });
     }
     form.addEventListener('submit', function (e) {
       e.preventDefault();
+      if (!update) return;
       var next = bodyOf(form);
       if (next === undefined) return;
       // A merge patch of what changed; a field emptied in the form is removed (null).
       var patch = {};
       Object.keys(next).forEach(function (k) { if (JSON.stringify(next[k]) !== JSON.stringify(doc[k])) patch[k] = next[k]; });
-      Object.keys(doc).forEach(function (k) { if (SERVER_FIELDS.indexOf(k) === -1 && !(k in next) && fieldsSchema(name)) patch[k] = null; });
-      write('PATCH', patch);
+      Object.keys(doc).forEach(function (k) { if (SERVER_FIELDS.indexOf(k) === -1 && !(k in next) && schemaFields) patch[k] = null; });
+      write(update, patch);
     });
-    form.querySelector('.replace').addEventListener('click', function () { write('PUT', bodyOf(form)); });
-    form.querySelector('.delete').addEventListener('click', function () {
+    if (replace) form.querySelector('.replace').addEventListener('click', function () { write(replace, bodyOf(form)); });
+    if (remove) form.querySelector('.delete').addEventListener('click', function () {
       if (!confirm('Delete ' + name + ' ' + doc.id + '?')) return;
-      api('DELETE', url).then(function (r) {
+      submit(remove).then(function (r) {
         if (r.status === 204) location.assign(base + '/' + encodeURIComponent(name));
         else formProblem(form, r);
       });
@@ -320,7 +485,7 @@ export const BROWSER_SCRIPT = String.raw`'use strict';
     main.appendChild(el('h1', { text: location.pathname }));
     var rows = [];
     Object.keys(doc || {}).forEach(function (key) {
-      if (key !== '_links') rows.push(el('dt', { text: key }), el('dd', {}, [show(doc[key])]));
+      if (key !== '_links' && key !== '_templates') rows.push(el('dt', { text: key }), el('dd', {}, [show(doc[key])]));
     });
     main.appendChild(el('dl', { class: 'fields' }, rows));
     if (doc && doc._links) { main.appendChild(el('h2', { text: 'Links' })); main.appendChild(linkList(doc._links)); }
@@ -329,8 +494,7 @@ export const BROWSER_SCRIPT = String.raw`'use strict';
   function load() {
     crumbs();
     var r = route(location.pathname);
-    Promise.all([api('GET', location.pathname + location.search), loadSchemas()]).then(function (results) {
-      var res = results[0];
+    api('GET', location.pathname + location.search).then(function (res) {
       main.textContent = '';
       document.title = (r.name ? r.name + (r.id ? ' ' + r.id : '') : 'index') + ' · halserve';
       if (res.type === PROBLEM || res.status >= 400) { main.appendChild(problemBox(res.body, res.status)); return; }
@@ -350,7 +514,6 @@ export const BROWSER_SCRIPT = String.raw`'use strict';
   document.getElementById('token-form').addEventListener('submit', function (e) {
     e.preventDefault();
     sessionStorage.setItem(TOKEN_KEY, tokenInput.value.trim());
-    schemas = undefined;
     load();
   });
   load();

@@ -36,4 +36,19 @@ form.entity { display: grid; gap: .55rem; max-width: 40rem; }
 button { font: inherit; padding: .3rem .8rem; cursor: pointer; }
 button.danger { color: var(--bad); }
 .muted { color: var(--muted); }
+.collection { display: grid; grid-template-columns: minmax(10rem, 14rem) 1fr; gap: 1.2rem; align-items: start; }
+@media (max-width: 44rem) { .collection { grid-template-columns: 1fr; } }
+.content { min-width: 0; }
+aside.facets h2 { margin-top: 0; }
+aside.facets h3 { font-size: .95rem; margin: .8rem 0 .2rem; }
+aside.facets ul { list-style: none; padding: 0; margin: 0; font-size: .9rem; }
+aside.facets .count { color: var(--muted); font-variant-numeric: tabular-nums; }
+aside.facets .count::before { content: "("; }
+aside.facets .count::after { content: ")"; }
+aside.facets .facet-clear { font-size: .85rem; }
+form.search { display: flex; gap: .4rem; align-items: center; margin: 0 0 .6rem; }
+form.search input { flex: 1; padding: .3rem; font: inherit; }
+time { text-decoration: underline dotted; }
+td time { white-space: nowrap; }
+aside.facets summary { cursor: pointer; color: var(--muted); font-size: .85rem; }
 `;

@@ -98,7 +98,12 @@ export class MaterialisedIndex<E extends StoredEntity> implements IndexWriter<E>
   query(query: StoreQuery): MaybePromise<QueryResult> {
     const revision = this.revision;
     if (query.filters.length === 0 && query.sort.length === 0 && query.search.length === 0) {
-      return { total: this.size, entities: this.#entities.page(query.offset, query.limit), revision };
+      const plain = { total: this.size, entities: this.#entities.page(query.offset, query.limit), revision };
+      if (query.facets === undefined || query.facets.length === 0) return plain;
+      // The page from the creation order, the facets over every row.
+      const facets = this.#engine.facets(query);
+      if (!(facets instanceof Promise)) return { ...plain, facets };
+      return facets.then((f) => ({ ...plain, facets: f, revision: this.revision === revision ? revision : undefined }));
     }
     this.#engine.revise(revision);
     const answer = this.#engine.query(query);

@@ -1,5 +1,6 @@
 import { matchesSearch, valueAt, type Filter } from '../../conventions/query.js';
-import type { StoreQuery, StoredEntity } from '../store.js';
+import type { FacetCount, StoreQuery, StoredEntity } from '../store.js';
+import { facetCounts } from './facet-counts.js';
 import { FieldIndex, NO_ROW, type EqualRows } from './field-index.js';
 import { SCAN_BLOCK, scanBlock, scanRange, walk } from './order-scan.js';
 import { anyOf } from './row-lists.js';
@@ -33,6 +34,7 @@ interface TextFill<E> {
 interface Answer {
   readonly total: number;
   readonly rows: ArrayLike<number>;
+  readonly facets?: FacetCount[][];
 }
 
 type RangeFilter = Extract<Filter, { bound: number | string }>;
@@ -46,6 +48,13 @@ type Driver =
   /** Ranks `[lo, hi)` of a field's order; `creation`: its rows are in creation order (an `eq` range: one value). */
   | { kind: 'range'; field: FieldIndex; lo: number; hi: number; covers: ReadonlySet<Filter>; creation: boolean }
   | { kind: 'all' };
+
+/** What the engine answers: a page of entities, how many match, and the facets asked for. */
+export interface EngineAnswer<E> {
+  readonly total: number;
+  readonly entities: E[];
+  readonly facets?: FacetCount[][];
+}
 
 /** Matches kept per query while the revision stays the same: later pages cost their length. */
 const RESULT_CACHE_BYTES = 64 * 1024 * 1024;
@@ -225,25 +234,85 @@ export class QueryEngine<E extends StoredEntity> {
 
   // ---- answering ----
 
-  /** The matching entities of a query and their count; synchronous when the work fits in one slice. */
-  query(query: StoreQuery): { total: number; entities: E[] } | Promise<{ total: number; entities: E[] }> {
-    const answer = runSliced((slice) => this.#answer(query, slice), query.deadline ?? Infinity, () => this.#rows.layout);
+  /** The matching entities of a query and their count (and its facets); synchronous when the work fits in one slice. */
+  query(query: StoreQuery): EngineAnswer<E> | Promise<EngineAnswer<E>> {
+    const answer = runSliced((slice) => this.#answerWithFacets(query, slice), query.deadline ?? Infinity, () => this.#rows.layout);
     return answer instanceof Promise ? answer.then((a) => this.#entities(a)) : this.#entities(answer);
   }
 
-  #entities(answer: Answer): { total: number; entities: E[] } {
+  /** The facets of a query without its page: for a store that answers the page of a plain query itself. */
+  facets(query: StoreQuery): FacetCount[][] | Promise<FacetCount[][]> {
+    return runSliced((slice) => this.#facets(query, slice), query.deadline ?? Infinity, () => this.#rows.layout);
+  }
+
+  #entities(answer: Answer): EngineAnswer<E> {
     const entities: E[] = [];
     for (let i = 0; i < answer.rows.length; i++) {
       // A row deleted while a sliced query waited is left out (that answer carries no revision).
       const entity = this.#rows.at(answer.rows[i]!);
       if (entity !== undefined) entities.push(entity);
     }
-    return { total: answer.total, entities };
+    return answer.facets === undefined ? { total: answer.total, entities } : { total: answer.total, entities, facets: answer.facets };
+  }
+
+  *#answerWithFacets(query: StoreQuery, slice: Slice): Work<Answer> {
+    const answer = yield* this.#answer(query, slice);
+    if (query.facets === undefined || query.facets.length === 0) return answer;
+    return { ...answer, facets: yield* this.#facets(query, slice) };
+  }
+
+  // ---- facets (docs/queries.md, Facets) ----
+
+  /** Each facet field's most frequent values over every match of the query's filters and search. */
+  *#facets(query: StoreQuery, slice: Slice): Work<FacetCount[][]> {
+    const paths = query.facets ?? [];
+    for (;;) {
+      const wait = this.#ensure([...query.filters.map((f) => f.path), ...paths]) ?? (query.search.length > 0 ? this.#ensureText() : undefined);
+      if (wait === undefined) break;
+      yield wait;
+    }
+    const rows = yield* this.#matches(query, slice);
+    const out: FacetCount[][] = [];
+    for (const path of paths) out.push(yield* facetCounts(this.#fields.get(this.#key(path))!, rows, this.#rows.slotCount, slice));
+    return out;
+  }
+
+  /**
+   * Every row matching the query's filters and search, in no particular order, or undefined for
+   * every live row (no filter, no search). Indexes must be built. A kept result is reused.
+   */
+  *#matches(query: StoreQuery, slice: Slice): Work<Int32Array | undefined> {
+    const { filters, search } = query;
+    if (filters.length === 0 && search.length === 0) return undefined;
+    const kept = this.#results.get(resultKey(query));
+    if (kept) return kept;
+    const field = (path: readonly string[]): FieldIndex => this.#fields.get(this.#key(path))!;
+    const searched = search.length > 0 ? yield* this.#searched(search, slice) : undefined;
+    const driver = yield* this.#driver(filters, searched, field, slice);
+    const tests = this.#tests(filters, search, searched, driver, field);
+    if (tests.length === 0) {
+      if (driver.kind === 'rows') return driver.rows;
+      if (driver.kind === 'range') return driver.field.order.copy(driver.lo, driver.hi);
+      if (search.length === 0) return undefined;
+    }
+    return yield* this.#collect(driver, tests, slice);
+  }
+
+  /** The search's candidate rows, kept per revision. */
+  *#searched(search: readonly string[], slice: Slice): Work<Candidates> {
+    const revision = this.#rows.revision;
+    const key = search.join(' ');
+    let searched = this.#searches.get(key);
+    if (searched === undefined) {
+      searched = yield* this.#text!.candidates(search, this.#rows.slotCount, slice);
+      if (this.#rows.revision === revision && this.#searches.size < MAX_SEARCHES) this.#searches.set(key, searched);
+    }
+    return searched;
   }
 
   *#answer(query: StoreQuery, slice: Slice): Work<Answer> {
     const { filters, sort, search, offset, limit } = query;
-    const paths = [...filters.map((f) => f.path), ...sort.map((k) => k.path)];
+    const paths = [...filters.map((f) => f.path), ...sort.map((k) => k.path), ...(query.facets ?? [])];
     for (;;) {
       const wait = this.#ensure(paths) ?? (search.length > 0 ? this.#ensureText() : undefined);
       if (wait === undefined) break;
@@ -262,15 +331,7 @@ export class QueryEngine<E extends StoredEntity> {
       return window(rows);
     };
     const field = (path: readonly string[]): FieldIndex => this.#fields.get(this.#key(path))!;
-    let searched: Candidates | undefined;
-    if (search.length > 0) {
-      const key = search.join(' ');
-      searched = this.#searches.get(key);
-      if (searched === undefined) {
-        searched = yield* this.#text!.candidates(search, this.#rows.slotCount, slice);
-        if (this.#rows.revision === revision && this.#searches.size < MAX_SEARCHES) this.#searches.set(key, searched);
-      }
-    }
+    const searched = search.length > 0 ? yield* this.#searched(search, slice) : undefined;
     const driver = yield* this.#driver(filters, searched, field, slice);
     const tests = this.#tests(filters, search, searched, driver, field);
     const first = sort.length > 0 ? field(sort[0]!.path) : undefined;

@@ -13,6 +13,14 @@ const FIRST_CELL = 6;
 /** The values of the fixed codes (`NUMBER` reads the numbers instead). */
 const FIXED: readonly Cell[] = [NO_ROW, undefined, undefined, null, false, true];
 
+/** A column's rows counted by value (`ValueColumn.tally`): what facets are made of. */
+export class CodeTally {
+  /** Rows by code: 0 and 1 (holes, absent values) name no value. */
+  counts = new Uint32Array(64);
+  /** Rows holding a number, by number. */
+  readonly numbers = new Map<number, number>();
+}
+
 /**
  * One field's value by row, in typed arrays rather than a JS array of values: a code per row
  * (4 bytes), a number per row where numbers occur (8 bytes, never a boxed double), and a table of
@@ -72,6 +80,59 @@ export class ValueColumn {
   present(row: number): boolean {
     const code = this.#codes[row];
     return code !== undefined && code !== HOLE && code !== ABSENT;
+  }
+
+  /**
+   * Counts rows by value into `tally`: the rows `rows[from, to)`, or without `rows` the rows
+   * `[from, to)` themselves (holes and absent values are counted under codes that name no value).
+   * One read of a typed array per row: the values are looked at once per distinct code, later.
+   */
+  tally(tally: CodeTally, rows: Int32Array | undefined, from: number, to: number): void {
+    const need = FIRST_CELL + this.#cells.length;
+    if (tally.counts.length < need) {
+      const grown = new Uint32Array(Math.max(need, tally.counts.length * 2));
+      grown.set(tally.counts);
+      tally.counts = grown;
+    }
+    const counts = tally.counts;
+    const codes = this.#codes;
+    const length = this.#length;
+    if (rows === undefined) {
+      const end = Math.min(to, length);
+      for (let row = from; row < end; row++) {
+        const code = codes[row]!;
+        if (code === NUMBER) this.#tallyNumber(tally, row);
+        else counts[code]!++;
+      }
+      return;
+    }
+    for (let i = from; i < to; i++) {
+      const row = rows[i]!;
+      const code = row < length ? codes[row]! : HOLE;
+      if (code === NUMBER) this.#tallyNumber(tally, row);
+      else counts[code]!++;
+    }
+  }
+
+  #tallyNumber(tally: CodeTally, row: number): void {
+    const value = this.#numbers![row]!;
+    tally.numbers.set(value, (tally.numbers.get(value) ?? 0) + 1);
+  }
+
+  /**
+   * The values a tally counted and their counts, once per code or number: equal values past the
+   * interning bound have cells of their own and come once per cell (the caller merges them).
+   */
+  tallied(tally: CodeTally): [Cell, number][] {
+    const out: [Cell, number][] = [];
+    const counts = tally.counts;
+    for (let code = 3; code < counts.length; code++) {
+      const count = counts[code]!;
+      if (count === 0 || code === NUMBER) continue;
+      out.push([code >= FIRST_CELL ? this.#cells[code - FIRST_CELL] : FIXED[code], count]);
+    }
+    for (const entry of tally.numbers) out.push(entry);
+    return out;
   }
 
   /** Sets the row's value (`NO_ROW` makes it a hole). */

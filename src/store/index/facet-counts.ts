@@ -1,0 +1,116 @@
+import { compareValues } from '../../conventions/query.js';
+import type { FacetCount } from '../store.js';
+import type { FieldIndex } from './field-index.js';
+import { compareCells } from './row-sort.js';
+import { SCAN_BLOCK } from './order-scan.js';
+import { CHECK_EVERY, type Slice, type Work } from './slices.js';
+import { CodeTally, type Cell } from './value-column.js';
+
+/** Most values one facet lists. */
+export const MAX_FACET_VALUES = 50;
+
+/**
+ * The facet of one field over a set of rows: every value's exact count, then the
+ * `MAX_FACET_VALUES` most frequent, ties by value. The rows are counted by the column's codes (a
+ * typed array read per row, never a record parsed); values are looked at once per distinct code.
+ * An array counts each of its distinct elements once; an absent value is not counted; `null` is.
+ *
+ * `rows`: the matching rows, or undefined for every live row. Yields between blocks of rows.
+ */
+export function* facetCounts(field: FieldIndex, rows: Int32Array | undefined, slots: number, slice: Slice): Work<FacetCount[]> {
+  const counts = new Map<string, { value: Cell; count: number }>();
+  const add = (value: Cell, count: number): void => {
+    const key = valueKey(value);
+    const known = counts.get(key);
+    if (known === undefined) counts.set(key, { value, count });
+    else known.count += count;
+  };
+  // Every row, and no array among the values: each value's rows are one range of the field's
+  // order, found by two binary searches; a field of few values is counted without reading its rows.
+  if (rows === undefined && field.arrays === 0 && byOrder(field, add)) return yield* mostFrequent(counts.values(), MAX_FACET_VALUES, slice);
+  counts.clear();
+  const tally = new CodeTally();
+  const column = field.column;
+  const end = rows === undefined ? slots : rows.length;
+  for (let from = 0; from < end; from += SCAN_BLOCK) {
+    column.tally(tally, rows, from, Math.min(end, from + SCAN_BLOCK));
+    if (slice.due) yield;
+  }
+  let step = 0;
+  for (const [value, count] of column.tallied(tally)) {
+    if (Array.isArray(value)) {
+      // Each distinct element once per entity: `count` entities hold this very array.
+      const seen = new Set<string>();
+      for (const element of value as readonly Cell[]) {
+        const key = valueKey(element);
+        if (seen.has(key)) continue;
+        seen.add(key);
+        add(element, count);
+      }
+    } else {
+      add(value, count);
+    }
+    if (++step % CHECK_EVERY === 0 && slice.due) yield;
+  }
+  return yield* mostFrequent(counts.values(), MAX_FACET_VALUES, slice);
+}
+
+/** Distinct values counted from the order before counting row by row is cheaper. */
+const MAX_ORDER_VALUES = 256;
+
+/**
+ * Counts every value of a field without arrays from its order (ties of one value are contiguous):
+ * false, having counted part, when the field has more than `MAX_ORDER_VALUES` distinct values.
+ * Synchronous: at most that many pairs of binary searches.
+ */
+function byOrder(field: FieldIndex, add: (value: Cell, count: number) => void): boolean {
+  const { order, column } = field;
+  const size = order.size;
+  let values = 0;
+  for (let lo = 0; lo < size; values++) {
+    if (values === MAX_ORDER_VALUES) return false;
+    const value = column.get(order.at(lo));
+    const hi = order.rankWhere((row) => (compareCells(column.get(row), value) <= 0 ? -1 : 1));
+    // An absent field is in the order (first) but is no value.
+    if (value !== undefined) add(value, hi - lo);
+    lo = Math.max(hi, lo + 1);
+  }
+  return true;
+}
+
+/** One key per distinct JSON value: a string and the number its text spells are two values. */
+function valueKey(value: Cell): string {
+  switch (typeof value) {
+    case 'string':
+      return `s${value}`;
+    case 'number':
+      return `n${value}`;
+    default:
+      return `j${JSON.stringify(value)}`;
+  }
+}
+
+/** Count descending, then the value order of sorting. */
+function byFrequency(a: FacetCount, b: FacetCount): number {
+  return b.count - a.count || compareValues(a.value, b.value);
+}
+
+/** The `max` first entries in `byFrequency` order, keeping only those: one comparison for most entries. */
+function* mostFrequent(entries: Iterable<FacetCount>, max: number, slice: Slice): Work<FacetCount[]> {
+  const best: FacetCount[] = [];
+  let step = 0;
+  for (const entry of entries) {
+    if (++step % CHECK_EVERY === 0 && slice.due) yield;
+    if (best.length === max && byFrequency(entry, best[max - 1]!) >= 0) continue;
+    let lo = 0;
+    let hi = best.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (byFrequency(best[mid]!, entry) <= 0) lo = mid + 1;
+      else hi = mid;
+    }
+    best.splice(lo, 0, { value: entry.value, count: entry.count });
+    if (best.length > max) best.pop();
+  }
+  return best;
+}

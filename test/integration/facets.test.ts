@@ -1,0 +1,144 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { compileSchema, declaredPaths } from '../../src/conventions/schema.js';
+import { createMemoryStore } from '../../src/store/memory-store.js';
+import type { EntityRecord } from '../../src/store/store.js';
+import { prng } from '../helpers/prng.js';
+import { RFC2616, startServer, type TestResponse } from '../helpers/server.js';
+
+/*
+ * Facets through HTTP: the `facets` member of a page, links that narrow the query to
+ * one value and give a page whose `total` is that value's count, and each bad request's problem.
+ */
+
+const T = 1_700_000_000;
+const CATEGORIES = ['audio', 'lighting', 'office', 'cables,adapters'];
+const BRANDS = ['Lumo', 'Maison Claire', 'Volt', 'Nord'];
+
+function products(count: number, seed: number): EntityRecord[] {
+  const r = prng(seed);
+  const pick = <T>(items: readonly T[]): T => items[Math.floor(r() * items.length)] as T;
+  return Array.from({ length: count }, (_, i) => {
+    const fields: Record<string, unknown> = { name: `Product ${i}`, status: pick(['active', 'paused', 'archived']), price: Math.floor(r() * 100) };
+    if (r() < 0.9) fields.category = pick(CATEGORIES);
+    if (r() < 0.9) fields.brand = r() < 0.1 ? null : pick(BRANDS);
+    if (r() < 0.8) fields.tags = Array.from({ length: Math.floor(r() * 3) }, () => pick(['usb-c', 'lamp', 'desk', 'a,b']));
+    if (r() < 0.8) fields.dims = { w: Math.floor(r() * 4) };
+    return { id: `p${String(i).padStart(3, '0')}`, createdAt: T + i, updatedAt: T + i, ...fields };
+  });
+}
+
+const SCHEMA = {
+  type: 'object',
+  properties: {
+    name: { type: 'string' },
+    status: { type: 'string', enum: ['active', 'paused', 'archived'] },
+    price: { type: 'number' },
+    category: { type: 'string' },
+    brand: { type: ['string', 'null'] },
+    tags: { type: 'array', items: { type: 'string' } },
+    dims: { type: 'object', properties: { w: { type: 'number' } } },
+  },
+};
+
+async function start(withSchema = false) {
+  const store = createMemoryStore(products(240, 19));
+  return startServer({
+    resources: [withSchema ? { name: 'products', store, schema: SCHEMA, validate: compileSchema(SCHEMA, 'products.schema.json'), declared: declaredPaths(SCHEMA) } : { name: 'products', store }],
+  });
+}
+
+interface FacetValue {
+  value: unknown;
+  count: number;
+  _links: { self: { href: string } };
+}
+
+describe('facets', () => {
+  test('?status=paused&facets=category,brand,tags,dims.w -> every value\'s link gives a page whose total is its count', async () => {
+    const s = await start();
+    const body = await (await s.request('/products?status=paused&facets=category,brand,tags,dims.w&limit=3&sort=-price')).json();
+    assert.deepEqual(Object.keys(body.facets), ['brand', 'category', 'dims.w', 'tags']);
+    let links = 0;
+    for (const [field, values] of Object.entries(body.facets as Record<string, FacetValue[]>)) {
+      assert.ok(values.length > 0, field);
+      for (const { value, count, _links } of values) {
+        const page = await (await s.request(_links.self.href)).json();
+        assert.equal(page.total, count, `${field}=${JSON.stringify(value)}: ${_links.self.href}`);
+        assert.equal(page.page, 1);
+        assert.equal(page.limit, 3);
+        links++;
+      }
+    }
+    assert.ok(links >= 12);
+  });
+
+  test('?status=paused&facets=category -> the links keep the query (sort, limit, facets) and add the value, a comma as %2C', async () => {
+    const s = await start();
+    const res = await s.request('/products?facets=category&sort=-price&status=paused&limit=5');
+    assert.equal(res.status, 200);
+    const body = await res.json();
+    assert.equal(body._links.self.href, '/products?page=1&limit=5&sort=-price&facets=category&status=paused');
+    assert.match(res.headers.get('link') ?? '', /facets=category/);
+    const hrefs = (body.facets.category as FacetValue[]).map((v) => [v.value, v._links.self.href]);
+    assert.deepEqual(
+      hrefs.find(([value]) => value === 'cables,adapters'),
+      ['cables,adapters', '/products?page=1&limit=5&sort=-price&facets=category&category=cables%2Cadapters&status=paused'],
+    );
+    // Counts descending, ties by value.
+    const counts = (body.facets.category as FacetValue[]).map((v) => v.count);
+    assert.deepEqual(counts, [...counts].sort((a, b) => b - a));
+  });
+
+  test('?status=paused&price[gte]=10&facets=status,price -> a value\'s link replaces every filter on its field', async () => {
+    const s = await start();
+    const body = await (await s.request('/products?status=paused&price[gte]=10&price[lt]=20&facets=status,price')).json();
+    const status = body.facets.status as FacetValue[];
+    assert.deepEqual(status.map((v) => v.value), ['paused']);
+    assert.equal(status[0]!._links.self.href, '/products?page=1&limit=20&facets=price,status&price[gte]=10&price[lt]=20&status=paused');
+    for (const v of body.facets.price as FacetValue[]) {
+      assert.equal(v._links.self.href, `/products?page=1&limit=20&facets=price,status&price=${v.value}&status=paused`);
+      assert.ok((v.value as number) >= 10 && (v.value as number) < 20);
+    }
+  });
+
+  test('brand null -> counted, its link filters brand=null; a field no entity has -> []', async () => {
+    const s = await start();
+    const body = await (await s.request('/products?facets=brand,colour')).json();
+    const nul = (body.facets.brand as FacetValue[]).find((v) => v.value === null);
+    assert.ok(nul);
+    assert.equal(nul._links.self.href, '/products?page=1&limit=20&facets=brand,colour&brand=null');
+    assert.deepEqual(body.facets.colour, []);
+    assert.equal((await (await s.request(nul._links.self.href)).json()).total, nul.count);
+  });
+
+  test('facets=b,a and facets=a&facets=b -> the same body (a set, sorted)', async () => {
+    const s = await start();
+    const a = await (await s.request('/products?facets=status,category')).text();
+    const b = await (await s.request('/products?facets=category&facets=status')).text();
+    assert.equal(a, b);
+  });
+
+  test('no facets -> no facets member (as before)', async () => {
+    const s = await start();
+    assert.equal('facets' in (await (await s.request('/products?status=paused')).json()), false);
+  });
+
+  const BAD: [string, string, boolean][] = [
+    ['facets=a,b,c,d,e,f,g,h,i', 'Query parameter facets may list at most 8 fields', false],
+    ['facets=', 'Query parameter facets needs a field name, with no empty segment in its dotted path', false],
+    ['facets=dims..w', 'Query parameter facets needs a field name, with no empty segment in its dotted path', false],
+    ['facets=status[eq]', 'Query parameter facets must list field names (or dotted paths), with no operator', false],
+    ['facets=colour', 'Query parameter facets names a field the schema does not declare', true],
+    ['facets=dims.depth', 'Query parameter facets names a field the schema does not declare', true],
+  ];
+  for (const [query, detail, withSchema] of BAD) {
+    test(`?${query}${withSchema ? ' (with a schema)' : ''} -> 400 problem naming facets`, async () => {
+      const s = await start(withSchema);
+      const res: TestResponse = await s.request(`/products?${query}`);
+      assert.equal(res.status, 400);
+      assert.equal(res.headers.get('content-type'), 'application/problem+json');
+      assert.deepEqual(await res.json(), { type: RFC2616, title: 'Bad Request', status: 400, detail });
+    });
+  }
+});
