@@ -1,0 +1,198 @@
+import { valueAt } from '../../conventions/query.js';
+import type { StoredEntity } from '../store.js';
+import { FieldIndex, NO_ROW } from './field-index.js';
+import type { Rows } from './rows.js';
+import { CHECK_EVERY, runSliced, type Slice, type Work } from './slices.js';
+import { TextIndex } from './text-index.js';
+
+/** A text index being built. */
+interface TextFill<E> {
+  readonly text: TextIndex;
+  /** Rows below it have been indexed. */
+  cursor: number;
+  /** For rows written after the build indexed them: the entity it indexed (undefined: none). */
+  readonly seen: Map<number, E | undefined>;
+}
+
+/**
+ * The indexes a query engine reads: a field index per path and the text index, each built on
+ * first use (in slices, the event loop free between them, while writes go on) and then kept
+ * current by every write and re-pack of the rows.
+ *
+ * A build reads the rows as they are when its slices run, so a row written meanwhile may be
+ * indexed in its old or its new state: every row written while any build runs is remembered
+ * (`#touched`) and brought up to date from the rows when the build ends. A re-pack renumbers
+ * the rows: built indexes follow it (`remap`), and a build waiting between slices starts over
+ * (`runSliced` watches the layout).
+ */
+export class IndexBuilds<E extends StoredEntity> {
+  readonly #rows: Rows<E>;
+  readonly #fields = new Map<string, FieldIndex>();
+  /** Fields being built, and the rows written meanwhile (to refresh once the build ends). */
+  readonly #building = new Map<string, Promise<void>>();
+  #touched: Set<number> | undefined;
+  #text: TextIndex | undefined;
+  #textBuilding: Promise<void> | undefined;
+  /** The text index being filled: how far, and what it indexed for rows written after it passed them. */
+  #textFill: TextFill<E> | undefined;
+
+  constructor(rows: Rows<E>) {
+    this.#rows = rows;
+  }
+
+  /**
+   * The index of a path that `wait` has reported built. One function for the engine's life: every
+   * query hands it to its row tests and comparators without making a closure of its own.
+   */
+  readonly field = (path: readonly string[]): FieldIndex => this.#fields.get(key(path))!;
+
+  /** The text index, once `wait` has reported it built. */
+  get text(): TextIndex | undefined {
+    return this.#text;
+  }
+
+  /** True when a write must tell the indexes (some index exists or is being built). */
+  get active(): boolean {
+    return this.#fields.size > 0 || this.#building.size > 0 || this.#text !== undefined || this.#textBuilding !== undefined;
+  }
+
+  /**
+   * Undefined once every path (and, with `text`, the text index) has a live index; otherwise a
+   * Promise to wait for before asking again. Missing paths are built together (one parse per record).
+   */
+  wait(paths: readonly (readonly string[])[], text: boolean): Promise<void> | undefined {
+    return this.#ensure(paths) ?? (text ? this.#ensureText() : undefined);
+  }
+
+  // ---- keeping indexes current ----
+
+  /** A row's entity changes from `old` (undefined: new row) to `next` (undefined: deleted); `nextRecord` saves parsing it. */
+  write(row: number, old: E | undefined, next: E | undefined, nextRecord?: unknown): void {
+    this.#touched?.add(row);
+    const fill = this.#textFill;
+    if (fill && row < fill.cursor && !fill.seen.has(row)) fill.seen.set(row, old);
+    const record = next === undefined ? NO_ROW : this.#fields.size > 0 || this.#text ? (nextRecord ?? next.record) : NO_ROW;
+    for (const field of this.#fields.values()) field.apply(row, record);
+    if (this.#text) {
+      if (old !== undefined) this.#text.remove(row, old.record);
+      if (record !== NO_ROW) this.#text.add(row, record);
+    }
+  }
+
+  /** Slots were renumbered: every index follows, and so do the rows a running build must refresh. */
+  remap(moved: Int32Array): void {
+    const slots = this.#rows.slotCount;
+    for (const field of this.#fields.values()) field.remap(moved, slots);
+    this.#text?.remap(moved);
+    if (this.#touched) this.#touched = new Set([...this.#touched].map((row) => moved[row]!));
+  }
+
+  // ---- building ----
+
+  /** Resolves once every path has a live index; builds the missing ones together (one parse per record). */
+  #ensure(paths: readonly (readonly string[])[]): Promise<void> | undefined {
+    const missing = new Map<string, readonly string[]>();
+    const waits: Promise<void>[] = [];
+    for (const path of paths) {
+      const name = key(path);
+      if (this.#fields.has(name)) continue;
+      const building = this.#building.get(name);
+      if (building) waits.push(building);
+      else missing.set(name, path);
+    }
+    if (missing.size > 0) {
+      const build = this.#build([...missing.values()]);
+      for (const name of missing.keys()) this.#building.set(name, build);
+      waits.push(build);
+    }
+    return waits.length === 0 ? undefined : Promise.all(waits).then(() => undefined);
+  }
+
+  async #build(paths: readonly (readonly string[])[]): Promise<void> {
+    const names = paths.map(key);
+    this.#touched ??= new Set();
+    try {
+      // Fresh indexes on every start: a re-pack while the build waits starts it over.
+      const built = await runSliced(
+        (slice) => this.#fill(paths.map((path) => new FieldIndex(path)), slice),
+        Infinity,
+        () => this.#rows.layout,
+      );
+      for (const field of built) {
+        // Writes that landed during the build: their rows are brought up to date from the value
+        // the build gave them.
+        for (const row of this.#touched) {
+          const entity = this.#rows.at(row);
+          field.apply(row, entity === undefined ? NO_ROW : entity.record);
+        }
+        this.#fields.set(key(field.path), field);
+      }
+    } finally {
+      for (const name of names) this.#building.delete(name);
+      if (this.#building.size === 0 && this.#textBuilding === undefined) this.#touched = undefined;
+    }
+  }
+
+  *#fill(fields: FieldIndex[], slice: Slice): Work<FieldIndex[]> {
+    const slots = this.#rows.slotCount;
+    const paths = fields.map((field) => field.path);
+    for (let row = 0; row < slots; row++) {
+      const entity = this.#rows.at(row);
+      if (entity === undefined) {
+        for (const field of fields) field.fill(NO_ROW);
+      } else if (entity.valuesAt) {
+        const values = entity.valuesAt(paths);
+        for (let f = 0; f < fields.length; f++) fields[f]!.fill(values[f]);
+      } else {
+        const record = entity.record;
+        for (const field of fields) field.fill(valueAt(record, field.path));
+      }
+      if (row % CHECK_EVERY === 0 && slice.due) yield;
+    }
+    for (const field of fields) yield* field.build(slice);
+    return fields;
+  }
+
+  #ensureText(): Promise<void> | undefined {
+    if (this.#text) return undefined;
+    this.#textBuilding ??= this.#buildText().finally(() => {
+      this.#textBuilding = undefined;
+      if (this.#building.size === 0) this.#touched = undefined;
+    });
+    return this.#textBuilding;
+  }
+
+  async #buildText(): Promise<void> {
+    this.#touched ??= new Set();
+    const fill = await runSliced((slice) => this.#fillText(slice), Infinity, () => this.#rows.layout);
+    for (const row of this.#touched) {
+      // What the build indexed for a row written after it passed; adding the current state is
+      // idempotent for a row it reached after its writes.
+      const before = fill.seen.get(row);
+      if (before) fill.text.remove(row, before.record);
+      const entity = this.#rows.at(row);
+      if (entity) fill.text.add(row, entity.record);
+    }
+    this.#text = fill.text;
+    this.#textFill = undefined;
+  }
+
+  *#fillText(slice: Slice): Work<TextFill<E>> {
+    const fill: TextFill<E> = { text: new TextIndex(), cursor: 0, seen: new Map() };
+    this.#textFill = fill;
+    const slots = this.#rows.slotCount;
+    for (let row = 0; row < slots; row++) {
+      const entity = this.#rows.at(row);
+      if (entity !== undefined) fill.text.add(row, entity.record);
+      fill.cursor = row + 1;
+      // A record is parsed and split into tokens here (a few microseconds): look at the clock often.
+      if (row % 128 === 0 && slice.due) yield;
+    }
+    return fill;
+  }
+}
+
+/** The name a field index is kept under. */
+function key(path: readonly string[]): string {
+  return path.join('.');
+}

@@ -1,0 +1,72 @@
+import type { StoreQuery } from '../store.js';
+import type { Candidates } from './query-scans.js';
+
+/** Matches kept per query while the revision stays the same: later pages cost their length. */
+const RESULT_CACHE_BYTES = 64 * 1024 * 1024;
+/** Searches whose candidates are kept per revision (each up to 4 bytes a row). */
+const MAX_SEARCHES = 16;
+
+/**
+ * What the query engine keeps between queries of one revision: the matches of a query (sorted,
+ * or in creation order) under the query without its window, so that its following pages are
+ * slices of them, and the candidates of a search under its words. Rows are slots, so a re-pack
+ * (`clear`) empties it as a new revision (`revise`) does. Bounded in bytes: past the bound the
+ * kept matches are dropped all at once, and a result over a quarter of it is not kept.
+ */
+export class ResultCache {
+  readonly #results = new Map<string, Int32Array>();
+  /** Search candidates of this revision, by words. */
+  readonly #searches = new Map<string, Candidates>();
+  #revision = '';
+  #bytes = 0;
+
+  /** Called with the revision before each query: results of another revision are dropped. */
+  revise(revision: string): void {
+    if (revision === this.#revision) return;
+    this.clear();
+    this.#revision = revision;
+  }
+
+  /** Rows were renumbered: no kept row means what it meant. */
+  clear(): void {
+    this.#results.clear();
+    this.#searches.clear();
+    this.#bytes = 0;
+  }
+
+  /** The matches kept for a query's `resultKey`. */
+  matches(key: string): Int32Array | undefined {
+    return this.#results.get(key);
+  }
+
+  /** Keeps a query's matches, computed in this revision with no write landing meanwhile. */
+  keep(key: string, rows: Int32Array): void {
+    if (rows.byteLength > RESULT_CACHE_BYTES / 4) return;
+    if (this.#bytes + rows.byteLength > RESULT_CACHE_BYTES) {
+      this.#results.clear();
+      this.#bytes = 0;
+    }
+    this.#results.set(key, rows);
+    this.#bytes += rows.byteLength;
+  }
+
+  /** The candidates kept for a search's `searchKey`. */
+  search(key: string): Candidates | undefined {
+    return this.#searches.get(key);
+  }
+
+  /** Keeps a search's candidates (computed in this revision), while fewer than `MAX_SEARCHES` are kept. */
+  keepSearch(key: string, candidates: Candidates): void {
+    if (this.#searches.size < MAX_SEARCHES) this.#searches.set(key, candidates);
+  }
+}
+
+/** The query without its window: the key its matches are kept under. */
+export function resultKey(query: StoreQuery): string {
+  return JSON.stringify([query.filters, query.sort, query.search]);
+}
+
+/** A search's words: the key its candidates are kept under. */
+export function searchKey(search: readonly string[]): string {
+  return search.join(' ');
+}
