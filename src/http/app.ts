@@ -91,7 +91,11 @@ export function createHandler(options: HandlerOptions): Handler {
   const metrics = options.metrics ?? new ServerMetrics();
   const maxBody = bodyLimits(options);
   const resources = new Map(options.resources.map((r) => [r.name, new Resource(withEntityLimits(r, maxBody), basePath, options.queryBudgetMs)]));
-  for (const [name, resource] of resources) metrics.track(name, () => resource.store.size);
+  for (const [name, resource] of resources) {
+    metrics.track(name, () => resource.store.size);
+    // Writes are counted as the store reports its changes: every store, every process's on PostgreSQL.
+    metrics.follow(name, resource.store);
+  }
   // Contract §4a: the schemas' `x-link`s; a link to a resource not served is refused here.
   const graph = relationGraph(options.resources);
   const stores = new Map([...resources].map(([name, r]) => [name, r.store]));

@@ -1,5 +1,5 @@
 import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks';
-import type { StoreObserver } from '../store/log/jsonl-store.js';
+import type { Store, StoreObserver } from '../store/store.js';
 import { Counter, Gauge, Histogram, Registry, type HistogramSeries, type Sample } from './registry.js';
 
 /** Seconds: from a cached page (tens of microseconds) to a slow query (seconds). */
@@ -29,7 +29,8 @@ export type QueryKind = 'plain' | 'filter' | 'sort' | 'search';
 
 /**
  * Every metric halserve exposes at `/metrics` (contract §4b). Made per server (STYLE: factory, not
- * singleton); the CLI hands `storeObserver` to the stores so that their writes are counted too.
+ * singleton); the handler follows every store's changes (`follow`), and the CLI hands
+ * `storeObserver` to the file logs for their syncs and compactions.
  */
 export class ServerMetrics {
   readonly registry = new Registry();
@@ -45,7 +46,9 @@ export class ServerMetrics {
   readonly pageCache = this.registry.add(
     new Counter('halserve_page_cache_requests_total', 'Collection page requests answered from the page cache (hit) or built (miss).', ['resource', 'result']),
   );
-  readonly writes = this.registry.add(new Counter('halserve_store_writes_total', 'Lines made durable in a resource log (creates, replaces, patches, deletes).', ['resource']));
+  readonly writes = this.registry.add(
+    new Counter('halserve_store_writes_total', "Changes applied to a resource (creates, replaces, patches, deletes), as its store reports them: on PostgreSQL, every process's.", ['resource']),
+  );
   readonly fsync = this.registry.add(new Histogram('halserve_store_fsync_seconds', 'Time a group commit took to reach the disk: its write and fdatasync.', FSYNC_BUCKETS, ['resource']));
   readonly batches = this.registry.add(new Histogram('halserve_store_batch_lines', 'Lines written per group commit (one fdatasync each).', BATCH_BUCKETS, ['resource']));
   readonly compactions = this.registry.add(
@@ -97,11 +100,18 @@ export class ServerMetrics {
     this.#sizes.set(resource, size);
   }
 
-  /** The hooks a resource's store calls: durable batches and compactions. */
+  /** Counts the changes `store` reports (`Store.follow`); returns the unsubscribe. */
+  follow(resource: string, store: Store): () => void {
+    const writes = this.writes.series(resource);
+    return store.follow(() => {
+      writes.value++;
+    });
+  }
+
+  /** The hooks a resource's file log calls: durable batches and compactions. */
   storeObserver(resource: string): StoreObserver {
     return {
       committed: (lines, syncSeconds) => {
-        this.writes.inc(lines, resource);
         this.batches.observe(lines, resource);
         if (syncSeconds > 0) this.fsync.observe(syncSeconds, resource);
       },

@@ -19,7 +19,7 @@ export interface FeedOptions {
   /** The xmin of the snapshot the indexes were loaded from. */
   readonly from: bigint;
   readonly readers: Readers;
-  /** Applies rows read by a catch-up (in `pos` order, in batches; a row may come again later). */
+  /** Applies rows read by a catch-up (in cursor order, `tx` then `pos`, in batches; a row may come again later). */
   readonly deliver: (rows: readonly FeedRow[]) => void;
   /** Told when the database becomes unreachable (with the error) or reachable again. */
   readonly onStatus: (up: boolean, error?: unknown) => void;
@@ -137,7 +137,7 @@ export class ChangeFeed {
         (alive) =>
           sql
             .unsafe<FeedRow[]>(
-              `SELECT resource, id, pos::text AS pos, rev::text AS rev, tx::text AS tx, body FROM ${SCHEMA}.entities WHERE tx >= $1::xid8 ORDER BY pos`,
+              `SELECT resource, id, pos::text AS pos, rev::text AS rev, tx::text AS tx, body FROM ${SCHEMA}.entities WHERE tx >= $1::xid8 ORDER BY tx, pos`,
               [this.#last.toString()],
             )
             .cursor(CURSOR_ROWS, (rows) => {

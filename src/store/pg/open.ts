@@ -52,7 +52,7 @@ export async function openPostgres(options: PostgresOptions): Promise<PostgresSt
   const { where } = database;
   const readers = new Readers();
   const replicas = new Map<string, Replica>();
-  for (const name of options.resources) replicas.set(name, new Replica(readers));
+  for (const name of options.resources) replicas.set(name, new Replica(readers, name, warn));
   const skipped = new Set<string>();
   /** A resource met in the table: served when its name is valid (the table may have been written by hand). */
   const replicaOf = (resource: string, loading: boolean): Replica | undefined => {
@@ -64,7 +64,7 @@ export async function openPostgres(options: PostgresOptions): Promise<PostgresSt
       warn(`${where}: rows of resource ${JSON.stringify(resource)} are not served: ${problem}`);
       return undefined;
     }
-    replicas.set(resource, (replica = new Replica(readers)));
+    replicas.set(resource, (replica = new Replica(readers, resource, warn)));
     return replica;
   };
   let from: bigint;
@@ -76,7 +76,7 @@ export async function openPostgres(options: PostgresOptions): Promise<PostgresSt
   }
 
   const deliver = (rows: readonly FeedRow[]): void => {
-    const byResource = new Map<string, RowState[]>();
+    const byResource = new Map<string, { state: RowState; tx: string }[]>();
     for (const row of rows) {
       if (!replicas.has(row.resource)) {
         if (!skipped.has(row.resource)) {
@@ -90,9 +90,9 @@ export async function openPostgres(options: PostgresOptions): Promise<PostgresSt
       const state: RowState = row.body === null ? { id: row.id, pos, rev, deleted: true } : new RowEntity(row.id, row.body, pos, rev);
       let list = byResource.get(row.resource);
       if (!list) byResource.set(row.resource, (list = []));
-      list.push(state);
+      list.push({ state, tx: row.tx });
     }
-    for (const [resource, states] of byResource) replicas.get(resource)!.apply(states);
+    for (const [resource, states] of byResource) replicas.get(resource)!.fromFeed(states);
   };
   const feed = new ChangeFeed({
     database,

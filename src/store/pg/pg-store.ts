@@ -1,5 +1,6 @@
 import type {
   Change,
+  ChangeListener,
   DeleteCheck,
   EntityRecord,
   LocalStore,
@@ -51,6 +52,11 @@ export class PgStore implements LocalStore {
 
   values(): IterableIterator<StoredEntity> {
     return this.#replica.index.values();
+  }
+
+  /** Every change the change feed reads, this process's writes and other processes' alike. */
+  follow(listener: ChangeListener): () => void {
+    return this.#replica.followers.add(listener);
   }
 
   create(record: EntityRecord): Promise<StoredEntity> {

@@ -1,5 +1,7 @@
+import { Followers } from '../followers.js';
 import { MaterialisedIndex } from '../index/materialised-index.js';
-import type { EntityRecord, QueryResult } from '../store.js';
+import type { ChangeType, EntityRecord, QueryResult } from '../store.js';
+import { formatPgCursor } from './pg-cursor.js';
 import type { PgEntity } from './pg-entity.js';
 
 /** A row as the change feed or a write of this process brings it: a live entity, or a tombstone. */
@@ -65,9 +67,59 @@ export class Replica {
   readonly #readers: Readers;
   /** Deleted ids → rev and tick of the delete, oldest first. */
   readonly #removed = new Map<string, { rev: number; tick: number }>();
+  readonly resource: string;
+  /** `Store.follow`: told of each change the change feed reads, after the index took it. */
+  readonly followers: Followers;
+  /** The type of this process's own writes, by id, until the feed reads their rows. */
+  readonly #own = new Map<string, { rev: number; type: ChangeType }>();
+  readonly #now: () => number;
 
-  constructor(readers: Readers) {
+  constructor(readers: Readers, resource = '', warn: (message: string) => void = () => {}, now: () => number = Date.now) {
     this.#readers = readers;
+    this.resource = resource;
+    this.followers = new Followers(warn);
+    this.#now = now;
+  }
+
+  /** A write of this process made the row `rev` of `id`: the feed reports it with this type. */
+  noteOwn(id: string, rev: number, type: ChangeType): void {
+    this.#own.set(id, { rev, type });
+  }
+
+  /**
+   * Rows the change feed read, in cursor order (`tx`, then `pos`): applied by the rules above,
+   * then reported to the followers — every row, whatever the index did with it, since each row
+   * the feed reads is a change of the database (a process's own writes are already in its index).
+   * A row's type: `deleted` for a tombstone; for a live row, the type this process's own write
+   * noted, else `created` when its `rev` is 1 or its `pos` is not the one held (a re-create takes
+   * a new one), else `updated`.
+   */
+  fromFeed(rows: readonly { readonly state: RowState; readonly tx: string }[]): void {
+    const types = rows.map(({ state }) => this.#typeOf(state));
+    this.apply(rows.map((r) => r.state));
+    if (this.followers.size === 0) return;
+    for (let i = 0; i < rows.length; i++) {
+      const { state, tx } = rows[i]!;
+      const live = isTombstone(state) ? undefined : state;
+      const updatedAt = live?.record.updatedAt;
+      this.followers.emit({
+        resource: this.resource,
+        id: state.id,
+        type: types[i]!,
+        entity: live,
+        cursor: formatPgCursor(tx, state.pos),
+        at: typeof updatedAt === 'number' ? updatedAt : Math.floor(this.#now() / 1000),
+      });
+    }
+  }
+
+  #typeOf(row: RowState): ChangeType {
+    const own = this.#own.get(row.id);
+    if (own !== undefined && own.rev <= row.rev) this.#own.delete(row.id);
+    if (isTombstone(row)) return 'deleted';
+    if (own?.rev === row.rev) return own.type;
+    const held = this.index.get(row.id);
+    return row.rev === 1 || held === undefined || held.pos !== row.pos ? 'created' : 'updated';
   }
 
   /** The rev this process holds for `id`: its entity's, a remembered delete's, or 0. */
