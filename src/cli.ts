@@ -96,6 +96,7 @@ async function openResources(config: Config, metrics: ServerMetrics): Promise<Op
       resources: names,
       durability: config.durability,
       repair: config.repair,
+      retentionMs: config.changesRetentionMs,
       warn,
     });
     return { names, schemas, stores: dataDir };
