@@ -39,7 +39,7 @@ export class ConfigError extends Error {
 
 /** Contract §1: resource names, and the names the server keeps for itself. */
 export const RESOURCE_NAME = /^[a-z][a-z0-9_-]{0,63}$/;
-export const RESERVED_NAMES: ReadonlySet<string> = new Set(['v1', 'healthz', 'readyz', 'metrics', 'ping', 'me']);
+export const RESERVED_NAMES: ReadonlySet<string> = new Set(['v1', 'healthz', 'readyz', 'metrics', 'ping', 'me', 'changes']);
 
 /** A path prefix that can stand in a header and a link as it is: `''`, `/`, `/api`, `/a/b/`. */
 const BASE_PATH = /^(?:\/?|(?:\/[A-Za-z0-9\-._~!$&'()*+,;=:@%]+)+\/?)$/;

@@ -64,8 +64,8 @@ export function entityJson(storedJson: string, selfHref: string, links = '', emb
   return `${body}${separator}${tail}`;
 }
 
-/** A collection page's HAL representation (seed 2.2) around already-serialised entities. */
-export function collectionJson(name: string, range: PageRange, links: CollectionLinks, entities: readonly string[]): string {
+/** A collection page's HAL representation (seed 2.2) around already-serialised entities; `links` may add `changes`. */
+export function collectionJson(name: string, range: PageRange, links: CollectionLinks & { readonly changes?: Link }, entities: readonly string[]): string {
   const head = `{"total":${range.total},"count":${entities.length},"pages":${range.pages},"page":${range.page},"limit":${range.limit}`;
   return `${head},"_links":${JSON.stringify(links)},"_embedded":{${JSON.stringify(name)}:[${entities.join(',')}]}}`;
 }

@@ -24,6 +24,9 @@ import { relationGraph, type RelationGraph } from '../conventions/relations.js';
 import type { LinkIntegrity } from '../store/integrity.js';
 import { localLinkIntegrity } from '../store/local-integrity.js';
 import type { Store } from '../store/store.js';
+import type { ChangeFeed } from '../store/changes/change-feed.js';
+import { LocalChangeLog } from '../store/changes/local-feed.js';
+import { addChangesRoutes } from './changes-routes.js';
 import { createRouter } from './router.js';
 
 export type { ResourceOptions } from './resource.js';
@@ -74,6 +77,12 @@ export interface HandlerOptions {
    * stores; a store shared by several processes supplies one that decides inside its transactions.
    */
   readonly linkIntegrity?: (graph: RelationGraph, stores: ReadonlyMap<string, Store>) => LinkIntegrity;
+  /**
+   * The data set's change feed (`/changes`, the collections' `changes` links). Default: the change
+   * log the stores share, when they do (a data directory's, memory stores made with one); none
+   * otherwise, and `/changes` is a 404.
+   */
+  readonly changes?: ChangeFeed;
 }
 
 /** A `node:http` request listener. */
@@ -105,6 +114,7 @@ export function createHandler(options: HandlerOptions): Handler {
     if (relations !== undefined && relations.forward.length + relations.reverse.length > 0) resource.relate(new Related(relations, basePath, resources), integrity);
   }
   const names = [...resources.keys()];
+  const feed = options.changes ?? sharedLog(options.resources.map((r) => r.store));
   const cors = createCors(options.corsOrigin);
   const limiter = options.rateLimit === undefined ? undefined : new RateLimiter({ rate: options.rateLimit, ...(options.rateLimitBurst === undefined ? {} : { burst: options.rateLimitBurst }) });
 
@@ -112,6 +122,10 @@ export function createHandler(options: HandlerOptions): Handler {
   const indexBody = JSON.stringify(indexDocument(basePath, names));
   router.add('GET', '/', ({ req }) => jsonReply(200, accepted(req), indexBody));
   addResourceRoutes(router, { resources, maxBody, now, newId: options.newId ?? randomId, metrics });
+  if (feed) {
+    addChangesRoutes(router, { basePath, resources, feed });
+    for (const resource of resources.values()) resource.linkChanges(feed);
+  }
   addOperationRoutes(router, {
     basePath,
     names,
@@ -182,6 +196,13 @@ export function createHandler(options: HandlerOptions): Handler {
     operationalLog: createOperationalLog(warn),
     scrub: createTokenScrubber(options.tokens ?? []),
   });
+}
+
+/** The change log every store reports to, when they share one (local stores made together). */
+function sharedLog(stores: readonly Store[]): ChangeFeed | undefined {
+  const logs = new Set(stores.map((store) => (store as { changes?: unknown }).changes));
+  const [log] = logs;
+  return logs.size === 1 && log instanceof LocalChangeLog ? log : undefined;
 }
 
 /** Labels made so far, by pattern then resource name ('' for none): a handful, made once each. */

@@ -1,6 +1,8 @@
 import { checkIfMatch, checkIfNoneMatch, entityTag, versionTags } from '../conventions/conditional.js';
 import { clientFields, createdRecord, mergePatch, replacedRecord, type ClientFields } from '../conventions/entity.js';
+import { collectionChangesHref } from '../conventions/changes.js';
 import { collectionJson, collectionLinks, entityHref, entityJson, linkHeader } from '../conventions/hal.js';
+import type { ChangeFeed } from '../store/changes/change-feed.js';
 import { pageRange, parsePageRequest, type PageRequest } from '../conventions/pagination.js';
 import { HttpProblem, notFound, validationFailed } from '../conventions/problem.js';
 import { parseCollectionQuery, type CollectionQuery, type PathCheck } from '../conventions/query.js';
@@ -89,6 +91,9 @@ export class Resource {
    * replaced version is dropped at once (the writes here evict it). A hit makes its entry the newest.
    */
   readonly #entities = new ByteCache<CachedRepresentation>(ENTITY_CACHE_BYTES, ENTITY_CACHE_MAX_ENTRY_BYTES, (id, r) => r.body.length + id.length);
+  /** The data set's change feed, for the pages' `changes` link; none without one. */
+  #feed: ChangeFeed | undefined;
+  readonly #basePath: string;
   /** Links to and from other resources (contract §4a), set by `relate` once every resource exists. */
   #related: Related | undefined;
   #integrity: LinkIntegrity | undefined;
@@ -99,12 +104,18 @@ export class Resource {
     this.#validate = options.validate;
     this.#declared = options.declared;
     this.#path = `${basePath}/${options.name}`;
+    this.#basePath = basePath;
     this.#budgetMs = budgetMs;
   }
 
   /** The collection's path, under the base path. */
   get path(): string {
     return this.#path;
+  }
+
+  /** From now on, collection pages link to the changes after them (list, then watch). */
+  linkChanges(feed: ChangeFeed): void {
+    this.#feed = feed;
   }
 
   /** Wires the resource's relations and the guard of its links; until then it has none. */
@@ -277,6 +288,9 @@ export class Resource {
     const collection = parseCollectionQuery(params, this.#declared);
     this.checkEmbed(collection.embed);
     const depends = this.#revisions(collection.embed);
+    // Read before the query: a page may then show changes after its cursor (a client applies them
+    // again, harmlessly), never miss one before it.
+    const cursor = this.#feed?.latestOf(this.name);
     const offset = Math.max(0, (request.page - 1) * request.limit);
     const started = performance.now();
     let result: MaybePromise<QueryResult>;
@@ -286,7 +300,7 @@ export class Resource {
       throw this.#timeout(error);
     }
     const finish = (answer: QueryResult): MaybePromise<Page> =>
-      then(this.#build(answer, collection, request, mediaType, depends), (page) => {
+      then(this.#build(answer, collection, request, mediaType, depends, cursor), (page) => {
         // An embedding page built again replaces the one its related stores have moved past.
         if (page.etag !== undefined && answer.revision === this.#pagesRevision) this.#pages.set(key, page);
         return page;
@@ -310,7 +324,7 @@ export class Resource {
     );
   }
 
-  #build(result: QueryResult, collection: CollectionQuery, request: PageRequest, mediaType: string, depends: string): MaybePromise<Page> {
+  #build(result: QueryResult, collection: CollectionQuery, request: PageRequest, mediaType: string, depends: string, cursor: string | undefined): MaybePromise<Page> {
     const range = pageRange(result.total, request);
     const links = collectionLinks(this.#path, range, collection.carried);
     const rels = collection.embed;
@@ -322,10 +336,12 @@ export class Resource {
         ? result.entities.map((e) => this.json(e))
         : all(result.entities.map((e) => then(related.embedded(e, rels, memo), (embedded) => this.json(e, embedded, selfQuery))));
     return then(entities, (list) => {
-      const body = Buffer.from(collectionJson(this.name, range, links, list));
-      // The URL fixes the page and its query; the revisions fix the state of every store it shows.
+      const changes = cursor === undefined ? undefined : { href: collectionChangesHref(this.#basePath, cursor, this.name) };
+      const body = Buffer.from(collectionJson(this.name, range, changes === undefined ? links : { ...links, changes }, list));
+      // The URL fixes the page and its query; the revisions fix the state of every store it shows,
+      // and the cursor the page's `changes` link (it may move on while the revision holds).
       const stable = result.revision !== undefined && this.#revisions(rels) === depends;
-      const etag = stable ? entityTag(`c.${result.revision}${depends === '' ? '' : `~${depends}`}`, mediaType, HAL_JSON) : undefined;
+      const etag = stable ? entityTag(`c.${result.revision}${cursor === undefined ? '' : `.${cursor}`}${depends === '' ? '' : `~${depends}`}`, mediaType, HAL_JSON) : undefined;
       return { body, link: linkHeader(links), etag, depends, embed: rels };
     });
   }

@@ -1,4 +1,4 @@
-import type { ChangeListener, StoreChange } from '../store.js';
+import type { ChangeListener, MaybePromise, StoreChange } from '../store.js';
 
 /**
  * The port of a data set's change feed (a data directory, one PostgreSQL database): every
@@ -9,16 +9,21 @@ export interface ChangeFeed {
   /** The cursor of the latest change, or the cursor before every change of a data set without any. */
   readonly latest: string;
   /**
+   * A cursor at or after `resource`'s latest change and before any later one, that resumes: what a
+   * collection page links to (`changes`). It moves only when the resource changes.
+   */
+  latestOf(resource: string): string;
+  /**
    * Up to `limit` changes after `since` (undefined: from the oldest change still held), oldest
    * first, of `resources` only when given, each entity's latest change only (earlier ones are
    * coalesced away). Throws `CursorMalformedError` for a cursor this data set never hands out,
    * `CursorExpiredError` for one older than a forgotten delete.
    */
-  read(since: string | undefined, limit: number, resources?: ReadonlySet<string>): FeedPage;
+  read(since: string | undefined, limit: number, resources?: ReadonlySet<string>): MaybePromise<FeedPage>;
   /** Told of every change of every resource from now on, in cursor order; returns the unsubscribe. */
   follow(listener: ChangeListener): () => void;
-  /** Throws as `read` would for `since`; no answer (a stream checks its start before it begins). */
-  check(since: string): void;
+  /** Throws (or rejects) as `read` would for `since` (a stream checks its start before it begins). */
+  check(since: string): MaybePromise<void>;
 }
 
 export interface FeedPage {

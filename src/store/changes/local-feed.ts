@@ -196,6 +196,10 @@ export class LocalChangeLog implements ChangeFeed {
     return formatCursor(this.#published);
   }
 
+  latestOf(resource: string): string {
+    return formatCursor(Math.max(this.#resources.get(resource)?.latest ?? 0, this.#forgotten));
+  }
+
   follow(listener: ChangeListener): () => void {
     return this.#followers.add(listener);
   }
@@ -273,8 +277,12 @@ export class ResourceChanges {
     return this.#deletes.values();
   }
 
+  /** The sequence number of the latest change placed (0: none). */
+  latest = 0;
+
   /** Puts `held` in the order, in place of the entity's change `previous` (0: none held). */
   place(held: HeldChange, previous: number): void {
+    this.latest = held.seq;
     if (previous > 0) this.order.remove(previous);
     const deleted = this.#deletes.get(held.id);
     if (deleted) {
@@ -289,6 +297,7 @@ export class ResourceChanges {
   load(held: HeldChange[]): void {
     held.sort((a, b) => a.seq - b.seq);
     for (const item of held) {
+      if (item.seq > this.latest) this.latest = item.seq;
       if (item instanceof HeldDelete) this.#deletes.set(item.id, item);
       this.order.add(item);
     }
