@@ -14,6 +14,7 @@ import { discoverResources, openDataDir } from './store/log/data-dir.js';
 import { openPostgres } from './store/pg/open.js';
 import type { LinkIntegrity } from './store/integrity.js';
 import { StoreOpenError, type Store } from './store/store.js';
+import type { ChangeFeed } from './store/changes/change-feed.js';
 
 /** A start-up failure: printed as one line, exit code 1. */
 class StartupError extends Error {}
@@ -70,7 +71,7 @@ async function resourceNames(config: Config): Promise<string[]> {
 interface Opened {
   readonly names: string[];
   readonly schemas: Map<string, LoadedSchema | undefined>;
-  readonly stores: { stores: Map<string, Store>; close(): Promise<void> };
+  readonly stores: { stores: Map<string, Store>; changes: ChangeFeed; close(): Promise<void> };
   /** What keeps links from dangling when the store supplies it (PostgreSQL: across processes); else the in-process guard. */
   readonly integrity?: LinkIntegrity;
 }
@@ -167,6 +168,7 @@ async function main(): Promise<void> {
     ...(logging ? { accessLog: (entry) => logging && out.write(`${JSON.stringify(entry)}\n`) } : {}),
     ...(config.corsOrigin === undefined ? {} : { corsOrigin: config.corsOrigin }),
     ...(integrity === undefined ? {} : { linkIntegrity: () => integrity }),
+    changes: stores.changes,
   });
   const connections = trackConnections(server);
   try {

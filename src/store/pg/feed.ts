@@ -69,6 +69,11 @@ export class ChangeFeed {
     this.#last = options.from;
   }
 
+  /** Every transaction below this has ended and its rows have been delivered. */
+  get last(): bigint {
+    return this.#last;
+  }
+
   /** True while the last catch-up succeeded. */
   get up(): boolean {
     return this.#up;

@@ -46,8 +46,12 @@ export class PgStore implements LocalStore {
     return this.#replica.index.get(id);
   }
 
+  /** Its answer's revision names the state the same way on every process, when it can (`Replica.tagOf`). */
   query(query: StoreQuery): MaybePromise<QueryResult> {
-    return this.#replica.index.query(query);
+    const replica = this.#replica;
+    const answer = replica.index.query(query);
+    const tagged = (result: QueryResult): QueryResult => ({ ...result, revision: replica.tagOf(result.revision) });
+    return answer instanceof Promise ? answer.then(tagged) : tagged(answer);
   }
 
   values(): IterableIterator<StoredEntity> {

@@ -72,13 +72,32 @@ export class Replica {
   readonly followers: Followers;
   /** The type of this process's own writes, by id, until the feed reads their rows. */
   readonly #own = new Map<string, { rev: number; type: ChangeType }>();
-  readonly #now: () => number;
 
-  constructor(readers: Readers, resource = '', warn: (message: string) => void = () => {}, now: () => number = Date.now) {
+  constructor(readers: Readers, resource = '', warn: (message: string) => void = () => {}) {
     this.#readers = readers;
     this.resource = resource;
     this.followers = new Followers(warn);
-    this.#now = now;
+  }
+
+  /**
+   * The index revision at which the index holds exactly the database's state of this resource as
+   * of its latest change the feed read (no write of this process still unread by the feed), and
+   * that change's cursor: every process there holds the same state (point 6 of issue 16).
+   */
+  #exact: { revision: string; cursor: string } | undefined;
+
+  /** Start-up: the index was loaded from a snapshot whose latest change of this resource is `cursor`. */
+  loadedAt(cursor: string): void {
+    this.#exact = { revision: this.index.revision, cursor };
+  }
+
+  /**
+   * A name for the state an answer computed at index `revision` describes, the same on every
+   * process that holds it (`f.<cursor>`) when the index was exact there; else the revision itself.
+   */
+  tagOf(revision: string | undefined): string | undefined {
+    const exact = this.#exact;
+    return revision !== undefined && exact !== undefined && revision === exact.revision ? `f.${exact.cursor}` : revision;
   }
 
   /** A write of this process made the row `rev` of `id`: the feed reports it with this type. */
@@ -97,7 +116,10 @@ export class Replica {
   fromFeed(rows: readonly { readonly state: RowState; readonly tx: string }[]): void {
     const types = rows.map(({ state }) => this.#typeOf(state));
     this.apply(rows.map((r) => r.state));
-    if (this.followers.size === 0) return;
+    const last = rows[rows.length - 1];
+    if (last !== undefined) {
+      this.#exact = this.#own.size === 0 ? { revision: this.index.revision, cursor: formatPgCursor(last.tx, last.state.pos) } : undefined;
+    }
     for (let i = 0; i < rows.length; i++) {
       const { state, tx } = rows[i]!;
       const live = isTombstone(state) ? undefined : state;
@@ -108,7 +130,8 @@ export class Replica {
         type: types[i]!,
         entity: live,
         cursor: formatPgCursor(tx, state.pos),
-        at: typeof updatedAt === 'number' ? updatedAt : Math.floor(this.#now() / 1000),
+        // A tombstone keeps no time: 0, the same on every process (a layout column would give it one).
+        at: typeof updatedAt === 'number' ? updatedAt : 0,
       });
     }
   }

@@ -220,9 +220,10 @@ export class PgWriter {
     }));
     const outcomes = await this.#deadline(writeRows(sql, resource, rows, this.#links.reverse));
     const applied = rows.filter((r) => outcomes.get(r.row.id)?.kind === 'written').map((r) => r.row);
+    // Noted before they reach the index: until the feed reads them back, the index is ahead of it.
     for (const row of applied) {
       const type = states.get(row.id)?.type;
-      if (type !== undefined && !('deleted' in row)) replica.noteOwn(row.id, row.rev, type);
+      replica.noteOwn(row.id, row.rev, 'deleted' in row ? 'deleted' : (type ?? 'updated'));
     }
     replica.apply(applied, records);
     const again: WriteOp[] = [];
