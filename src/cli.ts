@@ -137,6 +137,7 @@ async function main(): Promise<void> {
   const metrics = new ServerMetrics();
   const { names, schemas, stores, integrity } = await openResources(config, metrics);
   let draining = false;
+  const closing = new AbortController();
   const resources: ServedResource[] = names.map((name) => {
     const store = stores.stores.get(name);
     if (!store) throw new StartupError(`store ${name} did not open`);
@@ -169,6 +170,8 @@ async function main(): Promise<void> {
     ...(config.corsOrigin === undefined ? {} : { corsOrigin: config.corsOrigin }),
     ...(integrity === undefined ? {} : { linkIntegrity: () => integrity }),
     changes: stores.changes,
+    // SIGTERM ends every open stream (its last chunk sent), so that close() can finish.
+    streams: { maxStreams: config.maxStreams, closing: closing.signal },
   });
   const connections = trackConnections(server);
   try {
@@ -195,6 +198,7 @@ async function main(): Promise<void> {
   const shutdown = (signal: string): void => {
     if (draining) return;
     draining = true;
+    closing.abort();
     warn(`${signal}: finishing requests in flight, then closing the store`);
     const force = setTimeout(() => server.closeAllConnections(), SHUTDOWN_GRACE_MS);
     force.unref();

@@ -29,6 +29,8 @@ export interface Config {
   readonly rateLimitBurst: number | undefined;
   /** How long the change feed remembers deletes, in ms (default 7 days). */
   readonly changesRetentionMs: number;
+  /** Event streams open at once; a stream request beyond is a 503 (default 10,000). */
+  readonly maxStreams: number;
   readonly help: boolean;
 }
 
@@ -89,6 +91,7 @@ export const OPTIONS: readonly Option[] = [
   { flag: 'rate-limit', env: ['HALSERVE_RATE_LIMIT'], kind: 'string', help: 'requests per second per token (or per address without one); 429 beyond (default off)' },
   { flag: 'rate-limit-burst', env: ['HALSERVE_RATE_LIMIT_BURST'], kind: 'string', help: 'requests allowed at once under --rate-limit (default one second\'s worth)' },
   { flag: 'changes-retention', env: ['HALSERVE_CHANGES_RETENTION'], kind: 'string', help: 'how long /changes remembers deletes: a whole number and s, m, h or d (default 7d)' },
+  { flag: 'max-streams', env: ['HALSERVE_MAX_STREAMS'], kind: 'string', help: 'event streams open at once; 503 beyond (default 10000)' },
   { flag: 'help', env: [], kind: 'boolean', help: 'print this help and exit' },
 ];
 
@@ -219,6 +222,7 @@ export function parseConfig(argv: readonly string[], env: Readonly<Record<string
   const rate = text('rate-limit', '');
   const burst = text('rate-limit-burst', '');
   const retention = text('changes-retention', '7d');
+  const maxStreams = text('max-streams', '10000');
   const store = text('store', '');
   if (store.value !== '' && !isPostgresUrl(store.value)) {
     throw new ConfigError(`${store.name} must be a postgres:// (or postgresql://) URL; without it resources are kept in files under --data`);
@@ -246,6 +250,7 @@ export function parseConfig(argv: readonly string[], env: Readonly<Record<string
     rateLimit,
     rateLimitBurst,
     changesRetentionMs: parseDuration(retention.name, retention.value),
+    maxStreams: parseWholeNumber(maxStreams.name, maxStreams.value, 1, 1_000_000),
     help: boolean('help'),
   };
 }

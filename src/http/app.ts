@@ -27,6 +27,7 @@ import type { Store } from '../store/store.js';
 import type { ChangeFeed } from '../store/changes/change-feed.js';
 import { LocalChangeLog } from '../store/changes/local-feed.js';
 import { addChangesRoutes } from './changes-routes.js';
+import { Streams, type StreamSettings } from './event-stream.js';
 import { createRouter } from './router.js';
 
 export type { ResourceOptions } from './resource.js';
@@ -83,6 +84,8 @@ export interface HandlerOptions {
    * otherwise, and `/changes` is a 404.
    */
   readonly changes?: ChangeFeed;
+  /** Event streams: their number, heartbeat, buffer bound, and the signal that ends them (shutdown). */
+  readonly streams?: StreamSettings;
 }
 
 /** A `node:http` request listener. */
@@ -115,15 +118,16 @@ export function createHandler(options: HandlerOptions): Handler {
   }
   const names = [...resources.keys()];
   const feed = options.changes ?? sharedLog(options.resources.map((r) => r.store));
+  const streams = new Streams(options.streams ?? {}, metrics.streamCounters);
   const cors = createCors(options.corsOrigin);
   const limiter = options.rateLimit === undefined ? undefined : new RateLimiter({ rate: options.rateLimit, ...(options.rateLimitBurst === undefined ? {} : { burst: options.rateLimitBurst }) });
 
   const router = createRouter<RouteHandler>();
   const indexBody = JSON.stringify(indexDocument(basePath, names));
   router.add('GET', '/', ({ req }) => jsonReply(200, accepted(req), indexBody));
-  addResourceRoutes(router, { resources, maxBody, now, newId: options.newId ?? randomId, metrics });
+  addResourceRoutes(router, { resources, maxBody, now, newId: options.newId ?? randomId, metrics, streams, feed });
   if (feed) {
-    addChangesRoutes(router, { basePath, resources, feed });
+    addChangesRoutes(router, { basePath, resources, feed, streams });
     for (const resource of resources.values()) resource.linkChanges(feed);
   }
   addOperationRoutes(router, {
@@ -195,6 +199,7 @@ export function createHandler(options: HandlerOptions): Handler {
     errorLog: options.errorLog,
     operationalLog: createOperationalLog(warn),
     scrub: createTokenScrubber(options.tokens ?? []),
+    streams,
   });
 }
 

@@ -1,4 +1,8 @@
-import { changesHref, changesPageJson, eventJson, parseChangesQuery, SINCE_NOW, CHANGES_PATH } from '../conventions/changes.js';
+import { changesHref, changesPageJson, eventJson, isCursorSyntax, parseChangesQuery, SINCE_NOW, CHANGES_PATH } from '../conventions/changes.js';
+import { wantsEventStream } from '../conventions/event-stream.js';
+import { streamChanges } from './change-stream.js';
+import type { Streams } from './event-stream.js';
+import { then } from './related.js';
 import { badRequest, HttpProblem } from '../conventions/problem.js';
 import { CursorExpiredError, CursorMalformedError, type ChangeFeed, type FeedPage } from '../store/changes/change-feed.js';
 import type { MaybePromise, StoreChange } from '../store/store.js';
@@ -12,7 +16,11 @@ export interface ChangesRouteOptions {
   readonly basePath: string;
   readonly resources: ReadonlyMap<string, Resource>;
   readonly feed: ChangeFeed;
+  readonly streams: Streams;
 }
+
+/** RFC 9110-style header names are case-insensitive; Node lower-cases them. HTML §9.2.4: the id a reconnecting client sends. */
+export const LAST_EVENT_ID = 'last-event-id';
 
 /** RFC 9110 §15.5.11: a cursor whose changes are no longer all known. */
 const GONE = 410;
@@ -24,6 +32,17 @@ export function cursorProblem(error: unknown, name: string): unknown {
   return error;
 }
 
+/** Checks that a stream may start after `cursor` (a 400 or 410 problem before any byte is sent). */
+export function startsAt(feed: ChangeFeed, cursor: string, name: string): MaybePromise<void> {
+  if (!isCursorSyntax(cursor)) throw badRequest(`${name} must be a cursor from this server (1 to 255 letters, digits, - . _ ~), not ${JSON.stringify(cursor)}`);
+  try {
+    const checked = feed.check(cursor);
+    return checked instanceof Promise ? checked.catch((error: unknown) => Promise.reject(cursorProblem(error, name))) : checked;
+  } catch (error) {
+    throw cursorProblem(error, name);
+  }
+}
+
 /** An event's JSON, its entity shown as the entity's own representation (with its links). */
 export function changeJson(resources: ReadonlyMap<string, Resource>, change: StoreChange, type = change.type as string): string {
   const resource = resources.get(change.resource);
@@ -33,10 +52,21 @@ export function changeJson(resources: ReadonlyMap<string, Resource>, change: Sto
 
 /** `GET /changes` (and `/v1/changes`): one page of the data set's changes, a HAL document. */
 export function addChangesRoutes(router: Router<RouteHandler>, options: ChangesRouteOptions): void {
-  const { basePath, resources, feed } = options;
+  const { basePath, resources, feed, streams } = options;
   const names = new Set(resources.keys());
   router.add('GET', CHANGES_PATH, ({ req, query }) => {
     const asked = parseChangesQuery(query, names);
+    if (wantsEventStream(req.headers.accept)) {
+      // Last-Event-ID wins over since; neither: from now on.
+      const lastId = req.headers[LAST_EVENT_ID];
+      const from = typeof lastId === 'string' ? lastId : asked.since === undefined || asked.since === SINCE_NOW ? feed.latest : asked.since;
+      const only = asked.resources === undefined ? undefined : new Set(asked.resources);
+      return then(startsAt(feed, from, typeof lastId === 'string' ? 'Last-Event-ID' : 'Query parameter since'), () =>
+        streams.reply({}, (out) =>
+          streamChanges(out, { feed, after: from, resources: only, select: (change) => change.type, json: (change) => changeJson(resources, change) }),
+        ),
+      );
+    }
     const mediaType = accepted(req);
     const since = asked.since === SINCE_NOW ? feed.latest : asked.since;
     const answer = (page: FeedPage): Reply => {

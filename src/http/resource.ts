@@ -72,6 +72,8 @@ const PAGE_CACHE_MAX_PAGE_BYTES = PAGE_CACHE_BYTES / 10;
 /** Recently served entities' HAL bytes, by id; bounded in bytes so that large entities cannot pile up. */
 const ENTITY_CACHE_BYTES = 16 * 1024 * 1024;
 const ENTITY_CACHE_MAX_ENTRY_BYTES = ENTITY_CACHE_BYTES / 16;
+/** Query parameters a stream of a collection ignores, unchecked: they shape pages, not the set. */
+const STREAM_IGNORED: readonly string[] = ['page', 'limit', 'sort', 'embed', 'facets'];
 /** Contract §9: a query that cannot finish within this many milliseconds ends in a 503 problem. */
 export const DEFAULT_QUERY_BUDGET_MS = 5000;
 
@@ -116,6 +118,14 @@ export class Resource {
   /** From now on, collection pages link to the changes after them (list, then watch). */
   linkChanges(feed: ChangeFeed): void {
     this.#feed = feed;
+  }
+
+  /** The filters and search words of a collection URL watched as a stream; its page, order and shape are ignored. */
+  watchQuery(query: string): { filters: CollectionQuery['filters']; search: CollectionQuery['search'] } {
+    const params = new URLSearchParams(query);
+    for (const ignored of STREAM_IGNORED) params.delete(ignored);
+    const { filters, search } = parseCollectionQuery(params, this.#declared);
+    return { filters, search };
   }
 
   /** Wires the resource's relations and the guard of its links; until then it has none. */

@@ -58,6 +58,21 @@ export class ServerMetrics {
     new Counter('halserve_store_write_failures_total', 'Writes refused because the log could not be written, by resource and cause (ENOSPC, EIO, ...).', ['resource', 'cause']),
   );
   readonly rateLimited = this.registry.add(new Counter('halserve_rate_limited_total', 'Requests refused with 429 by the rate limit.'));
+  readonly streamEvents = this.registry.add(new Counter('halserve_stream_events_total', 'Events sent on event streams (text/event-stream).'));
+  readonly slowReaders = this.registry.add(new Counter('halserve_stream_slow_readers_total', 'Event streams disconnected because their reader fell more than the bound behind.'));
+  #openStreams = 0;
+
+  /** What the event streams report (`Streams`). */
+  readonly streamCounters = {
+    opened: (): void => {
+      this.#openStreams++;
+    },
+    closed: (): void => {
+      this.#openStreams--;
+    },
+    sent: (events: number): void => this.streamEvents.inc(events),
+    slowReader: (): void => this.slowReaders.inc(),
+  };
 
   readonly #sizes = new Map<string, () => number>();
   /** Series of the request metrics by method, route and status: every request records into them, with no string built. */
@@ -67,6 +82,7 @@ export class ServerMetrics {
     this.registry.add(
       new Gauge('halserve_entities', 'Live entities per resource.', () => [...this.#sizes].map(([resource, size]): Sample => ({ labels: { resource }, value: size() }))),
     );
+    this.registry.add(new Gauge('halserve_streams_open', 'Event streams open now.', () => [{ labels: {}, value: this.#openStreams }]));
     const loop = eventLoopMonitor();
     const seconds = (nanoseconds: number): number => (Number.isFinite(nanoseconds) ? nanoseconds / 1e9 : 0);
     this.registry.add(

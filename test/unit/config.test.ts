@@ -22,6 +22,7 @@ const DEFAULTS = {
   rateLimit: undefined,
   rateLimitBurst: undefined,
   changesRetentionMs: 7 * 86_400_000,
+  maxStreams: 10_000,
   help: false,
 };
 
@@ -48,7 +49,7 @@ describe('parseConfig', () => {
   });
 
   test('every flag -> its value', () => {
-    const argv = ['--port', '0', '--host=0.0.0.0', '--data', '/d', '--resource', 'a', '--resource=b,c', '--token', 't1', '--token', 'read:t2', '--no-auth', '--log', 'off', '--durability', 'none', '--repair', '--max-body', '10', '--max-body-values', '20', '--max-body-members=3', '--query-budget', '250', '--base-path', '/api', '--cors-origin', '*', '--rate-limit', '2.5', '--rate-limit-burst', '10', '--store', 'postgres://u@db:5432/shop', '--changes-retention', '10m', '--help'];
+    const argv = ['--port', '0', '--host=0.0.0.0', '--data', '/d', '--resource', 'a', '--resource=b,c', '--token', 't1', '--token', 'read:t2', '--no-auth', '--log', 'off', '--durability', 'none', '--repair', '--max-body', '10', '--max-body-values', '20', '--max-body-members=3', '--query-budget', '250', '--base-path', '/api', '--cors-origin', '*', '--rate-limit', '2.5', '--rate-limit-burst', '10', '--store', 'postgres://u@db:5432/shop', '--changes-retention', '10m', '--max-streams', '3', '--help'];
     assert.deepEqual(parseConfig(argv, {}), {
       port: 0,
       host: '0.0.0.0',
@@ -68,6 +69,7 @@ describe('parseConfig', () => {
       corsOrigin: '*',
       rateLimit: 2.5,
       changesRetentionMs: 600_000,
+      maxStreams: 3,
       rateLimitBurst: 10,
       help: true,
     });

@@ -22,6 +22,8 @@ export interface ChangeFeed {
   read(since: string | undefined, limit: number, resources?: ReadonlySet<string>): MaybePromise<FeedPage>;
   /** Told of every change of every resource from now on, in cursor order; returns the unsubscribe. */
   follow(listener: ChangeListener): () => void;
+  /** Negative, zero or positive as cursor `a` comes before, with or after `b` (both well-formed). */
+  compare(a: string, b: string): number;
   /** Throws (or rejects) as `read` would for `since` (a stream checks its start before it begins). */
   check(since: string): MaybePromise<void>;
 }

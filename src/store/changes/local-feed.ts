@@ -196,6 +196,10 @@ export class LocalChangeLog implements ChangeFeed {
     return formatCursor(this.#published);
   }
 
+  compare(a: string, b: string): number {
+    return (parseCursor(a) ?? 0) - (parseCursor(b) ?? 0);
+  }
+
   latestOf(resource: string): string {
     return formatCursor(Math.max(this.#resources.get(resource)?.latest ?? 0, this.#forgotten));
   }

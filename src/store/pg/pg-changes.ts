@@ -61,6 +61,11 @@ export class PgChangeFeed implements ChangeFeed {
     return cursor === undefined ? PG_CURSOR_ORIGIN : formatPgCursor(cursor.tx, cursor.pos);
   }
 
+  compare(a: string, b: string): number {
+    const zero = { tx: 0n, pos: 0n };
+    return comparePgCursors(parsePgCursor(a) ?? zero, parsePgCursor(b) ?? zero);
+  }
+
   follow(listener: ChangeListener): () => void {
     return this.#followers.add(listener);
   }
