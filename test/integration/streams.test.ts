@@ -134,6 +134,17 @@ describe('event streams (text/event-stream)', () => {
     assert.deepEqual(again.messages.map((m) => `${m.event} ${m.data.id}`), ['created b', 'updated a', 'created c']);
   });
 
+  test('/metrics -> open streams and events sent', async () => {
+    const s = await start();
+    const stream = await openRaw(s, '/changes');
+    await post(s, 'items', 'm');
+    await stream.until(() => stream.messages.length === 1);
+    const text = await (await s.request('/metrics')).text();
+    assert.match(text, /^halserve_streams_open 1$/m);
+    assert.match(text, /^halserve_stream_events_total 1$/m);
+    await stream.close();
+  });
+
   test('resource=orders on a stream -> only its changes', async () => {
     const s = await start();
     const stream = await openRaw(s, '/changes?resource=orders');
