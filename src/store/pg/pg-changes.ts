@@ -77,7 +77,11 @@ export class PgChangeFeed implements ChangeFeed {
   async read(since: string | undefined, limit: number, resources?: ReadonlySet<string>): Promise<FeedPage> {
     const after = since === undefined ? { tx: 0n, pos: 0n } : parsePgCursor(since);
     if (after === undefined) throw new CursorMalformedError(`${JSON.stringify(since)} is not a cursor of this server's changes`);
-    const bound = this.#bound();
+    // Every transaction below the feed's `last` has ended and been delivered; so has every one up
+    // to the latest change reported (its window's bound lay above it), even while the feed is
+    // still delivering that window and has not moved `last` yet: a page never lags a follower.
+    const last = this.#bound();
+    const bound = last > this.#latest.tx ? last : this.#latest.tx + 1n;
     const params: (string | number | string[])[] = [after.tx.toString(), after.pos.toString(), bound.toString(), limit];
     let where = `(tx > $1::xid8 OR (tx = $1::xid8 AND pos > $2::bigint)) AND tx < $3::xid8`;
     if (resources !== undefined) {

@@ -33,8 +33,10 @@ export class PgStore implements LocalStore {
     return this.#replica.index.size;
   }
 
+  /** The index's revision, named as every process at the same state names it when it can (`Replica.tagOf`). */
   get revision(): string {
-    return this.#replica.index.revision;
+    const replica = this.#replica;
+    return replica.tagOf(replica.index.revision) ?? replica.index.revision;
   }
 
   /** Open and the database reachable: `/readyz` answers 503 while it is away. */
