@@ -35,11 +35,11 @@ export class Mirror {
   }
 }
 
-/** The server's state as a full listing gives it, keyed like a mirror. */
-export async function listing(url: string, names: readonly string[], headers: Record<string, string> = {}): Promise<Map<string, Record<string, unknown>>> {
+/** The server's state as a full listing gives it (of the entities `filters`, `&…`, select), keyed like a mirror. */
+export async function listing(url: string, names: readonly string[], headers: Record<string, string> = {}, filters = ''): Promise<Map<string, Record<string, unknown>>> {
   const out = new Map<string, Record<string, unknown>>();
   for (const name of names) {
-    for (let next: string | undefined = `/${name}?limit=200`; next !== undefined; ) {
+    for (let next: string | undefined = `/${name}?limit=200${filters}`; next !== undefined; ) {
       const res = await fetch(`${url}${next}`, { headers });
       assert.equal(res.status, 200);
       const page = (await res.json()) as { _embedded: Record<string, Record<string, unknown>[]>; _links: { next?: { href: string } } };
@@ -54,14 +54,15 @@ export async function listing(url: string, names: readonly string[], headers: Re
 }
 
 /**
- * Reads a stream of `/changes` from `lastId` (none: from the start of the feed, `since=0`) into
- * `mirror` until `stop()` says so or the server goes away; resolves with whether it ended cleanly.
+ * Reads a stream of `/changes` (or of `path`, a collection URL) from `lastId` (none: from `origin`,
+ * the store's cursor before every change; for a collection, from now) into `mirror` until `stop()`
+ * says so or the server goes away.
  */
-export async function follow(url: string, mirror: Mirror, stop: () => boolean, headers: Record<string, string> = {}): Promise<void> {
+export async function follow(url: string, mirror: Mirror, stop: () => boolean, headers: Record<string, string> = {}, path?: string, origin = '0'): Promise<void> {
   const controller = new AbortController();
   let res: Response;
   try {
-    res = await fetch(`${url}/changes${mirror.lastId === undefined ? '?since=0' : ''}`, {
+    res = await fetch(`${url}${path ?? `/changes${mirror.lastId === undefined ? `?since=${origin}` : ''}`}`, {
       headers: { accept: 'text/event-stream', ...headers, ...(mirror.lastId === undefined ? {} : { 'last-event-id': mirror.lastId }) },
       signal: controller.signal,
     });

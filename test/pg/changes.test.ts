@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { StoreChange } from '../../src/store/store.js';
 import { startServer, type TestServer } from '../helpers/server.js';
+import { follow, listing, Mirror } from '../changes/mirror.js';
 import { freshDatabase, openStores, pgMissing, until, type Opened } from './helpers.js';
 
 /*
@@ -34,7 +35,7 @@ interface Event {
 function counting(...opened: Opened[]): { reported: (n: number) => Promise<void> } {
   const counts = opened.map(() => 0);
   opened.forEach((o, i) => o.changes.follow(() => counts[i]!++));
-  return { reported: (n) => until(() => counts.every((c) => c >= n), `${n} changes reported on every process`) };
+  return { reported: (n) => until(() => counts.every((c) => c >= n), `${n} changes reported on every process`, 20_000) };
 }
 
 const page = async (s: TestServer, href: string): Promise<{ cursor: string; _embedded: { changes: Event[] }; _links: { next: { href: string } } }> => {
@@ -87,7 +88,7 @@ describe('/changes over PostgreSQL, several processes', { skip: pgMissing }, () 
     await Promise.all([items.create({ id: 'x', createdAt: 1, updatedAt: 1 }), orders.create({ id: 'y', createdAt: 1, updatedAt: 1 })]);
     await items.update('x', (c) => ({ ...c.record, n: 1 }));
     await orders.delete('y');
-    await until(() => told.a.length >= 4 && told.b.length >= 4, 'four changes on each process');
+    await until(() => told.a.length >= 4 && told.b.length >= 4, 'four changes on each process', 20_000);
     assert.equal(told.a.length, 4);
     assert.deepEqual(told.b, told.a);
     const sorted = [...told.a].sort((p, q) => {
@@ -124,6 +125,32 @@ describe('/changes over PostgreSQL, several processes', { skip: pgMissing }, () 
     const afterB = await sb.request('/items?limit=1');
     assert.notEqual(afterA.headers.get('etag'), fromA.headers.get('etag'));
     assert.equal(afterB.headers.get('etag'), afterA.headers.get('etag'));
+  });
+
+  test('a stream on one process, moved to another by Last-Event-ID, writers on both -> the follower holds the listing, no id twice', async () => {
+    const url = await freshDatabase();
+    const a = await openStores(url, ['items']);
+    const b = await openStores(url, ['items']);
+    const ids = Array.from({ length: 40 }, (_, i) => `w${i}`);
+    const sa = await serve(a, ids.slice(0, 20));
+    const sb = await serve(b, ids.slice(20));
+    const mirror = new Mirror();
+    let stop = false;
+    const first = follow(sa.url, mirror, () => stop, {}, undefined, '0.0');
+    for (let i = 0; i < 10; i++) await (i % 2 ? sa : sb).request('/items', { method: 'POST', headers: JSON_HEADERS, body: `{"n":${i}}` });
+    await until(() => mirror.seen.size >= 5, 'five events on A');
+    stop = true;
+    await first;
+    // Moved: more writes, a change of one entity seen already, a delete; B continues after A's last id.
+    for (let i = 10; i < 20; i++) await (i % 2 ? sa : sb).request('/items', { method: 'POST', headers: JSON_HEADERS, body: `{"n":${i}}` });
+    await sa.request('/items/w20', { method: 'PATCH', headers: JSON_HEADERS, body: '{"n":"changed"}' });
+    await sb.request('/items/w0', { method: 'DELETE' });
+    stop = false;
+    const second = follow(sb.url, mirror, () => stop);
+    await until(() => mirror.lastId === b.changes.latest && b.changes.latest === a.changes.latest && b.stores.get('items')!.size === 19, 'B caught up and the follower with it', 20_000);
+    stop = true;
+    await second;
+    assert.deepEqual(mirror.entities, await listing(sb.url, ['items']));
   });
 
   test('malformed cursors -> 400; a cursor this process has not reached yet -> an empty page that resumes there', async () => {
