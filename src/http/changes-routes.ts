@@ -22,6 +22,11 @@ export interface ChangesRouteOptions {
 /** RFC 9110-style header names are case-insensitive; Node lower-cases them. HTML §9.2.4: the id a reconnecting client sends. */
 export const LAST_EVENT_ID = 'last-event-id';
 
+/** The id a reconnecting client sent; an empty one is none (HTML §9.2.4 sends it only when not empty). */
+export function lastEventId(header: string | string[] | undefined): string | undefined {
+  return typeof header === 'string' && header !== '' ? header : undefined;
+}
+
 /** RFC 9110 §15.5.11: a cursor whose changes are no longer all known. */
 const GONE = 410;
 
@@ -58,7 +63,7 @@ export function addChangesRoutes(router: Router<RouteHandler>, options: ChangesR
     const asked = parseChangesQuery(query, names);
     if (wantsEventStream(req.headers.accept)) {
       // Last-Event-ID wins over since; neither: from now on.
-      const lastId = req.headers[LAST_EVENT_ID];
+      const lastId = lastEventId(req.headers[LAST_EVENT_ID]);
       const from = typeof lastId === 'string' ? lastId : asked.since === undefined || asked.since === SINCE_NOW ? feed.latest : asked.since;
       const only = asked.resources === undefined ? undefined : new Set(asked.resources);
       return then(startsAt(feed, from, typeof lastId === 'string' ? 'Last-Event-ID' : 'Query parameter since'), () =>

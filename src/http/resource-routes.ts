@@ -6,7 +6,7 @@ import { HttpProblem, notFound } from '../conventions/problem.js';
 import { matches } from '../conventions/query.js';
 import type { ChangeFeed } from '../store/changes/change-feed.js';
 import { streamChanges } from './change-stream.js';
-import { changeJson, LAST_EVENT_ID, startsAt } from './changes-routes.js';
+import { changeJson, LAST_EVENT_ID, lastEventId, startsAt } from './changes-routes.js';
 import type { Streams } from './event-stream.js';
 import type { ServerMetrics, QueryKind } from '../metrics/server-metrics.js';
 import { embedOf } from '../conventions/relations.js';
@@ -98,7 +98,7 @@ export function addResourceRoutes(router: Router<RouteHandler>, options: Resourc
   const collectionStream = (req: IncomingMessage, resource: Resource, query: string): MaybePromise<Reply> => {
     if (feed === undefined) throw new HttpProblem(406, 'This server keeps no change feed, so its collections cannot be streamed');
     const { filters, search } = resource.watchQuery(query);
-    const lastId = req.headers[LAST_EVENT_ID];
+    const lastId = lastEventId(req.headers[LAST_EVENT_ID]);
     const from = typeof lastId === 'string' ? lastId : feed.latest;
     const only = new Set([resource.name]);
     return then(startsAt(feed, from, 'Last-Event-ID'), () =>

@@ -220,7 +220,7 @@ describe('event streams (text/event-stream)', () => {
     const entity = await s.request('/items/a', { headers: STREAM });
     assert.equal(entity.status, 406);
     assert.match((await entity.json()).detail, /watch \/changes\?resource=items/);
-    for (const bad of ['nope', '', '99', 'now']) {
+    for (const bad of ['nope', '99', 'now', '1 2']) {
       const res = await s.request('/changes', { headers: { ...STREAM, 'last-event-id': bad } });
       assert.equal(res.status, 400, `Last-Event-ID ${JSON.stringify(bad)}`);
       assert.match((await res.json()).detail, /^Last-Event-ID/);
@@ -229,6 +229,10 @@ describe('event streams (text/event-stream)', () => {
     assert.equal((await s.request('/changes?since=%7E%7E', { headers: STREAM })).status, 400);
     assert.equal((await s.request('/changes?bogus=1', { headers: STREAM })).status, 400);
     assert.equal((await s.request('/items/a')).status, 200);
+    // An empty Last-Event-ID is none (a client with no id yet): the stream starts.
+    const empty = await s.request('/changes', { headers: { ...STREAM, 'last-event-id': '' } });
+    assert.equal(empty.status, 200);
+    await empty.body?.cancel();
   });
 
   test('shutdown (the closing signal) -> every open stream ends with its last chunk; new ones are refused', async () => {
