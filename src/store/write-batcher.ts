@@ -145,8 +145,13 @@ export class WriteBatcher<E extends StoredEntity> {
         for (const op of batch) op.reject(failure);
         return;
       }
-      changes.forEach((change, i) => target.apply(change, records[i]));
-      target.applied?.();
+      try {
+        changes.forEach((change, i) => target.apply(change, records[i]));
+      } finally {
+        // Even after an internal error: the changes applied so far are reported, and the log's
+        // order of changes does not wait for this batch for ever.
+        target.applied?.();
+      }
     }
     for (const settle of outcomes) settle();
   }
