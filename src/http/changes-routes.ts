@@ -59,13 +59,17 @@ export function changeJson(resources: ReadonlyMap<string, Resource>, change: Sto
 export function addChangesRoutes(router: Router<RouteHandler>, options: ChangesRouteOptions): void {
   const { basePath, resources, feed, streams } = options;
   const names = new Set(resources.keys());
-  router.add('GET', CHANGES_PATH, ({ req, query }) => {
+  router.add('GET', CHANGES_PATH, ({ req, query, principal }) => {
     const asked = parseChangesQuery(query, names);
+    // A token limited to some resources follows only theirs (the scope check has already refused
+    // a `resource` it may not read); the links keep the query as the client wrote it.
+    const limited = principal !== undefined && principal.access === undefined;
+    const followed = asked.resources ?? (limited ? [...names].filter((name) => principal.grants?.has(name)) : undefined);
     if (wantsEventStream(req.headers.accept)) {
       // Last-Event-ID wins over since; neither: from now on.
       const lastId = lastEventId(req.headers[LAST_EVENT_ID]);
       const from = typeof lastId === 'string' ? lastId : asked.since === undefined || asked.since === SINCE_NOW ? feed.latest : asked.since;
-      const only = asked.resources === undefined ? undefined : new Set(asked.resources);
+      const only = followed === undefined ? undefined : new Set(followed);
       return then(startsAt(feed, from, typeof lastId === 'string' ? 'Last-Event-ID' : 'Query parameter since'), () =>
         streams.reply({}, (out) =>
           streamChanges(out, { feed, after: from, resources: only, select: (change) => change.type, json: (change) => changeJson(resources, change) }),
@@ -92,7 +96,7 @@ export function addChangesRoutes(router: Router<RouteHandler>, options: ChangesR
     if (asked.since === SINCE_NOW) return answer({ changes: [], cursor: feed.latest });
     let page: MaybePromise<FeedPage>;
     try {
-      page = feed.read(since, asked.limit, asked.resources === undefined ? undefined : new Set(asked.resources));
+      page = feed.read(since, asked.limit, followed === undefined ? undefined : new Set(followed));
     } catch (error) {
       throw cursorProblem(error, 'Query parameter since');
     }
