@@ -7,6 +7,19 @@ import type { StreamWriter } from './reply.js';
 /** Changes read per page while a stream catches up. */
 const CATCH_UP_PAGE = 200;
 
+/**
+ * Each change's message text by type, made once however many streams send it: a write followed by
+ * thousands of streams costs one serialisation, not one per stream.
+ */
+const messages = new WeakMap<StoreChange, Map<EventType, string>>();
+function messageOf(change: StoreChange, type: EventType, json: (change: StoreChange, type: EventType) => string): string {
+  let byType = messages.get(change);
+  if (byType === undefined) messages.set(change, (byType = new Map()));
+  let text = byType.get(type);
+  if (text === undefined) byType.set(type, (text = eventMessage(change.cursor, type, json(change, type))));
+  return text;
+}
+
 export interface ChangeStreamOptions {
   readonly feed: ChangeFeed;
   /** The cursor to continue after (checked already). */
@@ -33,12 +46,23 @@ export function streamChanges(out: StreamWriter, options: ChangeStreamOptions): 
   const send = (change: StoreChange): void => {
     last = change.cursor;
     const type = select(change);
-    if (type !== undefined) out.write(eventMessage(change.cursor, type, json(change, type)));
+    if (type !== undefined) out.write(messageOf(change, type, json));
+  };
+  // Live changes are sent on the next turn of the event loop, together: the write that made them
+  // is answered first, and a burst of writes is one socket write per stream.
+  let queued: StoreChange[] = [];
+  const flush = (): void => {
+    const batch = queued;
+    queued = [];
+    for (const change of batch) if (!out.closed && feed.compare(change.cursor, last) > 0) send(change);
   };
   const stop = feed.follow((change) => {
     if (out.closed || (resources !== undefined && !resources.has(change.resource))) return;
     if (!live) waiting.push(change);
-    else if (feed.compare(change.cursor, last) > 0) send(change);
+    else {
+      if (queued.length === 0) setImmediate(flush);
+      queued.push(change);
+    }
   });
   out.onClose(stop);
   const catchUp = async (): Promise<void> => {
