@@ -16,6 +16,7 @@ import { discoverResources, openDataDir } from './store/log/data-dir.js';
 import { openPostgres } from './store/pg/open.js';
 import type { LinkIntegrity } from './store/integrity.js';
 import { StoreOpenError, type Store } from './store/store.js';
+import type { ChangeFeed } from './store/changes/change-feed.js';
 
 /** A start-up failure: printed as one line, exit code 1. */
 class StartupError extends Error {}
@@ -72,7 +73,7 @@ async function resourceNames(config: Config): Promise<string[]> {
 interface Opened {
   readonly names: string[];
   readonly schemas: Map<string, LoadedSchema | undefined>;
-  readonly stores: { stores: Map<string, Store>; close(): Promise<void> };
+  readonly stores: { stores: Map<string, Store>; changes: ChangeFeed; close(): Promise<void> };
   /** What keeps links from dangling when the store supplies it (PostgreSQL: across processes); else the in-process guard. */
   readonly integrity?: LinkIntegrity;
 }
@@ -98,6 +99,7 @@ async function openResources(config: Config, metrics: ServerMetrics): Promise<Op
       resources: names,
       durability: config.durability,
       repair: config.repair,
+      retentionMs: config.changesRetentionMs,
       warn,
     });
     return { names, schemas, stores: dataDir };
@@ -157,6 +159,7 @@ async function main(): Promise<void> {
   const metrics = new ServerMetrics();
   const { names, schemas, stores, integrity } = await openResources(config, metrics);
   let draining = false;
+  const closing = new AbortController();
   const resources: ServedResource[] = names.map((name) => {
     const store = stores.stores.get(name);
     if (!store) throw new StartupError(`store ${name} did not open`);
@@ -189,6 +192,9 @@ async function main(): Promise<void> {
     ...(logging ? { accessLog: (entry) => logging && out.write(`${JSON.stringify(entry)}\n`) } : {}),
     ...(config.corsOrigin === undefined ? {} : { corsOrigin: config.corsOrigin }),
     ...(integrity === undefined ? {} : { linkIntegrity: () => integrity }),
+    changes: stores.changes,
+    // SIGTERM ends every open stream (its last chunk sent), so that close() can finish.
+    streams: { maxStreams: config.maxStreams, closing: closing.signal },
   });
   const connections = trackConnections(server);
   try {
@@ -215,6 +221,7 @@ async function main(): Promise<void> {
   const shutdown = (signal: string): void => {
     if (draining) return;
     draining = true;
+    closing.abort();
     warn(`${signal}: finishing requests in flight, then closing the store`);
     const force = setTimeout(() => {
       // Said, so that an operator (and a test) can tell a clean drain from a forced one.

@@ -34,6 +34,10 @@ export interface Config {
   /** Requests per second per client; undefined: no limit (contract §4b). */
   readonly rateLimit: number | undefined;
   readonly rateLimitBurst: number | undefined;
+  /** How long the change feed remembers deletes, in ms (default 7 days). */
+  readonly changesRetentionMs: number;
+  /** Event streams open at once; a stream request beyond is a 503 (default 10,000). */
+  readonly maxStreams: number;
   readonly help: boolean;
 }
 
@@ -44,7 +48,7 @@ export class ConfigError extends Error {
 
 /** Contract §1: resource names, and the names the server keeps for itself. */
 export const RESOURCE_NAME = /^[a-z][a-z0-9_-]{0,63}$/;
-export const RESERVED_NAMES: ReadonlySet<string> = new Set(['v1', 'healthz', 'readyz', 'metrics', 'ping', 'me']);
+export const RESERVED_NAMES: ReadonlySet<string> = new Set(['v1', 'healthz', 'readyz', 'metrics', 'ping', 'me', 'changes']);
 
 /** A path prefix that can stand in a header and a link as it is: `''`, `/`, `/api`, `/a/b/`. */
 const BASE_PATH = /^(?:\/?|(?:\/[A-Za-z0-9\-._~!$&'()*+,;=:@%]+)+\/?)$/;
@@ -96,6 +100,8 @@ export const OPTIONS: readonly Option[] = [
   { flag: 'cors-origin', env: ['HALSERVE_CORS_ORIGIN'], kind: 'string', help: 'allow cross-origin requests from this origin' },
   { flag: 'rate-limit', env: ['HALSERVE_RATE_LIMIT'], kind: 'string', help: 'requests per second per token (or per address without one); 429 beyond (default off)' },
   { flag: 'rate-limit-burst', env: ['HALSERVE_RATE_LIMIT_BURST'], kind: 'string', help: 'requests allowed at once under --rate-limit (default one second\'s worth)' },
+  { flag: 'changes-retention', env: ['HALSERVE_CHANGES_RETENTION'], kind: 'string', help: 'how long /changes remembers deletes: a whole number and s, m, h or d (default 7d)' },
+  { flag: 'max-streams', env: ['HALSERVE_MAX_STREAMS'], kind: 'string', help: 'event streams open at once; 503 beyond (default 10000)' },
   { flag: 'help', env: [], kind: 'boolean', help: 'print this help and exit' },
 ];
 
@@ -135,6 +141,19 @@ function parsePositive(name: string, value: string): number {
     throw new ConfigError(`${name} must be a number of requests per second greater than 0 (e.g. 50 or 0.5), not ${JSON.stringify(value)}`);
   }
   return n;
+}
+
+const DURATION = /^([1-9][0-9]{0,9})([smhd])$/;
+const UNIT_MS: Readonly<Record<string, number>> = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+
+/** A duration such as `10m`, `24h` or `7d`, in milliseconds: a positive whole number and a unit. */
+export function parseDuration(name: string, value: string): number {
+  const m = DURATION.exec(value);
+  const ms = m ? Number(m[1]) * UNIT_MS[m[2]!]! : NaN;
+  if (!Number.isSafeInteger(ms)) {
+    throw new ConfigError(`${name} must be a whole number followed by s, m, h or d (e.g. 10m, 24h, 7d), not ${JSON.stringify(value)}`);
+  }
+  return ms;
 }
 
 function oneOf<T extends string>(name: string, value: string, allowed: readonly T[]): T {
@@ -213,6 +232,8 @@ export function parseConfig(argv: readonly string[], env: Readonly<Record<string
   const cors = text('cors-origin', '');
   const rate = text('rate-limit', '');
   const burst = text('rate-limit-burst', '');
+  const retention = text('changes-retention', '7d');
+  const maxStreams = text('max-streams', '10000');
   const store = text('store', '');
   if (store.value !== '' && !isPostgresUrl(store.value)) {
     throw new ConfigError(`${store.name} must be a postgres:// (or postgresql://) URL; without it resources are kept in files under --data`);
@@ -242,6 +263,8 @@ export function parseConfig(argv: readonly string[], env: Readonly<Record<string
     corsOrigin: cors.value === '' ? undefined : cors.value,
     rateLimit,
     rateLimitBurst,
+    changesRetentionMs: parseDuration(retention.name, retention.value),
+    maxStreams: parseWholeNumber(maxStreams.name, maxStreams.value, 1, 1_000_000),
     help: boolean('help'),
   };
 }

@@ -2,9 +2,10 @@ import type { EntityRecord } from '../store/store.js';
 
 /**
  * Members the server manages (contract §2): ignored in request bodies, never overwritten by a
- * client. `_deleted` marks a delete in the JSON-lines log (contract §8), so a client may not set it.
+ * client. `_deleted` marks a delete in the JSON-lines log, `_change` a line's place in the change
+ * feed (src/store/changes/change-stamp.ts), so a client may set neither.
  */
-export const SERVER_MANAGED: ReadonlySet<string> = new Set(['id', 'createdAt', 'updatedAt', '_links', '_embedded', '_deleted']);
+export const SERVER_MANAGED: ReadonlySet<string> = new Set(['id', 'createdAt', 'updatedAt', '_links', '_embedded', '_deleted', '_change']);
 
 /** The client's fields of a record or request body. */
 export type ClientFields = Readonly<Record<string, unknown>>;

@@ -66,10 +66,10 @@ export function entityJson(storedJson: string, selfHref: string, links = '', emb
 }
 
 /**
- * A collection page's HAL representation (seed 2.2) around already-serialised entities; `facets`
- * is the JSON of its `facets` member, or ''.
+ * A collection page's HAL representation (seed 2.2) around already-serialised entities; `links` may
+ * add `changes`; `facets` is the JSON of its `facets` member, or ''.
  */
-export function collectionJson(name: string, range: PageRange, links: CollectionLinks, entities: readonly string[], facets = ''): string {
+export function collectionJson(name: string, range: PageRange, links: CollectionLinks & { readonly changes?: Link }, entities: readonly string[], facets = ''): string {
   const members = `{"total":${range.total},"count":${entities.length},"pages":${range.pages},"page":${range.page},"limit":${range.limit}`;
   const head = facets === '' ? members : `${members},"facets":${facets}`;
   return `${head},"_links":${JSON.stringify(links)},"_embedded":{${JSON.stringify(name)}:[${entities.join(',')}]}}`;

@@ -27,6 +27,10 @@ import { relationGraph, type RelationGraph } from '../conventions/relations.js';
 import type { LinkIntegrity } from '../store/integrity.js';
 import { localLinkIntegrity } from '../store/local-integrity.js';
 import type { Store } from '../store/store.js';
+import type { ChangeFeed } from '../store/changes/change-feed.js';
+import { LocalChangeLog } from '../store/changes/local-feed.js';
+import { addChangesRoutes } from './changes-routes.js';
+import { Streams, type StreamSettings } from './event-stream.js';
 import { checkScope, type RelTarget } from './route-scopes.js';
 import { createRouter, type Match, type Params } from './router.js';
 
@@ -87,6 +91,14 @@ export interface HandlerOptions {
    * stores; a store shared by several processes supplies one that decides inside its transactions.
    */
   readonly linkIntegrity?: (graph: RelationGraph, stores: ReadonlyMap<string, Store>) => LinkIntegrity;
+  /**
+   * The data set's change feed (`/changes`, the collections' `changes` links). Default: the change
+   * log the stores share, when they do (a data directory's, memory stores made with one); none
+   * otherwise, and `/changes` is a 404.
+   */
+  readonly changes?: ChangeFeed;
+  /** Event streams: their number, heartbeat, buffer bound, and the signal that ends them (shutdown). */
+  readonly streams?: StreamSettings;
 }
 
 /** A `node:http` request listener. */
@@ -114,7 +126,11 @@ export function createHandler(options: HandlerOptions): Handler {
   const metrics = options.metrics ?? new ServerMetrics();
   const maxBody = bodyLimits(options);
   const resources = new Map(options.resources.map((r) => [r.name, new Resource(withEntityLimits(r, maxBody), basePath, options.queryBudgetMs)]));
-  for (const [name, resource] of resources) metrics.track(name, () => resource.store.size);
+  for (const [name, resource] of resources) {
+    metrics.track(name, () => resource.store.size);
+    // Writes are counted as the store reports its changes: every store, every process's on PostgreSQL.
+    metrics.follow(name, resource.store);
+  }
   // Contract §4a: the schemas' `x-link`s; a link to a resource not served is refused here.
   const graph = relationGraph(options.resources);
   const stores = new Map([...resources].map(([name, r]) => [name, r.store]));
@@ -128,6 +144,8 @@ export function createHandler(options: HandlerOptions): Handler {
   // Where each rel of `embed` leads, for the scope check: a forward rel to its target, a reverse one to its source.
   const relTargets = new Map([...graph].map(([name, r]) => [name, new Map([...r.forward.map((l) => [l.field, l.target] as const), ...r.reverse.map((l) => [l.rel, l.source] as const)])]));
   const relTarget: RelTarget = (resource, rel) => relTargets.get(resource)?.get(rel);
+  const feed = options.changes ?? sharedLog(options.resources.map((r) => r.store));
+  const streams = new Streams(options.streams ?? {}, metrics.streamCounters);
   const cors = createCors(options.corsOrigin);
   // The default burst is the rate rounded down, at least 1: a whole number of requests.
   const limiter =
@@ -142,7 +160,11 @@ export function createHandler(options: HandlerOptions): Handler {
     if (principal === undefined || principal.access !== undefined) return jsonReply(200, accepted(req), indexBody);
     return jsonReply(200, accepted(req), JSON.stringify(indexDocument(basePath, names.filter((name) => principal.grants?.has(name)))));
   });
-  addResourceRoutes(router, { resources, maxBody, now, newId: options.newId ?? randomId, metrics });
+  addResourceRoutes(router, { resources, maxBody, now, newId: options.newId ?? randomId, metrics, streams, feed });
+  if (feed) {
+    addChangesRoutes(router, { basePath, resources, feed, streams });
+    for (const resource of resources.values()) resource.linkChanges(feed);
+  }
   addOperationRoutes(router, {
     basePath,
     names,
@@ -224,6 +246,7 @@ export function createHandler(options: HandlerOptions): Handler {
     errorLog: options.errorLog,
     operationalLog: createOperationalLog(warn),
     scrub: createTokenScrubber(options.tokens ?? []),
+    streams,
   });
 }
 
@@ -236,6 +259,13 @@ function formsNotHere(): HttpProblem {
     406,
     `HAL-FORMS (${HAL_FORMS}) is served on collections and entities only; ask this route for ${HAL_JSON} or ${JSON_TYPE}`,
   );
+}
+
+/** The change log every store reports to, when they share one (local stores made together). */
+function sharedLog(stores: readonly Store[]): ChangeFeed | undefined {
+  const logs = new Set(stores.map((store) => (store as { changes?: unknown }).changes));
+  const [log] = logs;
+  return logs.size === 1 && log instanceof LocalChangeLog ? log : undefined;
 }
 
 /** Labels made so far, by pattern then resource name ('' for none): a handful, made once each. */

@@ -7,6 +7,7 @@ import { ClientAbortedError } from './body.js';
 import type { Exchange } from './context.js';
 import type { Cors } from './cors.js';
 import { failureCause } from './operational-log.js';
+import type { Streams } from './event-stream.js';
 import { problemReply, send, type Reply } from './reply.js';
 
 /** One line of the access log (contract §9). Never holds a token. */
@@ -32,6 +33,8 @@ export interface BoundaryOptions {
   readonly operationalLog: (kind: string, message: string) => void;
   /** Removes configured tokens from text bound for the log. */
   readonly scrub: (text: string) => string;
+  /** Where streaming replies go (event streams): they are logged and counted when they end. */
+  readonly streams: Streams;
 }
 
 type Dispatch = (req: IncomingMessage, res: ServerResponse, exchange: Exchange) => Reply | Promise<Reply>;
@@ -41,7 +44,7 @@ type Dispatch = (req: IncomingMessage, res: ServerResponse, exchange: Exchange) 
  * document here, then the reply is written, logged and counted.
  */
 export function createBoundary(dispatch: Dispatch, options: BoundaryOptions): (req: IncomingMessage, res: ServerResponse) => void {
-  const { cors, metrics, accessLog, errorLog, operationalLog, scrub } = options;
+  const { cors, metrics, accessLog, errorLog, operationalLog, scrub, streams } = options;
 
   const fail = (error: unknown, exchange: Exchange): Reply => {
     if (error instanceof HttpProblem) return problemReply(error);
@@ -75,10 +78,37 @@ export function createBoundary(dispatch: Dispatch, options: BoundaryOptions): (r
       errorLog?.(error);
       res.destroy();
     };
+    const log = (bytes: number): void => {
+      if (!accessLog) return;
+      const target = req.url ?? '';
+      const mark = target.indexOf('?');
+      const query = mark === -1 ? '' : redactQuery(target.slice(mark + 1));
+      accessLog({
+        time: new Date().toISOString(),
+        method: req.method ?? '',
+        path: scrub(mark === -1 ? target : target.slice(0, mark)),
+        ...(query === '' ? {} : { query: scrub(query) }),
+        status: res.statusCode,
+        ms: Math.round((performance.now() - started) * 1000) / 1000,
+        bytes,
+      });
+    };
     const finish = (reply: Reply): void => {
       let bytes = 0;
       const corsHeaders = cors.headers(req.headers.origin);
       const extra = exchange.headers === undefined ? corsHeaders : { ...exchange.headers, ...corsHeaders };
+      if (reply.stream !== undefined) {
+        // A stream is counted and logged when it ends, with its whole duration and size.
+        try {
+          streams.start(req, res, reply, extra ?? {}, (sent) => {
+            metrics.request(req.method ?? '', exchange.route, res.statusCode, (performance.now() - started) / 1000);
+            log(sent);
+          });
+        } catch (error) {
+          unwritable(error);
+        }
+        return;
+      }
       // Counted when the response is handed to the socket: no listener per request on this hot path.
       try {
         const sent = send(req, res, reply, extra);
@@ -95,22 +125,7 @@ export function createBoundary(dispatch: Dispatch, options: BoundaryOptions): (r
         unwritable(error);
         return;
       }
-      if (accessLog) {
-        res.once('finish', () => {
-          const target = req.url ?? '';
-          const mark = target.indexOf('?');
-          const query = mark === -1 ? '' : redactQuery(target.slice(mark + 1));
-          accessLog({
-            time: new Date().toISOString(),
-            method: req.method ?? '',
-            path: scrub(mark === -1 ? target : target.slice(0, mark)),
-            ...(query === '' ? {} : { query: scrub(query) }),
-            status: res.statusCode,
-            ms: Math.round((performance.now() - started) * 1000) / 1000,
-            bytes,
-          });
-        });
-      }
+      if (accessLog) res.once('finish', () => log(bytes));
     };
     let reply: Reply | Promise<Reply>;
     try {

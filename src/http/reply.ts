@@ -10,6 +10,23 @@ export interface Reply {
   /** Lower-case header names. */
   readonly headers?: Readonly<Record<string, string>>;
   readonly body?: string | Buffer;
+  /**
+   * A reply that streams (an event stream): its status and headers are sent at once, then this is
+   * given the writer of its body (src/http/event-stream.ts), which it ends when it is done.
+   */
+  readonly stream?: (out: StreamWriter) => void;
+}
+
+/** The body of a streaming reply as its producer sees it. */
+export interface StreamWriter {
+  /** Sends text now; a reader that has fallen too far behind is disconnected instead. */
+  write(text: string): void;
+  /** Ends the response (its last chunk sent). */
+  end(): void;
+  /** True once the response has ended or the client left. */
+  readonly closed: boolean;
+  /** Runs `cleanup` once, when the response ends for any reason. */
+  onClose(cleanup: () => void): void;
 }
 
 /** A JSON body in `mediaType`, which depended on `Accept`. */

@@ -1,6 +1,13 @@
 import type { IncomingMessage } from 'node:http';
 import { checkIfMatch, notModified, versionTags } from '../conventions/conditional.js';
-import { notFound } from '../conventions/problem.js';
+import { CHANGES_PATH, streamEventType } from '../conventions/changes.js';
+import { wantsEventStream } from '../conventions/event-stream.js';
+import { HttpProblem, notFound } from '../conventions/problem.js';
+import { matches } from '../conventions/query.js';
+import type { ChangeFeed } from '../store/changes/change-feed.js';
+import { streamChanges } from './change-stream.js';
+import { changeJson, LAST_EVENT_ID, lastEventId, startsAt } from './changes-routes.js';
+import type { Streams } from './event-stream.js';
 import type { ServerMetrics, QueryKind } from '../metrics/server-metrics.js';
 import { embedOf } from '../conventions/relations.js';
 import type { MaybePromise, StoredEntity } from '../store/store.js';
@@ -29,6 +36,9 @@ export interface ResourceRouteOptions {
   readonly now: () => number;
   readonly newId: () => string;
   readonly metrics: ServerMetrics;
+  readonly streams: Streams;
+  /** The data set's change feed: collection URLs stream from it; none, and they cannot. */
+  readonly feed: ChangeFeed | undefined;
 }
 
 /** The resource a route names, or a 404 problem. */
@@ -50,7 +60,7 @@ export function queryKind(query: string): QueryKind {
 
 /** Contract §4: the collection and entity routes, reads and writes. */
 export function addResourceRoutes(router: Router<RouteHandler>, options: ResourceRouteOptions): void {
-  const { resources, maxBody, now, newId, metrics } = options;
+  const { resources, maxBody, now, newId, metrics, streams, feed } = options;
   const of = (params: Params): Resource => resourceOf(resources, params);
   /** Pages served before: the resource hands out the same object again when its cache answers. */
   const served = new WeakSet<Page>();
@@ -63,6 +73,7 @@ export function addResourceRoutes(router: Router<RouteHandler>, options: Resourc
   };
 
   router.add('GET', '/:name', ({ req, params, query }) => {
+    if (wantsEventStream(req.headers.accept)) return collectionStream(req, of(params), query);
     const mediaType = accepted(req, true);
     const resource = of(params);
     const started = performance.now();
@@ -79,6 +90,30 @@ export function addResourceRoutes(router: Router<RouteHandler>, options: Resourc
     return page instanceof Promise ? page.then(counted) : counted(page);
   });
 
+  /**
+   * A collection URL as an event stream: its filters and `q` select (the `removed` rule of
+   * `streamEventType`); `page`, `limit`, `sort`, `embed` and `facets` are ignored. Only
+   * `Last-Event-ID` gives the start (`since` is a filter like any other); without it, from now on.
+   */
+  const collectionStream = (req: IncomingMessage, resource: Resource, query: string): MaybePromise<Reply> => {
+    if (feed === undefined) throw new HttpProblem(406, 'This server keeps no change feed, so its collections cannot be streamed');
+    const { filters, search } = resource.watchQuery(query);
+    const lastId = lastEventId(req.headers[LAST_EVENT_ID]);
+    const from = typeof lastId === 'string' ? lastId : feed.latest;
+    const only = new Set([resource.name]);
+    return then(startsAt(feed, from, 'Last-Event-ID'), () =>
+      streams.reply({}, (out) =>
+        streamChanges(out, {
+          feed,
+          after: from,
+          resources: only,
+          select: (change) => streamEventType(change.type, change.entity !== undefined && matches(change.entity.record, filters, search)),
+          json: (change, type) => changeJson(resources, change, type),
+        }),
+      ),
+    );
+  };
+
   router.add('POST', '/:name', async ({ req, res, params }) => {
     const resource = of(params);
     const mediaType = accepted(req, true);
@@ -88,6 +123,10 @@ export function addResourceRoutes(router: Router<RouteHandler>, options: Resourc
   });
 
   router.add('GET', '/:name/:id', ({ req, params, query }) => {
+    if (wantsEventStream(req.headers.accept)) {
+      const name = of(params).name;
+      throw new HttpProblem(406, `An entity has no event stream; watch ${CHANGES_PATH}?resource=${name} and keep the events of this id`);
+    }
     const mediaType = accepted(req, true);
     const resource = of(params);
     // Contract §4a: `embed` is the one query parameter an entity takes.

@@ -1,10 +1,12 @@
 import { checkIfMatch, checkIfNoneMatch, entityTag, versionTags } from '../conventions/conditional.js';
 import { clientFields, createdRecord, mergePatch, replacedRecord, type ClientFields } from '../conventions/entity.js';
+import { collectionChangesHref } from '../conventions/changes.js';
 import { collectionJson, collectionLinks, entityHref, entityJson, linkHeader, pageHref } from '../conventions/hal.js';
 import { facetsJson } from '../conventions/facets.js';
+import type { ChangeFeed } from '../store/changes/change-feed.js';
 import { pageRange, parsePageRequest, type PageRequest } from '../conventions/pagination.js';
 import { HttpProblem, notFound, validationFailed } from '../conventions/problem.js';
-import { parseCollectionQuery, type CollectionQuery, type PathCheck } from '../conventions/query.js';
+import { decodeQueryComponent, parseCollectionQuery, type CollectionQuery, type PathCheck } from '../conventions/query.js';
 import { checkEmbed, embedQuery } from '../conventions/relations.js';
 import type { Validator } from '../conventions/schema.js';
 import { StillLinkedError, type LinkIntegrity } from '../store/integrity.js';
@@ -82,6 +84,8 @@ const PAGE_CACHE_ENTRIES = 16_384;
 const ENTITY_CACHE_BYTES = 16 * 1024 * 1024;
 const ENTITY_CACHE_MAX_ENTRY_BYTES = ENTITY_CACHE_BYTES / 16;
 const ENTITY_CACHE_ENTRIES = 131_072;
+/** Query parameters a stream of a collection ignores, unchecked: they shape pages, not the set. */
+const STREAM_IGNORED: readonly string[] = ['page', 'limit', 'sort', 'embed', 'facets'];
 /** Contract §9: a query that cannot finish within this many milliseconds ends in a 503 problem. */
 export const DEFAULT_QUERY_BUDGET_MS = 5000;
 
@@ -105,6 +109,9 @@ export class Resource {
    * recently used; the least recently used go first (`LruMap`: O(1) per hit and per eviction).
    */
   readonly #entities = new LruMap<CachedRepresentation>({ maxEntries: ENTITY_CACHE_ENTRIES, maxWeight: ENTITY_CACHE_BYTES, maxEntryWeight: ENTITY_CACHE_MAX_ENTRY_BYTES });
+  /** The data set's change feed, for the pages' `changes` link; none without one. */
+  #feed: ChangeFeed | undefined;
+  readonly #basePath: string;
   /** Links to and from other resources (contract §4a), set by `relate` once every resource exists. */
   #related: Related | undefined;
   #integrity: LinkIntegrity | undefined;
@@ -115,6 +122,7 @@ export class Resource {
     this.#validate = options.validate;
     this.#declared = options.declared;
     this.#path = `${basePath}/${options.name}`;
+    this.#basePath = basePath;
     this.#budgetMs = budgetMs;
     this.#properties = templateProperties(options.schema, basePath);
     this.#collectionTemplates = collectionTemplates(this.#properties, this.#path);
@@ -128,6 +136,25 @@ export class Resource {
   /** The collection's path, under the base path. */
   get path(): string {
     return this.#path;
+  }
+
+  /** From now on, collection pages link to the changes after them (list, then watch). */
+  linkChanges(feed: ChangeFeed): void {
+    this.#feed = feed;
+  }
+
+  /** The filters and search words of a collection URL watched as a stream; its page, order and shape are ignored. */
+  watchQuery(query: string): { filters: CollectionQuery['filters']; search: CollectionQuery['search'] } {
+    // Left out of the raw query (not re-encoded, so that a literal comma still separates alternatives).
+    const kept = query
+      .split('&')
+      .filter((pair) => {
+        const equals = pair.indexOf('=');
+        return !STREAM_IGNORED.includes(decodeQueryComponent(equals === -1 ? pair : pair.slice(0, equals)));
+      })
+      .join('&');
+    const { filters, search } = parseCollectionQuery(kept, this.#declared);
+    return { filters, search };
   }
 
   /** Wires the resource's relations and the guard of its links; until then it has none. */
@@ -299,6 +326,9 @@ export class Resource {
     const collection = parseCollectionQuery(query, this.#declared);
     this.checkEmbed(collection.embed);
     const depends = this.#revisions(collection.embed);
+    // Read before the query: a page may then show changes after its cursor (a client applies them
+    // again, harmlessly), never miss one before it.
+    const cursor = this.#feed?.latestOf(this.name);
     const offset = Math.max(0, (request.page - 1) * request.limit);
     const started = performance.now();
     let result: MaybePromise<QueryResult>;
@@ -309,7 +339,7 @@ export class Resource {
       throw this.#timeout(error);
     }
     const finish = (answer: QueryResult): MaybePromise<Page> =>
-      then(this.#build(answer, collection, request, mediaType, depends), (page) => {
+      then(this.#build(answer, collection, request, mediaType, depends, cursor), (page) => {
         // An embedding page built again replaces the one its related stores have moved past.
         if (page.etag !== undefined && answer.revision === this.#pagesRevision) this.#pages.set(key, page, page.body.length + key.length);
         return page;
@@ -333,7 +363,7 @@ export class Resource {
     );
   }
 
-  #build(result: QueryResult, collection: CollectionQuery, request: PageRequest, mediaType: string, depends: string): MaybePromise<Page> {
+  #build(result: QueryResult, collection: CollectionQuery, request: PageRequest, mediaType: string, depends: string, cursor: string | undefined): MaybePromise<Page> {
     const range = pageRange(result.total, request);
     const links = collectionLinks(this.#path, range, collection.carried);
     const rels = collection.embed;
@@ -346,11 +376,13 @@ export class Resource {
         : all(result.entities.map((e) => then(related.embedded(e, rels, memo), (embedded) => this.json(e, embedded, selfQuery))));
     return then(entities, (list) => {
       const facets = collection.facets.length === 0 ? '' : facetsJson(collection, result.facets ?? [], (carried) => pageHref(this.#path, 1, range.limit, carried));
-      const hal = collectionJson(this.name, range, links, list, facets);
+      const changes = cursor === undefined ? undefined : { href: collectionChangesHref(this.#basePath, cursor, this.name) };
+      const hal = collectionJson(this.name, range, changes === undefined ? links : { ...links, changes }, list, facets);
       const body = mediaType === HAL_FORMS ? withTemplates(hal, this.#collectionTemplates) : Buffer.from(hal);
-      // The URL fixes the page and its query; the revisions fix the state of every store it shows.
+      // The URL fixes the page and its query; the revisions fix the state of every store it shows,
+      // and the cursor the page's `changes` link (it may move on while the revision holds).
       const stable = result.revision !== undefined && this.#revisions(rels) === depends;
-      const etag = stable ? entityTag(`c.${result.revision}${depends === '' ? '' : `~${depends}`}`, mediaType, HAL_JSON) : undefined;
+      const etag = stable ? entityTag(`c.${result.revision}${cursor === undefined ? '' : `.${cursor}`}${depends === '' ? '' : `~${depends}`}`, mediaType, HAL_JSON) : undefined;
       return { body, link: linkHeader(links), etag, depends, embed: rels };
     });
   }

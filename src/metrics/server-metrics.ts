@@ -1,5 +1,5 @@
 import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks';
-import type { StoreObserver } from '../store/log/jsonl-store.js';
+import type { Store, StoreObserver } from '../store/store.js';
 import { Counter, Gauge, Histogram, Registry, type HistogramSeries, type Sample } from './registry.js';
 
 /** Seconds: from a cached page (tens of microseconds) to a slow query (seconds). */
@@ -29,7 +29,8 @@ export type QueryKind = 'plain' | 'filter' | 'sort' | 'search';
 
 /**
  * Every metric halserve exposes at `/metrics` (contract §4b). Made per server (STYLE: factory, not
- * singleton); the CLI hands `storeObserver` to the stores so that their writes are counted too.
+ * singleton); the handler follows every store's changes (`follow`), and the CLI hands
+ * `storeObserver` to the file logs for their syncs and compactions.
  */
 export class ServerMetrics {
   readonly registry = new Registry();
@@ -45,7 +46,9 @@ export class ServerMetrics {
   readonly pageCache = this.registry.add(
     new Counter('halserve_page_cache_requests_total', 'Collection page requests answered from the page cache (hit) or built (miss).', ['resource', 'result']),
   );
-  readonly writes = this.registry.add(new Counter('halserve_store_writes_total', 'Lines made durable in a resource log (creates, replaces, patches, deletes).', ['resource']));
+  readonly writes = this.registry.add(
+    new Counter('halserve_store_writes_total', "Changes applied to a resource (creates, replaces, patches, deletes), as its store reports them: on PostgreSQL, every process's.", ['resource']),
+  );
   readonly fsync = this.registry.add(new Histogram('halserve_store_fsync_seconds', 'Time a group commit took to reach the disk: its write and fdatasync.', FSYNC_BUCKETS, ['resource']));
   readonly batches = this.registry.add(new Histogram('halserve_store_batch_lines', 'Lines written per group commit (one fdatasync each).', BATCH_BUCKETS, ['resource']));
   readonly compactions = this.registry.add(
@@ -55,6 +58,21 @@ export class ServerMetrics {
     new Counter('halserve_store_write_failures_total', 'Writes refused because the log could not be written, by resource and cause (ENOSPC, EIO, ...).', ['resource', 'cause']),
   );
   readonly rateLimited = this.registry.add(new Counter('halserve_rate_limited_total', 'Requests refused with 429 by the rate limit.'));
+  readonly streamEvents = this.registry.add(new Counter('halserve_stream_events_total', 'Events sent on event streams (text/event-stream).'));
+  readonly slowReaders = this.registry.add(new Counter('halserve_stream_slow_readers_total', 'Event streams disconnected because their reader fell more than the bound behind.'));
+  #openStreams = 0;
+
+  /** What the event streams report (`Streams`). */
+  readonly streamCounters = {
+    opened: (): void => {
+      this.#openStreams++;
+    },
+    closed: (): void => {
+      this.#openStreams--;
+    },
+    sent: (events: number): void => this.streamEvents.inc(events),
+    slowReader: (): void => this.slowReaders.inc(),
+  };
 
   readonly #sizes = new Map<string, () => number>();
   /** Series of the request metrics by method, route and status: every request records into them, with no string built. */
@@ -64,6 +82,7 @@ export class ServerMetrics {
     this.registry.add(
       new Gauge('halserve_entities', 'Live entities per resource.', () => [...this.#sizes].map(([resource, size]): Sample => ({ labels: { resource }, value: size() }))),
     );
+    this.registry.add(new Gauge('halserve_streams_open', 'Event streams open now.', () => [{ labels: {}, value: this.#openStreams }]));
     const loop = eventLoopMonitor();
     const seconds = (nanoseconds: number): number => (Number.isFinite(nanoseconds) ? nanoseconds / 1e9 : 0);
     this.registry.add(
@@ -97,11 +116,18 @@ export class ServerMetrics {
     this.#sizes.set(resource, size);
   }
 
-  /** The hooks a resource's store calls: durable batches and compactions. */
+  /** Counts the changes `store` reports (`Store.follow`); returns the unsubscribe. */
+  follow(resource: string, store: Store): () => void {
+    const writes = this.writes.series(resource);
+    return store.follow(() => {
+      writes.value++;
+    });
+  }
+
+  /** The hooks a resource's file log calls: durable batches and compactions. */
   storeObserver(resource: string): StoreObserver {
     return {
       committed: (lines, syncSeconds) => {
-        this.writes.inc(lines, resource);
         this.batches.observe(lines, resource);
         if (syncSeconds > 0) this.fsync.observe(syncSeconds, resource);
       },

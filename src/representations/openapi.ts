@@ -2,6 +2,7 @@ import { DEFAULT_LIMIT, MAX_LIMIT } from '../conventions/pagination.js';
 import { HAL_FORMS } from './hal.js';
 import { PROBLEM_MEDIA_TYPE, PROBLEM_TYPE, problemDocument } from '../conventions/problem.js';
 import { relationGraph, type RelationGraph, type ResourceRelations } from '../conventions/relations.js';
+import { TEXT_EVENT_STREAM } from '../conventions/event-stream.js';
 
 /**
  * The OpenAPI 3.1 document of a running service (contract §4b), built once at start-up from its
@@ -62,12 +63,13 @@ const PROBLEMS: Readonly<Record<string, ProblemResponse>> = {
   '404': { description: 'No such resource or entity.', example: problemDocument(404, 'There is no products entity with id "x"') },
   '406': { description: 'Neither application/hal+json nor application/json is acceptable.', example: problemDocument(406, 'Expecting an Accept header that allows one of the application/hal+json, application/json') },
   '409': { description: 'The requested page is out of range (seed 7.2); for a delete, the entity is still linked to.', example: EXAMPLE_409 },
+  '410': { description: 'The cursor is older than a delete the change feed no longer remembers (past `--changes-retention`): list again and follow the page\'s `changes` link.', example: problemDocument(410, 'cursor 3 is older than a delete this server no longer remembers (changes since 17 are kept): list the collection again and follow its changes link') },
   '412': { description: '`If-Match` or `If-None-Match` does not hold.', example: problemDocument(412, 'If-Match does not match the current ETag') },
   '413': { description: 'The body is over a limit: bytes, values, or members of one object.', example: problemDocument(413, 'Request body is larger than the limit of 1048576 bytes') },
   '415': { description: 'No or another Content-Type (seed 7.2).', example: EXAMPLE_415 },
   '429': { description: 'Over the rate limit (only with `--rate-limit`): wait `X-RateLimit-Wait` seconds.', example: problemDocument(429, 'Too many requests: wait 0.25 s') },
   '500': { description: 'An unexpected failure; no internals are shown.', example: problemDocument(500, 'The server failed to handle the request') },
-  '503': { description: 'The change could not be saved (disk full), or a query ran past its budget.', example: problemDocument(503, 'The change could not be saved; it was not applied. Try again later') },
+  '503': { description: 'The change could not be saved (disk full), a query ran past its budget, or (for a stream) `--max-streams` are open.', example: problemDocument(503, 'The change could not be saved; it was not applied. Try again later') },
 };
 
 const RATE_HEADERS: Json = {
@@ -75,6 +77,12 @@ const RATE_HEADERS: Json = {
   'X-RateLimit-Remaining': { description: 'Requests left in the burst (only with `--rate-limit`).', schema: { type: 'integer' } },
   'RateLimit-Policy': { description: 'draft-ietf-httpapi-ratelimit-headers: `"default";q=<burst>;w=<seconds a burst takes to come back>` (only with `--rate-limit`).', schema: { type: 'string' }, example: '"default";q=50;w=1' },
   RateLimit: { description: 'draft-ietf-httpapi-ratelimit-headers: `"default";r=<remaining>;t=<seconds until one more request is allowed>` (only with `--rate-limit`).', schema: { type: 'string' }, example: '"default";r=49;t=0' },
+};
+
+/** Server-Sent Events: `id:` a cursor, `event:` a type, `data:` a ChangeEvent on one line; comments while idle. */
+const EVENT_STREAM_CONTENT: Json = {
+  schema: { type: 'string', description: 'Messages `id: <cursor>`, `event: <type>`, `data: <ChangeEvent JSON>`; a comment at least every 15 s.' },
+  example: 'retry: 2000\n\nid: 42\nevent: created\ndata: {"cursor":"42","type":"created","resource":"products","id":"x1","at":1767225600,"entity":{"id":"x1","createdAt":1767225600,"updatedAt":1767225600,"_links":{"self":{"href":"/products/x1"}}}}\n\n',
 };
 
 function problemResponse(status: string): Json {
@@ -208,7 +216,10 @@ function resourceSchemas(resource: OpenApiResource, relations: ResourceRelations
       _links: {
         type: 'object',
         required: ['self', 'first', 'last'],
-        properties: Object.fromEntries(['self', 'first', 'prev', 'next', 'last'].map((rel) => [rel, ref('schemas', 'Link')])),
+        properties: {
+          ...Object.fromEntries(['self', 'first', 'prev', 'next', 'last'].map((rel) => [rel, ref('schemas', 'Link')])),
+          changes: { ...ref('schemas', 'Link'), description: 'The changes after the state this page shows: `/changes?since=<cursor>&resource=<name>` (list, then watch).' },
+        },
       },
       _embedded: {
         type: 'object',
@@ -290,15 +301,16 @@ function resourcePaths(resource: OpenApiResource, relations: ResourceRelations):
       operationId: `${t}.list`,
       summary: `A page of ${resource.name}, filtered, sorted, searched`,
       tags,
-      parameters: [ref('parameters', 'page'), ref('parameters', 'limit'), ref('parameters', 'sort'), ref('parameters', 'q'), ref('parameters', 'facets'), ...embed, ...filterParameters(resource), ifNoneMatch, ifMatch],
+      parameters: [ref('parameters', 'page'), ref('parameters', 'limit'), ref('parameters', 'sort'), ref('parameters', 'q'), ref('parameters', 'facets'), ...embed, ...filterParameters(resource), ifNoneMatch, ifMatch, ref('parameters', 'LastEventId')],
       responses: {
         '200': {
-          description: 'The page, with the same links in a `Link` header (RFC 8288).',
+          description:
+            'The page, with the same links in a `Link` header (RFC 8288). With `Accept: text/event-stream`: the changes of the entities the filters and `q` select, as they happen (from `Last-Event-ID`, else from now): `created`/`updated` while an entity matches, `removed` once it does not; `page`, `limit`, `sort`, `embed` are ignored.',
           headers: { ETag: ETAG_HEADER, Link: { schema: { type: 'string' } }, ...RATE_HEADERS },
-          content: formsContent(ref('schemas', `${t}.Page`)),
+          content: { ...formsContent(ref('schemas', `${t}.Page`)), [TEXT_EVENT_STREAM]: EVENT_STREAM_CONTENT },
         },
         '304': { description: 'The client\'s copy (If-None-Match) is current.' },
-        ...problems(['400', '401', '403', '404', '406', '409', '412', '429', '500', '503']),
+        ...problems(['400', '401', '403', '404', '406', '409', '410', '412', '429', '500', '503']),
       },
     },
     post: {
@@ -428,6 +440,27 @@ function servicePaths(names: readonly string[], authenticated: boolean): Json {
         },
       },
     },
+    '/changes': {
+      get: {
+        operationId: 'changes',
+        summary: 'What changed: the data set\'s changes after a cursor, oldest first (list, then watch)',
+        tags: ['discovery'],
+        parameters: [
+          { name: 'since', in: 'query', description: 'A cursor from an event, a page\'s `cursor`, or a collection\'s `changes` link; `now` for the latest. Without it: from the oldest change kept.', schema: { type: 'string', pattern: '^[A-Za-z0-9._~-]{1,255}$' } },
+          { name: 'limit', in: 'query', description: `Events per page; larger values are clamped to ${MAX_LIMIT}.`, schema: { type: 'integer', minimum: 1, default: DEFAULT_LIMIT } },
+          { name: 'resource', in: 'query', description: 'Comma-separated resource names: only their changes.', schema: { type: 'string' } },
+          ref('parameters', 'LastEventId'),
+        ],
+        responses: {
+          '200': {
+            description: 'A page of events; `next` is always present (a feed has no last page). With `Accept: text/event-stream`: the events as they happen, from `Last-Event-ID`, else `since`, else now.',
+            headers: RATE_HEADERS,
+            content: { ...halContent(ref('schemas', 'ChangesPage')), [TEXT_EVENT_STREAM]: EVENT_STREAM_CONTENT },
+          },
+          ...problems(['400', '401', '406', '410', '429', '500', '503']),
+        },
+      },
+    },
     '/healthz': health('healthz', 'Liveness'),
     '/readyz': health('readyz', 'Readiness: the stores are open and the server is not shutting down'),
   };
@@ -456,6 +489,7 @@ function components(resources: readonly OpenApiResource[], graph: RelationGraph)
       },
       IfMatch: { name: 'If-Match', in: 'header', description: 'Only if the entity\'s current ETag is one of these (RFC 9110 §13.1.1).', schema: { type: 'string' } },
       IfNoneMatch: { name: 'If-None-Match', in: 'header', description: 'On reads, 304 when current; on writes, 412 when it matches.', schema: { type: 'string' } },
+      LastEventId: { name: 'Last-Event-ID', in: 'header', description: 'On a stream: continue after this event id (a cursor), with no gap and no repeat.', schema: { type: 'string' } },
     },
     schemas: {
       Link: { type: 'object', required: ['href'], properties: { href: { type: 'string' } } },
@@ -487,6 +521,30 @@ function components(resources: readonly OpenApiResource[], graph: RelationGraph)
         },
       },
       Health: { type: 'object', required: ['status'], properties: { status: { type: 'string', enum: ['ok', 'unavailable'] } } },
+      ChangeEvent: {
+        description: 'One change: its cursor, type, resource, id, the Unix second it was applied, and the entity as it left it (none for a delete, or a `removed` of a deleted entity).',
+        type: 'object',
+        required: ['cursor', 'type', 'resource', 'id', 'at'],
+        properties: {
+          cursor: { type: 'string', pattern: '^[A-Za-z0-9._~-]{1,255}$' },
+          type: { type: 'string', enum: ['created', 'updated', 'deleted', 'removed'] },
+          resource: { type: 'string' },
+          id: { type: 'string' },
+          at: { type: 'integer' },
+          entity: { type: 'object', required: ['id', '_links'] },
+        },
+      },
+      ChangesPage: {
+        type: 'object',
+        required: ['count', 'limit', 'cursor', '_links', '_embedded'],
+        properties: {
+          count: { type: 'integer', minimum: 0 },
+          limit: { type: 'integer', minimum: 1, maximum: MAX_LIMIT },
+          cursor: { type: 'string', description: 'The last event\'s cursor; on an empty page, where it started.' },
+          _links: { type: 'object', required: ['self', 'next'], properties: { self: ref('schemas', 'Link'), next: ref('schemas', 'Link') } },
+          _embedded: { type: 'object', required: ['changes'], properties: { changes: { type: 'array', items: ref('schemas', 'ChangeEvent') } } },
+        },
+      },
       Problem: {
         description: 'A problem document (seed 7, RFC 7807).',
         type: 'object',

@@ -88,6 +88,40 @@ export interface QueryResult {
   readonly revision: string | undefined;
 }
 
+/** What a write did to its entity (contract: the change feed's event types). */
+export type ChangeType = 'created' | 'updated' | 'deleted';
+
+/**
+ * One applied change, as a store reports it to its followers: the write's type, the entity as the
+ * write left it (none for a delete), and where the change stands in the data set's order of
+ * changes. Cursors are opaque strings, totally ordered within a data set in the order writes were
+ * applied; their format belongs to the log that hands them out.
+ */
+export interface StoreChange {
+  readonly resource: string;
+  readonly id: string;
+  readonly type: ChangeType;
+  /** The entity as the write left it; undefined for a delete. */
+  readonly entity: StoredEntity | undefined;
+  readonly cursor: string;
+  /** The Unix second the write was applied. */
+  readonly at: number;
+}
+
+/** Told of each change; must not throw (a follower's failure is its own, see `Followers`). */
+export type ChangeListener = (change: StoreChange) => void;
+
+/**
+ * Durability figures a log reports for metrics (group commits, compactions): not changes, so not
+ * part of `follow`; the metrics code depends on this port, not on a log's module.
+ */
+export interface StoreObserver {
+  /** A batch of `lines` lines reached the disk; `syncSeconds` is what its write and fdatasync took (0 without sync). */
+  committed?(lines: number, syncSeconds: number): void;
+  /** A compaction ended, rewritten or not. */
+  compacted?(ok: boolean): void;
+}
+
 export interface Store {
   /** Number of live entities. */
   readonly size: number;
@@ -114,6 +148,13 @@ export interface Store {
   update(id: string, change: Change): Promise<StoredEntity | undefined>;
   /** Removes an entity; resolves false when the id does not exist. */
   delete(id: string, check?: DeleteCheck): Promise<boolean>;
+  /**
+   * Calls `listener` with every change applied from now on, once each, in cursor order, after the
+   * change is durable and in the index (a read made from the listener sees it). The one place a log
+   * reports its changes: the file log after its sync, the PostgreSQL replica after its change feed
+   * read the row — never the index, whose re-placements are not changes. Returns the unsubscribe.
+   */
+  follow(listener: ChangeListener): () => void;
   /** True once the store is open and accepting requests (readiness). */
   readonly ready: boolean;
   /** Finishes pending writes, syncs and releases files. */

@@ -1,5 +1,5 @@
 import { checkRecord } from './memory-store.js';
-import { StoreConflictError, StoreWriteError, type Change, type DeleteCheck, type EntityRecord, type StoredEntity } from './store.js';
+import { StoreConflictError, StoreWriteError, type Change, type ChangeType, type DeleteCheck, type EntityRecord, type StoredEntity } from './store.js';
 import { WriteQueue, type WriteOp } from './write-queue.js';
 
 /** What the batcher needs of a durable log and the index it feeds. */
@@ -9,12 +9,14 @@ export interface BatchTarget<E extends StoredEntity> {
   /** The entity `record` becomes as the `n`-th change (n ≥ 1) after those the log already holds. */
   entity(record: EntityRecord, n: number): E;
   /**
-   * Makes a batch of changes durable, in order: an entity, or the id of one deleted. All or none:
-   * on rejection the log holds none of them.
+   * Makes a batch of changes durable, in order: an entity, or the id of one deleted, with the type
+   * of the write that made each. All or none: on rejection the log holds none of them.
    */
-  append(changes: readonly (E | { readonly deleted: string })[]): Promise<void>;
+  append(changes: readonly (E | { readonly deleted: string })[], types: readonly ChangeType[]): Promise<void>;
   /** Applies a durable change to the index; `record` is the entity's record, already parsed. */
   apply(change: E | { readonly deleted: string }, record: EntityRecord | undefined): void;
+  /** Every change of the batch is applied: the moment to report them (`Store.follow`). */
+  applied?(): void;
   /** Called after each batch (compaction policy). */
   afterBatch?(): void;
 }
@@ -88,6 +90,7 @@ export class WriteBatcher<E extends StoredEntity> {
     const changes: (E | { deleted: string })[] = [];
     /** The record of each change, so that the index need not parse the line it was made from. */
     const records: (EntityRecord | undefined)[] = [];
+    const types: ChangeType[] = [];
     const outcomes: (() => void)[] = [];
     for (const op of batch) {
       try {
@@ -97,6 +100,7 @@ export class WriteBatcher<E extends StoredEntity> {
           const entity = target.entity(op.record, changes.length + 1);
           changes.push(entity);
           records.push(op.record);
+          types.push('created');
           pending.set(entity.id, entity);
           outcomes.push(() => op.resolve(entity));
         } else if (op.kind === 'update') {
@@ -111,6 +115,7 @@ export class WriteBatcher<E extends StoredEntity> {
           const entity = target.entity(next, changes.length + 1);
           changes.push(entity);
           records.push(next);
+          types.push('updated');
           pending.set(op.id, entity);
           outcomes.push(() => op.resolve(entity));
         } else {
@@ -122,6 +127,7 @@ export class WriteBatcher<E extends StoredEntity> {
           op.check?.(current);
           changes.push({ deleted: op.id });
           records.push(undefined);
+          types.push('deleted');
           pending.set(op.id, null);
           outcomes.push(() => op.resolve(true));
         }
@@ -131,7 +137,7 @@ export class WriteBatcher<E extends StoredEntity> {
     }
     if (changes.length > 0) {
       try {
-        await target.append(changes);
+        await target.append(changes, types);
       } catch (error) {
         const failure = new StoreWriteError(`${this.#name}: write failed: ${(error as Error).message}`);
         // Every op of the batch fails, even one that wrote nothing (a 404, a refused change): its
@@ -139,7 +145,13 @@ export class WriteBatcher<E extends StoredEntity> {
         for (const op of batch) op.reject(failure);
         return;
       }
-      changes.forEach((change, i) => target.apply(change, records[i]));
+      try {
+        changes.forEach((change, i) => target.apply(change, records[i]));
+      } finally {
+        // Even after an internal error: the changes applied so far are reported, and the log's
+        // order of changes does not wait for this batch for ever.
+        target.applied?.();
+      }
     }
     for (const settle of outcomes) settle();
   }

@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { chromium, type Page } from 'playwright-core';
 import { compileSchema } from '../../src/conventions/schema.js';
+import { LocalChangeLog } from '../../src/store/changes/local-feed.js';
 import { createMemoryStore } from '../../src/store/memory-store.js';
 import type { EntityRecord } from '../../src/store/store.js';
 import { startServer } from '../helpers/server.js';
@@ -198,5 +199,42 @@ describe('HAL browser in Chromium (contract §4b)', () => {
 
     assert.deepEqual(errors, []);
     t.diagnostic(`screenshots in ${shots}`);
+  });
+
+  test('a collection page and an entity page open -> each updates itself when another client writes (its stream read with fetch and the token)', async (t) => {
+    if (!existsSync(CHROMIUM)) {
+      t.skip('needs Debian chromium at /usr/bin/chromium (.ci/run installs it)');
+      return;
+    }
+    const changes = new LocalChangeLog();
+    const store = createMemoryStore(products.slice(0, 5), { resource: 'products', changes });
+    const s = await startServer({ resources: [{ name: 'products', store }], tokens: [TOKEN], changes, newId: () => 'watched-1' });
+    const profile = await mkdtemp(join(tmpdir(), 'halserve-chromium-'));
+    const context = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, headless: true, args: FLAGS });
+    after(async () => {
+      await context.close();
+      await rm(profile, { recursive: true, force: true });
+    });
+    const page: Page = context.pages()[0] ?? (await context.newPage());
+    const errors: string[] = [];
+    page.on('pageerror', (error) => errors.push(String(error)));
+    const headers = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' };
+    await page.goto(`${s.url}/`);
+    await page.fill('#token', TOKEN);
+    await page.click('#token-form button');
+    await page.goto(`${s.url}/products`);
+    await page.locator('p.summary', { hasText: '5 in all' }).waitFor();
+    // Another client creates one: the open page shows it without being reloaded by anyone.
+    const created = await fetch(`${s.url}/products`, { method: 'POST', headers, body: JSON.stringify({ ...products[0], sku: 'WATCH-1', name: 'Watched lamp' }) });
+    assert.equal(created.status, 201);
+    await page.locator('p.summary', { hasText: '6 in all' }).waitFor();
+    await page.locator('table.entities td', { hasText: 'Watched lamp' }).waitFor();
+    // An entity page: another client's PATCH shows.
+    await page.goto(`${s.url}/products/watched-1`);
+    await page.locator('dd[data-field="name"]', { hasText: 'Watched lamp' }).waitFor();
+    const patched = await fetch(`${s.url}/products/watched-1`, { method: 'PATCH', headers, body: '{"name":"Renamed lamp"}' });
+    assert.equal(patched.status, 200);
+    await page.locator('dd[data-field="name"]', { hasText: 'Renamed lamp' }).waitFor();
+    assert.deepEqual(errors, []);
   });
 });

@@ -14,6 +14,7 @@ import { openJsonlStore } from '../../src/store/log/jsonl-store.js';
 import { LAYOUT_DDL } from '../../src/store/pg/layout.js';
 import { findPostgres, freePort, startCluster, type PgCluster } from '../helpers/pg-cluster.js';
 import { LIVENESS_MS, spawnCli, startCli, tempDir } from '../helpers/process.js';
+import { withoutStamps } from '../store/stamps.js';
 
 const found = findPostgres();
 const root = fileURLToPath(new URL('../..', import.meta.url));
@@ -168,7 +169,13 @@ describe('halserve import / export against PostgreSQL (contract §8a)', { skip: 
     const store = await openJsonlStore({ file: copy });
     assert.ok(await store.compact());
     await store.close();
-    assert.equal(await readFile(join(out, 'things.jsonl'), 'utf8'), await readFile(copy, 'utf8'));
+    // Its live entities' lines, without the change stamps and the deletes it remembers for the
+    // change feed (an export carries neither: the stores number what they load).
+    const compacted = withoutStamps(await readFile(copy, 'utf8'))
+      .split('\n')
+      .filter((line) => !line.includes('"_deleted":true'))
+      .join('\n');
+    assert.equal(await readFile(join(out, 'things.jsonl'), 'utf8'), compacted);
     assert.deepEqual((await rows(sql, 'things')).map((r) => r.id), ['a', 'd', 'c']);
   });
 

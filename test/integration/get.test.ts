@@ -8,6 +8,8 @@ const entity = (i: number): Record<string, unknown> => {
   const id = `e${String(i).padStart(3, '0')}`;
   return { id, createdAt: 1_700_000_000 + i, updatedAt: 1_700_000_000 + i, n: i, _links: { self: { href: `/items/${id}` } } };
 };
+/** The `changes` link of a page over `count` initial records: the changes after their creates. */
+const changes = (count: number): { href: string } => ({ href: `/changes?since=${count}&resource=items` });
 const range = (from: number, to: number): Record<string, unknown>[] => Array.from({ length: to - from }, (_, i) => entity(from + i));
 
 describe('GET /', () => {
@@ -42,7 +44,7 @@ describe('GET /<name>', () => {
       pages: 3,
       page: 1,
       limit: 20,
-      _links: { self: page(1, 20), first: page(1, 20), next: page(2, 20), last: page(3, 20) },
+      _links: { self: page(1, 20), first: page(1, 20), next: page(2, 20), last: page(3, 20), changes: changes(45) },
       _embedded: { items: range(0, 20) },
     });
   });
@@ -50,7 +52,7 @@ describe('GET /<name>', () => {
   test('middle page -> prev and next both present', async () => {
     const s = await startItems(records(45));
     const body = await (await s.request('/items?page=2')).json();
-    assert.deepEqual(body._links, { self: page(2, 20), first: page(1, 20), prev: page(1, 20), next: page(3, 20), last: page(3, 20) });
+    assert.deepEqual(body._links, { self: page(2, 20), first: page(1, 20), prev: page(1, 20), next: page(3, 20), last: page(3, 20), changes: changes(45) });
     assert.deepEqual(body._embedded.items, range(20, 40));
   });
 
@@ -63,7 +65,7 @@ describe('GET /<name>', () => {
       pages: 3,
       page: 3,
       limit: 20,
-      _links: { self: page(3, 20), first: page(1, 20), prev: page(2, 20), last: page(3, 20) },
+      _links: { self: page(3, 20), first: page(1, 20), prev: page(2, 20), last: page(3, 20), changes: changes(45) },
       _embedded: { items: range(40, 45) },
     });
   });
@@ -78,7 +80,7 @@ describe('GET /<name>', () => {
       pages: 1,
       page: 1,
       limit: 20,
-      _links: { self: page(1, 20), first: page(1, 20), last: page(1, 20) },
+      _links: { self: page(1, 20), first: page(1, 20), last: page(1, 20), changes: changes(0) },
       _embedded: { items: [] },
     });
   });
@@ -89,7 +91,7 @@ describe('GET /<name>', () => {
     assert.equal(body.limit, 200);
     assert.equal(body.count, 200);
     assert.equal(body.pages, 2);
-    assert.deepEqual(body._links, { self: page(1, 200), first: page(1, 200), next: page(2, 200), last: page(2, 200) });
+    assert.deepEqual(body._links, { self: page(1, 200), first: page(1, 200), next: page(2, 200), last: page(2, 200), changes: changes(250) });
   });
 
   test('the same links -> Link header (RFC 8288)', async () => {
@@ -191,6 +193,7 @@ describe('filters and sort (contract §3a)', () => {
       first: page(1, 1, '&status=active'),
       next: page(2, 1, '&status=active'),
       last: page(2, 1, '&status=active'),
+      changes: changes(6),
     });
   });
 

@@ -8,6 +8,7 @@ import { HttpProblem } from '../../src/conventions/problem.js';
 import type { HandlerOptions } from '../../src/http/app.js';
 import type { Authenticator } from '../../src/http/auth.js';
 import { remoteKeySet, staticKeySet } from '../../src/http/jwks.js';
+import { LocalChangeLog } from '../../src/store/changes/local-feed.js';
 import { createMemoryStore } from '../../src/store/memory-store.js';
 import type { EntityRecord, LocalStore } from '../../src/store/store.js';
 import { RFC2616, startServer, type TestResponse, type TestServer } from '../helpers/server.js';
@@ -380,5 +381,35 @@ describe('an embedder\'s authenticator', () => {
     assert.equal((await s.request('/products/p1', orders)).status, 403);
     // A JWT is still accepted, in its own bucket.
     assert.equal((await s.as(await mint(rsa, 'RS256'), '/orders/o1')).status, 200);
+  });
+});
+
+describe('the change feed for a token limited to some resources', () => {
+  test('products:read -> /changes lists only products\' changes; resource=orders -> 403 insufficient_scope', async () => {
+    const changes = new LocalChangeLog();
+    const orders = createMemoryStore([], { changes, resource: 'orders' });
+    const products = createMemoryStore([], { changes, resource: 'products' });
+    const s = await startServer({
+      resources: [
+        { name: 'orders', store: orders },
+        { name: 'products', store: products },
+      ],
+      jwt: { keys: staticKeySet({ keys: [rsa.jwk] }), issuer: ISSUER, audience: AUDIENCE },
+      now: () => NOW,
+    });
+    await orders.create(rec('o9', { secret: 'an order' }));
+    await products.create(rec('p9', { name: 'Lamp' }));
+    const token = await mint(rsa, 'RS256', claims({ scope: 'products:read' }));
+    const as = (path: string): Promise<TestResponse> => s.request(path, { headers: { authorization: `Bearer ${token}` } });
+    const page = await as('/changes');
+    assert.equal(page.status, 200);
+    const body = await page.json();
+    assert.deepEqual(body._embedded.changes.map((e: { resource: string; id: string }) => `${e.resource}/${e.id}`), ['products/p9']);
+    const refused = await as('/changes?resource=orders');
+    assert.equal(refused.status, 403);
+    assert.equal(refused.headers.get('www-authenticate'), INSUFFICIENT);
+    const everything = await mint(rsa, 'RS256', claims({ scope: 'read' }));
+    const all = await (await s.request('/changes', { headers: { authorization: `Bearer ${everything}` } })).json();
+    assert.deepEqual(all._embedded.changes.map((e: { resource: string; id: string }) => `${e.resource}/${e.id}`), ['orders/o9', 'products/p9']);
   });
 });

@@ -154,6 +154,7 @@ function faultyStore(fault: 'write' | 'crash'): Store {
     get revision() {
       return store.revision;
     },
+    follow: (listener) => store.follow(listener),
     ready: true,
     get: (id) => (fault === 'crash' ? failure() : store.get(id)),
     query: (query) => store.query(query),

@@ -46,13 +46,17 @@ function collection(all: readonly string[], carried: string, page = 1, limit = 2
       ...(page > 1 ? { prev: href(page - 1, limit, carried) } : {}),
       ...(page < pages ? { next: href(page + 1, limit, carried) } : {}),
       last: href(pages, limit, carried),
+      // Whatever the query: the changes after the fixture's nine creates.
+      changes: { href: `/changes?since=${ITEMS.length}&resource=items` },
     },
     _embedded: { items: hal(slice) },
   };
 }
 
+/** The page's links as a `Link` header has them: every one but `changes`, which only the body carries. */
 const linkHeader = (body: { _links: Record<string, { href: string }> }): string =>
   Object.entries(body._links)
+    .filter(([rel]) => rel !== 'changes')
     .map(([rel, link]) => `<${link.href}>; rel="${rel}"`)
     .join(', ');
 

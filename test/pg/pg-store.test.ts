@@ -20,5 +20,7 @@ if (pgMissing) {
       await opened.close();
       return open(url);
     },
+    // Changes are reported as the change feed reads them back, this process's own writes too.
+    caughtUp: async (store) => owners.get(store)!.opened.sync(),
   });
 }

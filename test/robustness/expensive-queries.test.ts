@@ -41,6 +41,7 @@ function countingStore(initial: readonly EntityRecord[]): { store: Store; parses
     get revision() {
       return inner.revision;
     },
+    follow: (listener) => inner.follow(listener),
     get ready() {
       return inner.ready;
     },

@@ -5,18 +5,24 @@ import { test } from 'node:test';
 import { openJsonlStore, type JsonlStore } from '../../src/store/log/jsonl-store.js';
 import { nodeFs, type StoreFs } from '../../src/store/log/store-fs.js';
 import { tempDir } from './helpers.js';
+import { manualClock, withoutStamps } from './stamps.js';
 
 const record = (id: string, n = 0) => ({ id, createdAt: 1, updatedAt: 1, n });
-const fileLines = async (file: string): Promise<string[]> => (await fs.readFile(file, 'utf8')).trimEnd().split('\n');
+/** The file's lines without their change stamps. */
+const fileLines = async (file: string): Promise<string[]> => withoutStamps(await fs.readFile(file, 'utf8')).trimEnd().split('\n');
+/** Eight days: past the default retention of deletes (7 days), so that a compaction forgets them. */
+const PAST_RETENTION_MS = 8 * 24 * 3600 * 1000;
 const state = (store: JsonlStore): [string, string][] => Array.from(store.values(), (e) => [e.id, e.json]);
 
-test('compact with no writes under way -> one line per live entity, in creation order', async () => {
+test('compact with no writes under way, deletes past retention -> one line per live entity, in creation order', async () => {
   const dir = await tempDir();
   const file = path.join(dir, 'a.jsonl');
-  const store = await openJsonlStore({ file, compaction: { auto: false } });
+  const clock = manualClock();
+  const store = await openJsonlStore({ file, compaction: { auto: false }, now: clock.now });
   for (let i = 0; i < 100; i++) await store.create(record(`e${i}`));
   for (let i = 0; i < 100; i += 3) await store.update(`e${i}`, (c) => ({ ...c.record, n: 1 }));
   for (let i = 0; i < 100; i += 4) await store.delete(`e${i}`);
+  clock.advance(PAST_RETENTION_MS);
   const before = state(store);
   assert.equal(await store.compact(), true);
   assert.deepEqual(await fileLines(file), before.map(([, json]) => json));
@@ -51,7 +57,8 @@ test('compaction during concurrent writes -> no write lost or blocked; file then
       await nodeFs.fdatasync(fd);
     },
   };
-  const store = await openJsonlStore({ file, fs: slowTmpSync, compaction: { auto: false } });
+  const clock = manualClock();
+  const store = await openJsonlStore({ file, fs: slowTmpSync, compaction: { auto: false }, now: clock.now });
   await Promise.all(Array.from({ length: 5000 }, (_, i) => store.create(record(`e${i}`))));
   await Promise.all(Array.from({ length: 5000 }, (_, i) => (i % 2 ? store.delete(`e${i}`) : store.update(`e${i}`, (c) => ({ ...c.record, n: 1 })))));
   let done = false;
@@ -74,9 +81,10 @@ test('compaction during concurrent writes -> no write lost or blocked; file then
   await store.settled();
   const before = state(store);
   await store.close();
-  const reopened = await openJsonlStore({ file, compaction: { auto: false } });
+  clock.advance(PAST_RETENTION_MS);
+  const reopened = await openJsonlStore({ file, compaction: { auto: false }, now: clock.now });
   assert.deepEqual(state(reopened), before);
-  // Compacted again while idle: exactly the live entities.
+  // Compacted again while idle, every delete past retention: exactly the live entities.
   assert.equal(await reopened.compact(), true);
   assert.deepEqual(await fileLines(file), before.map(([, json]) => json));
   await reopened.close();
@@ -109,12 +117,14 @@ test('under the size threshold -> no automatic compaction', async () => {
   await store.close();
 });
 
-test('every entity deleted -> compaction leaves an empty file', async () => {
+test('every entity deleted, past retention -> compaction leaves an empty file', async () => {
   const dir = await tempDir();
   const file = path.join(dir, 'e.jsonl');
-  const store = await openJsonlStore({ file, compaction: { auto: false } });
+  const clock = manualClock();
+  const store = await openJsonlStore({ file, compaction: { auto: false }, now: clock.now });
   for (let i = 0; i < 5; i++) await store.create(record(`e${i}`));
   for (let i = 0; i < 5; i++) await store.delete(`e${i}`);
+  clock.advance(PAST_RETENTION_MS);
   assert.equal(await store.compact(), true);
   assert.equal(await fs.readFile(file, 'utf8'), '');
   await store.create(record('new'));

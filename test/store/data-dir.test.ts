@@ -7,6 +7,7 @@ import { discoverResources, openDataDir } from '../../src/store/log/data-dir.js'
 import { LOCK_FILE } from '../../src/store/log/dir-lock.js';
 import { StoreOpenError } from '../../src/store/store.js';
 import { line, tempDir, warnings } from './helpers.js';
+import { withoutStamps } from './stamps.js';
 
 const options = (dir: string, resources: string[], warn: (m: string) => void = () => {}) => ({
   dir,
@@ -50,7 +51,7 @@ test('open -> stores for every resource, lock file with our pid; close -> synced
   const pending = data.stores.get('orders')!.create({ id: 'o1', createdAt: 1, updatedAt: 1 });
   await data.close();
   await pending;
-  assert.equal(await fs.readFile(path.join(dir, 'orders.jsonl'), 'utf8'), '{"id":"o1","createdAt":1,"updatedAt":1}\n');
+  assert.equal(withoutStamps(await fs.readFile(path.join(dir, 'orders.jsonl'), 'utf8')), '{"id":"o1","createdAt":1,"updatedAt":1}\n');
   await assert.rejects(fs.stat(path.join(dir, LOCK_FILE)), { code: 'ENOENT' });
 });
 

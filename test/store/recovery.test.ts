@@ -4,13 +4,14 @@ import path from 'node:path';
 import { test } from 'node:test';
 import { openJsonlStore } from '../../src/store/log/jsonl-store.js';
 import { StoreOpenError } from '../../src/store/store.js';
-import { line, tempDir, warnings } from './helpers.js';
+import { line, plainLine, tempDir, tombstone, warnings } from './helpers.js';
+import { withoutStamps } from './stamps.js';
 
 const ids = (store: { values(): Iterable<{ id: string }> }): string[] => Array.from(store.values(), (e) => e.id);
 
 test('torn last line at every byte offset -> earlier lines kept, tail truncated and saved, appends work', async () => {
   const dir = await tempDir();
-  const head = [line('a', { n: 1 }), line('b', { text: 'ünïcödé' }), '{"id":"a","_deleted":true}'].join('\n') + '\n';
+  const head = [line('a', { n: 1 }), line('b', { text: 'ünïcödé' }), tombstone('a')].join('\n') + '\n';
   const last = line('c', { note: 'the line a crash cut short', list: [1, 2, 3] });
   const lastBytes = Buffer.from(last);
   for (let cut = 1; cut <= lastBytes.length; cut++) {
@@ -91,7 +92,8 @@ test('--repair with malformed lines -> moved to .rejected, file rewritten, store
   assert.deepEqual(ids(store), ['a', 'b']);
   assert.equal(store.get('a')?.record.n, 2);
   assert.equal(await fs.readFile(`${file}.rejected`, 'utf8'), '{"id":"c\ngarbage here\n{"name":"no id"}\n');
-  assert.equal(await fs.readFile(file, 'utf8'), `${line('a', { n: 2 })}\n${line('b')}\n`);
+  // The rewritten file holds the kept lines, their stamps as they were.
+  assert.equal(withoutStamps(await fs.readFile(file, 'utf8')), `${plainLine('a', { n: 2 })}\n${plainLine('b')}\n`);
   assert.equal(messages.length, 3);
   assert.match(messages[0]!, /torn final line 6/);
   assert.match(messages[1]!, /repair\.jsonl:2: .* moved to .*repair\.jsonl\.rejected/);
@@ -111,7 +113,7 @@ test('blank lines, CRLF and spaces -> ignored; line numbers still count them', a
   await fs.writeFile(file, `\n  ${line('a')}  \r\n\n${line('b')}\r\n   \n`);
   const store = await openJsonlStore({ file });
   assert.deepEqual(ids(store), ['a', 'b']);
-  assert.equal(store.get('a')?.json, line('a'));
+  assert.equal(store.get('a')?.json, plainLine('a'));
   await store.close();
 });
 
@@ -120,7 +122,7 @@ test('tombstones and repeated lines -> last line per id wins, first appearance o
   const file = path.join(dir, 'log.jsonl');
   await fs.writeFile(
     file,
-    [line('a', { v: 1 }), line('b', { v: 1 }), line('a', { v: 2 }), '{"id":"b","_deleted":true}', line('c'), line('b', { v: 3 }), '{"id":"zz","_deleted":true}'].join('\n') + '\n',
+    [line('a', { v: 1 }), line('b', { v: 1 }), line('a', { v: 2 }), tombstone('b'), line('c'), line('b', { v: 3 }), tombstone('zz')].join('\n') + '\n',
   );
   const store = await openJsonlStore({ file });
   assert.deepEqual(ids(store), ['a', 'c', 'b']);
@@ -137,7 +139,7 @@ test('lines crossing read-chunk boundaries, one longer than a chunk -> all loade
   await fs.writeFile(file, lines.join('\n') + '\n');
   const store = await openJsonlStore({ file, loadChunkBytes: 1024 });
   assert.equal(store.size, 300);
-  assert.deepEqual(Array.from(store.values(), (e) => e.json), lines);
+  assert.deepEqual(Array.from(store.values(), (e) => e.json), lines.map(withoutStamps));
   await store.close();
 });
 
@@ -161,7 +163,7 @@ test('missing file -> empty store; first write creates it', async () => {
   assert.equal(store.size, 0);
   await assert.rejects(fs.stat(file), { code: 'ENOENT' });
   await store.create({ id: 'x', createdAt: 1, updatedAt: 1 });
-  assert.equal(await fs.readFile(file, 'utf8'), '{"id":"x","createdAt":1,"updatedAt":1}\n');
+  assert.equal(withoutStamps(await fs.readFile(file, 'utf8')), '{"id":"x","createdAt":1,"updatedAt":1}\n');
   await store.close();
 });
 
@@ -177,13 +179,14 @@ test('escaped id in the file -> decoded id', async () => {
 test('unparsable final line that does end in a newline -> torn too: truncated, kept in .rejected', async () => {
   const dir = await tempDir();
   const file = path.join(dir, 'nl.jsonl');
-  await fs.writeFile(file, `${line('a')}\n{"id":"b","createdAt":17\n\n`);
+  const a = line('a');
+  await fs.writeFile(file, `${a}\n{"id":"b","createdAt":17\n\n`);
   const { warn, messages } = warnings();
   const store = await openJsonlStore({ file, warn });
   assert.deepEqual(ids(store), ['a']);
   assert.equal(messages.length, 1);
-  assert.match(messages[0]!, new RegExp(`torn final line 2 at byte ${line('a').length + 1} `));
-  assert.equal(await fs.readFile(file, 'utf8'), `${line('a')}\n`);
+  assert.match(messages[0]!, new RegExp(`torn final line 2 at byte ${a.length + 1} `));
+  assert.equal(await fs.readFile(file, 'utf8'), `${a}\n`);
   assert.equal(await fs.readFile(`${file}.rejected`, 'utf8'), '{"id":"b","createdAt":17\n');
   await store.close();
 });

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
-import { StoreConflictError, type EntityRecord, type Store, type StoredEntity } from '../../src/store/store.js';
+import { StoreConflictError, type EntityRecord, type Store, type StoreChange, type StoredEntity } from '../../src/store/store.js';
 
 /** How the suite gets a fresh, empty store of one kind, and (for persistent kinds) reopens it. */
 export interface StoreFactory {
@@ -8,7 +8,29 @@ export interface StoreFactory {
   /** Closes `store` and opens the same data again; absent for stores that keep nothing. */
   reopen?: (store: Store) => Promise<Store>;
   cleanup?: () => Promise<void>;
+  /** Resolves once the store has reported every change acknowledged so far (a store whose changes come back through a feed). */
+  caughtUp?: (store: Store) => Promise<void>;
 }
+
+/** What a follower was told, without the entity object. */
+interface Told {
+  readonly resource: string;
+  readonly id: string;
+  readonly type: string;
+  readonly json: string | undefined;
+  readonly cursor: string;
+  readonly at: number;
+}
+const told = (change: StoreChange): Told => ({
+  resource: change.resource,
+  id: change.id,
+  type: change.type,
+  json: change.entity?.json,
+  cursor: change.cursor,
+  at: change.at,
+});
+/** Cursors are opaque; what the suite may rely on is that each is a distinct RFC 3986 unreserved string. */
+const UNRESERVED = /^[A-Za-z0-9._~-]{1,255}$/;
 
 export const record = (id: string, fields: Record<string, unknown> = {}): EntityRecord => ({
   id,
@@ -251,6 +273,101 @@ export function storeSuite(name: string, factory: StoreFactory): void {
       await store.close();
       assert.equal(store.ready, false);
       await assert.rejects(store.create(record('late')));
+    });
+
+    const caughtUp = async (store: Store): Promise<void> => {
+      await factory.caughtUp?.(store);
+    };
+
+    test('create, update, delete -> followers told created, updated, deleted, in order, once each, with the state each write left', async () => {
+      const store = await open();
+      const changes: Told[] = [];
+      store.follow((change) => changes.push(told(change)));
+      const created = await store.create(record('f1', { n: 1 }));
+      const updated = await store.update('f1', (current) => ({ ...current.record, n: 2 }));
+      assert.equal(await store.delete('f1'), true);
+      await caughtUp(store);
+      assert.deepEqual(
+        changes.map(({ id, type, json }) => ({ id, type, json })),
+        [
+          { id: 'f1', type: 'created', json: created.json },
+          { id: 'f1', type: 'updated', json: updated!.json },
+          { id: 'f1', type: 'deleted', json: undefined },
+        ],
+      );
+      assert.equal(new Set(changes.map((c) => c.cursor)).size, 3);
+      for (const change of changes) {
+        assert.match(change.cursor, UNRESERVED);
+        assert.notEqual(change.cursor, 'now');
+        // A PostgreSQL tombstone keeps no time (0, the same on every process): see src/store/README.md.
+        assert.ok(Number.isInteger(change.at) && (change.at > 0 || change.type === 'deleted'), `at ${change.at} is a Unix second`);
+      }
+    });
+
+    test('a follower told of a change -> the store already answers with it', async () => {
+      const store = await open();
+      const seen: (string | undefined)[] = [];
+      store.follow((change) => {
+        const got = store.get(change.id);
+        if (!(got instanceof Promise)) seen.push(got?.json);
+      });
+      const created = await store.create(record('r1'));
+      await caughtUp(store);
+      assert.deepEqual(seen, [created.json]);
+    });
+
+    test('refused and empty writes (a duplicate create, a change that throws, a missing id) -> no change told', async () => {
+      const store = await open();
+      await store.create(record('x'));
+      await caughtUp(store);
+      const changes: Told[] = [];
+      store.follow((change) => changes.push(told(change)));
+      await assert.rejects(store.create(record('x')), StoreConflictError);
+      await assert.rejects(
+        store.update('x', () => {
+          throw new Error('refused');
+        }),
+      );
+      assert.equal(await store.update('ghost', (current) => current.record), undefined);
+      assert.equal(await store.delete('ghost'), false);
+      await store.create(record('y'));
+      await caughtUp(store);
+      assert.deepEqual(changes.map((c) => `${c.type} ${c.id}`), ['created y']);
+    });
+
+    test('unsubscribed follower -> told nothing more; a follower that throws -> the write stands and the others are told', async () => {
+      const store = await open();
+      const first: string[] = [];
+      const second: string[] = [];
+      const stop = store.follow((change) => first.push(change.id));
+      store.follow(() => {
+        throw new Error('a broken follower');
+      });
+      store.follow((change) => second.push(change.id));
+      await store.create(record('a'));
+      await caughtUp(store);
+      stop();
+      const b = await store.create(record('b'));
+      await caughtUp(store);
+      assert.equal(b.id, 'b');
+      assert.deepEqual(first, ['a']);
+      assert.deepEqual(second, ['a', 'b']);
+    });
+
+    test("concurrent writes -> each told once, each entity's changes in write order", async () => {
+      const store = await open();
+      const changes: Told[] = [];
+      store.follow((change) => changes.push(told(change)));
+      await Promise.all(Array.from({ length: 30 }, (_, i) => store.create(record(`c${i}`))));
+      await Promise.all(Array.from({ length: 30 }, (_, i) => (i % 3 === 0 ? store.delete(`c${i}`) : store.update(`c${i}`, (c) => ({ ...c.record, i })))));
+      await caughtUp(store);
+      // Coalescing is allowed only across answers of a feed, never for followers of one process's writes.
+      assert.equal(changes.length, 60);
+      assert.equal(new Set(changes.map((c) => c.cursor)).size, 60);
+      for (let i = 0; i < 30; i++) {
+        const mine = changes.filter((c) => c.id === `c${i}`).map((c) => c.type);
+        assert.deepEqual(mine, ['created', i % 3 === 0 ? 'deleted' : 'updated']);
+      }
     });
 
     if (factory.reopen) {

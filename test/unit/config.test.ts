@@ -24,11 +24,21 @@ const DEFAULTS = {
   corsOrigin: undefined,
   rateLimit: undefined,
   rateLimitBurst: undefined,
+  changesRetentionMs: 7 * 86_400_000,
+  maxStreams: 10_000,
   help: false,
 };
 
 describe('parseConfig', () => {
   test('nothing -> defaults', () => assert.deepEqual(parseConfig([], {}), DEFAULTS));
+
+  test('--changes-retention / HALSERVE_CHANGES_RETENTION -> milliseconds; anything but a positive whole number and s, m, h or d -> ConfigError', () => {
+    assert.equal(parseConfig([], { HALSERVE_CHANGES_RETENTION: '24h' }).changesRetentionMs, 86_400_000);
+    assert.equal(parseConfig(['--changes-retention=30s'], { HALSERVE_CHANGES_RETENTION: '24h' }).changesRetentionMs, 30_000);
+    for (const bad of ['0d', '7', 'd', '1.5h', '7 d', '-1h', '1w', '07d', '99999999999d']) {
+      assert.throws(() => parseConfig(['--changes-retention', bad], {}), { name: 'ConfigError', message: /^--changes-retention must be a whole number followed by s, m, h or d/ }, bad);
+    }
+  });
 
   test('DATABASE_URL -> the store; HALSERVE_STORE wins over it, --store over both', () => {
     assert.equal(parseConfig([], { DATABASE_URL: 'postgres://a/db' }).store, 'postgres://a/db');
@@ -42,7 +52,7 @@ describe('parseConfig', () => {
   });
 
   test('every flag -> its value', () => {
-    const argv = ['--port', '0', '--host=0.0.0.0', '--data', '/d', '--resource', 'a', '--resource=b,c', '--token', 't1', '--token', 'read:t2', '--jwks', 'https://idp.example/jwks', '--jwt-issuer', 'https://idp.example/', '--jwt-audience', 'halserve', '--no-auth', '--log', 'off', '--durability', 'none', '--repair', '--max-body', '10', '--max-body-values', '20', '--max-body-members=3', '--query-budget', '250', '--base-path', '/api', '--cors-origin', '*', '--rate-limit', '2.5', '--rate-limit-burst', '10', '--store', 'postgres://u@db:5432/shop', '--help'];
+    const argv = ['--port', '0', '--host=0.0.0.0', '--data', '/d', '--resource', 'a', '--resource=b,c', '--token', 't1', '--token', 'read:t2', '--jwks', 'https://idp.example/jwks', '--jwt-issuer', 'https://idp.example/', '--jwt-audience', 'halserve', '--no-auth', '--log', 'off', '--durability', 'none', '--repair', '--max-body', '10', '--max-body-values', '20', '--max-body-members=3', '--query-budget', '250', '--base-path', '/api', '--cors-origin', '*', '--rate-limit', '2.5', '--rate-limit-burst', '10', '--store', 'postgres://u@db:5432/shop', '--changes-retention', '10m', '--max-streams', '3', '--help'];
     assert.deepEqual(parseConfig(argv, {}), {
       port: 0,
       host: '0.0.0.0',
@@ -64,6 +74,8 @@ describe('parseConfig', () => {
       basePath: '/api',
       corsOrigin: '*',
       rateLimit: 2.5,
+      changesRetentionMs: 600_000,
+      maxStreams: 3,
       rateLimitBurst: 10,
       help: true,
     });

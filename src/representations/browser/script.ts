@@ -4,6 +4,8 @@
  * `Authorization`, and renders it: fields, links as links, embedded entities as a table with the
  * page links, a search box and facets on collections, problem documents, and forms drawn from the
  * HAL-FORMS templates the server sends with collections and entities (one source for every client).
+ * A collection or entity page then watches what changes it (the change feed's event stream, read
+ * with fetch so that the token goes in `Authorization`, never in a URL) and updates itself.
  *
  * Kept as a string (no template literal inside, no `${`) so that it ships in the build as it is.
  */
@@ -55,6 +57,63 @@ export const BROWSER_SCRIPT = String.raw`'use strict';
           return { status: res.status, type: type, body: parsed, headers: res.headers };
         });
       });
+  }
+
+  /**
+   * Follows an event stream at url (list, then watch): onEvent(type, event) for each message,
+   * reconnecting after its last id when the connection ends. One watch at a time: a new one (the
+   * page rendered again) ends the one before.
+   */
+  var watching;
+  function watch(url, onEvent) {
+    if (watching) watching.abort();
+    var controller = new AbortController();
+    watching = controller;
+    var lastId;
+    function again() { if (!controller.signal.aborted) setTimeout(connect, 2000); }
+    function connect() {
+      if (controller.signal.aborted) return;
+      var headers = { Accept: 'text/event-stream' };
+      if (token()) headers.Authorization = 'Bearer ' + token();
+      if (lastId) headers['Last-Event-ID'] = lastId;
+      fetch(url, { headers: headers, signal: controller.signal, cache: 'no-store' }).then(function (res) {
+        if (res.status !== 200 || !res.body) return;
+        var reader = res.body.getReader();
+        var decoder = new TextDecoder();
+        var buffer = '';
+        function pump() {
+          return reader.read().then(function (chunk) {
+            if (chunk.done) { again(); return; }
+            buffer += decoder.decode(chunk.value, { stream: true });
+            for (var end = buffer.indexOf('\n\n'); end >= 0; end = buffer.indexOf('\n\n')) {
+              var fields = {};
+              buffer.slice(0, end).split('\n').forEach(function (line) {
+                var colon = line.indexOf(': ');
+                if (colon > 0) fields[line.slice(0, colon)] = line.slice(colon + 2);
+              });
+              buffer = buffer.slice(end + 2);
+              if (!fields.id) continue;
+              lastId = fields.id;
+              onEvent(fields.event, JSON.parse(fields.data));
+            }
+            return pump();
+          });
+        }
+        return pump();
+      }).catch(again);
+    }
+    connect();
+  }
+
+  /** Renders the page again soon; not while a form field has the focus (it would lose what is typed). */
+  var refreshing;
+  function refresh() {
+    clearTimeout(refreshing);
+    refreshing = setTimeout(function () {
+      var active = document.activeElement;
+      if (active && active.form && main.contains(active)) { refresh(); return; }
+      load();
+    }, 100);
   }
 
   /** The resource name and id of a path below the base path (and /v1). */
@@ -494,15 +553,28 @@ export const BROWSER_SCRIPT = String.raw`'use strict';
   function load() {
     crumbs();
     var r = route(location.pathname);
-    api('GET', location.pathname + location.search).then(function (res) {
+    // An entity page watches its resource's changes from a cursor read before the entity itself.
+    var cursor = r.depth === 2 ? api('GET', base + '/changes?since=now&resource=' + encodeURIComponent(r.name)) : Promise.resolve(undefined);
+    cursor.then(function (feed) {
+      return Promise.all([api('GET', location.pathname + location.search), feed]);
+    }).then(function (results) {
+      var res = results[0];
+      var feed = results[1];
       main.textContent = '';
       document.title = (r.name ? r.name + (r.id ? ' ' + r.id : '') : 'index') + ' · halserve';
       if (res.type === PROBLEM || res.status >= 400) { main.appendChild(problemBox(res.body, res.status)); return; }
       var doc = res.body;
       if (r.depth === 0) renderIndex(doc);
-      else if (r.depth === 1 && doc && typeof doc.total === 'number') renderCollection(r.name, doc);
-      else if (r.depth === 2 && doc && doc.id !== undefined) renderEntity(r.name, doc);
-      else renderOther(doc);
+      else if (r.depth === 1 && doc && typeof doc.total === 'number') {
+        renderCollection(r.name, doc);
+        // The page's own changes link: everything after the state it shows.
+        if (doc._links && doc._links.changes) watch(doc._links.changes.href, refresh);
+      } else if (r.depth === 2 && doc && doc.id !== undefined) {
+        renderEntity(r.name, doc);
+        if (feed && feed.status === 200 && feed.body && feed.body._links) {
+          watch(feed.body._links.next.href, function (type, event) { if (event.id === doc.id) refresh(); });
+        }
+      } else renderOther(doc);
     }, function (error) {
       main.textContent = '';
       main.appendChild(problemBox({ title: 'Network error', detail: String(error) }, 0));

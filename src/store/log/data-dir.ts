@@ -1,9 +1,11 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { lockDirectory } from './dir-lock.js';
-import { openJsonlStore, type CompactionPolicy, type JsonlStore, type StoreObserver } from './jsonl-store.js';
-import type { StoreFs } from './store-fs.js';
-import { StoreOpenError, type Store } from '../store.js';
+import { LocalChangeLog } from '../changes/local-feed.js';
+import { ChangesFile } from './changes-file.js';
+import { openJsonlStore, type CompactionPolicy, type JsonlStore } from './jsonl-store.js';
+import { nodeFs, type StoreFs } from './store-fs.js';
+import { StoreOpenError, type Store, type StoreObserver } from '../store.js';
 
 /** The extension of a resource's log file (contract section 1). */
 export const LOG_EXTENSION = '.jsonl';
@@ -48,11 +50,17 @@ export interface DataDirOptions {
   compaction?: CompactionPolicy;
   /** Metrics hooks of each resource's store. */
   observer?: (resource: string) => StoreObserver;
+  /** How long deletes are remembered in the change feed, in ms (default 7 days). */
+  retentionMs?: number;
+  /** Milliseconds since the epoch (tests inject a clock). */
+  now?: () => number;
 }
 
 /** The open stores of a data directory and the lock that keeps it to this process. */
 export interface DataDir {
   stores: Map<string, Store>;
+  /** The directory's change feed: one sequence over every resource. */
+  changes: LocalChangeLog;
   /** Finishes pending writes, syncs, closes the files and releases the lock. */
   close(): Promise<void>;
 }
@@ -61,7 +69,7 @@ export interface DataDir {
  * Takes the directory lock and opens every store. Throws `StoreOpenError`, whose message is the
  * one line a user sees, on any start-up failure; nothing stays open or locked after it.
  */
-export async function openDataDir(options: DataDirOptions): Promise<{ stores: Map<string, Store>; close(): Promise<void> }> {
+export async function openDataDir(options: DataDirOptions): Promise<DataDir> {
   const { dir, warn } = options;
   try {
     const stat = await fs.stat(dir);
@@ -84,7 +92,18 @@ export async function openDataDir(options: DataDirOptions): Promise<{ stores: Ma
     const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
     if (failed) throw failed.reason;
   };
+  const log = new LocalChangeLog({
+    warn,
+    ...(options.now ? { now: options.now } : {}),
+    ...(options.retentionMs === undefined ? {} : { retentionMs: options.retentionMs }),
+  });
+  const changesFile = new ChangesFile(dir, options.fs ?? nodeFs);
   try {
+    try {
+      log.forgot(await changesFile.read());
+    } catch (error) {
+      throw new StoreOpenError((error as Error).message);
+    }
     const opened = new Map<string, string>();
     for (const name of options.resources) {
       const file = path.join(dir, name + LOG_EXTENSION);
@@ -97,9 +116,13 @@ export async function openDataDir(options: DataDirOptions): Promise<{ stores: Ma
         ...(options.fs ? { fs: options.fs } : {}),
         ...(options.compaction ? { compaction: options.compaction } : {}),
         ...(options.observer ? { observer: options.observer(name) } : {}),
+        resource: name,
+        changes: { log, file: changesFile },
       });
       stores.set(name, store);
     }
+    // Lines without a change number get theirs once every log is read: above all the directory's.
+    for (const store of stores.values()) await store.stampUnstamped();
   } catch (error) {
     await closeAll().catch(() => {});
     throw error instanceof StoreOpenError ? error : new StoreOpenError(String((error as Error).message));
@@ -107,6 +130,7 @@ export async function openDataDir(options: DataDirOptions): Promise<{ stores: Ma
   let closing: Promise<void> | undefined;
   return {
     stores: stores as Map<string, Store>,
+    changes: log,
     close: () => (closing ??= closeAll()),
   };
 }

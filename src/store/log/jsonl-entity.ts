@@ -1,4 +1,7 @@
-import type { EntityRecord, StoredEntity } from '../store.js';
+import type { ChangeType, EntityRecord, StoredEntity } from '../store.js';
+import { readStamp, stampedLine, type ChangeStamp } from '../changes/change-stamp.js';
+import type { HeldChange } from '../changes/local-feed.js';
+import { valueAt } from '../../conventions/query.js';
 import { valuesAt } from './json-fields.js';
 
 /**
@@ -9,18 +12,47 @@ import { valuesAt } from './json-fields.js';
  * The version is `<line number>.<hash of the line>`, both base 36. The line number makes it unique
  * per write for the life of a file; the hash keeps it safe across restarts after a compaction has
  * renumbered the lines: two states of one entity can share a version only if their JSON is equal.
+ *
+ * Each is also the latest change of its entity (`HeldChange`): its line ends with the change's
+ * stamp (change-stamp.ts), which is not part of its JSON. A line written before stamps existed (or
+ * by hand) has none until start-up gives it one (`RestampedEntity`); its `seq` is 0 meanwhile.
  */
 
 /** An entity the store wrote in this process: its JSON is a string. */
-export class WrittenEntity implements StoredEntity {
+export class WrittenEntity implements StoredEntity, HeldChange {
   readonly id: string;
   readonly json: string;
   readonly #line: number;
+  #stamp: ChangeStamp | undefined;
 
-  constructor(id: string, json: string, line: number) {
+  constructor(id: string, json: string, line: number, stamp?: ChangeStamp) {
     this.id = id;
     this.json = json;
     this.#line = line;
+    this.#stamp = stamp;
+  }
+
+  /** Gives a freshly written entity its change's stamp (once, when its batch is composed). */
+  stamp(stamp: ChangeStamp): void {
+    this.#stamp = stamp;
+  }
+
+  /** The line the log holds. */
+  line(): string {
+    return this.#stamp ? stampedLine(this.json, this.#stamp) : this.json;
+  }
+
+  get seq(): number {
+    return this.#stamp?.seq ?? 0;
+  }
+  get type(): ChangeType {
+    return this.#stamp?.type ?? 'created';
+  }
+  get at(): number {
+    return this.#stamp?.at ?? 0;
+  }
+  get entity(): StoredEntity {
+    return this;
   }
 
   get record(): EntityRecord {
@@ -37,7 +69,7 @@ export class WrittenEntity implements StoredEntity {
 
   /** The line's bytes, for compaction. */
   bytes(): Uint8Array {
-    return Buffer.from(this.json);
+    return Buffer.from(this.line());
   }
 }
 
@@ -47,21 +79,24 @@ export class WrittenEntity implements StoredEntity {
  * (the index hashes their bytes). Only plain ids are stored this way: an id with escapes or
  * non-ASCII characters is loaded as a `WrittenEntity`.
  */
-export class LoadedEntity implements StoredEntity {
+export class LoadedEntity implements StoredEntity, HeldChange {
   readonly #buffer: Buffer;
   readonly #start: number;
   readonly #end: number;
   readonly #line: number;
   readonly #idStart: number;
   readonly #idEnd: number;
+  /** Where the line's stamp begins (`findStamp`), or -1 for a line without one. */
+  readonly #stampAt: number;
 
-  constructor(buffer: Buffer, start: number, end: number, line: number, idStart: number, idEnd: number) {
+  constructor(buffer: Buffer, start: number, end: number, line: number, idStart: number, idEnd: number, stampAt = -1) {
     this.#buffer = buffer;
     this.#start = start;
     this.#end = end;
     this.#line = line;
     this.#idStart = idStart;
     this.#idEnd = idEnd;
+    this.#stampAt = stampAt;
   }
 
   get id(): string {
@@ -69,7 +104,25 @@ export class LoadedEntity implements StoredEntity {
   }
 
   get json(): string {
-    return this.#buffer.toString('utf8', this.#start, this.#end);
+    return this.#stampAt < 0
+      ? this.#buffer.toString('utf8', this.#start, this.#end)
+      : `${this.#buffer.toString('utf8', this.#start, this.#stampAt)}}`;
+  }
+
+  #stamp(): ChangeStamp | undefined {
+    return this.#stampAt < 0 ? undefined : readStamp(this.#buffer, this.#stampAt, this.#end);
+  }
+  get seq(): number {
+    return this.#stamp()?.seq ?? 0;
+  }
+  get type(): ChangeType {
+    return this.#stamp()?.type ?? 'created';
+  }
+  get at(): number {
+    return this.#stamp()?.at ?? 0;
+  }
+  get entity(): StoredEntity {
+    return this;
   }
 
   get record(): EntityRecord {
@@ -89,7 +142,51 @@ export class LoadedEntity implements StoredEntity {
   }
 }
 
-export type LogEntity = WrittenEntity | LoadedEntity;
+/** A line that had no stamp (written before stamps, or by hand), given one at start-up. */
+export class RestampedEntity implements StoredEntity, HeldChange {
+  readonly #inner: WrittenEntity | LoadedEntity;
+  readonly #stamp: ChangeStamp;
+
+  constructor(inner: WrittenEntity | LoadedEntity, stamp: ChangeStamp) {
+    this.#inner = inner;
+    this.#stamp = stamp;
+  }
+  get id(): string {
+    return this.#inner.id;
+  }
+  get json(): string {
+    return this.#inner.json;
+  }
+  get record(): EntityRecord {
+    return this.#inner.record;
+  }
+  get version(): string {
+    return this.#inner.version;
+  }
+  get seq(): number {
+    return this.#stamp.seq;
+  }
+  get type(): ChangeType {
+    return this.#stamp.type;
+  }
+  get at(): number {
+    return this.#stamp.at;
+  }
+  get entity(): StoredEntity {
+    return this;
+  }
+  valuesAt(paths: readonly (readonly string[])[]): unknown[] {
+    const inner = this.#inner;
+    if (inner instanceof LoadedEntity) return inner.valuesAt(paths);
+    const record = inner.record;
+    return paths.map((path) => valueAt(record, path));
+  }
+  bytes(): Uint8Array {
+    return Buffer.from(stampedLine(this.#inner.json, this.#stamp));
+  }
+}
+
+export type LogEntity = WrittenEntity | LoadedEntity | RestampedEntity;
 
 /** `<line>.<53-bit hash of json>` (cyrb53: cheap, and well spread for short strings). */
 export function versionOf(line: number, json: string): string {

@@ -1,3 +1,4 @@
+import { findStamp, readStamp, type ChangeStamp } from '../changes/change-stamp.js';
 import { hashIdBytes } from '../index/entity-index.js';
 import type { IndexWriter } from '../index/materialised-index.js';
 import { LoadedEntity, WrittenEntity, type LogEntity } from './jsonl-entity.js';
@@ -32,7 +33,8 @@ interface Pending {
 }
 
 /**
- * Reads a log file into `index` (last line per id wins; a tombstone removes). A malformed final
+ * Reads a log file into `index` (last line per id wins; a tombstone removes, and is told to
+ * `deleted` with its stamp). A malformed final
  * line is reported as torn; any other malformed line throws `StoreOpenError` naming `file:line`,
  * or is collected in `rejected` when `repair` is set.
  */
@@ -42,6 +44,7 @@ export async function loadLog(
   index: IndexWriter<LogEntity>,
   repair: boolean,
   chunkBytes = LOAD_CHUNK_BYTES,
+  deleted?: (id: string, stamp: ChangeStamp | undefined) => void,
 ): Promise<LoadResult> {
   let fd: number;
   try {
@@ -74,14 +77,22 @@ export async function loadLog(
         rejected.push({ line, bytes, reason });
       } else {
         const idHash = r.idEscaped || r.deleted ? undefined : hashIdBytes(buffer, r.idStart, r.idEnd);
+        let stampAt = findStamp(buffer, r.objectStart, r.objectEnd);
+        const stamp = stampAt < 0 ? undefined : readStamp(buffer, stampAt, r.objectEnd);
+        if (stamp === undefined) stampAt = -1;
         if (idHash !== undefined) {
-          index.put(new LoadedEntity(buffer, r.objectStart, r.objectEnd, line, r.idStart, r.idEnd), idHash);
+          index.put(new LoadedEntity(buffer, r.objectStart, r.objectEnd, line, r.idStart, r.idEnd, stampAt), idHash);
         } else {
           const id = r.idEscaped
             ? (JSON.parse(`"${buffer.toString('utf8', r.idStart, r.idEnd)}"`) as string)
             : buffer.toString('utf8', r.idStart, r.idEnd);
-          if (r.deleted) index.remove(id);
-          else index.put(new WrittenEntity(id, buffer.toString('utf8', r.objectStart, r.objectEnd), line));
+          if (r.deleted) {
+            index.remove(id);
+            deleted?.(id, stamp);
+          } else {
+            const json = stampAt < 0 ? buffer.toString('utf8', r.objectStart, r.objectEnd) : `${buffer.toString('utf8', r.objectStart, stampAt)}}`;
+            index.put(new WrittenEntity(id, json, line, stamp));
+          }
         }
       }
       keptSize = offset + end - start + (terminated ? 1 : 0);

@@ -1,7 +1,11 @@
+import { basename, dirname } from 'node:path';
+import { tombstoneLine, type ChangeStamp } from '../changes/change-stamp.js';
+import { HeldDelete, LocalChangeLog, type HeldChange, type Published, type ResourceChanges } from '../changes/local-feed.js';
 import { MaterialisedIndex } from '../index/materialised-index.js';
 import {
   StoreOpenError,
   type Change,
+  type ChangeListener,
   type DeleteCheck,
   type EntityRecord,
   type LocalStore,
@@ -9,10 +13,12 @@ import {
   type QueryResult,
   type StoreQuery,
   type StoredEntity,
+  type StoreObserver,
 } from '../store.js';
 import { WriteBatcher } from '../write-batcher.js';
+import { ChangesFile } from './changes-file.js';
 import { Compaction, TMP_SUFFIX } from './jsonl-compaction.js';
-import { WrittenEntity, type LogEntity } from './jsonl-entity.js';
+import { RestampedEntity, WrittenEntity, type LoadedEntity, type LogEntity } from './jsonl-entity.js';
 import { JsonlFile } from './jsonl-file.js';
 import { loadLog, type LoadResult } from './jsonl-load.js';
 import { appendDurably, nodeFs, type StoreFs } from './store-fs.js';
@@ -42,15 +48,20 @@ export interface JsonlStoreOptions {
   loadChunkBytes?: number;
   /** Told of durable batches and compactions, for metrics; never awaited, never in the way. */
   observer?: StoreObserver;
+  /** The resource's name in its data set's changes (default: the file's name without `.jsonl`). */
+  resource?: string;
+  /**
+   * The change log of the data directory, shared by its stores, with the file that records what
+   * it forgot. Default: the store's own, recorded in the file's directory (a store used alone).
+   */
+  changes?: { log: LocalChangeLog; file: ChangesFile };
+  /** Milliseconds since the epoch, for the changes' times and retention (default `Date.now`; used only without `changes`). */
+  now?: () => number;
+  /** How long deletes are remembered, in ms (used only without `changes`). */
+  retentionMs?: number;
 }
 
-/** Hooks for metrics. */
-export interface StoreObserver {
-  /** A batch of `lines` lines reached the disk; `syncSeconds` is what its write and fdatasync took (0 without sync). */
-  committed?(lines: number, syncSeconds: number): void;
-  /** A compaction ended, rewritten or not. */
-  compacted?(ok: boolean): void;
-}
+export type { StoreObserver } from '../store.js';
 
 /** A `Store` kept in an append-only JSON-lines file (contract section 8). */
 export interface JsonlStore extends LocalStore {
@@ -62,6 +73,10 @@ export interface JsonlStore extends LocalStore {
   compact(): Promise<boolean>;
   /** Resolves once no write and no compaction is under way. */
   settled(): Promise<void>;
+  /** The change log this store reports to (its data directory's). */
+  readonly changes: LocalChangeLog;
+  /** Numbers the lines loaded without a change number (the data directory calls it once all its logs are read). */
+  stampUnstamped(): Promise<void>;
 }
 
 /** Suffixes of the files a store keeps beside its log (contract section 8, issue 3). */
@@ -73,10 +88,23 @@ export const REJECTED_SUFFIX = '.rejected';
  * other than the last is malformed (unless `repair`) or the file cannot be read.
  */
 export async function openJsonlStore(options: JsonlStoreOptions): Promise<JsonlStore> {
+  const own = options.changes === undefined;
   const store = new JsonlLogStore(options);
+  if (own) {
+    try {
+      store.changes.forgot(await store.changesFile.read());
+    } catch (error) {
+      throw openError(options.file, error);
+    }
+  }
   await store.open();
+  // A store alone numbers its own lines without a stamp; in a data directory that waits for every
+  // store to be loaded (`openDataDir`), so that new numbers lie above all the directory's.
+  if (own) await store.stampUnstamped();
   return store;
 }
+
+
 
 /** The durable log (the file) feeding the materialised index, with group commit and compaction. */
 class JsonlLogStore implements JsonlStore {
@@ -93,6 +121,15 @@ class JsonlLogStore implements JsonlStore {
   readonly #file: JsonlFile;
   readonly #writes: WriteBatcher<LogEntity>;
   readonly #compaction: Compaction;
+  readonly #log: LocalChangeLog;
+  readonly changesFile: ChangesFile;
+  readonly #changes: ResourceChanges;
+  /** The batch being applied: its first sequence number, its stamps, the changes applied so far. */
+  #batch: { first: number; stamps: ChangeStamp[]; items: Published[] } | undefined;
+  /** The last sequence number this store reserved: compaction waits until it is published. */
+  #lastReserved = 0;
+  /** Loaded entities and deletes that had no stamp: numbered by `stampUnstamped`. */
+  #unstamped: { live: LogEntity[]; deletes: string[] } = { live: [], deletes: [] };
   /** After a failed compaction, wait for the file to grow before trying again. */
   #compactAfterLines = 0;
   #open = false;
@@ -112,18 +149,55 @@ class JsonlLogStore implements JsonlStore {
     const index = this.#index;
     const observer = (this.#observer = options.observer);
     const durable = options.durability !== 'none';
+    const shared = options.changes;
+    const log = (this.#log = shared?.log ?? new LocalChangeLog({ ...(options.now ? { now: options.now } : {}), ...(options.retentionMs === undefined ? {} : { retentionMs: options.retentionMs }), warn: this.#warn }));
+    this.changesFile = shared?.file ?? new ChangesFile(dirname(this.#path), this.#fs);
+    const changes = (this.#changes = log.resource(options.resource ?? basename(this.#path).replace(/\.jsonl$/, '')));
     this.#writes = new WriteBatcher<LogEntity>(
       {
         get: (id) => index.get(id),
         entity: (record, n) => new WrittenEntity(record.id, JSON.stringify(record), file.lines + n),
-        append: async (changes) => {
+        append: async (batch, types) => {
           const started = performance.now();
-          await file.append(changes.map((c) => ('deleted' in c ? `{"id":${JSON.stringify(c.deleted)},"_deleted":true}` : c.json)));
-          observer?.committed?.(changes.length, durable ? (performance.now() - started) / 1000 : 0);
+          // Numbered here, in the order batches reach the disk's queue; published in that order
+          // once durable (LocalChangeLog), whichever store's sync returns first.
+          const first = log.reserve(batch.length);
+          this.#lastReserved = first + batch.length - 1;
+          const at = log.nowSeconds();
+          const stamps = batch.map((_, i): ChangeStamp => ({ seq: first + i, type: types[i]!, at }));
+          const lines = batch.map((c, i) => {
+            if ('deleted' in c) return tombstoneLine(c.deleted, stamps[i]!);
+            // A batch's entities are the ones `entity` made above.
+            const written = c as WrittenEntity;
+            written.stamp(stamps[i]!);
+            return written.line();
+          });
+          try {
+            await file.append(lines);
+          } catch (error) {
+            log.settle(first, null);
+            throw error;
+          }
+          this.#batch = { first, stamps, items: [] };
+          observer?.committed?.(batch.length, durable ? (performance.now() - started) / 1000 : 0);
         },
         apply: (change, record) => {
-          if ('deleted' in change) index.remove(change.deleted);
-          else index.put(change, undefined, record);
+          const batch = this.#batch!;
+          const stamp = batch.stamps[batch.items.length]!;
+          if ('deleted' in change) {
+            const previous = index.get(change.deleted)?.seq ?? 0;
+            index.remove(change.deleted);
+            batch.items.push({ resource: changes, held: new HeldDelete(change.deleted, stamp.seq, stamp.at), previous });
+          } else {
+            const previous = index.get(change.id)?.seq ?? 0;
+            index.put(change, undefined, record);
+            batch.items.push({ resource: changes, held: change, previous });
+          }
+        },
+        applied: () => {
+          const batch = this.#batch!;
+          this.#batch = undefined;
+          log.settle(batch.first, batch.items);
         },
         afterBatch: () => this.#maybeCompact(),
       },
@@ -159,6 +233,12 @@ class JsonlLogStore implements JsonlStore {
   values(): IterableIterator<StoredEntity> {
     return this.#index.values();
   }
+  follow(listener: ChangeListener): () => void {
+    return this.#changes.follow(listener);
+  }
+  get changes(): LocalChangeLog {
+    return this.#log;
+  }
 
   // ---- opening ----
 
@@ -172,8 +252,11 @@ class JsonlLogStore implements JsonlStore {
       if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw openError(this.#path + TMP_SUFFIX, error);
     }
     let loaded: LoadResult;
+    /** The latest stamp of each deleted id, or null for a delete without one; dropped if the id comes back. */
+    const deletes = new Map<string, ChangeStamp | null>();
     try {
-      loaded = await loadLog(fsys, this.#path, this.#index, this.#repair, this.#loadChunkBytes);
+      loaded = await loadLog(fsys, this.#path, this.#index, this.#repair, this.#loadChunkBytes, (id, stamp) => deletes.set(id, stamp ?? null));
+      this.#loadChanges(deletes);
     } catch (error) {
       throw error instanceof StoreOpenError ? error : openError(this.#path, error);
     }
@@ -196,6 +279,77 @@ class JsonlLogStore implements JsonlStore {
       throw error instanceof StoreOpenError ? error : openError(this.#path, error);
     }
     this.#open = true;
+  }
+
+  /**
+   * Puts each entity's latest change, and each delete, in the change order. Lines without a stamp
+   * (and a stamp met twice, a copied line) wait for `stampUnstamped`.
+   */
+  #loadChanges(deletes: Map<string, ChangeStamp | null>): void {
+    const held: HeldChange[] = [];
+    const live: LogEntity[] = [];
+    const seen = new Set<number>();
+    let max = 0;
+    for (const entity of this.#index.values()) {
+      const seq = entity.seq;
+      if (seq === 0 || seen.has(seq)) {
+        live.push(entity);
+        continue;
+      }
+      seen.add(seq);
+      held.push(entity);
+      if (seq > max) max = seq;
+    }
+    const unstampedDeletes: string[] = [];
+    for (const [id, stamp] of deletes) {
+      if (this.#index.get(id) !== undefined) continue;
+      if (stamp === null || seen.has(stamp.seq)) {
+        unstampedDeletes.push(id);
+        continue;
+      }
+      seen.add(stamp.seq);
+      held.push(new HeldDelete(id, stamp.seq, stamp.at));
+      if (stamp.seq > max) max = stamp.seq;
+    }
+    this.#changes.load(held);
+    this.#log.seen(max);
+    this.#unstamped = { live, deletes: unstampedDeletes };
+  }
+
+  /**
+   * Numbers the lines loaded without a stamp (written before stamps existed, by hand, or by an
+   * import) above every number of the data set, as creates (and deletes) applied now, and appends
+   * a stamped copy of each (the last line of an id wins; its place in the creation order stays)
+   * before the store serves anything: cut short, it runs again on the next start, and no number
+   * it gave was handed out. Throws `StoreOpenError` when the append fails.
+   */
+  async stampUnstamped(): Promise<void> {
+    const { live, deletes } = this.#unstamped;
+    this.#unstamped = { live: [], deletes: [] };
+    if (live.length === 0 && deletes.length === 0) return;
+    const log = this.#log;
+    const at = log.nowSeconds();
+    const held: HeldChange[] = [];
+    const lines: string[] = [];
+    const stamped: RestampedEntity[] = [];
+    for (const entity of live) {
+      const restamped = new RestampedEntity(entity as WrittenEntity | LoadedEntity, { seq: log.take(), type: 'created', at });
+      stamped.push(restamped);
+      held.push(restamped);
+      lines.push(Buffer.from(restamped.bytes()).toString('utf8'));
+    }
+    for (const id of deletes) {
+      const seq = log.take();
+      held.push(new HeldDelete(id, seq, at));
+      lines.push(tombstoneLine(id, { seq, type: 'deleted', at }));
+    }
+    try {
+      await this.#file.append(lines);
+    } catch (error) {
+      throw new StoreOpenError(`${this.#path}: could not append the change numbers of its ${held.length} unnumbered lines: ${(error as Error).message}`);
+    }
+    for (const entity of stamped) this.#index.put(entity);
+    this.#changes.load(held);
   }
 
   /** Truncates a torn final line away, keeping its bytes in the `.rejected` file. */
@@ -237,43 +391,83 @@ class JsonlLogStore implements JsonlStore {
   // ---- compaction ----
 
   #maybeCompact(): void {
-    if (!this.#autoCompact || this.#compaction.running || this.#closing) return;
+    if (!this.#autoCompact || this.#compacting || this.#closing) return;
     const file = this.#file;
     if (file.size < this.#minBytes || file.lines <= this.#ratio * this.#index.size) return;
     if (file.lines < this.#compactAfterLines) return;
+    // This store's last changes may still wait for another store's sync to be published (and its
+    // deletes to be in the order the snapshot copies): then a later batch tries again.
+    if (this.#log.published < this.#lastReserved) return;
     void this.#startCompaction();
   }
 
   compact(): Promise<boolean> {
     if (!this.#open || this.#closing) return Promise.resolve(false);
-    const running = this.#compaction.running;
+    const running = this.#compacting;
     if (running) return running;
     // Start it between batches, so that the snapshot matches the file.
     return new Promise<boolean>((resolve) => {
-      // Not awaited inside the task: the compaction's own swap step has to run on the same queue.
       void this.#writes.task(async () => {
-        void (this.#compaction.running ?? this.#startCompaction()).then(resolve);
+        // Holding the queue: no batch of this store runs while earlier ones are published.
+        await this.#log.through(this.#lastReserved);
+        // Not awaited inside the task: the compaction's own swap step has to run on the same queue.
+        void (this.#compacting ?? this.#startCompaction()).then(resolve);
       });
     });
   }
 
   async settled(): Promise<void> {
-    while (this.#writes.busy || this.#compaction.running) {
+    while (this.#writes.busy || this.#compacting) {
       await this.#writes.busy;
-      await this.#compaction.running;
+      await this.#compacting;
     }
   }
 
-  /** Must be called between batches: the snapshot must describe exactly the acknowledged bytes. */
-  async #startCompaction(): Promise<boolean> {
+  /** The compaction under way, from its snapshot to its end. */
+  #compacting: Promise<boolean> | undefined;
+
+  /**
+   * Must be called between batches, with this store's changes all published: the snapshot must
+   * describe exactly the acknowledged bytes. The compacted file keeps one line per live entity and
+   * one per delete still remembered (first: a remembered delete's id is not live). Deletes past
+   * retention are left out, and the forgotten horizon is recorded before the file is rewritten.
+   */
+  #startCompaction(): Promise<boolean> {
     const file = this.#file;
-    const done = await this.#compaction.start({ lines: Array.from(this.#index.values()), size: file.size, fileLines: file.lines });
-    this.#observer?.compacted?.(done);
-    if (!done) this.#compactAfterLines = Math.ceil(file.lines * 1.5);
-    // Writes went on during the compaction: if they alone took the file past the ratio again, the
-    // next compaction starts now rather than after some later write (whenever that comes).
-    else if (!this.#closing) void this.#writes.task(async () => this.#maybeCompact());
-    return done;
+    const log = this.#log;
+    const changes = this.#changes;
+    const expired = log.expired(changes.name);
+    const dropped = new Set<HeldChange>(expired);
+    const lines: { bytes(): Uint8Array }[] = [];
+    for (const d of changes.deletes()) {
+      if (!dropped.has(d)) lines.push({ bytes: () => Buffer.from(tombstoneLine(d.id, { seq: d.seq, type: 'deleted', at: d.at })) });
+    }
+    for (const entity of this.#index.values()) lines.push(entity);
+    const snapshot = { lines, size: file.size, fileLines: file.lines };
+    const run = (async (): Promise<boolean> => {
+      if (expired.length > 0) {
+        const horizon = Math.max(...expired.map((d) => d.seq));
+        try {
+          if (horizon > log.forgotten) await this.changesFile.write(horizon);
+        } catch (error) {
+          this.#warn(`${this.changesFile.path}: ${(error as Error).message}; deletes past retention are kept for now`);
+          return false;
+        }
+        log.forgot(horizon);
+        changes.forget(expired);
+      }
+      return this.#compaction.start(snapshot);
+    })().then((done) => {
+      this.#compacting = undefined;
+      this.#observer?.compacted?.(done);
+      if (!done) this.#compactAfterLines = Math.ceil(file.lines * 1.5);
+      // Writes went on during the compaction: if they alone took the file past the ratio again, the
+      // next compaction starts now rather than after some later write (whenever that comes).
+      else if (!this.#closing) void this.#writes.task(async () => this.#maybeCompact());
+      return done;
+    });
+    this.#compacting = run;
+    return run;
   }
 
   // ---- closing ----
@@ -286,7 +480,7 @@ class JsonlLogStore implements JsonlStore {
   async #close(): Promise<void> {
     this.#writes.close();
     this.#compaction.abort();
-    await this.#compaction.running;
+    await this.#compacting;
     while (this.#writes.busy) await this.#writes.busy;
     this.#open = false;
     await this.#file.close(this.#warn);

@@ -19,7 +19,7 @@ export interface FeedOptions {
   /** The xmin of the snapshot the indexes were loaded from. */
   readonly from: bigint;
   readonly readers: Readers;
-  /** Applies rows read by a catch-up (in `pos` order, in batches; a row may come again later). */
+  /** Applies rows read by a catch-up (in cursor order, `tx` then `pos`, in batches; a row may come again later). */
   readonly deliver: (rows: readonly FeedRow[]) => void;
   /** Told when the database becomes unreachable (with the error) or reachable again. */
   readonly onStatus: (up: boolean, error?: unknown) => void;
@@ -67,6 +67,11 @@ export class ChangeFeed {
     this.#options = options;
     this.#pollMs = options.pollMs ?? 1000;
     this.#last = options.from;
+  }
+
+  /** Every transaction below this has ended and its rows have been delivered. */
+  get last(): bigint {
+    return this.#last;
   }
 
   /** True while the last catch-up succeeded. */
@@ -137,7 +142,7 @@ export class ChangeFeed {
         (alive) =>
           sql
             .unsafe<FeedRow[]>(
-              `SELECT resource, id, pos::text AS pos, rev::text AS rev, tx::text AS tx, body FROM ${SCHEMA}.entities WHERE tx >= $1::xid8 ORDER BY pos`,
+              `SELECT resource, id, pos::text AS pos, rev::text AS rev, tx::text AS tx, body FROM ${SCHEMA}.entities WHERE tx >= $1::xid8 ORDER BY tx, pos`,
               [this.#last.toString()],
             )
             .cursor(CURSOR_ROWS, (rows) => {

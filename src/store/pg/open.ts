@@ -6,7 +6,10 @@ import { ChangeFeed, type FeedRow } from './feed.js';
 import { loadRows } from './loader.js';
 import { RowEntity } from './pg-entity.js';
 import { PgLinkIntegrity, prepareLinks, writerLinks } from './pg-integrity.js';
+import { PG_CURSOR_ORIGIN, PgChangeFeed } from './pg-changes.js';
+import { formatPgCursor, parsePgCursor, type PgCursor } from './pg-cursor.js';
 import { PgStore } from './pg-store.js';
+import { SCHEMA } from './layout.js';
 import { Readers, Replica, type RowState } from './replica.js';
 import { PgWriter } from './writer.js';
 
@@ -28,6 +31,8 @@ export interface PostgresStores {
   readonly stores: Map<string, PgStore>;
   /** Whether the database answered the last catch-up. */
   readonly reachable: boolean;
+  /** The database's changes, as this process serves them (`/changes`). */
+  readonly changes: PgChangeFeed;
   /** Resolves once a catch-up that started after the call has succeeded (tests). */
   sync(): Promise<void>;
   /**
@@ -52,7 +57,7 @@ export async function openPostgres(options: PostgresOptions): Promise<PostgresSt
   const { where } = database;
   const readers = new Readers();
   const replicas = new Map<string, Replica>();
-  for (const name of options.resources) replicas.set(name, new Replica(readers));
+  for (const name of options.resources) replicas.set(name, new Replica(readers, name, warn));
   const skipped = new Set<string>();
   /** A resource met in the table: served when its name is valid (the table may have been written by hand). */
   const replicaOf = (resource: string, loading: boolean): Replica | undefined => {
@@ -64,7 +69,7 @@ export async function openPostgres(options: PostgresOptions): Promise<PostgresSt
       warn(`${where}: rows of resource ${JSON.stringify(resource)} are not served: ${problem}`);
       return undefined;
     }
-    replicas.set(resource, (replica = new Replica(readers)));
+    replicas.set(resource, (replica = new Replica(readers, resource, warn)));
     return replica;
   };
   let from: bigint;
@@ -75,8 +80,33 @@ export async function openPostgres(options: PostgresOptions): Promise<PostgresSt
     throw new StoreOpenError(`cannot load from PostgreSQL at ${where}: ${reason(error)}`);
   }
 
+  // Where the changes stood when the indexes were loaded: the latest row below the snapshot, of
+  // the database and of each resource (the same on every process that loaded at or after it).
+  let latest: PgCursor = { tx: 0n, pos: 0n };
+  const latestOf = new Map<string, PgCursor>();
+  try {
+    const rows = await database.sql.unsafe<{ resource: string; tx: string; pos: string }[]>(
+      `SELECT DISTINCT ON (resource) resource, tx::text AS tx, pos::text AS pos FROM ${SCHEMA}.entities WHERE tx < $1::xid8 ORDER BY resource, tx DESC, pos DESC`,
+      [from.toString()],
+    );
+    for (const row of rows) {
+      const cursor = parsePgCursor(`${row.tx}.${row.pos}`)!;
+      latestOf.set(row.resource, cursor);
+      if (cursor.tx > latest.tx || (cursor.tx === latest.tx && cursor.pos > latest.pos)) latest = cursor;
+    }
+  } catch (error) {
+    await database.sql.end({ timeout: 1 }).catch(() => {});
+    throw new StoreOpenError(`cannot read the change feed's position from PostgreSQL at ${where}: ${reason(error)}`);
+  }
+
+  /** Rows come in cursor order: applied and reported run by run of one resource, so that followers of every resource hear them in that order too. */
   const deliver = (rows: readonly FeedRow[]): void => {
-    const byResource = new Map<string, RowState[]>();
+    let run: { state: RowState; tx: string }[] = [];
+    let runOf: string | undefined;
+    const flush = (): void => {
+      if (runOf !== undefined && run.length > 0) replicas.get(runOf)!.fromFeed(run);
+      run = [];
+    };
     for (const row of rows) {
       if (!replicas.has(row.resource)) {
         if (!skipped.has(row.resource)) {
@@ -88,11 +118,13 @@ export async function openPostgres(options: PostgresOptions): Promise<PostgresSt
       const pos = Number(row.pos);
       const rev = Number(row.rev);
       const state: RowState = row.body === null ? { id: row.id, pos, rev, deleted: true } : new RowEntity(row.id, row.body, pos, rev);
-      let list = byResource.get(row.resource);
-      if (!list) byResource.set(row.resource, (list = []));
-      list.push(state);
+      if (row.resource !== runOf) {
+        flush();
+        runOf = row.resource;
+      }
+      run.push({ state, tx: row.tx });
     }
-    for (const [resource, states] of byResource) replicas.get(resource)!.apply(states);
+    flush();
   };
   const feed = new ChangeFeed({
     database,
@@ -110,6 +142,12 @@ export async function openPostgres(options: PostgresOptions): Promise<PostgresSt
       );
     },
   });
+  const pgChanges = new PgChangeFeed(database, () => feed.last, latest, latestOf, warn);
+  for (const [resource, replica] of replicas) {
+    const cursor = latestOf.get(resource);
+    replica.loadedAt(cursor === undefined ? PG_CURSOR_ORIGIN : formatPgCursor(cursor.tx, cursor.pos));
+  }
+  for (const replica of replicas.values()) replica.followers.add((change) => pgChanges.reported(change));
   const stores = new Map<string, PgStore>();
   const writers = new Map<string, PgWriter>();
   const onUnavailable = (error: unknown): void => feed.down(error);
@@ -130,6 +168,7 @@ export async function openPostgres(options: PostgresOptions): Promise<PostgresSt
   let closing: Promise<void> | undefined;
   return {
     stores,
+    changes: pgChanges,
     get reachable() {
       return feed.up;
     },

@@ -1,5 +1,6 @@
 import type {
   Change,
+  ChangeListener,
   DeleteCheck,
   EntityRecord,
   LocalStore,
@@ -32,8 +33,10 @@ export class PgStore implements LocalStore {
     return this.#replica.index.size;
   }
 
+  /** The index's revision, named as every process at the same state names it when it can (`Replica.tagOf`). */
   get revision(): string {
-    return this.#replica.index.revision;
+    const replica = this.#replica;
+    return replica.tagOf(replica.index.revision) ?? replica.index.revision;
   }
 
   /** Open and the database reachable: `/readyz` answers 503 while it is away. */
@@ -45,12 +48,21 @@ export class PgStore implements LocalStore {
     return this.#replica.index.get(id);
   }
 
+  /** Its answer's revision names the state the same way on every process, when it can (`Replica.tagOf`). */
   query(query: StoreQuery): MaybePromise<QueryResult> {
-    return this.#replica.index.query(query);
+    const replica = this.#replica;
+    const answer = replica.index.query(query);
+    const tagged = (result: QueryResult): QueryResult => ({ ...result, revision: replica.tagOf(result.revision) });
+    return answer instanceof Promise ? answer.then(tagged) : tagged(answer);
   }
 
   values(): IterableIterator<StoredEntity> {
     return this.#replica.index.values();
+  }
+
+  /** Every change the change feed reads, this process's writes and other processes' alike. */
+  follow(listener: ChangeListener): () => void {
+    return this.#replica.followers.add(listener);
   }
 
   create(record: EntityRecord): Promise<StoredEntity> {

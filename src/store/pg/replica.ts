@@ -1,5 +1,7 @@
+import { Followers } from '../followers.js';
 import { MaterialisedIndex } from '../index/materialised-index.js';
-import type { EntityRecord, QueryResult } from '../store.js';
+import type { ChangeType, EntityRecord, QueryResult } from '../store.js';
+import { formatPgCursor } from './pg-cursor.js';
 import type { PgEntity } from './pg-entity.js';
 
 /** A row as the change feed or a write of this process brings it: a live entity, or a tombstone. */
@@ -65,9 +67,82 @@ export class Replica {
   readonly #readers: Readers;
   /** Deleted ids → rev and tick of the delete, oldest first. */
   readonly #removed = new Map<string, { rev: number; tick: number }>();
+  readonly resource: string;
+  /** `Store.follow`: told of each change the change feed reads, after the index took it. */
+  readonly followers: Followers;
+  /** The type of this process's own writes, by id, until the feed reads their rows. */
+  readonly #own = new Map<string, { rev: number; type: ChangeType }>();
 
-  constructor(readers: Readers) {
+  constructor(readers: Readers, resource = '', warn: (message: string) => void = () => {}) {
     this.#readers = readers;
+    this.resource = resource;
+    this.followers = new Followers(warn);
+  }
+
+  /**
+   * The index revision at which the index holds exactly the database's state of this resource as
+   * of its latest change the feed read (no write of this process still unread by the feed), and
+   * that change's cursor: every process there holds the same state (point 6 of issue 16).
+   */
+  #exact: { revision: string; cursor: string } | undefined;
+
+  /** Start-up: the index was loaded from a snapshot whose latest change of this resource is `cursor`. */
+  loadedAt(cursor: string): void {
+    this.#exact = { revision: this.index.revision, cursor };
+  }
+
+  /**
+   * A name for the state an answer computed at index `revision` describes, the same on every
+   * process that holds it (`f.<cursor>`) when the index was exact there; else the revision itself.
+   */
+  tagOf(revision: string | undefined): string | undefined {
+    const exact = this.#exact;
+    return revision !== undefined && exact !== undefined && revision === exact.revision ? `f.${exact.cursor}` : revision;
+  }
+
+  /** A write of this process made the row `rev` of `id`: the feed reports it with this type. */
+  noteOwn(id: string, rev: number, type: ChangeType): void {
+    this.#own.set(id, { rev, type });
+  }
+
+  /**
+   * Rows the change feed read, in cursor order (`tx`, then `pos`): applied by the rules above,
+   * then reported to the followers — every row, whatever the index did with it, since each row
+   * the feed reads is a change of the database (a process's own writes are already in its index).
+   * A row's type: `deleted` for a tombstone; for a live row, the type this process's own write
+   * noted, else `created` when its `rev` is 1 or its `pos` is not the one held (a re-create takes
+   * a new one), else `updated`.
+   */
+  fromFeed(rows: readonly { readonly state: RowState; readonly tx: string }[]): void {
+    const types = rows.map(({ state }) => this.#typeOf(state));
+    this.apply(rows.map((r) => r.state));
+    const last = rows[rows.length - 1];
+    if (last !== undefined) {
+      this.#exact = this.#own.size === 0 ? { revision: this.index.revision, cursor: formatPgCursor(last.tx, last.state.pos) } : undefined;
+    }
+    for (let i = 0; i < rows.length; i++) {
+      const { state, tx } = rows[i]!;
+      const live = isTombstone(state) ? undefined : state;
+      const updatedAt = live?.record.updatedAt;
+      this.followers.emit({
+        resource: this.resource,
+        id: state.id,
+        type: types[i]!,
+        entity: live,
+        cursor: formatPgCursor(tx, state.pos),
+        // A tombstone keeps no time: 0, the same on every process (a layout column would give it one).
+        at: typeof updatedAt === 'number' ? updatedAt : 0,
+      });
+    }
+  }
+
+  #typeOf(row: RowState): ChangeType {
+    const own = this.#own.get(row.id);
+    if (own !== undefined && own.rev <= row.rev) this.#own.delete(row.id);
+    if (isTombstone(row)) return 'deleted';
+    if (own?.rev === row.rev) return own.type;
+    const held = this.index.get(row.id);
+    return row.rev === 1 || held === undefined || held.pos !== row.pos ? 'created' : 'updated';
   }
 
   /** The rev this process holds for `id`: its entity's, a remembered delete's, or 0. */

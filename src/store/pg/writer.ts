@@ -5,6 +5,7 @@ import {
   StoreUnavailableError,
   StoreWriteError,
   type Change,
+  type ChangeType,
   type DeleteCheck,
   type EntityRecord,
   type StoredEntity,
@@ -36,6 +37,8 @@ interface Current {
   links: readonly LinkTarget[];
   /** A write of the batch deletes the entity, which others may link to. */
   guard: boolean;
+  /** The type of the batch's last write of the id. */
+  type?: ChangeType;
 }
 
 /** How a write that ran is answered, and what it asked of the statement. */
@@ -216,10 +219,13 @@ export class PgWriter {
       guard: state.guard,
     }));
     const outcomes = await this.#deadline(writeRows(sql, resource, rows, this.#links.reverse));
-    replica.apply(
-      rows.filter((r) => outcomes.get(r.row.id)?.kind === 'written').map((r) => r.row),
-      records,
-    );
+    const applied = rows.filter((r) => outcomes.get(r.row.id)?.kind === 'written').map((r) => r.row);
+    // Noted before they reach the index: until the feed reads them back, the index is ahead of it.
+    for (const row of applied) {
+      const type = states.get(row.id)?.type;
+      replica.noteOwn(row.id, row.rev, 'deleted' in row ? 'deleted' : (type ?? 'updated'));
+    }
+    replica.apply(applied, records);
     const again: WriteOp[] = [];
     for (const answer of answers) {
       const outcome = answer.id === undefined ? undefined : outcomes.get(answer.id);
@@ -241,6 +247,7 @@ export class PgWriter {
       state.pos = next.shift()!;
       state.rev++;
       const entity = (state.entity = new RowEntity(op.record.id, JSON.stringify(op.record), state.pos, state.rev));
+      state.type = 'created';
       records.set(entity, op.record);
       const links = forward.length === 0 ? [] : introducedLinks(forward, op.record, undefined);
       state.links = [...state.links, ...links];
@@ -261,6 +268,7 @@ export class PgWriter {
     if (record.id !== op.id) throw new Error(`change() returned id ${String(record.id)} for ${op.id}`);
     state.rev++;
     const entity = (state.entity = new RowEntity(op.id, JSON.stringify(record), state.pos, state.rev));
+    state.type = 'updated';
     records.set(entity, record);
     const links = forward.length === 0 ? [] : introducedLinks(forward, record, current.record);
     state.links = [...state.links, ...links];

@@ -1,0 +1,163 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { HEARTBEAT, HEARTBEAT_MS, STREAM_PREAMBLE, TEXT_EVENT_STREAM } from '../conventions/event-stream.js';
+import { HttpProblem } from '../conventions/problem.js';
+import type { Reply, StreamWriter } from './reply.js';
+
+/** Starts a repeating task; returns the function that stops it (tests inject one they drive). */
+export type Every = (ms: number, run: () => void) => () => void;
+
+const realEvery: Every = (ms, run) => {
+  const timer = setInterval(run, ms);
+  timer.unref();
+  return () => clearInterval(timer);
+};
+
+/** A reader further behind than this (bytes queued for its socket) is disconnected; it resumes by cursor. */
+export const MAX_BUFFERED_BYTES = 1024 * 1024;
+/** Open streams allowed at once by default (`--max-streams`). */
+export const DEFAULT_MAX_STREAMS = 10_000;
+/** RFC 9110 §10.2.3: when a client refused for too many streams may try again. */
+const FULL_RETRY_AFTER_SECONDS = 5;
+
+export interface StreamSettings {
+  /** Most open streams; beyond, a stream request is a 503 with `Retry-After` (default 10,000). */
+  readonly maxStreams?: number;
+  /** A comment at least this often (default 15 s). */
+  readonly heartbeatMs?: number;
+  /** Bytes a reader may fall behind before it is disconnected (default 1 MiB). */
+  readonly maxBufferedBytes?: number;
+  /** The timer for heartbeats (default `setInterval`, unref'd). */
+  readonly every?: Every;
+  /** Aborted on shutdown: every open stream ends, and new ones are refused. */
+  readonly closing?: AbortSignal;
+}
+
+/** What the streams report, for `/metrics`. */
+export interface StreamCounters {
+  opened(): void;
+  closed(): void;
+  sent(events: number): void;
+  slowReader(): void;
+}
+
+/**
+ * The open event streams of one handler: bounded in number, each bounded in what it buffers, all
+ * ended on shutdown. A stream's reply goes out through the handler's one boundary, which logs and
+ * counts it when it ends.
+ */
+export class Streams {
+  readonly #open = new Set<ServerStream>();
+  readonly #max: number;
+  readonly #heartbeatMs: number;
+  readonly #maxBuffered: number;
+  readonly #every: Every;
+  readonly #counters: StreamCounters;
+  #closing = false;
+
+  constructor(settings: StreamSettings, counters: StreamCounters) {
+    this.#max = settings.maxStreams ?? DEFAULT_MAX_STREAMS;
+    this.#heartbeatMs = settings.heartbeatMs ?? HEARTBEAT_MS;
+    this.#maxBuffered = settings.maxBufferedBytes ?? MAX_BUFFERED_BYTES;
+    this.#every = settings.every ?? realEvery;
+    this.#counters = counters;
+    settings.closing?.addEventListener('abort', () => this.endAll(), { once: true });
+  }
+
+  get size(): number {
+    return this.#open.size;
+  }
+
+  /** A reply that streams `produce`'s events, or a 503 problem when no stream may open now. */
+  reply(headers: Readonly<Record<string, string>>, produce: (out: StreamWriter) => void): Reply {
+    if (this.#closing) throw new HttpProblem(503, 'The server is shutting down; reconnect to another instance or later', {}, { 'retry-after': String(FULL_RETRY_AFTER_SECONDS) });
+    if (this.#open.size >= this.#max) {
+      throw new HttpProblem(503, `This server has ${this.#max} open streams, its limit; try again shortly`, {}, { 'retry-after': String(FULL_RETRY_AFTER_SECONDS) });
+    }
+    return { status: 200, headers: { 'content-type': TEXT_EVENT_STREAM, 'cache-control': 'no-cache', 'x-accel-buffering': 'no', ...headers }, stream: produce };
+  }
+
+  /** Ends every open stream (shutdown): each response gets its last chunk. */
+  endAll(): void {
+    this.#closing = true;
+    for (const stream of [...this.#open]) stream.end();
+  }
+
+  /**
+   * Sends a streaming reply's head now and hands its body to the reply's producer; `done` is told
+   * the bytes sent once the response has ended, whatever ended it.
+   */
+  start(req: IncomingMessage, res: ServerResponse, reply: Reply, extra: Readonly<Record<string, string>>, done: (bytes: number) => void): void {
+    const stream = new ServerStream(res, this.#maxBuffered, this.#counters, () => {
+      this.#open.delete(stream);
+      this.#counters.closed();
+      done(stream.bytes);
+    });
+    this.#open.add(stream);
+    this.#counters.opened();
+    res.writeHead(reply.status, { ...reply.headers, ...extra });
+    // HEAD: the headers a GET would get, and no body.
+    if (req.method === 'HEAD') {
+      stream.end();
+      return;
+    }
+    stream.write(STREAM_PREAMBLE);
+    const stop = this.#every(this.#heartbeatMs, () => stream.write(HEARTBEAT));
+    stream.onClose(stop);
+    if (this.#closing) stream.end();
+    else reply.stream!(stream);
+  }
+}
+
+/** One open event stream: writes, the bound on what it buffers, its end. */
+class ServerStream implements StreamWriter {
+  readonly #res: ServerResponse;
+  readonly #maxBuffered: number;
+  readonly #counters: StreamCounters;
+  readonly #cleanups: (() => void)[] = [];
+  bytes = 0;
+  #closed = false;
+
+  constructor(res: ServerResponse, maxBuffered: number, counters: StreamCounters, ended: () => void) {
+    this.#res = res;
+    this.#maxBuffered = maxBuffered;
+    this.#counters = counters;
+    this.#cleanups.push(ended);
+    res.once('close', () => this.#close());
+  }
+
+  get closed(): boolean {
+    return this.#closed;
+  }
+
+  write(text: string): void {
+    if (this.#closed) return;
+    const res = this.#res;
+    res.write(text);
+    this.bytes += Buffer.byteLength(text);
+    if (text.startsWith('id:')) this.#counters.sent(1);
+    // The socket takes what it can; the rest queues here. A reader that lets it grow past the
+    // bound is cut off rather than buffered without bound: it resumes by its last event id.
+    if (res.writableLength > this.#maxBuffered) {
+      this.#counters.slowReader();
+      res.destroy();
+      this.#close();
+    }
+  }
+
+  end(): void {
+    if (this.#closed) return;
+    this.#res.end();
+    this.#close();
+  }
+
+  onClose(cleanup: () => void): void {
+    if (this.#closed) cleanup();
+    else this.#cleanups.push(cleanup);
+  }
+
+  #close(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    for (const cleanup of this.#cleanups.splice(0)) cleanup();
+  }
+}

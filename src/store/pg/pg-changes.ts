@@ -1,0 +1,118 @@
+import { Followers } from '../followers.js';
+import type { ChangeFeed, FeedPage } from '../changes/change-feed.js';
+import { CursorMalformedError } from '../changes/change-feed.js';
+import type { ChangeListener, ChangeType, StoreChange } from '../store.js';
+import { STATEMENT_DEADLINE_MS, withDeadline, type Database } from './connection.js';
+import { SCHEMA } from './layout.js';
+import { comparePgCursors, formatPgCursor, parsePgCursor, type PgCursor } from './pg-cursor.js';
+import { RowEntity } from './pg-entity.js';
+
+/** The cursor before every change of a database. */
+export const PG_CURSOR_ORIGIN = '0.0';
+
+interface Row {
+  readonly resource: string;
+  readonly id: string;
+  readonly pos: string;
+  readonly rev: string;
+  readonly tx: string;
+  readonly body: string | null;
+}
+
+/**
+ * The change feed of a PostgreSQL database as one process serves it (`/changes`): pages are read
+ * from the table itself — each row is its entity's latest change, ordered by `(tx, pos)` (the
+ * `entities_tx` index), up to the window this process's change feed has delivered (`bound`), so a
+ * page never holds a change this process's streams have not had yet. Tombstones are kept, so no
+ * cursor ever expires. `follow` is told of every change the feed reads, of every resource, in
+ * cursor order.
+ */
+export class PgChangeFeed implements ChangeFeed {
+  readonly #database: Database;
+  /** Every transaction below it has ended and been delivered (the feed's `last`). */
+  readonly #bound: () => bigint;
+  readonly #followers: Followers;
+  readonly #latestOf = new Map<string, PgCursor>();
+  #latest: PgCursor;
+
+  constructor(database: Database, bound: () => bigint, latest: PgCursor, latestOf: ReadonlyMap<string, PgCursor>, warn: (message: string) => void) {
+    this.#database = database;
+    this.#bound = bound;
+    this.#latest = latest;
+    for (const [resource, cursor] of latestOf) this.#latestOf.set(resource, cursor);
+    this.#followers = new Followers(warn);
+  }
+
+  /** A change the feed read (called in cursor order, after the replica applied it). */
+  reported(change: StoreChange): void {
+    const cursor = parsePgCursor(change.cursor)!;
+    if (comparePgCursors(cursor, this.#latest) > 0) this.#latest = cursor;
+    this.#latestOf.set(change.resource, cursor);
+    this.#followers.emit(change);
+  }
+
+  get latest(): string {
+    return formatPgCursor(this.#latest.tx, this.#latest.pos);
+  }
+
+  /** The resource's latest change this process has read (the same on every process that read as far). */
+  latestOf(resource: string): string {
+    const cursor = this.#latestOf.get(resource);
+    return cursor === undefined ? PG_CURSOR_ORIGIN : formatPgCursor(cursor.tx, cursor.pos);
+  }
+
+  compare(a: string, b: string): number {
+    const zero = { tx: 0n, pos: 0n };
+    return comparePgCursors(parsePgCursor(a) ?? zero, parsePgCursor(b) ?? zero);
+  }
+
+  follow(listener: ChangeListener): () => void {
+    return this.#followers.add(listener);
+  }
+
+  check(since: string): void {
+    if (parsePgCursor(since) === undefined) throw new CursorMalformedError(`${JSON.stringify(since)} is not a cursor of this server's changes`);
+  }
+
+  async read(since: string | undefined, limit: number, resources?: ReadonlySet<string>): Promise<FeedPage> {
+    const after = since === undefined ? { tx: 0n, pos: 0n } : parsePgCursor(since);
+    if (after === undefined) throw new CursorMalformedError(`${JSON.stringify(since)} is not a cursor of this server's changes`);
+    // Every transaction below the feed's `last` has ended and been delivered; so has every one up
+    // to the latest change reported (its window's bound lay above it), even while the feed is
+    // still delivering that window and has not moved `last` yet: a page never lags a follower.
+    const last = this.#bound();
+    const bound = last > this.#latest.tx ? last : this.#latest.tx + 1n;
+    const params: (string | number | string[])[] = [after.tx.toString(), after.pos.toString(), bound.toString(), limit];
+    let where = `(tx > $1::xid8 OR (tx = $1::xid8 AND pos > $2::bigint)) AND tx < $3::xid8`;
+    if (resources !== undefined) {
+      params.push([...resources]);
+      where += ` AND resource = ANY($5::text[])`;
+    }
+    const sql = this.#database.sql;
+    const rows = await withDeadline(
+      () =>
+        sql.unsafe<Row[]>(
+          `SELECT resource, id, pos::text AS pos, rev::text AS rev, tx::text AS tx, body FROM ${SCHEMA}.entities WHERE ${where} ORDER BY tx, pos LIMIT $4`,
+          params as never,
+        ),
+      STATEMENT_DEADLINE_MS,
+      'change feed page',
+    );
+    const changes = rows.map((row): StoreChange => {
+      const entity = row.body === null ? undefined : new RowEntity(row.id, row.body, Number(row.pos), Number(row.rev));
+      const updatedAt = entity?.record.updatedAt;
+      // A page sees only the row: a live row written once is a create; otherwise an update.
+      const type: ChangeType = entity === undefined ? 'deleted' : row.rev === '1' ? 'created' : 'updated';
+      return {
+        resource: row.resource,
+        id: row.id,
+        type,
+        entity,
+        cursor: formatPgCursor(row.tx, row.pos),
+        at: typeof updatedAt === 'number' ? updatedAt : 0,
+      };
+    });
+    const cursor = changes.length > 0 ? changes[changes.length - 1]!.cursor : (since ?? this.latest);
+    return { changes, cursor };
+  }
+}

@@ -1,0 +1,123 @@
+import assert from 'node:assert/strict';
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import { test } from 'node:test';
+import { CursorExpiredError } from '../../src/store/changes/change-feed.js';
+import { CHANGES_FILE } from '../../src/store/log/changes-file.js';
+import { openDataDir, type DataDir } from '../../src/store/log/data-dir.js';
+import type { JsonlStore } from '../../src/store/log/jsonl-store.js';
+import type { StoreChange } from '../../src/store/store.js';
+import { plainLine, tempDir } from './helpers.js';
+import { manualClock } from './stamps.js';
+
+const DAY_MS = 86_400_000;
+const rec = (id: string, n = 0) => ({ id, createdAt: 1, updatedAt: 1, n });
+
+const open = (dir: string, clock = manualClock(), resources = ['items', 'orders']): Promise<DataDir> =>
+  openDataDir({ dir, resources, durability: 'full', repair: false, warn: () => {}, now: clock.now, compaction: { auto: false } });
+
+/** What a feed answer says, in a comparable form. */
+const shown = (changes: readonly StoreChange[]): string[] => changes.map((c) => `${c.cursor} ${c.type} ${c.resource}/${c.id} ${c.entity?.json ?? '-'} @${c.at}`);
+const all = (data: DataDir, since?: string): string[] => shown(data.changes.read(since, 1000).changes);
+const store = (data: DataDir, name: string): JsonlStore => data.stores.get(name) as JsonlStore;
+
+test('writes to two resources, reopen -> the same changes with the same cursors; new ones above them', async () => {
+  const dir = await tempDir();
+  const clock = manualClock();
+  const data = await open(dir, clock);
+  await Promise.all([store(data, 'items').create(rec('i1')), store(data, 'orders').create(rec('o1')), store(data, 'items').create(rec('i2'))]);
+  await store(data, 'items').update('i1', (c) => ({ ...c.record, n: 1 }));
+  await store(data, 'orders').delete('o1');
+  const before = all(data);
+  assert.equal(before.length, 3, 'i2, i1 (updated), o1 (deleted): one change per entity');
+  const latest = data.changes.latest;
+  await data.close();
+  clock.advance(1000);
+  const again = await open(dir, clock);
+  assert.deepEqual(all(again), before);
+  assert.equal(again.changes.latest, latest);
+  await store(again, 'items').create(rec('i3'));
+  const after = again.changes.read(latest, 10).changes;
+  assert.deepEqual(after.map((c) => c.id), ['i3']);
+  assert.ok(Number(after[0]!.cursor) > Number(latest));
+  await again.close();
+});
+
+test('compaction within retention -> cursors unchanged and deletes still read; past retention -> forgotten, older cursors 410, even after reopen', async () => {
+  const dir = await tempDir();
+  const clock = manualClock();
+  const data = await open(dir, clock);
+  const items = store(data, 'items');
+  for (let i = 0; i < 10; i++) await items.create(rec(`e${i}`));
+  const early = data.changes.latest; // before the deletes
+  for (let i = 0; i < 10; i += 2) await items.delete(`e${i}`);
+  await items.update('e1', (c) => ({ ...c.record, n: 1 }));
+  const before = all(data);
+  assert.equal(await items.compact(), true);
+  assert.deepEqual(all(data), before, 'compaction keeps every change and its cursor');
+  clock.advance(8 * DAY_MS);
+  await store(data, 'orders').create(rec('o1')); // a change after the deletes' expiry
+  assert.equal(await items.compact(), true);
+  assert.throws(() => data.changes.read(early, 10), CursorExpiredError);
+  assert.deepEqual(all(data).filter((c) => c.includes(' deleted ')), []);
+  const forgotten = JSON.parse(await fs.readFile(path.join(dir, CHANGES_FILE), 'utf8')) as { forgotten: number };
+  assert.equal(forgotten.forgotten, 10 + 5, 'the last forgotten delete');
+  const kept = all(data);
+  await data.close();
+  const again = await open(dir, clock);
+  assert.deepEqual(all(again), kept);
+  assert.throws(() => again.changes.read(early, 10), CursorExpiredError);
+  // A cursor at or after the forgotten horizon resumes.
+  assert.deepEqual(shown(again.changes.read(String(forgotten.forgotten), 10).changes).length, 2);
+  await again.close();
+});
+
+test('every change deleted and forgotten, then reopen -> no cursor is handed out twice', async () => {
+  const dir = await tempDir();
+  const clock = manualClock();
+  const data = await open(dir, clock, ['items']);
+  const items = store(data, 'items');
+  await items.create(rec('a'));
+  await items.delete('a');
+  const last = data.changes.latest;
+  clock.advance(8 * DAY_MS);
+  assert.equal(await items.compact(), true);
+  await data.close();
+  const again = await open(dir, clock, ['items']);
+  assert.equal(again.changes.latest, last);
+  await store(again, 'items').create(rec('b'));
+  assert.ok(Number(again.changes.latest) > Number(last));
+  await again.close();
+});
+
+test('lines without stamps (written by hand) -> numbered above every stamped one at open, once: a reopen gives the same', async () => {
+  const dir = await tempDir();
+  const clock = manualClock();
+  const data = await open(dir, clock);
+  await store(data, 'orders').create(rec('o1'));
+  await data.close();
+  await fs.appendFile(path.join(dir, 'orders.jsonl'), `${plainLine('o2')}\n`);
+  await fs.writeFile(path.join(dir, 'items.jsonl'), `${plainLine('h1')}\n${plainLine('h2')}\n{"id":"gone","_deleted":true}\n`);
+  const first = await open(dir, clock);
+  const listed = all(first);
+  assert.deepEqual(
+    listed.map((c) => c.split(' ').slice(0, 3).join(' ')),
+    ['1 created orders/o1', '2 created items/h1', '3 created items/h2', '4 deleted items/gone', '5 created orders/o2'],
+  );
+  await first.close();
+  const second = await open(dir, clock);
+  assert.deepEqual(all(second), listed);
+  await second.close();
+});
+
+test('a follower of the data set -> told of every resource\'s changes in cursor order', async () => {
+  const dir = await tempDir();
+  const data = await open(dir);
+  const told: string[] = [];
+  data.changes.follow((change) => told.push(`${change.cursor} ${change.resource}/${change.id}`));
+  await Promise.all(Array.from({ length: 20 }, (_, i) => store(data, i % 2 ? 'items' : 'orders').create(rec(`x${i}`))));
+  assert.equal(told.length, 20);
+  const cursors = told.map((t) => Number(t.split(' ')[0]));
+  assert.deepEqual(cursors, [...cursors].sort((a, b) => a - b));
+  await data.close();
+});
