@@ -301,10 +301,18 @@ function capitalise(text) {
 
 const jsonl = (records) => records.map((r) => JSON.stringify(r)).join('\n') + '\n';
 
+/**
+ * Each line ends with its change stamp, as the server writes it (`"_change":"<seq>.c.<at>"`,
+ * numbered across the data directory: docs/storage.md §1), so that a server started on the demo
+ * data serves it as it is and never has to number and rewrite it.
+ */
+let seq = 0;
+const stamped = (records) => records.map((r) => ({ ...r, _change: `${++seq}.c.${r.updatedAt}` }));
+
 const out = process.argv[2] ?? fileURLToPath(new URL('../data/', import.meta.url));
 mkdirSync(out, { recursive: true });
 const categoryRecords = makeCategories();
 const productRecords = makeProducts();
-writeFileSync(join(out, 'categories.jsonl'), jsonl(categoryRecords));
-writeFileSync(join(out, 'products.jsonl'), jsonl(productRecords));
+writeFileSync(join(out, 'categories.jsonl'), jsonl(stamped(categoryRecords)));
+writeFileSync(join(out, 'products.jsonl'), jsonl(stamped(productRecords)));
 writeFileSync(join(out, 'products.schema.json'), JSON.stringify(productSchema, null, 2) + '\n');

@@ -2,13 +2,13 @@ import { join } from 'node:path';
 import { OPEN_READ, OPEN_TRUNCATE, syncDirectory, writeAll, type StoreFs } from './store-fs.js';
 
 /**
- * `<data>/.halserve-changes`: what a data directory's change feed must remember beyond its logs —
+ * `<data>/_changes`: what a data directory's change feed must remember beyond its logs —
  * the sequence number of the latest delete a compaction forgot (past `--changes-retention`). A
  * cursor below it cannot resume (410), and no sequence number at or below it is handed out again,
  * even when the forgotten delete was the latest change of the directory.
  * One line of JSON, `{"forgotten":<n>}`, replaced atomically (written, synced, renamed, directory synced).
  */
-export const CHANGES_FILE = '.halserve-changes';
+export const CHANGES_FILE = '_changes';
 
 export class ChangesFile {
   readonly #path: string;
