@@ -1,6 +1,6 @@
 import { MaterialisedIndex } from './index/materialised-index.js';
+import { checkRecord, decideWrite, idOf, type WriteRequest } from './write-rules.js';
 import {
-  StoreConflictError,
   StoreWriteError,
   type Change,
   type DeleteCheck,
@@ -27,8 +27,16 @@ export function createMemoryStore(initial: Iterable<EntityRecord> = []): LocalSt
     });
   };
   for (const record of initial) index.put(stored(record));
-  const writable = (): void => {
+  /** A write, decided and applied at once: nothing else runs in between (write-rules.ts). */
+  const write = (op: WriteRequest): StoredEntity | boolean | undefined => {
     if (!open) throw new StoreWriteError('the store is closed');
+    const id = idOf(op);
+    const decision = decideWrite(op, id === undefined ? undefined : index.get(id));
+    if (decision.kind === 'missing') return op.kind === 'delete' ? false : undefined;
+    if (decision.kind === 'remove') return index.remove(id!);
+    const entity = stored(decision.record);
+    index.put(entity);
+    return entity;
   };
 
   return {
@@ -45,38 +53,16 @@ export function createMemoryStore(initial: Iterable<EntityRecord> = []): LocalSt
     query: (query) => index.query(query),
     values: () => index.values(),
     async create(record) {
-      writable();
-      if (index.has(record.id)) throw new StoreConflictError(`id ${record.id} exists`);
-      const entity = stored(record);
-      index.put(entity);
-      return entity;
+      return write({ kind: 'create', record }) as StoredEntity;
     },
     async update(id: string, change: Change) {
-      writable();
-      const current = index.get(id);
-      if (!current) return undefined;
-      const next = change(current);
-      if (next.id !== id) throw new Error(`change() returned id ${String(next.id)} for ${id}`);
-      const entity = stored(next);
-      index.put(entity);
-      return entity;
+      return write({ kind: 'update', id, change }) as StoredEntity | undefined;
     },
     async delete(id: string, check?: DeleteCheck) {
-      writable();
-      const current = index.get(id);
-      if (!current) return false;
-      check?.(current);
-      return index.remove(id);
+      return write({ kind: 'delete', id, check }) as boolean;
     },
     async close() {
       open = false;
     },
   };
-}
-
-/** Guards the store against records that would not survive a round trip through a file. */
-export function checkRecord(record: EntityRecord): void {
-  if (typeof record.id !== 'string' || record.id.length === 0) {
-    throw new TypeError('an entity needs a non-empty string id');
-  }
 }

@@ -1,6 +1,6 @@
-import { checkRecord } from './memory-store.js';
-import { StoreConflictError, StoreWriteError, type Change, type DeleteCheck, type EntityRecord, type StoredEntity } from './store.js';
-import { WriteQueue, type WriteOp } from './write-queue.js';
+import { StoreWriteError, type Change, type DeleteCheck, type EntityRecord, type StoredEntity } from './store.js';
+import { settleWrite, WriteQueue, type WriteOp } from './write-queue.js';
+import { decideWrite, idOf } from './write-rules.js';
 
 /** What the batcher needs of a durable log and the index it feeds. */
 export interface BatchTarget<E extends StoredEntity> {
@@ -91,39 +91,21 @@ export class WriteBatcher<E extends StoredEntity> {
     const outcomes: (() => void)[] = [];
     for (const op of batch) {
       try {
-        if (op.kind === 'create') {
-          checkRecord(op.record);
-          if (latest(op.record.id)) throw new StoreConflictError(`id ${op.record.id} exists`);
-          const entity = target.entity(op.record, changes.length + 1);
-          changes.push(entity);
-          records.push(op.record);
-          pending.set(entity.id, entity);
-          outcomes.push(() => op.resolve(entity));
-        } else if (op.kind === 'update') {
-          const current = latest(op.id);
-          if (!current) {
-            outcomes.push(() => op.resolve(undefined));
-            continue;
-          }
-          const next = op.change(current);
-          checkRecord(next);
-          if (next.id !== op.id) throw new Error(`change() returned id ${next.id} for ${op.id}`);
-          const entity = target.entity(next, changes.length + 1);
-          changes.push(entity);
-          records.push(next);
-          pending.set(op.id, entity);
-          outcomes.push(() => op.resolve(entity));
-        } else {
-          const current = latest(op.id);
-          if (!current) {
-            outcomes.push(() => op.resolve(false));
-            continue;
-          }
-          op.check?.(current);
-          changes.push({ deleted: op.id });
+        const id = idOf(op);
+        const decision = decideWrite(op, id === undefined ? undefined : latest(id));
+        if (decision.kind === 'missing') {
+          outcomes.push(() => settleWrite(op, undefined));
+        } else if (decision.kind === 'remove') {
+          changes.push({ deleted: id! });
           records.push(undefined);
-          pending.set(op.id, null);
-          outcomes.push(() => op.resolve(true));
+          pending.set(id!, null);
+          outcomes.push(() => settleWrite(op, undefined, true));
+        } else {
+          const entity = target.entity(decision.record, changes.length + 1);
+          changes.push(entity);
+          records.push(decision.record);
+          pending.set(entity.id, entity);
+          outcomes.push(() => settleWrite(op, entity));
         }
       } catch (error) {
         outcomes.push(() => op.reject(error));

@@ -7,6 +7,16 @@ export type WriteOp =
   | { kind: 'create'; record: EntityRecord; resolve: (entity: StoredEntity) => void; reject: Reject }
   | { kind: 'update'; id: string; change: Change; resolve: (entity: StoredEntity | undefined) => void; reject: Reject }
   | { kind: 'delete'; id: string; check: DeleteCheck | undefined; resolve: (deleted: boolean) => void; reject: Reject };
+/**
+ * Settles a write with what it did (write-rules.ts): the entity it wrote (create, update), or none
+ * (an update or delete of a missing id), or `removed` (a delete that went through).
+ */
+export function settleWrite(op: WriteOp, written: StoredEntity | undefined, removed = false): void {
+  if (op.kind === 'create') op.resolve(written!);
+  else if (op.kind === 'update') op.resolve(written);
+  else op.resolve(removed);
+}
+
 /** An exclusive step run between batches, while no write is in flight (compaction's swap). */
 export type TaskOp = { kind: 'task'; run: () => Promise<void> };
 export type QueuedOp = WriteOp | TaskOp;

@@ -1,7 +1,5 @@
 import type { LinkTarget } from '../../conventions/relations.js';
-import { checkRecord } from '../memory-store.js';
 import {
-  StoreConflictError,
   StoreUnavailableError,
   StoreWriteError,
   type Change,
@@ -15,7 +13,8 @@ import { SCHEMA } from './layout.js';
 import { introducedLinks, NO_LINKS, refusal, type WriterLinks } from './link-writes.js';
 import { RowEntity, type PgEntity } from './pg-entity.js';
 import type { Readers, Replica } from './replica.js';
-import { WriteQueue, type WriteOp } from '../write-queue.js';
+import { settleWrite, WriteQueue, type WriteOp } from '../write-queue.js';
+import { decideWrite, idOf } from '../write-rules.js';
 import { writeRows, type RowWrite } from './write-statement.js';
 
 export type { WriteOp };
@@ -201,7 +200,7 @@ export class PgWriter {
     /** Each write's answer, and the id it depends on (none for a record refused before any lookup). */
     const answers: Answer[] = [];
     for (const op of batch) {
-      const id = op.kind === 'create' ? (typeof op.record.id === 'string' ? op.record.id : undefined) : op.id;
+      const id = idOf(op);
       try {
         answers.push({ op, id, ...this.#run(op, stateOf, next, records) });
       } catch (error) {
@@ -234,37 +233,26 @@ export class PgWriter {
   /** Runs one write against its id's state as the batch left it; returns how to answer it. Throws to refuse it. */
   #run(op: WriteOp, stateOf: (id: string) => Current, next: number[], records: Map<PgEntity, EntityRecord>): Ran {
     const { forward, reverse } = this.#links;
-    if (op.kind === 'create') {
-      checkRecord(op.record);
-      const state = stateOf(op.record.id);
-      if (state.entity) throw new StoreConflictError(`id ${op.record.id} exists`);
-      state.pos = next.shift()!;
-      state.rev++;
-      const entity = (state.entity = new RowEntity(op.record.id, JSON.stringify(op.record), state.pos, state.rev));
-      records.set(entity, op.record);
-      const links = forward.length === 0 ? [] : introducedLinks(forward, op.record, undefined);
-      state.links = [...state.links, ...links];
-      return { settle: () => op.resolve(entity), links };
+    const id = idOf(op);
+    const state = id === undefined ? undefined : stateOf(id);
+    const decision = decideWrite(op, state?.entity);
+    // A record without an id was refused above: from here on the id and its state exist.
+    if (decision.kind === 'missing') return { settle: () => settleWrite(op, undefined) };
+    if (decision.kind === 'remove') {
+      state!.rev++;
+      state!.entity = undefined;
+      if (reverse.length > 0) state!.guard = true;
+      return { settle: () => settleWrite(op, undefined, true), deletes: true };
     }
-    const state = stateOf(op.id);
-    const current = state.entity;
-    if (!current) return { settle: op.kind === 'update' ? () => op.resolve(undefined) : () => op.resolve(false) };
-    if (op.kind === 'delete') {
-      op.check?.(current);
-      state.rev++;
-      state.entity = undefined;
-      if (reverse.length > 0) state.guard = true;
-      return { settle: () => op.resolve(true), deletes: true };
-    }
-    const record = op.change(current);
-    checkRecord(record);
-    if (record.id !== op.id) throw new Error(`change() returned id ${String(record.id)} for ${op.id}`);
-    state.rev++;
-    const entity = (state.entity = new RowEntity(op.id, JSON.stringify(record), state.pos, state.rev));
+    const { record } = decision;
+    const before = state!.entity;
+    if (op.kind === 'create') state!.pos = next.shift()!;
+    state!.rev++;
+    const entity = (state!.entity = new RowEntity(id!, JSON.stringify(record), state!.pos, state!.rev));
     records.set(entity, record);
-    const links = forward.length === 0 ? [] : introducedLinks(forward, record, current.record);
-    state.links = [...state.links, ...links];
-    return { settle: () => op.resolve(entity), links };
+    const links = forward.length === 0 ? [] : introducedLinks(forward, record, before?.record);
+    state!.links = [...state!.links, ...links];
+    return { settle: () => settleWrite(op, entity), links };
   }
 
   /** `work`, or a `StatementDeadlineError` once it has taken longer than the deadline (a connection that never answers). */
