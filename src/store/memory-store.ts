@@ -1,5 +1,6 @@
 import { MaterialisedIndex } from './index/materialised-index.js';
-import { checkRecord, decideWrite, idOf, type WriteRequest } from './write-rules.js';
+import { AnswerBook, type AnswerBookOptions, type KeyedWrite, type WriteOutcome } from './idempotency.js';
+import { answerOf, checkRecord, decideWrite, idOf, keyOf, type WriteRequest } from './write-rules.js';
 import {
   StoreWriteError,
   type Change,
@@ -9,12 +10,18 @@ import {
   type StoredEntity,
 } from './store.js';
 
+export interface MemoryStoreOptions {
+  /** The remembered answers of `Idempotency-Key` writes: clock, time to live, bound (idempotency.ts). */
+  readonly idempotency?: AnswerBookOptions;
+}
+
 /**
  * A store that keeps entities in memory only: for tests and embedding. It serves reads from the
  * same index as the JSON-lines store, so pages cost the same at any offset.
  */
-export function createMemoryStore(initial: Iterable<EntityRecord> = []): LocalStore {
+export function createMemoryStore(initial: Iterable<EntityRecord> = [], options: MemoryStoreOptions = {}): LocalStore {
   const index = new MaterialisedIndex<StoredEntity>();
+  const book = new AnswerBook(options.idempotency);
   let writes = 0;
   let open = true;
   const stored = (record: EntityRecord): StoredEntity => {
@@ -30,13 +37,25 @@ export function createMemoryStore(initial: Iterable<EntityRecord> = []): LocalSt
   /** A write, decided and applied at once: nothing else runs in between (write-rules.ts). */
   const write = (op: WriteRequest): StoredEntity | boolean | undefined => {
     if (!open) throw new StoreWriteError('the store is closed');
-    const id = idOf(op);
-    const decision = decideWrite(op, id === undefined ? undefined : index.get(id));
-    if (decision.kind === 'missing') return op.kind === 'delete' ? false : undefined;
-    if (decision.kind === 'remove') return index.remove(id!);
-    const entity = stored(decision.record);
-    index.put(entity);
-    return entity;
+    const keyed = keyOf(op);
+    let outcome: WriteOutcome = { entity: undefined };
+    try {
+      const id = idOf(op);
+      const decision = decideWrite(op, id === undefined ? undefined : index.get(id), keyed && book.get(keyed.key));
+      if (decision.kind === 'missing') return op.kind === 'delete' ? false : undefined;
+      if (decision.kind === 'remove') return index.remove(id!);
+      const entity = stored(decision.record);
+      index.put(entity);
+      outcome = { entity };
+      return entity;
+    } catch (error) {
+      outcome = { error };
+      throw error;
+    } finally {
+      // Memory is the whole of this store's durability: the answer is kept at the write's own instant.
+      const remembered = keyed && answerOf(op, outcome, book.now());
+      if (keyed && remembered) book.put(keyed.key, remembered);
+    }
   };
 
   return {
@@ -52,14 +71,20 @@ export function createMemoryStore(initial: Iterable<EntityRecord> = []): LocalSt
     get: (id) => index.get(id),
     query: (query) => index.query(query),
     values: () => index.values(),
-    async create(record) {
-      return write({ kind: 'create', record }) as StoredEntity;
+    async create(record: EntityRecord, keyed?: KeyedWrite) {
+      return write({ kind: 'create', record, keyed }) as StoredEntity;
     },
-    async update(id: string, change: Change) {
-      return write({ kind: 'update', id, change }) as StoredEntity | undefined;
+    async update(id: string, change: Change, keyed?: KeyedWrite) {
+      return write({ kind: 'update', id, change, keyed }) as StoredEntity | undefined;
     },
     async delete(id: string, check?: DeleteCheck) {
       return write({ kind: 'delete', id, check }) as boolean;
+    },
+    idempotency: {
+      claim: (key, fingerprint) => book.claim(key, fingerprint),
+      remember: async (keyed) => {
+        write({ kind: 'answer', keyed });
+      },
     },
     async close() {
       open = false;

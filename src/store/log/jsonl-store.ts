@@ -11,6 +11,8 @@ import {
   type StoredEntity,
 } from '../store.js';
 import { WriteBatcher } from '../write-batcher.js';
+import { AnswerBook, type AnswerBookOptions, type Claim, type IdempotencyLedger, type KeyedWrite } from '../idempotency.js';
+import { AnswerFile, answerFileOf, lineHash, type LineRange, type Recorded } from './answer-file.js';
 import { Compaction, TMP_SUFFIX } from './jsonl-compaction.js';
 import { WrittenEntity, type LogEntity } from './jsonl-entity.js';
 import { JsonlFile } from './jsonl-file.js';
@@ -42,6 +44,8 @@ export interface JsonlStoreOptions {
   loadChunkBytes?: number;
   /** Told of durable batches and compactions, for metrics; never awaited, never in the way. */
   observer?: StoreObserver;
+  /** The remembered answers of `Idempotency-Key` writes: clock, time to live, bound (idempotency.ts). */
+  idempotency?: AnswerBookOptions;
 }
 
 /** Hooks for metrics. */
@@ -62,6 +66,8 @@ export interface JsonlStore extends LocalStore {
   compact(): Promise<boolean>;
   /** Resolves once no write and no compaction is under way. */
   settled(): Promise<void>;
+  /** Always kept: the answers of keyed writes, durable with them (answer-file.ts). */
+  readonly idempotency: IdempotencyLedger;
 }
 
 /** Suffixes of the files a store keeps beside its log (contract section 8, issue 3). */
@@ -93,6 +99,8 @@ class JsonlLogStore implements JsonlStore {
   readonly #file: JsonlFile;
   readonly #writes: WriteBatcher<LogEntity>;
   readonly #compaction: Compaction;
+  /** The answers of keyed writes, made durable with their writes (answer-file.ts). */
+  readonly #answers: AnswerFile;
   /** After a failed compaction, wait for the file to grow before trying again. */
   #compactAfterLines = 0;
   #open = false;
@@ -112,25 +120,47 @@ class JsonlLogStore implements JsonlStore {
     const index = this.#index;
     const observer = (this.#observer = options.observer);
     const durable = options.durability !== 'none';
+    const answers = (this.#answers = new AnswerFile(answerFileOf(this.#path), this.#fs, durable, new AnswerBook(options.idempotency)));
     this.#writes = new WriteBatcher<LogEntity>(
       {
         get: (id) => index.get(id),
         entity: (record, n) => new WrittenEntity(record.id, JSON.stringify(record), file.lines + n),
-        append: async (changes) => {
-          const started = performance.now();
-          await file.append(changes.map((c) => ('deleted' in c ? `{"id":${JSON.stringify(c.deleted)},"_deleted":true}` : c.json)));
-          observer?.committed?.(changes.length, durable ? (performance.now() - started) / 1000 : 0);
+        answers: answers.book,
+        append: async (changes, keyed) => {
+          const lines = changes.map((c) => ('deleted' in c ? `{"id":${JSON.stringify(c.deleted)},"_deleted":true}` : c.json));
+          // The answers first, naming where their writes' lines go (answer-file.ts explains why).
+          const starts = keyed.length === 0 ? [] : lineStarts(file, lines);
+          const recorded = keyed.map((k): Recorded => ({ key: k.key, remembered: k.remembered, range: k.change === undefined ? undefined : rangeOf(lines[k.change]!, starts[k.change]!) }));
+          await answers.before(recorded, lines.length > 0);
+          let ok = false;
+          try {
+            if (lines.length > 0) {
+              const started = performance.now();
+              await file.append(lines);
+              observer?.committed?.(changes.length, durable ? (performance.now() - started) / 1000 : 0);
+            }
+            ok = true;
+          } finally {
+            await answers.after(recorded, ok);
+          }
         },
         apply: (change, record) => {
           if ('deleted' in change) index.remove(change.deleted);
           else index.put(change, undefined, record);
         },
-        afterBatch: () => this.#maybeCompact(),
+        afterBatch: () => {
+          this.#maybeCompact();
+          if (answers.wasteful && !this.#closing) void this.#writes.task(() => answers.compact()).catch((error: unknown) => this.#warn(`${this.#path}: rewriting its idempotency answers failed: ${(error as Error).message}`));
+        },
       },
       this.#path,
       this.#warn,
     );
-    this.#compaction = new Compaction(file, this.#fs, (run) => this.#writes.task(run), this.#warn);
+    // The log's bytes move in the swap: no answer may still be waiting for them (answer-file.ts).
+    this.#compaction = new Compaction(file, this.#fs, (run) => this.#writes.task(async () => {
+      await answers.settle();
+      await run();
+    }), this.#warn);
   }
 
   // ---- reads: memory only ----
@@ -191,6 +221,7 @@ class JsonlLogStore implements JsonlStore {
     try {
       if (loaded.torn) await this.#dropTornTail(loaded.torn);
       if (loaded.rejected.length > 0) await this.#setAsideRejected(loaded.rejected);
+      await this.#answers.open(this.#path, file.size);
     } catch (error) {
       await file.closeFd();
       throw error instanceof StoreOpenError ? error : openError(this.#path, error);
@@ -222,13 +253,18 @@ class JsonlLogStore implements JsonlStore {
 
   // ---- writes: serialised, group-committed ----
 
-  create(record: EntityRecord): Promise<StoredEntity> {
-    return this.#writes.create(record);
+  create(record: EntityRecord, keyed?: KeyedWrite): Promise<StoredEntity> {
+    return this.#writes.create(record, keyed);
   }
 
-  update(id: string, change: Change): Promise<StoredEntity | undefined> {
-    return this.#writes.update(id, change);
+  update(id: string, change: Change, keyed?: KeyedWrite): Promise<StoredEntity | undefined> {
+    return this.#writes.update(id, change, keyed);
   }
+
+  readonly idempotency: IdempotencyLedger = {
+    claim: (key: string, fingerprint: string): Claim => this.#answers.book.claim(key, fingerprint),
+    remember: (keyed: KeyedWrite): Promise<void> => this.#writes.remember(keyed),
+  };
 
   delete(id: string, check?: DeleteCheck): Promise<boolean> {
     return this.#writes.delete(id, check);
@@ -289,8 +325,25 @@ class JsonlLogStore implements JsonlStore {
     await this.#compaction.running;
     while (this.#writes.busy) await this.#writes.busy;
     this.#open = false;
+    await this.#answers.close(this.#warn);
     await this.#file.close(this.#warn);
   }
+}
+
+/** Where each of `lines` will start once appended to `file` (as `JsonlFile.append` lays them out). */
+function lineStarts(file: JsonlFile, lines: readonly string[]): number[] {
+  let at = file.size + (file.needsNewline ? 1 : 0);
+  return lines.map((line) => {
+    const start = at;
+    at += Buffer.byteLength(line) + 1;
+    return start;
+  });
+}
+
+/** The range a line starting at `start` takes, with its hash. */
+function rangeOf(line: string, start: number): LineRange {
+  const bytes = Buffer.from(line);
+  return [start, start + bytes.length, lineHash(bytes)];
 }
 
 function openError(file: string, error: unknown): StoreOpenError {

@@ -169,11 +169,10 @@ export class PgWriter {
     const ids = new Set<string>();
     let creates = 0;
     for (const op of batch) {
-      if (op.kind !== 'create') ids.add(op.id);
-      else if (typeof op.record.id === 'string') {
-        ids.add(op.record.id);
-        creates++;
-      }
+      const id = idOf(op);
+      if (id === undefined) continue;
+      ids.add(id);
+      if (op.kind === 'create') creates++;
     }
     const [found, positions] = await this.#deadline(Promise.all([
       sql.unsafe<{ id: string; pos: string; rev: string; body: string | null }[]>(
