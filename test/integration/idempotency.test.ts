@@ -230,4 +230,15 @@ describe('Idempotency-Key on POST and PATCH (memory store)', () => {
     assert.match((await res.json()).detail, /does not keep Idempotency-Key answers/);
     assert.equal(inner.size, 0);
   });
+
+  test('GET /openapi.json -> POST and PATCH take Idempotency-Key and may answer Idempotency-Replayed, 409, 422', async () => {
+    const s = await startItems();
+    const spec = await (await s.request('/openapi.json')).json();
+    assert.equal(spec.components.parameters.IdempotencyKey.name, 'Idempotency-Key');
+    for (const [op, status] of [[spec.paths['/items'].post, '201'], [spec.paths['/items/{id}'].patch, '200']]) {
+      assert.ok(op.parameters.some((p: { $ref?: string }) => p.$ref === '#/components/parameters/IdempotencyKey'));
+      assert.ok(op.responses[status].headers['Idempotency-Replayed']);
+      for (const problem of ['409', '422']) assert.ok(op.responses[problem], problem);
+    }
+  });
 });
