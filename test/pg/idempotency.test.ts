@@ -5,7 +5,13 @@ import postgres from 'postgres';
 import { ReplayedAnswer, type KeyedWrite, type StoredAnswer } from '../../src/store/idempotency.js';
 import { SCHEMA } from '../../src/store/pg/layout.js';
 import { StoreUnavailableError } from '../../src/store/store.js';
+import { relationGraph } from '../../src/conventions/relations.js';
+import { compileSchema } from '../../src/conventions/schema.js';
+import type { ServedResource } from '../../src/http/app.js';
+import { createMemoryStore } from '../../src/store/memory-store.js';
+import type { Store } from '../../src/store/store.js';
 import { record } from '../store/store-suite.js';
+import { startServer } from '../helpers/server.js';
 import { startCli, tempDir } from '../helpers/process.js';
 import { freshDatabase, openStores, pgCluster, pgMissing, until } from './helpers.js';
 
@@ -13,6 +19,8 @@ import { freshDatabase, openStores, pgCluster, pgMissing, until } from './helper
  * Idempotency-Key on PostgreSQL: the answer is inserted by the statement that makes the write, so
  * every process of the database replays it, and no outage can separate the two.
  */
+
+const PRODUCT_SCHEMA = { type: 'object', required: ['name'], properties: { name: { type: 'string' }, category: { type: 'string', 'x-link': 'categories' } } };
 
 const headers = (key: string): Record<string, string> => ({ 'content-type': 'application/json', 'idempotency-key': key });
 
@@ -117,6 +125,33 @@ describe('Idempotency-Key on PostgreSQL', { skip: pgMissing }, () => {
     }, 'the retry answered');
     assert.equal(replayed?.headers['location'], '/items/a');
     assert.deepEqual((await liveRows(url.toString())).sort(), ['a', 'warm-up']);
+  });
+
+  test('keyed POST and PATCH making links (the write function\'s statement) -> 201/200, retries replay, one entity; a dangling link -> 400, nothing written', async () => {
+    const url = await freshDatabase();
+    const opened = await openStores(url, ['categories', 'products']);
+    await opened.stores.get('categories')!.create(record('c1', { name: 'Lamps' }));
+    const served = (categories: Store, products: Store): ServedResource[] => [
+      { name: 'categories', store: categories },
+      { name: 'products', store: products, schema: PRODUCT_SCHEMA, validate: compileSchema(PRODUCT_SCHEMA, 'products.schema.json') },
+    ];
+    const integrity = await opened.relate(relationGraph(served(createMemoryStore(), createMemoryStore())));
+    const s = await startServer({ resources: served(opened.stores.get('categories')!, opened.stores.get('products')!), linkIntegrity: () => integrity });
+    const post = (k: string, body: unknown): Promise<Response> => s.request('/products', { method: 'POST', headers: headers(k), body: JSON.stringify(body) });
+    const first = await post('p', { name: 'Lamp', category: 'c1' });
+    assert.equal(first.status, 201);
+    const again = await post('p', { name: 'Lamp', category: 'c1' });
+    assert.equal(again.headers.get('idempotency-replayed'), 'true');
+    assert.equal(again.headers.get('location'), first.headers.get('location'));
+    const path = first.headers.get('location')!;
+    const patch = (): Promise<Response> => s.request(path, { method: 'PATCH', headers: { 'content-type': 'application/merge-patch+json', 'idempotency-key': 'q' }, body: '{"name":"Desk lamp"}' });
+    const patched = await patch();
+    assert.equal(patched.status, 200);
+    const repatched = await patch();
+    assert.equal(repatched.headers.get('idempotency-replayed'), 'true');
+    assert.equal(await repatched.text(), await patched.text());
+    assert.equal((await post('d', { name: 'Lamp', category: 'nowhere' })).status, 400);
+    assert.equal((await liveRows(url, "AND resource = 'products'")).length, 1);
   });
 
   test('keyed POST during a database outage -> 503; the retries once it is back -> one 201, then replays; never two entities', async () => {
