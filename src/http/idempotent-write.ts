@@ -36,7 +36,7 @@ function remembered(problem: HttpProblem): boolean {
 }
 
 /** A reply as the ledger keeps it. */
-function answerOf(reply: Reply): StoredAnswer {
+function storedAnswer(reply: Reply): StoredAnswer {
   const body = reply.body;
   return { status: reply.status, headers: { ...reply.headers }, body: body === undefined ? '' : typeof body === 'string' ? body : body.toString('utf8') };
 }
@@ -84,8 +84,8 @@ export async function keyedWrite(request: KeyedRequest): Promise<Reply> {
   let given: StoredAnswer | undefined;
   const answer = (outcome: WriteOutcome): StoredAnswer | undefined => {
     decided = true;
-    if ('error' in outcome) given = outcome.error instanceof HttpProblem && remembered(outcome.error) ? answerOf(problemReply(outcome.error)) : undefined;
-    else given = answerOf(outcome.entity === undefined ? problemReply(request.missing()) : request.reply(outcome.entity));
+    if ('error' in outcome) given = outcome.error instanceof HttpProblem && remembered(outcome.error) ? storedAnswer(problemReply(outcome.error)) : undefined;
+    else given = storedAnswer(outcome.entity === undefined ? problemReply(request.missing()) : request.reply(outcome.entity));
     return given;
   };
   try {
@@ -96,7 +96,7 @@ export async function keyedWrite(request: KeyedRequest): Promise<Reply> {
     if (error instanceof KeyReusedError || error instanceof KeyInFlightError) throw keyProblem(error);
     // Refused before the write order (validation of a POST, a PATCH's missing entity): remembered now.
     if (!decided && error instanceof HttpProblem && remembered(error)) {
-      const fixed = answerOf(problemReply(error));
+      const fixed = storedAnswer(problemReply(error));
       await ledger.remember({ key, fingerprint, answer: () => fixed }).catch((failure: unknown) => {
         if (failure instanceof ReplayedAnswer || failure instanceof KeyReusedError) return;
         throw failure;

@@ -30,8 +30,9 @@ export interface KeyedWrite {
   readonly fingerprint: string;
   /**
    * The answer the outcome gets, or undefined for an outcome that is never remembered (a 5xx, an
-   * error outside the write's own rules). Called once, inside the store's write order, before the
-   * write is made durable: it must be synchronous and must not throw.
+   * error outside the write's own rules). Called inside the store's write order, before the write
+   * is made durable, each time the write is decided (a write that runs again is decided again; the
+   * last answer is the one recorded): it must be synchronous and must not throw.
    */
   readonly answer: (outcome: WriteOutcome) => StoredAnswer | undefined;
 }
@@ -89,23 +90,36 @@ export interface IdempotencyLedger {
 export const ANSWER_TTL_MS = 24 * 60 * 60 * 1000;
 /** At most this many answers per store: past it, the oldest go first, even inside their 24 hours. */
 export const MAX_ANSWERS = 100_000;
+/** At most this many bytes of answers (bodies and headers) per store, likewise. */
+export const MAX_ANSWER_BYTES = 64 * 1024 * 1024;
 
 export interface AnswerBookOptions {
   /** Milliseconds; injected by tests that expire answers. Default `Date.now`. */
   readonly now?: () => number;
   readonly ttlMs?: number;
   readonly maxAnswers?: number;
+  readonly maxBytes?: number;
+}
+
+/** What an answer holds in memory, roughly: its body and headers (strings count one byte a character). */
+function sizeOf(r: Remembered): number {
+  let bytes = r.answer.body.length + r.fingerprint.length + 64;
+  for (const name in r.answer.headers) bytes += name.length + (r.answer.headers[name]?.length ?? 0);
+  return bytes;
 }
 
 /**
  * The answers a local store remembers, in the order they were recorded (so the oldest expire
  * first), and the keys held by requests in flight in this process. Bounded: expired answers are
- * dropped as new ones come and whenever asked for, and past `maxAnswers` the oldest go.
+ * dropped as new ones come and whenever asked for, and past `maxAnswers` answers or `maxBytes`
+ * bytes the oldest go. Keys in flight are as many as requests in flight.
  */
 export class AnswerBook {
   readonly now: () => number;
   readonly ttlMs: number;
   readonly #max: number;
+  readonly #maxBytes: number;
+  #bytes = 0;
   readonly #answers = new Map<string, Remembered>();
   readonly #inFlight = new Set<string>();
 
@@ -113,6 +127,7 @@ export class AnswerBook {
     this.now = options.now ?? Date.now;
     this.ttlMs = options.ttlMs ?? ANSWER_TTL_MS;
     this.#max = options.maxAnswers ?? MAX_ANSWERS;
+    this.#maxBytes = options.maxBytes ?? MAX_ANSWER_BYTES;
   }
 
   get size(): number {
@@ -124,7 +139,7 @@ export class AnswerBook {
     const found = this.#answers.get(key);
     if (found === undefined) return undefined;
     if (this.#expired(found)) {
-      this.#answers.delete(key);
+      this.#delete(key, found);
       return undefined;
     }
     return found;
@@ -132,12 +147,19 @@ export class AnswerBook {
 
   /** Records an answer (already durable, for a durable store). */
   put(key: string, remembered: Remembered): void {
-    this.#answers.delete(key);
+    const before = this.#answers.get(key);
+    if (before !== undefined) this.#delete(key, before);
     this.#answers.set(key, remembered);
+    this.#bytes += sizeOf(remembered);
     for (const [oldest, r] of this.#answers) {
-      if (this.#answers.size <= this.#max && !this.#expired(r)) break;
-      this.#answers.delete(oldest);
+      if (this.#answers.size <= this.#max && this.#bytes <= this.#maxBytes && !this.#expired(r)) break;
+      this.#delete(oldest, r);
     }
+  }
+
+  #delete(key: string, r: Remembered): void {
+    this.#answers.delete(key);
+    this.#bytes -= sizeOf(r);
   }
 
   /** The live answers, oldest first (rewriting a durable ledger). */

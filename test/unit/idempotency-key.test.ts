@@ -47,3 +47,12 @@ test('AnswerBook past its bound -> the oldest answers go first', () => {
   assert.equal(book.get('b'), undefined);
   assert.ok(book.get('c'));
 });
+
+test('AnswerBook past its byte bound -> the oldest answers go first, the newest is kept', () => {
+  const book = new AnswerBook({ now: () => 0, maxBytes: 3000 });
+  const big = { status: 201, headers: {}, body: 'x'.repeat(1000) };
+  for (const k of ['a', 'b', 'c', 'd']) book.put(k, { fingerprint: 'f', at: 0, answer: big });
+  assert.deepEqual([...book.entries()].map(([k]) => k), ['c', 'd']);
+  book.put('d', { fingerprint: 'f', at: 0, answer: big });
+  assert.equal(book.size, 2);
+});

@@ -120,6 +120,8 @@ class JsonlLogStore implements JsonlStore {
     const index = this.#index;
     const observer = (this.#observer = options.observer);
     const durable = options.durability !== 'none';
+    /** A rewrite of the answers file is queued or running: one at a time. */
+    let rewriting = false;
     const answers = (this.#answers = new AnswerFile(answerFileOf(this.#path), this.#fs, durable, new AnswerBook(options.idempotency)));
     this.#writes = new WriteBatcher<LogEntity>(
       {
@@ -150,7 +152,12 @@ class JsonlLogStore implements JsonlStore {
         },
         afterBatch: () => {
           this.#maybeCompact();
-          if (answers.wasteful && !this.#closing) void this.#writes.task(() => answers.compact()).catch((error: unknown) => this.#warn(`${this.#path}: rewriting its idempotency answers failed: ${(error as Error).message}`));
+          if (!answers.wasteful || rewriting || this.#closing) return;
+          rewriting = true;
+          void this.#writes
+            .task(() => answers.compact())
+            .catch((error: unknown) => this.#warn(`${this.#path}: rewriting its idempotency answers failed: ${(error as Error).message}`))
+            .finally(() => (rewriting = false));
         },
       },
       this.#path,
