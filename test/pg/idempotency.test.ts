@@ -154,6 +154,25 @@ describe('Idempotency-Key on PostgreSQL', { skip: pgMissing }, () => {
     assert.equal((await liveRows(url, "AND resource = 'products'")).length, 1);
   });
 
+  test('an answer past its time to live (injected clock) -> the key is processed afresh and the old answer deleted', async () => {
+    const url = await freshDatabase();
+    let now = 1_000_000;
+    const opened = await openStores(url, ['items'], { idempotency: { now: () => now, ttlMs: 1000 } });
+    const store = opened.stores.get('items')!;
+    await store.create(record('old'), key('t'));
+    now += 999;
+    await assert.rejects(store.create(record('new'), key('t')), ReplayedAnswer);
+    now += 1;
+    await store.create(record('new'), key('t'));
+    await assert.rejects(store.create(record('newer'), key('t')), (e: unknown) => e instanceof ReplayedAnswer && e.answer.headers['location'] === '/items/new');
+    const sql = postgres(url, { max: 1, onnotice: () => {} });
+    try {
+      assert.deepEqual((await sql.unsafe(`SELECT key, at::text AS at FROM ${SCHEMA}.answers`)).map((r) => [r.key, r.at]), [['t', String(now)]]);
+    } finally {
+      await sql.end({ timeout: 1 });
+    }
+  });
+
   test('keyed POST during a database outage -> 503; the retries once it is back -> one 201, then replays; never two entities', async () => {
     const cluster = await pgCluster();
     const url = await freshDatabase();
