@@ -17,6 +17,7 @@ import { HAL_FORMS, HAL_JSON, JSON_TYPE, MERGE_PATCH_JSON } from './negotiation.
 import { jsonReply, type Reply } from './reply.js';
 import { accepted, readJsonBody } from './request.js';
 import { then } from './related.js';
+import { keyedWrite, requestKey } from './idempotent-write.js';
 import type { EmbeddedRepresentation, Page, Resource, WriteConditions } from './resource.js';
 import type { Params, Router } from './router.js';
 
@@ -114,12 +115,24 @@ export function addResourceRoutes(router: Router<RouteHandler>, options: Resourc
     );
   };
 
-  router.add('POST', '/:name', async ({ req, res, params }) => {
+  router.add('POST', '/:name', async ({ req, res, params, principal }) => {
     const resource = of(params);
     const mediaType = accepted(req, true);
+    // A malformed key is refused before the body is read (docs/conventions.md).
+    const key = requestKey(req);
     const body = await readJsonBody(req, res, JSON_BODY_TYPES, maxBody);
-    const entity = await resource.create(body, now(), newId);
-    return entityReply(201, mediaType, resource, entity, { location: resource.href(entity.id) });
+    const reply = (entity: StoredEntity): Reply => entityReply(201, mediaType, resource, entity, { location: resource.href(entity.id) });
+    if (key === undefined) return reply(await resource.create(body, now(), newId));
+    return keyedWrite({
+      req,
+      principal,
+      key,
+      body,
+      ledger: resource.store.idempotency,
+      write: (keyed) => resource.create(body, now(), newId, keyed),
+      reply,
+      missing: () => resource.missing(''),
+    });
   });
 
   router.add('GET', '/:name/:id', ({ req, params, query }) => {
@@ -147,12 +160,24 @@ export function addResourceRoutes(router: Router<RouteHandler>, options: Resourc
     return entityReply(200, mediaType, resource, entity);
   });
 
-  router.add('PATCH', '/:name/:id', async ({ req, res, params }) => {
+  router.add('PATCH', '/:name/:id', async ({ req, res, params, principal }) => {
     const resource = of(params);
     const mediaType = accepted(req, true);
+    const key = requestKey(req);
     const body = await readJsonBody(req, res, PATCH_BODY_TYPES, maxBody);
-    const entity = await resource.patch(params['id'] ?? '', body, now(), writeConditions(req));
-    return entityReply(200, mediaType, resource, entity);
+    const id = params['id'] ?? '';
+    const reply = (entity: StoredEntity): Reply => entityReply(200, mediaType, resource, entity);
+    if (key === undefined) return reply(await resource.patch(id, body, now(), writeConditions(req)));
+    return keyedWrite({
+      req,
+      principal,
+      key,
+      body,
+      ledger: resource.store.idempotency,
+      write: (keyed) => resource.patch(id, body, now(), writeConditions(req), keyed),
+      reply,
+      missing: () => resource.missing(id),
+    });
   });
 
   router.add('DELETE', '/:name/:id', async ({ req, params }) => {

@@ -10,6 +10,7 @@ import { decodeQueryComponent, parseCollectionQuery, type CollectionQuery, type 
 import { checkEmbed, embedQuery } from '../conventions/relations.js';
 import type { Validator } from '../conventions/schema.js';
 import { StillLinkedError, type LinkIntegrity } from '../store/integrity.js';
+import type { KeyedWrite } from '../store/idempotency.js';
 import { QueryTimeoutError, StoreConflictError, type MaybePromise, type QueryResult, type Store, type StoredEntity } from '../store/store.js';
 import { collectionTemplates, entityTemplates, templateProperties, withTemplates, type TemplateProperty } from '../representations/hal-forms.js';
 import type { JsonSchema } from '../representations/openapi.js';
@@ -215,7 +216,12 @@ export class Resource {
   }
 
   #missing(id: string): never {
-    throw notFound(`There is no ${this.name} entity with id ${JSON.stringify(id)}`);
+    throw this.missing(id);
+  }
+
+  /** The 404 problem of an id that is not there. */
+  missing(id: string): HttpProblem {
+    return notFound(`There is no ${this.name} entity with id ${JSON.stringify(id)}`);
   }
 
   /** Contract §7: a schema failure is a 400 with `validationMessages`. */
@@ -227,13 +233,13 @@ export class Resource {
   // ---- writes (contract §4): each checks its body and conditions against the latest state ----
 
   /** POST: a new entity with a fresh id; 96 random bits make a collision all but impossible, but never fatal. */
-  create(body: ClientFields, now: number, newId: () => string): Promise<StoredEntity> {
+  create(body: ClientFields, now: number, newId: () => string, keyed?: KeyedWrite): Promise<StoredEntity> {
     const fields = clientFields(body);
     this.#check(fields);
     return this.#linking(fields, async () => {
       for (let attempt = 1; ; attempt++) {
         try {
-          return await this.store.create(createdRecord(newId(), now, fields));
+          return await this.store.create(createdRecord(newId(), now, fields), keyed);
         } catch (error) {
           if (!(error instanceof StoreConflictError) || attempt >= 3) throw error;
         }
@@ -249,7 +255,7 @@ export class Resource {
   }
 
   /** PATCH: a JSON Merge Patch (RFC 7396) of the client fields, validated as merged. */
-  async patch(id: string, body: ClientFields, now: number, conditions: WriteConditions): Promise<StoredEntity> {
+  async patch(id: string, body: ClientFields, now: number, conditions: WriteConditions, keyed?: KeyedWrite): Promise<StoredEntity> {
     const patch = clientFields(body);
     // A link the patch sets is checked against its target; one it leaves alone is stored already.
     // A missing entity is a 404 before any of its links is looked at.
@@ -261,7 +267,7 @@ export class Resource {
         const merged = mergePatch(clientFields(record), patch) as ClientFields;
         this.#check(merged);
         return replacedRecord(record, now, merged);
-      }),
+      }, keyed),
     );
   }
 
@@ -294,11 +300,11 @@ export class Resource {
    * The conditions and the change apply to the latest state, inside the store's write order, so a
    * concurrent update is never lost or overwritten unseen.
    */
-  async #change(id: string, conditions: WriteConditions, next: (current: StoredEntity) => ReturnType<typeof replacedRecord>): Promise<StoredEntity> {
+  async #change(id: string, conditions: WriteConditions, next: (current: StoredEntity) => ReturnType<typeof replacedRecord>, keyed?: KeyedWrite): Promise<StoredEntity> {
     const entity = await this.store.update(id, (current) => {
       checkConditions(current, conditions);
       return next(current);
-    });
+    }, keyed);
     this.#entities.delete(id);
     return entity ?? this.#missing(id);
   }

@@ -62,14 +62,21 @@ const PROBLEMS: Readonly<Record<string, ProblemResponse>> = {
   '403': { description: 'A token without the permission: a read-only token on a write, or a JWT without the scope of the resource (`error="insufficient_scope"`).', example: problemDocument(403, 'This token may only read') },
   '404': { description: 'No such resource or entity.', example: problemDocument(404, 'There is no products entity with id "x"') },
   '406': { description: 'Neither application/hal+json nor application/json is acceptable.', example: problemDocument(406, 'Expecting an Accept header that allows one of the application/hal+json, application/json') },
-  '409': { description: 'The requested page is out of range (seed 7.2); for a delete, the entity is still linked to.', example: EXAMPLE_409 },
+  '409': { description: 'The requested page is out of range (seed 7.2); for a delete, the entity is still linked to; for a POST or PATCH, a request with the same `Idempotency-Key` is still being processed.', example: EXAMPLE_409 },
   '410': { description: 'The cursor is older than a delete the change feed no longer remembers (past `--changes-retention`): list again and follow the page\'s `changes` link.', example: problemDocument(410, 'cursor 3 is older than a delete this server no longer remembers (changes since 17 are kept): list the collection again and follow its changes link') },
   '412': { description: '`If-Match` or `If-None-Match` does not hold.', example: problemDocument(412, 'If-Match does not match the current ETag') },
   '413': { description: 'The body is over a limit: bytes, values, or members of one object.', example: problemDocument(413, 'Request body is larger than the limit of 1048576 bytes') },
   '415': { description: 'No or another Content-Type (seed 7.2).', example: EXAMPLE_415 },
+  '422': { description: 'The `Idempotency-Key` was first used for a request with another body.', example: problemDocument(422, 'This Idempotency-Key was used for a request with another body: send a new key for a new request') },
+  '501': { description: 'An `Idempotency-Key` sent to a store that keeps no answers.', example: problemDocument(501, 'This store does not keep Idempotency-Key answers: send the request without the header') },
   '429': { description: 'Over the rate limit (only with `--rate-limit`): wait `X-RateLimit-Wait` seconds.', example: problemDocument(429, 'Too many requests: wait 0.25 s') },
   '500': { description: 'An unexpected failure; no internals are shown.', example: problemDocument(500, 'The server failed to handle the request') },
   '503': { description: 'The change could not be saved (disk full), a query ran past its budget, or (for a stream) `--max-streams` are open.', example: problemDocument(503, 'The change could not be saved; it was not applied. Try again later') },
+};
+
+/** Sent with a replayed answer (see the `Idempotency-Key` parameter). */
+const REPLAYED_HEADER: Json = {
+  'Idempotency-Replayed': { description: '`true`: this is the first answer to this `Idempotency-Key`, sent again; nothing was written.', schema: { type: 'string', enum: ['true'] } },
 };
 
 const RATE_HEADERS: Json = {
@@ -296,6 +303,7 @@ function resourcePaths(resource: OpenApiResource, relations: ResourceRelations):
   });
   const ifMatch = ref('parameters', 'IfMatch');
   const ifNoneMatch = ref('parameters', 'IfNoneMatch');
+  const idempotencyKey = ref('parameters', 'IdempotencyKey');
   const collection: Json = {
     get: {
       operationId: `${t}.list`,
@@ -317,10 +325,11 @@ function resourcePaths(resource: OpenApiResource, relations: ResourceRelations):
       operationId: `${t}.create`,
       summary: `Creates a ${resource.name} entity`,
       tags,
+      parameters: [idempotencyKey],
       requestBody: body([JSON_TYPE], 'The client fields; server-managed ones (`id`, `createdAt`, `updatedAt`, `_links`, `_embedded`) are ignored.'),
       responses: {
-        ...entityResponse('201', 'Created, and durable.', { Location: { schema: { type: 'string' } } }),
-        ...problems(['400', '401', '403', '404', '406', '413', '415', '429', '500', '503']),
+        ...entityResponse('201', 'Created, and durable (or, with `Idempotency-Replayed: true`, the first answer to this key again).', { Location: { schema: { type: 'string' } }, ...REPLAYED_HEADER }),
+        ...problems(['400', '401', '403', '404', '406', '409', '413', '415', '422', '429', '500', '501', '503']),
       },
     },
   };
@@ -349,13 +358,16 @@ function resourcePaths(resource: OpenApiResource, relations: ResourceRelations):
       operationId: `${t}.patch`,
       summary: `Changes some client fields of a ${resource.name} entity (JSON Merge Patch, RFC 7396)`,
       tags,
-      parameters: [ifMatch, ifNoneMatch],
+      parameters: [ifMatch, ifNoneMatch, idempotencyKey],
       requestBody: {
         required: true,
         description: 'A merge patch: the fields to change, `null` to remove one. The merged entity must satisfy the schema.',
         content: { [JSON_TYPE]: { schema: { type: 'object' } }, [MERGE_PATCH]: { schema: { type: 'object' } } },
       },
-      responses: { ...entityResponse('200', 'Changed, and durable.'), ...problems(['400', '401', '403', '404', '406', '412', '413', '415', '429', '500', '503']) },
+      responses: {
+        ...entityResponse('200', 'Changed, and durable (or, with `Idempotency-Replayed: true`, the first answer to this key again).', REPLAYED_HEADER),
+        ...problems(['400', '401', '403', '404', '406', '409', '412', '413', '415', '422', '429', '500', '501', '503']),
+      },
     },
     delete: {
       operationId: `${t}.delete`,
@@ -488,6 +500,14 @@ function components(resources: readonly OpenApiResource[], graph: RelationGraph)
         example: 'category,brand',
       },
       IfMatch: { name: 'If-Match', in: 'header', description: 'Only if the entity\'s current ETag is one of these (RFC 9110 §13.1.1).', schema: { type: 'string' } },
+      IdempotencyKey: {
+        name: 'Idempotency-Key',
+        in: 'header',
+        description:
+          'draft-ietf-httpapi-idempotency-key-header: a Structured Field string (`"8e03978e-…"`) or the bare key, 1–255 visible ASCII characters (else 400). For at least 24 hours the same key from the same principal to the same method and path gets the first answer again (status, `Location`, `ETag`, body) with `Idempotency-Replayed: true`, writing nothing; the key with another body is a 422, and while the first request is processed a 409. Kept across restarts and crashes.',
+        schema: { type: 'string', minLength: 1, maxLength: 255 },
+        example: '"8e03978e-40d5-43e8-bc93-6894a57f9324"',
+      },
       IfNoneMatch: { name: 'If-None-Match', in: 'header', description: 'On reads, 304 when current; on writes, 412 when it matches.', schema: { type: 'string' } },
       LastEventId: { name: 'Last-Event-ID', in: 'header', description: 'On a stream: continue after this event id (a cursor), with no gap and no repeat.', schema: { type: 'string' } },
     },

@@ -1,7 +1,8 @@
 import { HeldDelete, LocalChangeLog, type HeldChange } from './changes/local-feed.js';
 import { MaterialisedIndex } from './index/materialised-index.js';
+import { AnswerBook, type AnswerBookOptions, type KeyedWrite, type WriteOutcome } from './idempotency.js';
+import { answerOf, checkRecord, decideWrite, idOf, keyOf, type WriteRequest } from './write-rules.js';
 import {
-  StoreConflictError,
   StoreWriteError,
   type Change,
   type ChangeType,
@@ -16,6 +17,8 @@ export interface MemoryStoreOptions {
   readonly resource?: string;
   /** The change log shared by the memory stores of one data set (default: the store's own). */
   readonly changes?: LocalChangeLog;
+  /** The remembered answers of `Idempotency-Key` writes: clock, time to live, bound (idempotency.ts). */
+  readonly idempotency?: AnswerBookOptions;
 }
 
 /**
@@ -25,6 +28,7 @@ export interface MemoryStoreOptions {
  */
 export function createMemoryStore(initial: Iterable<EntityRecord> = [], options: MemoryStoreOptions = {}): LocalStore & { readonly changes: LocalChangeLog } {
   const index = new MaterialisedIndex<StoredEntity>();
+  const book = new AnswerBook(options.idempotency);
   const log = options.changes ?? new LocalChangeLog();
   const changes = log.resource(options.resource ?? 'items');
   /** The sequence number of each id's latest change (a remembered delete's included). */
@@ -59,8 +63,33 @@ export function createMemoryStore(initial: Iterable<EntityRecord> = [], options:
     loaded.push(report(entity.id, 'created', entity, log.take()));
   }
   changes.load(loaded);
-  const writable = (): void => {
+  /** A write, decided and applied at once, then reported: nothing else runs in between (write-rules.ts). */
+  const write = (op: WriteRequest): StoredEntity | boolean | undefined => {
     if (!open) throw new StoreWriteError('the store is closed');
+    const keyed = keyOf(op);
+    let outcome: WriteOutcome = { entity: undefined };
+    try {
+      const id = idOf(op);
+      const decision = decideWrite(op, id === undefined ? undefined : index.get(id), keyed && book.get(keyed.key));
+      if (decision.kind === 'missing') return op.kind === 'delete' ? false : undefined;
+      if (decision.kind === 'remove') {
+        index.remove(id!);
+        applied(id!, 'deleted', undefined);
+        return true;
+      }
+      const entity = stored(decision.record);
+      index.put(entity);
+      applied(entity.id, op.kind === 'create' ? 'created' : 'updated', entity);
+      outcome = { entity };
+      return entity;
+    } catch (error) {
+      outcome = { error };
+      throw error;
+    } finally {
+      // Memory is the whole of this store's durability: the answer is kept at the write's own instant.
+      const remembered = keyed && answerOf(op, outcome, book.now());
+      if (keyed && remembered) book.put(keyed.key, remembered);
+    }
   };
 
   return {
@@ -80,43 +109,23 @@ export function createMemoryStore(initial: Iterable<EntityRecord> = [], options:
     get: (id) => index.get(id),
     query: (query) => index.query(query),
     values: () => index.values(),
-    async create(record) {
-      writable();
-      if (index.has(record.id)) throw new StoreConflictError(`id ${record.id} exists`);
-      const entity = stored(record);
-      index.put(entity);
-      applied(entity.id, 'created', entity);
-      return entity;
+    async create(record: EntityRecord, keyed?: KeyedWrite) {
+      return write({ kind: 'create', record, keyed }) as StoredEntity;
     },
-    async update(id: string, change: Change) {
-      writable();
-      const current = index.get(id);
-      if (!current) return undefined;
-      const next = change(current);
-      if (next.id !== id) throw new Error(`change() returned id ${String(next.id)} for ${id}`);
-      const entity = stored(next);
-      index.put(entity);
-      applied(id, 'updated', entity);
-      return entity;
+    async update(id: string, change: Change, keyed?: KeyedWrite) {
+      return write({ kind: 'update', id, change, keyed }) as StoredEntity | undefined;
     },
     async delete(id: string, check?: DeleteCheck) {
-      writable();
-      const current = index.get(id);
-      if (!current) return false;
-      check?.(current);
-      index.remove(id);
-      applied(id, 'deleted', undefined);
-      return true;
+      return write({ kind: 'delete', id, check }) as boolean;
+    },
+    idempotency: {
+      claim: (key, fingerprint) => book.claim(key, fingerprint),
+      remember: async (keyed) => {
+        write({ kind: 'answer', keyed });
+      },
     },
     async close() {
       open = false;
     },
   };
-}
-
-/** Guards the store against records that would not survive a round trip through a file. */
-export function checkRecord(record: EntityRecord): void {
-  if (typeof record.id !== 'string' || record.id.length === 0) {
-    throw new TypeError('an entity needs a non-empty string id');
-  }
 }

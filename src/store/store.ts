@@ -1,4 +1,5 @@
 import type { Filter, SortKey } from '../conventions/query.js';
+import type { IdempotencyLedger, KeyedWrite } from './idempotency.js';
 
 /**
  * The storage port: what the HTTP layer needs from a store of one resource.
@@ -138,14 +139,18 @@ export interface Store {
    * it returns, not on the size of the store or the position of the page (contract §3a).
    */
   query(query: StoreQuery): MaybePromise<QueryResult>;
-  /** Adds a new entity at the end of the creation order. Rejects with `StoreConflictError` if the id exists. */
-  create(record: EntityRecord): Promise<StoredEntity>;
+  /**
+   * Adds a new entity at the end of the creation order. Rejects with `StoreConflictError` if the id exists.
+   * `keyed` (a store with `idempotency`): the write and its answer are recorded together, and a key
+   * that has an answer rejects with `ReplayedAnswer` or `KeyReusedError`, writing nothing (idempotency.ts).
+   */
+  create(record: EntityRecord, keyed?: KeyedWrite): Promise<StoredEntity>;
   /**
    * Replaces an entity with `change(latest)`, keeping its place in the creation order. Writes to one
    * store are serialised, so a read-modify-write never loses a concurrent update.
    * Resolves undefined when the id does not exist.
    */
-  update(id: string, change: Change): Promise<StoredEntity | undefined>;
+  update(id: string, change: Change, keyed?: KeyedWrite): Promise<StoredEntity | undefined>;
   /** Removes an entity; resolves false when the id does not exist. */
   delete(id: string, check?: DeleteCheck): Promise<boolean>;
   /**
@@ -155,6 +160,8 @@ export interface Store {
    * read the row — never the index, whose re-placements are not changes. Returns the unsubscribe.
    */
   follow(listener: ChangeListener): () => void;
+  /** The remembered answers of keyed writes; undefined: this store keeps none (and ignores `keyed`). */
+  readonly idempotency?: IdempotencyLedger | undefined;
   /** True once the store is open and accepting requests (readiness). */
   readonly ready: boolean;
   /** Finishes pending writes, syncs and releases files. */

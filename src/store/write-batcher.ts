@@ -1,6 +1,14 @@
-import { checkRecord } from './memory-store.js';
-import { StoreConflictError, StoreWriteError, type Change, type ChangeType, type DeleteCheck, type EntityRecord, type StoredEntity } from './store.js';
-import { WriteQueue, type WriteOp } from './write-queue.js';
+import { StoreWriteError, type Change, type ChangeType, type DeleteCheck, type EntityRecord, type StoredEntity } from './store.js';
+import { settleWrite, WriteQueue, type WriteOp } from './write-queue.js';
+import type { AnswerBook, KeyedWrite, Remembered, WriteOutcome } from './idempotency.js';
+import { answerOf, decideWrite, idOf, keyOf } from './write-rules.js';
+
+/** An answer recorded with a batch, and the index in the batch of the change its write made (none: it wrote nothing). */
+export interface BatchAnswer {
+  readonly key: string;
+  readonly remembered: Remembered;
+  readonly change: number | undefined;
+}
 
 /** What the batcher needs of a durable log and the index it feeds. */
 export interface BatchTarget<E extends StoredEntity> {
@@ -10,9 +18,13 @@ export interface BatchTarget<E extends StoredEntity> {
   entity(record: EntityRecord, n: number): E;
   /**
    * Makes a batch of changes durable, in order: an entity, or the id of one deleted, with the type
-   * of the write that made each. All or none: on rejection the log holds none of them.
+   * of the write that made each, and the answers of its keyed writes (idempotency.ts), which the
+   * target puts in `answers` once durable. All or none: on rejection the log holds none of them,
+   * and no answer is live.
    */
-  append(changes: readonly (E | { readonly deleted: string })[], types: readonly ChangeType[]): Promise<void>;
+  append(changes: readonly (E | { readonly deleted: string })[], types: readonly ChangeType[], answers: readonly BatchAnswer[]): Promise<void>;
+  /** The remembered answers of keyed writes; without it, keys are not kept. */
+  readonly answers?: AnswerBook;
   /** Applies a durable change to the index; `record` is the entity's record, already parsed. */
   apply(change: E | { readonly deleted: string }, record: EntityRecord | undefined): void;
   /** Every change of the batch is applied: the moment to report them (`Store.follow`). */
@@ -32,10 +44,12 @@ export class WriteBatcher<E extends StoredEntity> {
   readonly #target: BatchTarget<E>;
   readonly #name: string;
   readonly #queue: WriteQueue;
+  readonly #warn: (message: string) => void;
 
   constructor(target: BatchTarget<E>, name: string, warn: (message: string) => void) {
     this.#target = target;
     this.#name = name;
+    this.#warn = warn;
     this.#queue = new WriteQueue(name, () => this.#drain(), warn);
   }
 
@@ -49,12 +63,17 @@ export class WriteBatcher<E extends StoredEntity> {
     this.#queue.close();
   }
 
-  create(record: EntityRecord): Promise<StoredEntity> {
-    return this.#queue.create(record);
+  create(record: EntityRecord, keyed?: KeyedWrite): Promise<StoredEntity> {
+    return this.#queue.create(record, keyed);
   }
 
-  update(id: string, change: Change): Promise<StoredEntity | undefined> {
-    return this.#queue.update(id, change);
+  update(id: string, change: Change, keyed?: KeyedWrite): Promise<StoredEntity | undefined> {
+    return this.#queue.update(id, change, keyed);
+  }
+
+  /** Records the answer of a keyed request refused before it reached the write order, in the next batch. */
+  remember(keyed: KeyedWrite): Promise<void> {
+    return this.#queue.answer(keyed);
   }
 
   delete(id: string, check?: DeleteCheck): Promise<boolean> {
@@ -82,6 +101,7 @@ export class WriteBatcher<E extends StoredEntity> {
 
   async #commit(batch: WriteOp[]): Promise<void> {
     const target = this.#target;
+    const book = target.answers;
     const pending = new Map<string, E | null>();
     const latest = (id: string): E | undefined => {
       const p = pending.get(id);
@@ -92,52 +112,57 @@ export class WriteBatcher<E extends StoredEntity> {
     const records: (EntityRecord | undefined)[] = [];
     const types: ChangeType[] = [];
     const outcomes: (() => void)[] = [];
+    /** The answers of the batch's keyed writes, recorded with it; `answered` holds them by key, for later writes of the batch. */
+    const recorded: BatchAnswer[] = [];
+    const answered = new Map<string, Remembered>();
     for (const op of batch) {
+      const keyed = keyOf(op);
+      let outcome: WriteOutcome;
+      let change: number | undefined;
       try {
-        if (op.kind === 'create') {
-          checkRecord(op.record);
-          if (latest(op.record.id)) throw new StoreConflictError(`id ${op.record.id} exists`);
-          const entity = target.entity(op.record, changes.length + 1);
-          changes.push(entity);
-          records.push(op.record);
-          types.push('created');
-          pending.set(entity.id, entity);
-          outcomes.push(() => op.resolve(entity));
-        } else if (op.kind === 'update') {
-          const current = latest(op.id);
-          if (!current) {
-            outcomes.push(() => op.resolve(undefined));
-            continue;
-          }
-          const next = op.change(current);
-          checkRecord(next);
-          if (next.id !== op.id) throw new Error(`change() returned id ${next.id} for ${op.id}`);
-          const entity = target.entity(next, changes.length + 1);
-          changes.push(entity);
-          records.push(next);
-          types.push('updated');
-          pending.set(op.id, entity);
-          outcomes.push(() => op.resolve(entity));
-        } else {
-          const current = latest(op.id);
-          if (!current) {
-            outcomes.push(() => op.resolve(false));
-            continue;
-          }
-          op.check?.(current);
-          changes.push({ deleted: op.id });
+        const id = idOf(op);
+        const remembered = keyed === undefined || book === undefined ? undefined : (answered.get(keyed.key) ?? book.get(keyed.key));
+        const decision = decideWrite(op, id === undefined ? undefined : latest(id), remembered);
+        if (decision.kind === 'missing') {
+          outcome = { entity: undefined };
+          outcomes.push(() => settleWrite(op, undefined));
+        } else if (decision.kind === 'remove') {
+          outcome = { entity: undefined };
+          changes.push({ deleted: id! });
           records.push(undefined);
           types.push('deleted');
-          pending.set(op.id, null);
-          outcomes.push(() => op.resolve(true));
+          pending.set(id!, null);
+          outcomes.push(() => settleWrite(op, undefined, true));
+        } else {
+          const entity = target.entity(decision.record, changes.length + 1);
+          outcome = { entity };
+          change = changes.length;
+          changes.push(entity);
+          records.push(decision.record);
+          types.push(op.kind === 'create' ? 'created' : 'updated');
+          pending.set(entity.id, entity);
+          outcomes.push(() => settleWrite(op, entity));
         }
       } catch (error) {
+        outcome = { error };
         outcomes.push(() => op.reject(error));
       }
+      if (keyed !== undefined && book !== undefined) {
+        let remembered: Remembered | undefined;
+        try {
+          remembered = answerOf(op, outcome, book.now());
+        } catch (error) {
+          this.#warn(`${this.#name}: internal error: an answer could not be made: ${(error as Error).stack ?? String(error)}`);
+        }
+        if (remembered !== undefined) {
+          recorded.push({ key: keyed.key, remembered, change });
+          answered.set(keyed.key, remembered);
+        }
+      }
     }
-    if (changes.length > 0) {
+    if (changes.length > 0 || recorded.length > 0) {
       try {
-        await target.append(changes, types);
+        await target.append(changes, types, recorded);
       } catch (error) {
         const failure = new StoreWriteError(`${this.#name}: write failed: ${(error as Error).message}`);
         // Every op of the batch fails, even one that wrote nothing (a 404, a refused change): its

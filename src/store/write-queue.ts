@@ -1,12 +1,26 @@
+import type { KeyedWrite } from './idempotency.js';
 import { StoreWriteError, type Change, type DeleteCheck, type EntityRecord, type StoredEntity } from './store.js';
 
 type Reject = (error: unknown) => void;
 
 /** A write of the port, queued until its batch runs. */
 export type WriteOp =
-  | { kind: 'create'; record: EntityRecord; resolve: (entity: StoredEntity) => void; reject: Reject }
-  | { kind: 'update'; id: string; change: Change; resolve: (entity: StoredEntity | undefined) => void; reject: Reject }
-  | { kind: 'delete'; id: string; check: DeleteCheck | undefined; resolve: (deleted: boolean) => void; reject: Reject };
+  | { kind: 'create'; record: EntityRecord; keyed: KeyedWrite | undefined; resolve: (entity: StoredEntity) => void; reject: Reject }
+  | { kind: 'update'; id: string; change: Change; keyed: KeyedWrite | undefined; resolve: (entity: StoredEntity | undefined) => void; reject: Reject }
+  | { kind: 'delete'; id: string; check: DeleteCheck | undefined; resolve: (deleted: boolean) => void; reject: Reject }
+  /** Records a keyed request's answer (`keyed.answer`), writing no entity. */
+  | { kind: 'answer'; keyed: KeyedWrite; resolve: () => void; reject: Reject };
+/**
+ * Settles a write with what it did (write-rules.ts): the entity it wrote (create, update), or none
+ * (an update or delete of a missing id), or `removed` (a delete that went through).
+ */
+export function settleWrite(op: WriteOp, written: StoredEntity | undefined, removed = false): void {
+  if (op.kind === 'create') op.resolve(written!);
+  else if (op.kind === 'update') op.resolve(written);
+  else if (op.kind === 'delete') op.resolve(removed);
+  else op.resolve();
+}
+
 /** An exclusive step run between batches, while no write is in flight (compaction's swap). */
 export type TaskOp = { kind: 'task'; run: () => Promise<void> };
 export type QueuedOp = WriteOp | TaskOp;
@@ -62,16 +76,20 @@ export class WriteQueue {
     this.#closed = true;
   }
 
-  create(record: EntityRecord): Promise<StoredEntity> {
-    return this.#enqueue<StoredEntity>((resolve, reject) => ({ kind: 'create', record, resolve, reject }));
+  create(record: EntityRecord, keyed?: KeyedWrite): Promise<StoredEntity> {
+    return this.#enqueue<StoredEntity>((resolve, reject) => ({ kind: 'create', record, keyed, resolve, reject }));
   }
 
-  update(id: string, change: Change): Promise<StoredEntity | undefined> {
-    return this.#enqueue<StoredEntity | undefined>((resolve, reject) => ({ kind: 'update', id, change, resolve, reject }));
+  update(id: string, change: Change, keyed?: KeyedWrite): Promise<StoredEntity | undefined> {
+    return this.#enqueue<StoredEntity | undefined>((resolve, reject) => ({ kind: 'update', id, change, keyed, resolve, reject }));
   }
 
   delete(id: string, check?: DeleteCheck): Promise<boolean> {
     return this.#enqueue<boolean>((resolve, reject) => ({ kind: 'delete', id, check, resolve, reject }));
+  }
+
+  answer(keyed: KeyedWrite): Promise<void> {
+    return this.#enqueue<void>((resolve, reject) => ({ kind: 'answer', keyed, resolve, reject }));
   }
 
   /** Runs `run` between two batches, alone. */

@@ -89,7 +89,9 @@ describe('halserve import / export against PostgreSQL (contract §8a)', { skip: 
     assert.deepEqual((await readdir(out)).filter((f) => !f.startsWith('.')).sort(), names.map((n) => `${n}.jsonl`).sort());
     for (const name of names) {
       const [a, b] = await Promise.all([readFile(join(source, `${name}.jsonl`)), readFile(join(out, `${name}.jsonl`))]);
-      assert.ok(a.equals(b), `${name}.jsonl byte-identical after the round trip`);
+      // The lines' change stamps belong to the data directory's feed, not to the entities: an
+      // import leaves them behind (a database numbers its own changes), byte for byte otherwise.
+      assert.ok(withoutStamps(a.toString('latin1')) === b.toString('latin1'), `${name}.jsonl byte-identical after the round trip, but for its change stamps`);
     }
   }
 
@@ -100,7 +102,7 @@ describe('halserve import / export against PostgreSQL (contract §8a)', { skip: 
     const names = (await readdir(demoDir)).filter((f) => f.endsWith('.jsonl')).map((f) => f.slice(0, -'.jsonl'.length)).sort();
     await assertSameFiles(source, out, names);
     for (const name of names) {
-      const lines = (await readFile(join(source, `${name}.jsonl`), 'utf8')).split('\n').filter(Boolean);
+      const lines = withoutStamps(await readFile(join(source, `${name}.jsonl`), 'utf8')).split('\n').filter(Boolean);
       const stored = await rows(sql, name);
       assert.deepEqual(stored.map((r) => r.body), lines);
       assert.deepEqual(stored.map((r) => r.id), lines.map((l) => (JSON.parse(l) as { id: string }).id));

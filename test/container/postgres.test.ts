@@ -14,6 +14,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import postgres from 'postgres';
 import { findPostgres, freePort, startCluster, type PgCluster } from '../helpers/pg-cluster.js';
 import { isObject, podman, podmanOk, requiredEnv } from './podman.js';
+import { withoutStamps } from '../store/stamps.js';
 
 const image = requiredEnv('HALSERVE_TEST_IMAGE');
 const repo = requiredEnv('HALSERVE_TEST_REPO');
@@ -30,11 +31,15 @@ let cluster: PgCluster;
 let url = '';
 let sql: postgres.Sql;
 
-/** The demo resources (data/*.jsonl) and their lines: the demo files are compacted, one line per entity. */
+/**
+ * The demo resources (data/*.jsonl) and their lines: the demo files are compacted, one line per
+ * entity. Without the lines' change stamps, which belong to a data directory's feed: a database
+ * numbers its own changes, so an import leaves them behind and an export writes none.
+ */
 const demoDir = path.join(repo, 'data');
 const demo = new Map<string, string[]>();
 for (const file of (await readdir(demoDir)).filter((f) => f.endsWith('.jsonl')).sort()) {
-  demo.set(file.slice(0, -'.jsonl'.length), (await readFile(path.join(demoDir, file), 'utf8')).split('\n').filter(Boolean));
+  demo.set(file.slice(0, -'.jsonl'.length), withoutStamps(await readFile(path.join(demoDir, file), 'utf8')).split('\n').filter(Boolean));
 }
 
 before(async () => {
@@ -71,7 +76,7 @@ test('halserve import in the container -> the image\'s demo data in PostgreSQL, 
   }
 });
 
-test('halserve export in the container into a volume -> files byte-identical to data/', async () => {
+test('halserve export in the container into a volume -> files byte-identical to data/ (but for its change stamps)', async () => {
   await podmanOk(['volume', 'create', volume]);
   const result = await podman(['run', ...HOST_NETWORK, '-v', `${volume}:/data`, image, 'export', '--from', url, '--to', '/data/exported'], 60_000);
   assert.equal(result.code, 0, result.stderr);

@@ -205,7 +205,7 @@ describe('CORS (contract §5)', () => {
     const s = await startItems(records(1), { corsOrigin: 'https://app.example' });
     const res = await s.request('/items', { headers: { origin: 'https://app.example' } });
     assert.equal(res.headers.get('access-control-allow-origin'), 'https://app.example');
-    assert.equal(res.headers.get('access-control-expose-headers'), 'Location, ETag, Link, Retry-After, X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Wait, RateLimit-Policy, RateLimit');
+    assert.equal(res.headers.get('access-control-expose-headers'), 'Location, ETag, Link, Retry-After, X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Wait, RateLimit-Policy, RateLimit, Idempotency-Replayed');
     assert.equal(res.headers.get('vary'), 'Accept, Origin');
   });
 
@@ -224,7 +224,7 @@ describe('CORS (contract §5)', () => {
     assert.equal(res.status, 204);
     assert.equal(res.headers.get('access-control-allow-origin'), '*');
     assert.equal(res.headers.get('access-control-allow-methods'), 'GET, HEAD, PUT, PATCH, DELETE, OPTIONS');
-    assert.equal(res.headers.get('access-control-allow-headers'), 'Authorization, Content-Type, Accept, If-Match, If-None-Match');
+    assert.equal(res.headers.get('access-control-allow-headers'), 'Authorization, Content-Type, Accept, If-Match, If-None-Match, Idempotency-Key');
     assert.equal(res.headers.get('access-control-max-age'), '600');
   });
 

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
+import { KeyReusedError, ReplayedAnswer, type KeyedWrite, type StoredAnswer } from '../../src/store/idempotency.js';
 import { StoreConflictError, type EntityRecord, type Store, type StoreChange, type StoredEntity } from '../../src/store/store.js';
 
 /** How the suite gets a fresh, empty store of one kind, and (for persistent kinds) reopens it. */
@@ -370,8 +371,53 @@ export function storeSuite(name: string, factory: StoreFactory): void {
       }
     });
 
+    /** A key whose answers carry the written entity's id, or 404 / the refusal's message. */
+    const keyed = (key: string, fingerprint = 'f'): KeyedWrite => ({
+      key,
+      fingerprint,
+      answer: (outcome): StoredAnswer => ('error' in outcome ? { status: 412, headers: {}, body: String(outcome.error) } : { status: outcome.entity ? 201 : 404, headers: { id: outcome.entity?.id ?? '' }, body: '' }),
+    });
+    const replayOf = async (run: () => Promise<unknown>): Promise<StoredAnswer> => {
+      const error = await run().then(() => undefined, (e: unknown) => e);
+      assert.ok(error instanceof ReplayedAnswer, `a replay, not ${String(error)}`);
+      return error.answer;
+    };
+
+    test('keyed create, the same key again -> ReplayedAnswer with the first answer, nothing written; another fingerprint -> KeyReusedError', async () => {
+      const store = await open();
+      assert.ok(store.idempotency, 'the store keeps answers');
+      await store.create(record('k1'), keyed('a'));
+      assert.deepEqual((await replayOf(() => store.create(record('k2'), keyed('a')))).headers, { id: 'k1' });
+      await assert.rejects(store.create(record('k3'), keyed('a', 'other')), KeyReusedError);
+      assert.deepEqual(ids(await pageOf(store, 0, 10)), ['k1']);
+    });
+
+    test('keyed update -> its answer kept: of a missing id (404), of a refused change (the refusal), of a write', async () => {
+      const store = await open();
+      await store.create(record('u1', { n: 1 }));
+      assert.equal(await store.update('none', (c) => c.record, keyed('missing')), undefined);
+      await assert.rejects(store.update('u1', () => { throw new Error('refused'); }, keyed('refused')), /refused/);
+      await store.update('u1', (c) => ({ ...c.record, n: 2 }), keyed('written'));
+      await store.update('u1', (c) => ({ ...c.record, n: 3 }));
+      assert.equal((await replayOf(() => store.update('none', (c) => c.record, keyed('missing')))).status, 404);
+      assert.equal((await replayOf(() => store.update('u1', (c) => c.record, keyed('refused')))).status, 412);
+      assert.deepEqual((await replayOf(() => store.update('u1', (c) => ({ ...c.record, n: 9 }), keyed('written')))).headers, { id: 'u1' });
+      assert.equal((await store.get('u1'))?.record['n'], 3);
+    });
+
     if (factory.reopen) {
       const reopen = factory.reopen;
+      test('keyed writes, then reopen -> their answers replayed', async () => {
+        const store = await open();
+        await store.create(record('r1'), keyed('c'));
+        await store.update('r1', (c) => ({ ...c.record, n: 1 }), keyed('u'));
+        const reopened = await reopen(store);
+        opened.push(reopened);
+        assert.deepEqual((await replayOf(() => reopened.create(record('r2'), keyed('c')))).headers, { id: 'r1' });
+        assert.equal((await replayOf(() => reopened.update('r1', (c) => c.record, keyed('u')))).status, 201);
+        assert.equal(reopened.size, 1);
+      });
+
       test('writes, then reopen -> same entities, order, records, json and versions', async () => {
         const store = await open();
         for (let i = 0; i < 20; i++) await store.create(record(`s${i}`, { i, text: `héllo "${i}"\n` }));

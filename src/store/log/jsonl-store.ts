@@ -17,6 +17,8 @@ import {
 } from '../store.js';
 import { WriteBatcher } from '../write-batcher.js';
 import { ChangesFile } from './changes-file.js';
+import { AnswerBook, type AnswerBookOptions, type Claim, type IdempotencyLedger, type KeyedWrite } from '../idempotency.js';
+import { AnswerFile, answerFileOf, lineHash, type LineRange, type Recorded } from './answer-file.js';
 import { Compaction, TMP_SUFFIX } from './jsonl-compaction.js';
 import { RestampedEntity, WrittenEntity, type LoadedEntity, type LogEntity } from './jsonl-entity.js';
 import { JsonlFile } from './jsonl-file.js';
@@ -59,6 +61,8 @@ export interface JsonlStoreOptions {
   now?: () => number;
   /** How long deletes are remembered, in ms (used only without `changes`). */
   retentionMs?: number;
+  /** The remembered answers of `Idempotency-Key` writes: clock, time to live, bound (idempotency.ts). */
+  idempotency?: AnswerBookOptions;
 }
 
 export type { StoreObserver } from '../store.js';
@@ -77,6 +81,8 @@ export interface JsonlStore extends LocalStore {
   readonly changes: LocalChangeLog;
   /** Numbers the lines loaded without a change number (the data directory calls it once all its logs are read). */
   stampUnstamped(): Promise<void>;
+  /** Always kept: the answers of keyed writes, durable with them (answer-file.ts). */
+  readonly idempotency: IdempotencyLedger;
 }
 
 /** Suffixes of the files a store keeps beside its log (contract section 8, issue 3). */
@@ -130,6 +136,8 @@ class JsonlLogStore implements JsonlStore {
   #lastReserved = 0;
   /** Loaded entities and deletes that had no stamp: numbered by `stampUnstamped`. */
   #unstamped: { live: LogEntity[]; deletes: string[] } = { live: [], deletes: [] };
+  /** The answers of keyed writes, made durable with their writes (answer-file.ts). */
+  readonly #answers: AnswerFile;
   /** After a failed compaction, wait for the file to grow before trying again. */
   #compactAfterLines = 0;
   #open = false;
@@ -153,16 +161,21 @@ class JsonlLogStore implements JsonlStore {
     const log = (this.#log = shared?.log ?? new LocalChangeLog({ ...(options.now ? { now: options.now } : {}), ...(options.retentionMs === undefined ? {} : { retentionMs: options.retentionMs }), warn: this.#warn }));
     this.changesFile = shared?.file ?? new ChangesFile(dirname(this.#path), this.#fs);
     const changes = (this.#changes = log.resource(options.resource ?? basename(this.#path).replace(/\.jsonl$/, '')));
+    /** A rewrite of the answers file is queued or running: one at a time. */
+    let rewriting = false;
+    const answers = (this.#answers = new AnswerFile(answerFileOf(this.#path), this.#fs, durable, new AnswerBook(options.idempotency)));
     this.#writes = new WriteBatcher<LogEntity>(
       {
         get: (id) => index.get(id),
         entity: (record, n) => new WrittenEntity(record.id, JSON.stringify(record), file.lines + n),
-        append: async (batch, types) => {
+        answers: answers.book,
+        append: async (batch, types, keyed) => {
           const started = performance.now();
           // Numbered here, in the order batches reach the disk's queue; published in that order
-          // once durable (LocalChangeLog), whichever store's sync returns first.
-          const first = log.reserve(batch.length);
-          this.#lastReserved = first + batch.length - 1;
+          // once durable (LocalChangeLog), whichever store's sync returns first. A batch of answers
+          // alone (a refusal remembered) has no change to number.
+          const first = batch.length === 0 ? 0 : log.reserve(batch.length);
+          if (batch.length > 0) this.#lastReserved = first + batch.length - 1;
           const at = log.nowSeconds();
           const stamps = batch.map((_, i): ChangeStamp => ({ seq: first + i, type: types[i]!, at }));
           const lines = batch.map((c, i) => {
@@ -172,14 +185,28 @@ class JsonlLogStore implements JsonlStore {
             written.stamp(stamps[i]!);
             return written.line();
           });
+          // The answers first, naming where their writes' lines go (answer-file.ts explains why).
+          const starts = keyed.length === 0 ? [] : lineStarts(file, lines);
+          const recorded = keyed.map((k): Recorded => ({ key: k.key, remembered: k.remembered, range: k.change === undefined ? undefined : rangeOf(lines[k.change]!, starts[k.change]!) }));
           try {
-            await file.append(lines);
+            await answers.before(recorded, lines.length > 0);
           } catch (error) {
-            log.settle(first, null);
+            // Numbers reserved for lines that never reached the log are given back in order.
+            if (batch.length > 0) log.settle(first, null);
             throw error;
           }
-          this.#batch = { first, stamps, items: [] };
-          observer?.committed?.(batch.length, durable ? (performance.now() - started) / 1000 : 0);
+          let ok = false;
+          try {
+            if (lines.length > 0) {
+              await file.append(lines);
+              this.#batch = { first, stamps, items: [] };
+              observer?.committed?.(batch.length, durable ? (performance.now() - started) / 1000 : 0);
+            }
+            ok = true;
+          } finally {
+            if (!ok && batch.length > 0) log.settle(first, null);
+            await answers.after(recorded, ok);
+          }
         },
         apply: (change, record) => {
           const batch = this.#batch!;
@@ -195,16 +222,30 @@ class JsonlLogStore implements JsonlStore {
           }
         },
         applied: () => {
-          const batch = this.#batch!;
+          const batch = this.#batch;
+          // A batch of answers alone wrote no change.
+          if (batch === undefined) return;
           this.#batch = undefined;
           log.settle(batch.first, batch.items);
         },
-        afterBatch: () => this.#maybeCompact(),
+        afterBatch: () => {
+          this.#maybeCompact();
+          if (!answers.wasteful || rewriting || this.#closing) return;
+          rewriting = true;
+          void this.#writes
+            .task(() => answers.compact())
+            .catch((error: unknown) => this.#warn(`${this.#path}: rewriting its idempotency answers failed: ${(error as Error).message}`))
+            .finally(() => (rewriting = false));
+        },
       },
       this.#path,
       this.#warn,
     );
-    this.#compaction = new Compaction(file, this.#fs, (run) => this.#writes.task(run), this.#warn);
+    // The log's bytes move in the swap: no answer may still be waiting for them (answer-file.ts).
+    this.#compaction = new Compaction(file, this.#fs, (run) => this.#writes.task(async () => {
+      await answers.settle();
+      await run();
+    }), this.#warn);
   }
 
   // ---- reads: memory only ----
@@ -274,6 +315,7 @@ class JsonlLogStore implements JsonlStore {
     try {
       if (loaded.torn) await this.#dropTornTail(loaded.torn);
       if (loaded.rejected.length > 0) await this.#setAsideRejected(loaded.rejected);
+      await this.#answers.open(this.#path, file.size);
     } catch (error) {
       await file.closeFd();
       throw error instanceof StoreOpenError ? error : openError(this.#path, error);
@@ -376,13 +418,18 @@ class JsonlLogStore implements JsonlStore {
 
   // ---- writes: serialised, group-committed ----
 
-  create(record: EntityRecord): Promise<StoredEntity> {
-    return this.#writes.create(record);
+  create(record: EntityRecord, keyed?: KeyedWrite): Promise<StoredEntity> {
+    return this.#writes.create(record, keyed);
   }
 
-  update(id: string, change: Change): Promise<StoredEntity | undefined> {
-    return this.#writes.update(id, change);
+  update(id: string, change: Change, keyed?: KeyedWrite): Promise<StoredEntity | undefined> {
+    return this.#writes.update(id, change, keyed);
   }
+
+  readonly idempotency: IdempotencyLedger = {
+    claim: (key: string, fingerprint: string): Claim => this.#answers.book.claim(key, fingerprint),
+    remember: (keyed: KeyedWrite): Promise<void> => this.#writes.remember(keyed),
+  };
 
   delete(id: string, check?: DeleteCheck): Promise<boolean> {
     return this.#writes.delete(id, check);
@@ -483,8 +530,25 @@ class JsonlLogStore implements JsonlStore {
     await this.#compacting;
     while (this.#writes.busy) await this.#writes.busy;
     this.#open = false;
+    await this.#answers.close(this.#warn);
     await this.#file.close(this.#warn);
   }
+}
+
+/** Where each of `lines` will start once appended to `file` (as `JsonlFile.append` lays them out). */
+function lineStarts(file: JsonlFile, lines: readonly string[]): number[] {
+  let at = file.size + (file.needsNewline ? 1 : 0);
+  return lines.map((line) => {
+    const start = at;
+    at += Buffer.byteLength(line) + 1;
+    return start;
+  });
+}
+
+/** The range a line starting at `start` takes, with its hash. */
+function rangeOf(line: string, start: number): LineRange {
+  const bytes = Buffer.from(line);
+  return [start, start + bytes.length, lineHash(bytes)];
 }
 
 function openError(file: string, error: unknown): StoreOpenError {

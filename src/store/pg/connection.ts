@@ -4,7 +4,7 @@
  */
 import { StoreOpenError } from '../store.js';
 import { loadDriver, type PgOptions, type Sql } from './driver.js';
-import { LAYOUT_DDL, LAYOUT_VERSION, LAYOUT_VERSION_QUERY, SCHEMA } from './layout.js';
+import { ANSWERS_TABLE, ANSWERS_TABLE_DDL, LAYOUT_DDL, LAYOUT_LOCK, LAYOUT_VERSION, LAYOUT_VERSION_QUERY, SCHEMA } from './layout.js';
 
 /** Connections of one process: the writers of every resource, the change feed and the loader share them. */
 const POOL_SIZE = 8;
@@ -218,5 +218,8 @@ export async function prepareLayout(sql: Sql, where: string, create: boolean): P
   if (row?.value !== String(LAYOUT_VERSION)) {
     throw new StoreOpenError(`${where} holds halserve's table layout version ${row?.value ?? 'unknown'}; this halserve uses version ${LAYOUT_VERSION}`);
   }
+  // A database laid out before idempotency answers were kept gets their table (layout.ts).
+  const [answers] = await sql.unsafe<{ present: boolean }[]>(`SELECT to_regclass('${ANSWERS_TABLE}') IS NOT NULL AS present`);
+  if (!answers?.present && create) await sql.unsafe([`SELECT pg_advisory_xact_lock(${LAYOUT_LOCK})`, ...ANSWERS_TABLE_DDL].join(';\n'));
   return true;
 }

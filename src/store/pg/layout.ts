@@ -26,6 +26,30 @@ export const LAYOUT_VERSION = 1;
 /** Serialises concurrent first starts (an arbitrary constant, the same in every process). */
 export const LAYOUT_LOCK = 0x68616c73;
 
+/**
+ * `halserve.answers`: the remembered answers of keyed writes (`Idempotency-Key`, idempotency.ts),
+ * one row per resource and ledger key. A row is inserted by the very statement that makes its
+ * write (write-statement.ts), so it commits or rolls back with it; its primary key makes a second
+ * write of the key fail as a whole. `at` is milliseconds; rows past their time to live are deleted.
+ * Added without a layout version of its own: created when absent, in a database of either age.
+ */
+export const ANSWERS_TABLE = `${SCHEMA}.answers`;
+export const ANSWERS_TABLE_DDL: readonly string[] = [
+  `CREATE TABLE IF NOT EXISTS ${ANSWERS_TABLE} (
+     resource text NOT NULL,
+     key text NOT NULL,
+     fingerprint text NOT NULL,
+     at bigint NOT NULL,
+     status int NOT NULL,
+     headers text NOT NULL,
+     body text NOT NULL,
+     CONSTRAINT answers_pkey PRIMARY KEY (resource, key)
+   )`,
+  `CREATE INDEX IF NOT EXISTS answers_at ON ${ANSWERS_TABLE} (resource, at)`,
+];
+/** The constraint a second answer to one key breaks (SQLSTATE 23505). */
+export const ANSWERS_KEY_CONSTRAINT = 'answers_pkey';
+
 /** Creates the schema, table, indexes and trigger when absent. Run inside one transaction. */
 export const LAYOUT_DDL: readonly string[] = [
   `SELECT pg_advisory_xact_lock(${LAYOUT_LOCK})`,
@@ -44,6 +68,7 @@ export const LAYOUT_DDL: readonly string[] = [
    )`,
   `CREATE INDEX IF NOT EXISTS entities_creation ON ${SCHEMA}.entities (resource, pos) WHERE body IS NOT NULL`,
   `CREATE INDEX IF NOT EXISTS entities_tx ON ${SCHEMA}.entities (tx)`,
+  ...ANSWERS_TABLE_DDL,
   `CREATE OR REPLACE FUNCTION ${SCHEMA}.notify_changes() RETURNS trigger LANGUAGE plpgsql AS $$
    BEGIN PERFORM pg_notify('${CHANNEL}', ''); RETURN NULL; END $$`,
   `CREATE OR REPLACE TRIGGER entities_changed AFTER INSERT OR UPDATE OR DELETE ON ${SCHEMA}.entities

@@ -1,3 +1,4 @@
+import type { AnswerBookOptions } from '../idempotency.js';
 import type { RelationGraph } from '../../conventions/relations.js';
 import type { LinkIntegrity } from '../integrity.js';
 import { StoreOpenError } from '../store.js';
@@ -23,6 +24,8 @@ export interface PostgresOptions extends ConnectOptions {
   readonly pollMs?: number;
   /** How long a write try or a catch-up round trip may go unanswered (default `STATEMENT_DEADLINE_MS`). */
   readonly deadlineMs?: number;
+  /** The clock and time to live of keyed writes' answers (idempotency.ts). */
+  readonly idempotency?: AnswerBookOptions;
 }
 
 /** The stores of one database, sharing its connections and its change feed. */
@@ -160,6 +163,7 @@ export async function openPostgres(options: PostgresOptions): Promise<PostgresSt
       onUnavailable,
       warn,
       ...(options.deadlineMs === undefined ? {} : { deadlineMs: options.deadlineMs }),
+      ...(options.idempotency === undefined ? {} : { idempotency: options.idempotency }),
     });
     writers.set(resource, writer);
     stores.set(resource, new PgStore(replica, writer, () => feed.up));

@@ -9,6 +9,7 @@ import type {
   StoreQuery,
   StoredEntity,
 } from '../store.js';
+import { AnswerBook, type IdempotencyLedger, type KeyedWrite } from '../idempotency.js';
 import type { Replica } from './replica.js';
 import type { PgWriter } from './writer.js';
 
@@ -65,13 +66,22 @@ export class PgStore implements LocalStore {
     return this.#replica.followers.add(listener);
   }
 
-  create(record: EntityRecord): Promise<StoredEntity> {
-    return this.#writer.create(record);
+  create(record: EntityRecord, keyed?: KeyedWrite): Promise<StoredEntity> {
+    return this.#writer.create(record, keyed);
   }
 
-  update(id: string, change: Change): Promise<StoredEntity | undefined> {
-    return this.#writer.update(id, change);
+  update(id: string, change: Change, keyed?: KeyedWrite): Promise<StoredEntity | undefined> {
+    return this.#writer.update(id, change, keyed);
   }
+
+  /** Keys in flight in this process (a 409); the answers themselves live in the database (writer.ts). */
+  readonly #inFlight = new AnswerBook({ maxAnswers: 0 });
+
+  readonly idempotency: IdempotencyLedger = {
+    // A retry of an answered key is known only to the database: its write, decided there, replays.
+    claim: (key, fingerprint) => this.#inFlight.claim(key, fingerprint),
+    remember: (keyed) => this.#writer.remember(keyed),
+  };
 
   delete(id: string, check?: DeleteCheck): Promise<boolean> {
     return this.#writer.delete(id, check);

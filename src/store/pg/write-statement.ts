@@ -7,7 +7,7 @@
 import type { LinkTarget } from '../../conventions/relations.js';
 import type { Referrers } from '../integrity.js';
 import { textArray, type Sql } from './driver.js';
-import { SCHEMA } from './layout.js';
+import { ANSWERS_TABLE, SCHEMA } from './layout.js';
 import { WRITE_FUNCTION, type LinkSpec } from './link-layout.js';
 import type { RowState } from './replica.js';
 
@@ -20,6 +20,21 @@ export interface RowWrite {
   readonly links: readonly LinkTarget[];
   /** The batch deletes the entity: refused while something links to it. */
   readonly guard: boolean;
+}
+
+/**
+ * An answer of a keyed write (idempotency.ts), inserted by the same statement as the batch's rows:
+ * with `id`, only if that id's row is written (the answer was decided against the batch's write of
+ * it); without, in any case (decided against the state read, like the writes that write nothing).
+ */
+export interface AnswerRow {
+  readonly id: string | undefined;
+  readonly key: string;
+  readonly fingerprint: string;
+  readonly at: number;
+  readonly status: number;
+  readonly headers: string;
+  readonly body: string;
 }
 
 /** What the statement did with a row: written, refused (still linked to; links to missing entities), or nothing (`lost`). */
@@ -38,9 +53,9 @@ export const targetKey = (resource: string, id: string): string => `${resource}/
  * INSERT of ids that still have none); otherwise the write function, given what links to the
  * resource (`reverse`).
  */
-export async function writeRows(sql: Sql, resource: string, rows: readonly RowWrite[], reverse: readonly LinkSpec[]): Promise<Map<string, RowOutcome>> {
+export async function writeRows(sql: Sql, resource: string, rows: readonly RowWrite[], reverse: readonly LinkSpec[], answers: readonly AnswerRow[] = []): Promise<Map<string, RowOutcome>> {
   const outcomes = new Map<string, RowOutcome>();
-  if (rows.length === 0) return outcomes;
+  if (rows.length === 0 && answers.length === 0) return outcomes;
   const text = textArray;
   const columns = [
     resource,
@@ -52,15 +67,25 @@ export async function writeRows(sql: Sql, resource: string, rows: readonly RowWr
   ];
   const checked = rows.some((r) => r.guard || r.links.length > 0);
   for (const { row } of rows) outcomes.set(row.id, { kind: 'lost' });
+  const answerColumns = [
+    text(answers.map((a) => a.id ?? null)),
+    text(answers.map((a) => a.key)),
+    text(answers.map((a) => a.fingerprint)),
+    text(answers.map((a) => String(a.at))),
+    text(answers.map((a) => String(a.status))),
+    text(answers.map((a) => a.headers)),
+    text(answers.map((a) => a.body)),
+  ];
   if (!checked) {
-    const written = await sql.unsafe<{ id: string }[]>(PLAIN, columns);
+    const written = await sql.unsafe<{ id: string }[]>(answers.length === 0 ? PLAIN : PLAIN_ANSWERED, answers.length === 0 ? columns : [...columns, ...answerColumns]);
     for (const { id } of written) outcomes.set(id, { kind: 'written' });
     return outcomes;
   }
   const links = rows.flatMap((r, i) => r.links.map((link) => ({ row: i + 1, link })));
+  const call = `SELECT id, outcome, detail FROM ${WRITE_FUNCTION}($1, $2::text[], $3::text[]::bigint[], $4::text[]::bigint[], $5::text[], $6::text[]::bigint[],
+       $7::text[]::boolean[], $8::text[]::int[], $9::text[], $10::text[], $11::text[], $12::text[], $13::text[]::boolean[])`;
   const answer = await sql.unsafe<{ id: string; outcome: string; detail: string | null }[]>(
-    `SELECT id, outcome, detail FROM ${WRITE_FUNCTION}($1, $2::text[], $3::text[]::bigint[], $4::text[]::bigint[], $5::text[], $6::text[]::bigint[],
-       $7::text[]::boolean[], $8::text[]::int[], $9::text[], $10::text[], $11::text[], $12::text[], $13::text[]::boolean[])`,
+    answers.length === 0 ? call : `WITH w AS MATERIALIZED (${call}), ${answeredBy('(SELECT id FROM w WHERE outcome = \'written\')', 14)} SELECT id, outcome, detail FROM w`,
     [
       ...columns,
       text(rows.map((r) => String(r.guard))),
@@ -70,6 +95,7 @@ export async function writeRows(sql: Sql, resource: string, rows: readonly RowWr
       text(reverse.map((r) => r.source)),
       text(reverse.map((r) => r.field)),
       text(reverse.map((r) => String(r.many))),
+      ...(answers.length === 0 ? [] : answerColumns),
     ],
   );
   for (const { id, outcome, detail } of answer) outcomes.set(id, readOutcome(outcome, detail));
@@ -102,6 +128,28 @@ const PLAIN = `WITH u AS (
   RETURNING id
 )
 SELECT id FROM updated UNION ALL SELECT id FROM inserted`;
+
+/**
+ * The CTE that inserts a batch's answers (parameters from `$first`: id, key, fingerprint, at, status,
+ * headers, body), each only if its id is among `written` (a subquery), or without an id. A key that
+ * already has an answer breaks `answers_pkey`, and the whole statement, rows included, is undone.
+ */
+function answeredBy(written: string, first: number): string {
+  const p = (n: number): string => `$${first + n}`;
+  return `answered AS (
+  INSERT INTO ${ANSWERS_TABLE} (resource, key, fingerprint, at, status, headers, body)
+  SELECT $1, a.key, a.fingerprint, a.at, a.status, a.headers, a.body
+  FROM unnest(${p(0)}::text[], ${p(1)}::text[], ${p(2)}::text[], ${p(3)}::text[]::bigint[], ${p(4)}::text[]::int[], ${p(5)}::text[], ${p(6)}::text[])
+    AS a(id, key, fingerprint, at, status, headers, body)
+  WHERE a.id IS NULL OR a.id IN ${written}
+)`;
+}
+
+/** PLAIN, and the batch's answers with it (parameters $7…$13). */
+const PLAIN_ANSWERED = PLAIN.replace(
+  'SELECT id FROM updated UNION ALL SELECT id FROM inserted',
+  `, ${answeredBy('(SELECT id FROM updated UNION ALL SELECT id FROM inserted)', 7)}\nSELECT id FROM updated UNION ALL SELECT id FROM inserted`,
+);
 
 /** Which of `targets` are live entities in the database now (a statement of its own: a check before a write, not the write's). */
 export async function liveTargets(sql: Sql, targets: readonly LinkTarget[]): Promise<Set<string>> {

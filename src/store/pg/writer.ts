@@ -1,7 +1,5 @@
 import type { LinkTarget } from '../../conventions/relations.js';
-import { checkRecord } from '../memory-store.js';
 import {
-  StoreConflictError,
   StoreUnavailableError,
   StoreWriteError,
   type Change,
@@ -12,12 +10,14 @@ import {
 } from '../store.js';
 import { isUnavailable, reason, STATEMENT_DEADLINE_MS, withDeadline } from './connection.js';
 import { textArray, type Sql } from './driver.js';
-import { SCHEMA } from './layout.js';
+import { ANSWERS_KEY_CONSTRAINT, ANSWERS_TABLE, SCHEMA } from './layout.js';
 import { introducedLinks, NO_LINKS, refusal, type WriterLinks } from './link-writes.js';
 import { RowEntity, type PgEntity } from './pg-entity.js';
 import type { Readers, Replica } from './replica.js';
-import { WriteQueue, type WriteOp } from '../write-queue.js';
-import { writeRows, type RowWrite } from './write-statement.js';
+import { settleWrite, WriteQueue, type WriteOp } from '../write-queue.js';
+import { answerOf, decideWrite, idOf, keyOf } from '../write-rules.js';
+import { ANSWER_TTL_MS, type AnswerBookOptions, type KeyedWrite, type Remembered, type WriteOutcome } from '../idempotency.js';
+import { writeRows, type AnswerRow, type RowWrite } from './write-statement.js';
 
 export type { WriteOp };
 
@@ -44,6 +44,8 @@ interface Current {
 /** How a write that ran is answered, and what it asked of the statement. */
 export interface Ran {
   readonly settle: () => void;
+  /** What the write came to, for a keyed write's answer. */
+  readonly outcome?: WriteOutcome;
   /** The links it makes. */
   readonly links?: readonly LinkTarget[];
   /** It deletes an entity. */
@@ -70,7 +72,12 @@ export interface WriterOptions {
   readonly deadlineMs?: number;
   /** Told of an internal error (a bug): the writes queued after it still run. */
   readonly warn: (message: string) => void;
+  /** The clock and time to live of keyed writes' answers (idempotency.ts); default `Date.now`, 24 h. */
+  readonly idempotency?: AnswerBookOptions;
 }
+
+/** How often a writer deletes its resource's expired answers, in milliseconds of the ledger's clock. */
+const ANSWER_SWEEP_MS = 10 * 60 * 1000;
 
 /**
  * The writes of one resource (contract §8a). Writes queue and go in batches (group commit): a
@@ -88,6 +95,15 @@ export interface WriterOptions {
  * entity is refused with `DanglingLinkError`, the delete of one still linked to with
  * `StillLinkedError`, decided in the database whatever other processes write at the same moment.
  *
+ * Keyed writes (`Idempotency-Key`, idempotency.ts): a batch reads its keys' answers with its rows,
+ * decides each keyed write against its key's answer first (write-rules.ts: a replay writes
+ * nothing), and inserts the new answers in the same statement as the rows (write-statement.ts):
+ * an answer whose write is undone is undone with it, so a replayed answer is never separated from
+ * its write — whichever process, whatever outage. Two processes writing one key at once: the second
+ * statement to commit breaks the answers' primary key and is undone whole, and its batch runs again,
+ * now finding the answer (a replay): no key writes twice. A statement cut off by an outage (503)
+ * either committed, answer included, or did nothing: the retry replays or is processed.
+ *
  * No transaction spans two round trips: a connection lost in the middle of one would leave the
  * driver (postgres 3.4.9) writing its ROLLBACK to a closed socket, which ends the process. A try
  * whose statements have not answered within the deadline fails as if the connection were lost.
@@ -96,9 +112,15 @@ export class PgWriter {
   readonly #options: WriterOptions;
   readonly #queue: WriteQueue;
   #links: WriterLinks = NO_LINKS;
+  readonly #now: () => number;
+  readonly #ttlMs: number;
+  /** When expired answers were last deleted (ledger clock); -Infinity: not yet. */
+  #swept = -Infinity;
 
   constructor(options: WriterOptions) {
     this.#options = options;
+    this.#now = options.idempotency?.now ?? Date.now;
+    this.#ttlMs = options.idempotency?.ttlMs ?? ANSWER_TTL_MS;
     this.#queue = new WriteQueue(options.resource, () => this.#drain(), options.warn);
   }
 
@@ -107,12 +129,17 @@ export class PgWriter {
     this.#links = links;
   }
 
-  create(record: EntityRecord): Promise<StoredEntity> {
-    return this.#queue.create(record);
+  create(record: EntityRecord, keyed?: KeyedWrite): Promise<StoredEntity> {
+    return this.#queue.create(record, keyed);
   }
 
-  update(id: string, change: Change): Promise<StoredEntity | undefined> {
-    return this.#queue.update(id, change);
+  update(id: string, change: Change, keyed?: KeyedWrite): Promise<StoredEntity | undefined> {
+    return this.#queue.update(id, change, keyed);
+  }
+
+  /** Records a keyed request's answer that wrote nothing (idempotency.ts `remember`). */
+  remember(keyed: KeyedWrite): Promise<void> {
+    return this.#queue.answer(keyed);
   }
 
   delete(id: string, check?: DeleteCheck): Promise<boolean> {
@@ -140,6 +167,8 @@ export class PgWriter {
         const code = (error as { code?: unknown } | null)?.code;
         // The statement did nothing (a deadlock or serialization failure): the whole batch runs again.
         if (typeof code === 'string' && TRANSIENT.has(code) && attempt < MAX_ATTEMPTS) continue;
+        // Another process answered one of the batch's keys first: undone whole, it runs again and replays.
+        if (code === '23505' && (error as { constraint_name?: unknown }).constraint_name === ANSWERS_KEY_CONSTRAINT && attempt < MAX_ATTEMPTS) continue;
         let failure: Error;
         if (isUnavailable(error)) {
           this.#options.onUnavailable(error);
@@ -173,13 +202,17 @@ export class PgWriter {
     const ids = new Set<string>();
     let creates = 0;
     for (const op of batch) {
-      if (op.kind !== 'create') ids.add(op.id);
-      else if (typeof op.record.id === 'string') {
-        ids.add(op.record.id);
-        creates++;
-      }
+      const id = idOf(op);
+      if (id === undefined) continue;
+      ids.add(id);
+      if (op.kind === 'create') creates++;
     }
-    const [found, positions] = await this.#deadline(Promise.all([
+    const keys = [...new Set(batch.flatMap((op) => keyOf(op)?.key ?? []))];
+    const now = this.#now();
+    const cutoff = now - this.#ttlMs;
+    const sweep = now - this.#swept >= ANSWER_SWEEP_MS;
+    if (sweep) this.#swept = now;
+    const [found, positions, known] = await this.#deadline(Promise.all([
       sql.unsafe<{ id: string; pos: string; rev: string; body: string | null }[]>(
         `SELECT id, pos::text AS pos, rev::text AS rev, body FROM ${SCHEMA}.entities WHERE resource = $1 AND id = ANY($2::text[])`,
         [resource, textArray([...ids])],
@@ -187,7 +220,31 @@ export class PgWriter {
       creates === 0
         ? Promise.resolve([])
         : sql.unsafe<{ pos: string }[]>(`SELECT nextval('${SCHEMA}.creation')::text AS pos FROM generate_series(1, $1::int)`, [creates]),
+      keys.length === 0 && !sweep
+        ? Promise.resolve([])
+        : // Expired answers go (the batch's keys', and now and then all of the resource's), so that a
+          // key past its time to live can be answered again; live ones are read.
+          sql.unsafe<{ key: string; fingerprint: string; at: string; status: number; headers: string; body: string }[]>(
+            `WITH gone AS (DELETE FROM ${ANSWERS_TABLE} WHERE resource = $1 AND at <= $3::bigint AND ($4::boolean OR key = ANY($2::text[])))
+             SELECT key, fingerprint, at::text AS at, status, headers, body FROM ${ANSWERS_TABLE} WHERE resource = $1 AND key = ANY($2::text[]) AND at > $3::bigint`,
+            [resource, textArray(keys), String(cutoff), sweep],
+          ),
     ]));
+    const remembered = new Map<string, Remembered>(
+      known.map((a) => [a.key, { fingerprint: a.fingerprint, at: Number(a.at), answer: { status: a.status, headers: JSON.parse(a.headers) as Record<string, string>, body: a.body } }]),
+    );
+    /** The answers of the batch's keyed writes, by key, and the id each one's write concerns. */
+    const answered = new Map<string, { id: string | undefined; remembered: Remembered }>();
+    const record = (op: WriteOp, outcome: WriteOutcome): void => {
+      const keyed = keyOf(op);
+      if (keyed === undefined) return;
+      try {
+        const r = answerOf(op, outcome, now);
+        if (r !== undefined) answered.set(keyed.key, { id: idOf(op), remembered: r });
+      } catch (error) {
+        this.#options.warn(`${resource}: internal error: an answer could not be made: ${(error as Error).stack ?? String(error)}`);
+      }
+    };
     const next = positions.map((p) => Number(p.pos)).sort((a, b) => a - b);
     const states = new Map<string, Current>();
     for (const row of found) {
@@ -204,11 +261,16 @@ export class PgWriter {
     /** Each write's answer, and the id it depends on (none for a record refused before any lookup). */
     const answers: Answer[] = [];
     for (const op of batch) {
-      const id = op.kind === 'create' ? (typeof op.record.id === 'string' ? op.record.id : undefined) : op.id;
+      const id = idOf(op);
+      const key = keyOf(op)?.key;
+      const known = key === undefined ? undefined : (answered.get(key)?.remembered ?? remembered.get(key));
       try {
-        answers.push({ op, id, ...this.#run(op, stateOf, next, records) });
+        const ran = this.#run(op, stateOf, next, records, known);
+        answers.push({ op, id, ...ran });
+        if (ran.outcome !== undefined) record(op, ran.outcome);
       } catch (error) {
         answers.push({ op, id, settle: () => op.reject(error) });
+        record(op, { error });
       }
     }
     const written = [...states].filter(([, state]) => state.rev !== state.read);
@@ -218,7 +280,18 @@ export class PgWriter {
       links: state.links,
       guard: state.guard,
     }));
-    const outcomes = await this.#deadline(writeRows(sql, resource, rows, this.#links.reverse));
+    // An answer decided against a write of the batch stands or falls with that write.
+    const writtenIds = new Set(written.map(([id]) => id));
+    const answerRows = [...answered].map(([key, { id, remembered: r }]): AnswerRow => ({
+      id: id !== undefined && writtenIds.has(id) ? id : undefined,
+      key,
+      fingerprint: r.fingerprint,
+      at: r.at,
+      status: r.answer.status,
+      headers: JSON.stringify(r.answer.headers),
+      body: r.answer.body,
+    }));
+    const outcomes = await this.#deadline(writeRows(sql, resource, rows, this.#links.reverse, answerRows));
     const applied = rows.filter((r) => outcomes.get(r.row.id)?.kind === 'written').map((r) => r.row);
     // Noted before they reach the index: until the feed reads them back, the index is ahead of it.
     for (const row of applied) {
@@ -238,41 +311,30 @@ export class PgWriter {
   }
 
   /** Runs one write against its id's state as the batch left it; returns how to answer it. Throws to refuse it. */
-  #run(op: WriteOp, stateOf: (id: string) => Current, next: number[], records: Map<PgEntity, EntityRecord>): Ran {
+  #run(op: WriteOp, stateOf: (id: string) => Current, next: number[], records: Map<PgEntity, EntityRecord>, remembered: Remembered | undefined): Ran {
     const { forward, reverse } = this.#links;
-    if (op.kind === 'create') {
-      checkRecord(op.record);
-      const state = stateOf(op.record.id);
-      if (state.entity) throw new StoreConflictError(`id ${op.record.id} exists`);
-      state.pos = next.shift()!;
-      state.rev++;
-      const entity = (state.entity = new RowEntity(op.record.id, JSON.stringify(op.record), state.pos, state.rev));
-      state.type = 'created';
-      records.set(entity, op.record);
-      const links = forward.length === 0 ? [] : introducedLinks(forward, op.record, undefined);
-      state.links = [...state.links, ...links];
-      return { settle: () => op.resolve(entity), links };
+    const id = idOf(op);
+    const state = id === undefined ? undefined : stateOf(id);
+    const decision = decideWrite(op, state?.entity, remembered);
+    // A record without an id was refused above: from here on the id and its state exist.
+    if (decision.kind === 'missing') return { settle: () => settleWrite(op, undefined), outcome: { entity: undefined } };
+    if (decision.kind === 'remove') {
+      state!.rev++;
+      state!.entity = undefined;
+      if (reverse.length > 0) state!.guard = true;
+      return { settle: () => settleWrite(op, undefined, true), deletes: true };
     }
-    const state = stateOf(op.id);
-    const current = state.entity;
-    if (!current) return { settle: op.kind === 'update' ? () => op.resolve(undefined) : () => op.resolve(false) };
-    if (op.kind === 'delete') {
-      op.check?.(current);
-      state.rev++;
-      state.entity = undefined;
-      if (reverse.length > 0) state.guard = true;
-      return { settle: () => op.resolve(true), deletes: true };
-    }
-    const record = op.change(current);
-    checkRecord(record);
-    if (record.id !== op.id) throw new Error(`change() returned id ${String(record.id)} for ${op.id}`);
-    state.rev++;
-    const entity = (state.entity = new RowEntity(op.id, JSON.stringify(record), state.pos, state.rev));
-    state.type = 'updated';
+    const { record } = decision;
+    const before = state!.entity;
+    if (op.kind === 'create') state!.pos = next.shift()!;
+    state!.rev++;
+    const entity = (state!.entity = new RowEntity(id!, JSON.stringify(record), state!.pos, state!.rev));
+    // The write's own type, for the change it reports (a create, or a replace or patch).
+    state!.type = op.kind === 'create' ? 'created' : 'updated';
     records.set(entity, record);
-    const links = forward.length === 0 ? [] : introducedLinks(forward, record, current.record);
-    state.links = [...state.links, ...links];
-    return { settle: () => op.resolve(entity), links };
+    const links = forward.length === 0 ? [] : introducedLinks(forward, record, before?.record);
+    state!.links = [...state!.links, ...links];
+    return { settle: () => settleWrite(op, entity), links, outcome: { entity } };
   }
 
   /** `work`, or a `StatementDeadlineError` once it has taken longer than the deadline (a connection that never answers). */

@@ -1,0 +1,90 @@
+/**
+ * What `Idempotency-Key` costs a write (docs/conventions.md §5.1): `node --import tsx
+ * bench/store-idempotency.ts` (run by `npm run bench` with the other `bench/store-*.ts`; the entity
+ * count it is given is not used).
+ *
+ * One process: a server over a durable JSON-lines store (fdatasync) in a temporary directory, and
+ * clients over HTTP on loopback sending POSTs for `ROUND_MS` each round, keyed (a fresh key per
+ * request) and unkeyed in alternating rounds, at 1 and at 16 requests in flight. Prints requests per
+ * second (the median of the rounds) and keyed / unkeyed. A keyed batch syncs twice (its answers,
+ * then the log: answer-file.ts), so one request at a time pays about two syncs; many in flight share them.
+ */
+import fs from 'node:fs/promises';
+import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
+import type { AddressInfo } from 'node:net';
+import { createHalServer } from '../src/http/server.js';
+import { openJsonlStore } from '../src/store/log/jsonl-store.js';
+
+const ROUND_MS = Number(process.env['BENCH_IDEM_ROUND_MS'] ?? (process.env['BENCH_QUICK'] ? 1000 : 3000));
+const ROUNDS = Number(process.env['BENCH_IDEM_ROUNDS'] ?? 3);
+/** `none` measures the CPU cost alone (no fdatasync): the difference to `full` is the second sync. */
+const DURABILITY = process.env['BENCH_IDEM_DURABILITY'] === 'none' ? 'none' : 'full';
+const BODY = JSON.stringify({ sku: 'LMP-1', name: 'Desk lamp', price: 39.9, tags: ['home'], stock: 4 });
+
+const median = (values: number[]): number => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? NaN;
+
+function post(agent: http.Agent, port: number, key: string | undefined): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const headers: Record<string, string> = { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(BODY)) };
+    if (key !== undefined) headers['idempotency-key'] = key;
+    const req = http.request({ host: '127.0.0.1', port, path: '/items', method: 'POST', agent, headers }, (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.statusCode ?? 0));
+    });
+    req.on('error', reject);
+    req.end(BODY);
+  });
+}
+
+/** Requests per second of `inFlight` clients posting for `ROUND_MS`. */
+async function round(port: number, inFlight: number, keyed: boolean, tag: string): Promise<number> {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: inFlight });
+  const end = performance.now() + ROUND_MS;
+  let done = 0;
+  let next = 0;
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: inFlight }, async () => {
+      while (performance.now() < end) {
+        const status = await post(agent, port, keyed ? `${tag}-${next++}` : undefined);
+        if (status !== 201) throw new Error(`POST answered ${status}`);
+        done++;
+      }
+    }),
+  );
+  const seconds = (performance.now() - started) / 1000;
+  agent.destroy();
+  return done / seconds;
+}
+
+async function main(): Promise<void> {
+  const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'halserve-bench-idem-'));
+  const store = await openJsonlStore({ file: path.join(dir, 'items.jsonl'), compaction: { auto: false }, durability: DURABILITY });
+  const server = createHalServer({ resources: [{ name: 'items', store }] });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  const rows: string[] = ['| in flight | unkeyed POST/s | keyed POST/s | keyed / unkeyed |', '|---:|---:|---:|---:|'];
+  try {
+    for (const inFlight of [1, 16]) {
+      const plain: number[] = [];
+      const keyed: number[] = [];
+      for (let r = 0; r < ROUNDS; r++) {
+        plain.push(await round(port, inFlight, false, ''));
+        keyed.push(await round(port, inFlight, true, `c${inFlight}r${r}`));
+      }
+      const [p, k] = [median(plain), median(keyed)];
+      rows.push(`| ${inFlight} | ${p.toFixed(0)} | ${k.toFixed(0)} | ${(k / p).toFixed(2)}× |`);
+    }
+  } finally {
+    server.closeAllConnections();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+    await store.close();
+    await fs.rm(dir, { recursive: true, force: true });
+  }
+  console.log(`Keyed vs unkeyed POST, JSON-lines store, ${DURABILITY === 'full' ? 'durable (fdatasync)' : 'durability none (CPU cost alone)'}, one process, loopback HTTP; median of ${ROUNDS} rounds of ${ROUND_MS} ms each, alternating.\n`);
+  console.log(rows.join('\n'));
+}
+
+await main();

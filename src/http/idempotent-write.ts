@@ -1,0 +1,115 @@
+import type { IncomingMessage } from 'node:http';
+import { IDEMPOTENCY_KEY, IDEMPOTENCY_REPLAYED, ledgerKey, parseIdempotencyKey, requestFingerprint } from '../conventions/idempotency-key.js';
+import { HttpProblem } from '../conventions/problem.js';
+import { KeyInFlightError, KeyReusedError, ReplayedAnswer, type IdempotencyLedger, type KeyedWrite, type StoredAnswer, type WriteOutcome } from '../store/idempotency.js';
+import type { StoredEntity } from '../store/store.js';
+import type { Principal } from './auth.js';
+import { problemReply, type Reply } from './reply.js';
+import { originForm } from './request.js';
+
+/**
+ * A POST or PATCH with `Idempotency-Key` (docs/conventions.md): the first request with a key is
+ * processed and its answer remembered by the store, together with the write; a retry from the same
+ * principal to the same method and path gets that answer again, with `Idempotency-Replayed: true`,
+ * writing nothing; the key with another body is a 422, and while the first is still processed a
+ * 409.
+ *
+ * Only the answers of the write's own rules are remembered: a 2xx, a 400 `Validation failed`, a 404
+ * and a 412. Anything answered before the write is considered (the key, the JSON, authentication,
+ * rate limits) never reaches here, and a 5xx or any other refusal is not remembered: a retry after
+ * it is processed afresh (or, if the write was in fact made, replays its answer).
+ */
+
+/** The key of a request, parsed: a 400 problem for a malformed one; undefined without one. */
+export function requestKey(req: IncomingMessage): string | undefined {
+  return parseIdempotencyKey(req.headers[IDEMPOTENCY_KEY]);
+}
+
+/** Who the key belongs to: the principal, or the client's address without one (no authentication). */
+export function principalKey(req: IncomingMessage, principal: Principal | undefined): string {
+  return principal?.key ?? `address:${req.socket.remoteAddress ?? ''}`;
+}
+
+/** The statuses of problems that are the write's own answer, and remembered. */
+function remembered(problem: HttpProblem): boolean {
+  return problem.status === 404 || problem.status === 412 || (problem.status === 400 && problem.detail === 'Validation failed');
+}
+
+/** A reply as the ledger keeps it. */
+function storedAnswer(reply: Reply): StoredAnswer {
+  const body = reply.body;
+  return { status: reply.status, headers: { ...reply.headers }, body: body === undefined ? '' : typeof body === 'string' ? body : body.toString('utf8') };
+}
+
+/** The remembered answer, sent again. */
+export function replayReply(answer: StoredAnswer): Reply {
+  return { status: answer.status, headers: { ...answer.headers, [IDEMPOTENCY_REPLAYED]: 'true' }, body: answer.body };
+}
+
+export interface KeyedRequest {
+  readonly req: IncomingMessage;
+  readonly principal: Principal | undefined;
+  /** The client's key (`requestKey`). */
+  readonly key: string;
+  /** The parsed body. */
+  readonly body: unknown;
+  /** The store's ledger; undefined: the store keeps no answers (a 501). */
+  readonly ledger: IdempotencyLedger | undefined;
+  /** The write, given the key to pass to the store. */
+  readonly write: (keyed: KeyedWrite) => Promise<StoredEntity>;
+  /** The answer to the written entity. */
+  readonly reply: (entity: StoredEntity) => Reply;
+  /** The answer when the store found no entity to write (an update of a missing id). */
+  readonly missing: () => HttpProblem;
+}
+
+/** Processes a keyed write, or replays the answer its key has. */
+export async function keyedWrite(request: KeyedRequest): Promise<Reply> {
+  const { req, ledger } = request;
+  if (ledger === undefined) throw new HttpProblem(501, 'This store does not keep Idempotency-Key answers: send the request without the header');
+  const url = originForm(req.url ?? '/');
+  const mark = url.indexOf('?');
+  const key = ledgerKey(principalKey(req, request.principal), req.method ?? 'POST', mark === -1 ? url : url.slice(0, mark), request.key);
+  const fingerprint = requestFingerprint(request.body);
+  let claim;
+  try {
+    claim = await ledger.claim(key, fingerprint);
+  } catch (error) {
+    throw keyProblem(error);
+  }
+  if (claim.kind === 'replay') return replayReply(claim.answer);
+  /** Whether the store's write order saw the request (and recorded its answer, or chose not to). */
+  let decided = false;
+  /** The answer the store recorded: sent as it was recorded, so a replay is byte for byte the same. */
+  let given: StoredAnswer | undefined;
+  const answer = (outcome: WriteOutcome): StoredAnswer | undefined => {
+    decided = true;
+    if ('error' in outcome) given = outcome.error instanceof HttpProblem && remembered(outcome.error) ? storedAnswer(problemReply(outcome.error)) : undefined;
+    else given = storedAnswer(outcome.entity === undefined ? problemReply(request.missing()) : request.reply(outcome.entity));
+    return given;
+  };
+  try {
+    const entity = await request.write({ key, fingerprint, answer });
+    return given === undefined ? request.reply(entity) : { status: given.status, headers: given.headers, body: given.body };
+  } catch (error) {
+    if (error instanceof ReplayedAnswer) return replayReply(error.answer);
+    if (error instanceof KeyReusedError || error instanceof KeyInFlightError) throw keyProblem(error);
+    // Refused before the write order (validation of a POST, a PATCH's missing entity): remembered now.
+    if (!decided && error instanceof HttpProblem && remembered(error)) {
+      const fixed = storedAnswer(problemReply(error));
+      await ledger.remember({ key, fingerprint, answer: () => fixed }).catch((failure: unknown) => {
+        if (failure instanceof ReplayedAnswer || failure instanceof KeyReusedError) return;
+        throw failure;
+      });
+    }
+    throw error;
+  } finally {
+    claim.release();
+  }
+}
+
+function keyProblem(error: unknown): unknown {
+  if (error instanceof KeyInFlightError) return new HttpProblem(409, 'A request with this Idempotency-Key is still being processed: retry once it has been answered');
+  if (error instanceof KeyReusedError) return new HttpProblem(422, 'This Idempotency-Key was used for a request with another body: send a new key for a new request');
+  return error;
+}

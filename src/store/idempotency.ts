@@ -1,0 +1,192 @@
+import type { StoredEntity } from './store.js';
+
+/**
+ * Remembered answers of keyed writes (`Idempotency-Key`, draft-ietf-httpapi-idempotency-key-header;
+ * docs/conventions.md): what a store keeps so that a retried POST or PATCH is answered as the first
+ * one was, without writing again.
+ *
+ * The HTTP layer names a keyed write by its *ledger key* (principal, method, path and the client's
+ * key) and a *fingerprint* of its request; the store decides the write and records its answer in
+ * one step of its write order (write-rules.ts) and makes the answer durable together with the write
+ * (the file store: log/answer-file.ts). Here: the types of that exchange, and `AnswerBook`, the
+ * bounded in-memory table of answers and of keys in flight that the local stores share.
+ */
+
+/** A response as it was sent: what a replay sends again. Header names are lower-case. */
+export interface StoredAnswer {
+  readonly status: number;
+  readonly headers: Readonly<Record<string, string>>;
+  readonly body: string;
+}
+
+/** What a write came to: the entity it wrote (undefined: its id was missing), or why it was refused. */
+export type WriteOutcome = { readonly entity: StoredEntity | undefined } | { readonly error: unknown };
+
+/** A write that carries an `Idempotency-Key`. */
+export interface KeyedWrite {
+  /** The ledger key: principal, method, path and the client's key. */
+  readonly key: string;
+  /** A digest of the request: the same key with another fingerprint is refused (`KeyReusedError`). */
+  readonly fingerprint: string;
+  /**
+   * The answer the outcome gets, or undefined for an outcome that is never remembered (a 5xx, an
+   * error outside the write's own rules). Called inside the store's write order, before the write
+   * is made durable, each time the write is decided (a write that runs again is decided again; the
+   * last answer is the one recorded): it must be synchronous and must not throw.
+   */
+  readonly answer: (outcome: WriteOutcome) => StoredAnswer | undefined;
+}
+
+/** An answer as the ledger keeps it. */
+export interface Remembered {
+  readonly fingerprint: string;
+  /** When it was recorded: milliseconds of the ledger's clock. */
+  readonly at: number;
+  readonly answer: StoredAnswer;
+}
+
+/** A keyed write whose key already has an answer: the write is not made, the answer is sent again. */
+export class ReplayedAnswer extends Error {
+  override readonly name = 'ReplayedAnswer';
+  readonly answer: StoredAnswer;
+  constructor(answer: StoredAnswer) {
+    super('the key already has an answer');
+    this.answer = answer;
+  }
+}
+
+/** A keyed write whose key was first used with another request (422). */
+export class KeyReusedError extends Error {
+  override readonly name = 'KeyReusedError';
+}
+
+/** A keyed write whose key is held by a request still being processed (409). */
+export class KeyInFlightError extends Error {
+  override readonly name = 'KeyInFlightError';
+}
+
+/**
+ * What a keyed request may do before it is processed: send a remembered answer again, or go on
+ * holding the key until `release` (a second request with the key meanwhile is `KeyInFlightError`).
+ */
+export type Claim = { readonly kind: 'replay'; readonly answer: StoredAnswer } | { readonly kind: 'fresh'; readonly release: () => void };
+
+/** The idempotency side of a store (the port's `idempotency`). */
+export interface IdempotencyLedger {
+  /**
+   * Claims `key` for a request with `fingerprint`. Throws `KeyInFlightError` when another request
+   * holds it and `KeyReusedError` when its answer was given to another request.
+   */
+  claim(key: string, fingerprint: string): Claim | Promise<Claim>;
+  /**
+   * Records `keyed.answer({ entity: undefined })`, the answer of a keyed request refused before it
+   * reached the store's write order (a validation failure, a missing entity), durably, in the write
+   * order (so after any write of the key); resolves once it is, or rejects like the key's write would.
+   */
+  remember(keyed: KeyedWrite): Promise<void>;
+}
+
+/** At least this long an answer is kept (the draft's advice; docs/conventions.md promises 24 hours). */
+export const ANSWER_TTL_MS = 24 * 60 * 60 * 1000;
+/** At most this many answers per store: past it, the oldest go first, even inside their 24 hours. */
+export const MAX_ANSWERS = 100_000;
+/** At most this many bytes of answers (bodies and headers) per store, likewise. */
+export const MAX_ANSWER_BYTES = 64 * 1024 * 1024;
+
+export interface AnswerBookOptions {
+  /** Milliseconds; injected by tests that expire answers. Default `Date.now`. */
+  readonly now?: () => number;
+  readonly ttlMs?: number;
+  readonly maxAnswers?: number;
+  readonly maxBytes?: number;
+}
+
+/** What an answer holds in memory, roughly: its body and headers (strings count one byte a character). */
+function sizeOf(r: Remembered): number {
+  let bytes = r.answer.body.length + r.fingerprint.length + 64;
+  for (const name in r.answer.headers) bytes += name.length + (r.answer.headers[name]?.length ?? 0);
+  return bytes;
+}
+
+/**
+ * The answers a local store remembers, in the order they were recorded (so the oldest expire
+ * first), and the keys held by requests in flight in this process. Bounded: expired answers are
+ * dropped as new ones come and whenever asked for, and past `maxAnswers` answers or `maxBytes`
+ * bytes the oldest go. Keys in flight are as many as requests in flight.
+ */
+export class AnswerBook {
+  readonly now: () => number;
+  readonly ttlMs: number;
+  readonly #max: number;
+  readonly #maxBytes: number;
+  #bytes = 0;
+  readonly #answers = new Map<string, Remembered>();
+  readonly #inFlight = new Set<string>();
+
+  constructor(options: AnswerBookOptions = {}) {
+    this.now = options.now ?? Date.now;
+    this.ttlMs = options.ttlMs ?? ANSWER_TTL_MS;
+    this.#max = options.maxAnswers ?? MAX_ANSWERS;
+    this.#maxBytes = options.maxBytes ?? MAX_ANSWER_BYTES;
+  }
+
+  get size(): number {
+    return this.#answers.size;
+  }
+
+  /** The live answer of `key`. */
+  get(key: string): Remembered | undefined {
+    const found = this.#answers.get(key);
+    if (found === undefined) return undefined;
+    if (this.#expired(found)) {
+      this.#delete(key, found);
+      return undefined;
+    }
+    return found;
+  }
+
+  /** Records an answer (already durable, for a durable store). */
+  put(key: string, remembered: Remembered): void {
+    const before = this.#answers.get(key);
+    if (before !== undefined) this.#delete(key, before);
+    this.#answers.set(key, remembered);
+    this.#bytes += sizeOf(remembered);
+    for (const [oldest, r] of this.#answers) {
+      if (this.#answers.size <= this.#max && this.#bytes <= this.#maxBytes && !this.#expired(r)) break;
+      this.#delete(oldest, r);
+    }
+  }
+
+  #delete(key: string, r: Remembered): void {
+    this.#answers.delete(key);
+    this.#bytes -= sizeOf(r);
+  }
+
+  /** The live answers, oldest first (rewriting a durable ledger). */
+  *entries(): IterableIterator<[string, Remembered]> {
+    for (const entry of this.#answers) if (!this.#expired(entry[1])) yield entry;
+  }
+
+  /** See `IdempotencyLedger.claim`. */
+  claim(key: string, fingerprint: string): Claim {
+    if (this.#inFlight.has(key)) throw new KeyInFlightError('a request with this key is still being processed');
+    const found = this.get(key);
+    if (found !== undefined) {
+      if (found.fingerprint !== fingerprint) throw new KeyReusedError('the key was used for another request');
+      return { kind: 'replay', answer: found.answer };
+    }
+    this.#inFlight.add(key);
+    let held = true;
+    return {
+      kind: 'fresh',
+      release: () => {
+        if (held) this.#inFlight.delete(key);
+        held = false;
+      },
+    };
+  }
+
+  #expired(r: Remembered): boolean {
+    return r.at + this.ttlMs <= this.now();
+  }
+}

@@ -1,0 +1,58 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { HttpProblem } from '../../src/conventions/problem.js';
+import { ledgerKey, parseIdempotencyKey } from '../../src/conventions/idempotency-key.js';
+import { AnswerBook, KeyInFlightError, KeyReusedError } from '../../src/store/idempotency.js';
+
+test('Idempotency-Key as an sf-string, with escapes, or bare (a UUID starting with a digit) -> the key', () => {
+  assert.equal(parseIdempotencyKey('"8e03978e-40d5-43e8-bc93-6894a57f9324"'), '8e03978e-40d5-43e8-bc93-6894a57f9324');
+  assert.equal(parseIdempotencyKey('8e03978e-40d5'), '8e03978e-40d5');
+  assert.equal(parseIdempotencyKey('"a\\"b\\\\c"'), 'a"b\\c');
+  assert.equal(parseIdempotencyKey(' "k" '), 'k');
+  assert.equal(parseIdempotencyKey('x'.repeat(255)), 'x'.repeat(255));
+  assert.equal(parseIdempotencyKey(undefined), undefined);
+});
+
+test('malformed Idempotency-Key values -> a 400 problem each', () => {
+  for (const value of ['', '""', '"a', '"a"b', '"a";p=1', '"\\x"', 'a b', 'a,b, c', 'é', 'x'.repeat(256), '"tab\there"']) {
+    assert.throws(() => parseIdempotencyKey(value), (e: unknown) => e instanceof HttpProblem && e.status === 400, JSON.stringify(value));
+  }
+  assert.throws(() => parseIdempotencyKey(['a', 'b']), (e: unknown) => e instanceof HttpProblem && /more than one/.test(e.detail));
+});
+
+test('ledger keys of different requests -> never equal, whatever the parts hold', () => {
+  assert.notEqual(ledgerKey('a\nb', 'POST', '/x', 'k'), ledgerKey('a', 'b\nPOST', '/x', 'k'));
+  assert.equal(ledgerKey('p', 'POST', '/x', 'k'), ledgerKey('p', 'POST', '/x', 'k'));
+});
+
+test('AnswerBook: claim, in flight -> KeyInFlightError; released without an answer -> claimable again; answered -> replay or KeyReusedError', () => {
+  const book = new AnswerBook({ now: () => 0 });
+  const claim = book.claim('k', 'f');
+  assert.equal(claim.kind, 'fresh');
+  assert.throws(() => book.claim('k', 'f'), KeyInFlightError);
+  if (claim.kind === 'fresh') claim.release();
+  const again = book.claim('k', 'f');
+  book.put('k', { fingerprint: 'f', at: 0, answer: { status: 201, headers: {}, body: 'x' } });
+  if (again.kind === 'fresh') again.release();
+  assert.deepEqual(book.claim('k', 'f'), { kind: 'replay', answer: { status: 201, headers: {}, body: 'x' } });
+  assert.throws(() => book.claim('k', 'g'), KeyReusedError);
+});
+
+test('AnswerBook past its bound -> the oldest answers go first', () => {
+  let now = 0;
+  const book = new AnswerBook({ now: () => now, maxAnswers: 2, ttlMs: 100 });
+  for (const k of ['a', 'b', 'c']) book.put(k, { fingerprint: 'f', at: now++, answer: { status: 200, headers: {}, body: '' } });
+  assert.deepEqual([...book.entries()].map(([k]) => k), ['b', 'c']);
+  now = 101;
+  assert.equal(book.get('b'), undefined);
+  assert.ok(book.get('c'));
+});
+
+test('AnswerBook past its byte bound -> the oldest answers go first, the newest is kept', () => {
+  const book = new AnswerBook({ now: () => 0, maxBytes: 3000 });
+  const big = { status: 201, headers: {}, body: 'x'.repeat(1000) };
+  for (const k of ['a', 'b', 'c', 'd']) book.put(k, { fingerprint: 'f', at: 0, answer: big });
+  assert.deepEqual([...book.entries()].map(([k]) => k), ['c', 'd']);
+  book.put('d', { fingerprint: 'f', at: 0, answer: big });
+  assert.equal(book.size, 2);
+});
