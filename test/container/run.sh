@@ -15,7 +15,7 @@
 #      POSTGRES_DB; pg_isready for the health check), and tags the image as compose.yaml names it;
 #   5. runs test/container/image.test.ts and postgres.test.ts (node:test), which start and stop real
 #      containers, the latter against a throwaway PostgreSQL cluster on the host (--network host),
-#      then compose.test.ts, which brings compose.yaml up with podman-compose (bridge network by
+#      and compose.test.ts, which brings compose.yaml up with podman-compose (bridge network by
 #      netavark, the one test that makes host network state: removed at the end, see 6);
 #   6. on any exit: removes every container, pod, network, volume and image, unmounts and deletes
 #      the temporary directory, removes the host paths podman created that were not there before
