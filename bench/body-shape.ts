@@ -1,5 +1,5 @@
 /**
- * How long request bodies of costly shapes hold halserve's event loop (issue 8 §4, contract §9):
+ * How long request bodies of costly shapes hold halserve's event loop (issue 8 §4, docs/conventions.md §8):
  * `node --import tsx bench/body-shape.ts`.
  *
  * For each body it starts a server in a child process (a JSON-lines store in a temporary directory,

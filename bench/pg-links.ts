@@ -1,5 +1,5 @@
 /**
- * What checking links in the database costs a write (contract §4a over §8a): a halserve server over
+ * What checking links in the database costs a write (docs/relations.md over §8a): a halserve server over
  * the PostgreSQL store, `products.category` linking to `categories`, once with the checks in each
  * write's statement (`relate`: the write function, the link index) and once with only the
  * in-process guard (which holds within one process alone). Both on one throwaway cluster, each in

@@ -1,5 +1,5 @@
 /**
- * How long a write on one process takes to be visible on another (contract §8a: p99 ≤ 100 ms on
+ * How long a write on one process takes to be visible on another (docs/storage.md §2: p99 ≤ 100 ms on
  * one machine). Two stores on one throwaway cluster, each with its own connections, change feed
  * and index (two processes' worth, in one for the clock); A creates or patches, and the time until
  * B holds the new state is taken. Sequential writes, then 8 writers at once.

@@ -262,7 +262,7 @@ export function kinds(): Kind[] {
   });
   const FRS_ORDER = 'price DESC, name, seq';
   let deepPick: (() => number) | undefined;
-  // Every string of the entity is searched (contract §3a): the id too, where short nouns do occur.
+  // Every string of the entity is searched (docs/queries.md): the id too, where short nouns do occur.
   const qSpec = (word: string, limit: number): QuerySpec => ({
     http: url(`q=${word}`, 1, limit),
     sql: sql(`(name ILIKE '%${word}%' OR description ILIKE '%${word}%' OR id ILIKE '%${word}%')`, 'seq', 0, limit),

@@ -25,9 +25,9 @@ export interface Workload {
   readonly contenders: readonly Contender[];
 }
 
-/** The seed's example Accept (seed 4.2), sent to every server alike. */
+/** The seed's example Accept (docs/conventions.md §5), sent to every server alike. */
 const ACCEPT = { accept: 'application/json' } as const;
-/** POST, PUT and PATCH need it (contract 5, seed 7.2). */
+/** POST, PUT and PATCH need it (contract 5, docs/conventions.md §7). */
 const JSON_BODY = { accept: 'application/json', 'content-type': 'application/json' } as const;
 
 const entity = (id: string): BenchRequest => ({ method: 'GET', path: `/${RESOURCE}/${id}`, headers: ACCEPT });

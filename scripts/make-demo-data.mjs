@@ -5,7 +5,7 @@
  *   node scripts/make-demo-data.mjs [OUT_DIR]     (default: the repository's data/)
  *
  * Output: products.jsonl (300 entities), products.schema.json (every product satisfies it) and
- * categories.jsonl (13 entities, each with its slug as id; products link to them), in the store's format (CONTRACT §8): one entity per line,
+ * categories.jsonl (13 entities, each with its slug as id; products link to them), in the store's format (docs/storage.md §1): one entity per line,
  * `{"id","createdAt","updatedAt",...client fields}`, in creation order.
  *
  * Deterministic: a seeded PRNG and fixed dates, no clock, no dependencies, so running it again
@@ -203,7 +203,7 @@ const COLOURS = ['Black', 'White', 'Sand', 'Sage', 'Navy', 'Terracotta', 'Graphi
 /** Most of the feed sells in euros; some offers target UK and US marketplaces. */
 const CURRENCIES = [['EUR', 0.7, 1], ['GBP', 0.15, 0.86], ['USD', 0.15, 1.08]];
 
-/** JSON Schema (CONTRACT §1 subset) for a product's client fields; every demo product satisfies it. */
+/** JSON Schema (docs/conventions.md §1 subset) for a product's client fields; every demo product satisfies it. */
 const productSchema = {
   $schema: 'https://json-schema.org/draft/2020-12/schema',
   title: 'Product',
@@ -240,7 +240,7 @@ function makeCategories() {
   const step = (PRODUCTS_FROM - CATEGORIES_FROM) / categories.length / 2;
   return categories.map(({ slug, name, parent }, i) => {
     const createdAt = Math.round(CATEGORIES_FROM + i * step + int(0, 3600));
-    // A category's id is its slug, so that a product's `category` (a link, CONTRACT §4a) and
+    // A category's id is its slug, so that a product's `category` (a link, docs/relations.md) and
     // `/categories/audio` read as words. The random id is still drawn, so products keep theirs.
     newId();
     return { id: slug, createdAt, updatedAt: createdAt + (chance(0.3) ? int(3600, 86400 * 30) : 0), slug, name, parent };

@@ -39,7 +39,7 @@ interface LoadedSchema {
   readonly declared: PathCheck;
 }
 
-/** Reads `<data>/<name>.schema.json` if there is one (contract §1). */
+/** Reads `<data>/<name>.schema.json` if there is one (docs/conventions.md §1). */
 async function loadSchema(data: string, name: string): Promise<LoadedSchema | undefined> {
   const path = join(data, `${name}.schema.json`);
   let text: string;
@@ -78,7 +78,7 @@ interface Opened {
   readonly integrity?: LinkIntegrity;
 }
 
-/** Schema files of `names`, and the relations among them checked (contract §4a). */
+/** Schema files of `names`, and the relations among them checked (docs/relations.md). */
 async function loadSchemas(config: Config, names: readonly string[]): Promise<{ schemas: Map<string, LoadedSchema | undefined>; graph: RelationGraph }> {
   const schemas = new Map<string, LoadedSchema | undefined>();
   for (const name of names) schemas.set(name, await loadSchema(config.data, name));
@@ -87,7 +87,7 @@ async function loadSchemas(config: Config, names: readonly string[]): Promise<{ 
   return { schemas, graph };
 }
 
-/** The configured store's resources, open: files in `--data`, or PostgreSQL with `--store` (contract §8a). */
+/** The configured store's resources, open: files in `--data`, or PostgreSQL with `--store` (docs/storage.md §2). */
 async function openResources(config: Config, metrics: ServerMetrics): Promise<Opened> {
   if (config.store === undefined) {
     const names = await resourceNames(config);
@@ -113,7 +113,7 @@ async function openResources(config: Config, metrics: ServerMetrics): Promise<Op
   const names = [...pg.stores.keys()].sort();
   try {
     const { schemas, graph } = await loadSchemas(config, names);
-    // Links are checked in the database, so that they hold across every process on it (contract §4a).
+    // Links are checked in the database, so that they hold across every process on it (docs/relations.md).
     return { names, schemas, stores: pg, integrity: await pg.relate(graph) };
   } catch (error) {
     await pg.close();

@@ -5,12 +5,12 @@ import { DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_BODY_MEMBERS, DEFAULT_MAX_BODY_VALU
 import { DEFAULT_QUERY_BUDGET_MS } from './http/resource.js';
 import { isPostgresUrl } from './store/pg/driver.js';
 
-/** Everything the CLI is told, from flags and `HALSERVE_*` variables (contract §9). */
+/** Everything the CLI is told, from flags and `HALSERVE_*` variables (docs/conventions.md §8). */
 export interface Config {
   readonly port: number;
   readonly host: string;
   readonly data: string;
-  /** A `postgres://` URL: every resource kept in PostgreSQL (contract §8a); undefined: files in `data`. */
+  /** A `postgres://` URL: every resource kept in PostgreSQL (docs/storage.md §2); undefined: files in `data`. */
   readonly store: string | undefined;
   readonly resources: readonly string[];
   readonly tokens: readonly string[];
@@ -25,13 +25,13 @@ export interface Config {
   readonly durability: 'full' | 'none';
   readonly repair: boolean;
   readonly maxBody: number;
-  /** Contract §9: how long a query may run before it ends in a problem document. */
+  /** docs/conventions.md §8: how long a query may run before it ends in a problem document. */
   readonly queryBudgetMs: number;
   readonly maxBodyValues: number;
   readonly maxBodyMembers: number;
   readonly basePath: string;
   readonly corsOrigin: string | undefined;
-  /** Requests per second per client; undefined: no limit (contract §4b). */
+  /** Requests per second per client; undefined: no limit (docs/conventions.md §4.1). */
   readonly rateLimit: number | undefined;
   readonly rateLimitBurst: number | undefined;
   /** How long the change feed remembers deletes, in ms (default 7 days). */
@@ -46,7 +46,7 @@ export class ConfigError extends Error {
   override readonly name = 'ConfigError';
 }
 
-/** Contract §1: resource names, and the names the server keeps for itself. */
+/** docs/conventions.md §1: resource names, and the names the server keeps for itself. */
 export const RESOURCE_NAME = /^[a-z][a-z0-9_-]{0,63}$/;
 export const RESERVED_NAMES: ReadonlySet<string> = new Set(['v1', 'healthz', 'readyz', 'metrics', 'ping', 'me', 'changes']);
 
@@ -62,7 +62,7 @@ export function resourceNameProblem(name: string): string | undefined {
   return undefined;
 }
 
-/** True for addresses only this machine can reach: no token is needed there (contract §6). */
+/** True for addresses only this machine can reach: no token is needed there (docs/conventions.md §6). */
 export function isLoopback(host: string): boolean {
   const bare = host.replace(/^\[|\]$/g, '');
   if (bare === 'localhost') return true;

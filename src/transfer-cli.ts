@@ -1,5 +1,5 @@
 /**
- * `halserve import` and `halserve export` (contract §8a): a data set moves between the file store
+ * `halserve import` and `halserve export` (docs/storage.md §2): a data set moves between the file store
  * and PostgreSQL in one command. Progress goes to stderr on a terminal, the summary line to stdout;
  * any failure is one line on stderr and exit code 1.
  */
@@ -122,7 +122,7 @@ async function withDatabase<T>(url: string, work: (sql: Sql) => Promise<T>): Pro
 }
 
 /**
- * Takes the data directory's lock, so that no server writes to it meanwhile (contract §8). A
+ * Takes the data directory's lock, so that no server writes to it meanwhile (docs/storage.md §1). A
  * directory this user cannot write is read without it: no lock can be taken there.
  */
 async function lockUnlessReadOnly(dir: string): Promise<DirLock | undefined> {

@@ -1,7 +1,7 @@
 import type { EntityRecord } from '../store/store.js';
 
 /**
- * Members the server manages (contract §2): ignored in request bodies, never overwritten by a
+ * Members the server manages (docs/conventions.md §2): ignored in request bodies, never overwritten by a
  * client. `_deleted` marks a delete in the JSON-lines log, `_change` a line's place in the change
  * feed (src/store/changes/change-stamp.ts), so a client may set neither.
  */

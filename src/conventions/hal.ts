@@ -1,26 +1,26 @@
 import type { PageRange } from './pagination.js';
 
-/** A HAL link object (seed 2.1, 2.2). */
+/** A HAL link object (docs/conventions.md §2, 2.2). */
 export interface Link {
   readonly href: string;
 }
 
-/** Collection relations in the order they are written (seed 2.2; contract §2). */
+/** Collection relations in the order they are written (docs/conventions.md §2; docs/conventions.md §2). */
 export type CollectionRelation = 'self' | 'first' | 'prev' | 'next' | 'last';
 export type CollectionLinks = Readonly<Partial<Record<CollectionRelation, Link>>>;
 
-/** Path of an entity: the collection's path followed by `/<id>` (seed 2.1 rule 1). */
+/** Path of an entity: the collection's path followed by `/<id>` (docs/conventions.md §2 rule 1). */
 export function entityHref(collectionPath: string, id: string): string {
   return `${collectionPath}/${encodeURIComponent(id)}`;
 }
 
-/** Href of one page: `/<resource>?page=<n>&limit=<m>` then the carried-over query (seed 2.2; contract §2). */
+/** Href of one page: `/<resource>?page=<n>&limit=<m>` then the carried-over query (docs/conventions.md §2; docs/conventions.md §2). */
 export function pageHref(collectionPath: string, page: number, limit: number, carried = ''): string {
   return `${collectionPath}?page=${page}&limit=${limit}${carried}`;
 }
 
 /**
- * The query parameters a collection's links carry after `page` and `limit` (contract §2, §3a), in a
+ * The query parameters a collection's links carry after `page` and `limit` (docs/conventions.md §2, §3a), in a
  * stable order — `sort` first, then filters by name — as a string starting with `&`, or ''.
  */
 export function carriedQuery(sort: string | undefined, filters: ReadonlyMap<string, readonly string[]>): string {
@@ -37,7 +37,7 @@ function encodeQueryValue(value: string): string {
   return encodeURIComponent(value).replaceAll('%2C', ',');
 }
 
-/** `self`, `first`, `last` always; `prev` only after page 1; `next` only before the last page (contract §2). */
+/** `self`, `first`, `last` always; `prev` only after page 1; `next` only before the last page (docs/conventions.md §2). */
 export function collectionLinks(collectionPath: string, range: PageRange, carried = ''): CollectionLinks {
   const href = (page: number): Link => ({ href: pageHref(collectionPath, page, range.limit, carried) });
   return {
@@ -50,8 +50,8 @@ export function collectionLinks(collectionPath: string, range: PageRange, carrie
 }
 
 /**
- * An entity's HAL representation (seed 2.1) from its stored JSON text: the stored members, then
- * `_links` (`self`, then `links`: more `,"rel":…` members, contract §4a), then `embedded` (an
+ * An entity's HAL representation (docs/conventions.md §2) from its stored JSON text: the stored members, then
+ * `_links` (`self`, then `links`: more `,"rel":…` members, docs/relations.md), then `embedded` (an
  * `,"_embedded":{…}` member, or ''). Built by splicing text, so the entity is never parsed or
  * serialised again.
  */
@@ -66,7 +66,7 @@ export function entityJson(storedJson: string, selfHref: string, links = '', emb
 }
 
 /**
- * A collection page's HAL representation (seed 2.2) around already-serialised entities; `links` may
+ * A collection page's HAL representation (docs/conventions.md §2) around already-serialised entities; `links` may
  * add `changes`; `facets` is the JSON of its `facets` member, or ''.
  */
 export function collectionJson(name: string, range: PageRange, links: CollectionLinks & { readonly changes?: Link }, entities: readonly string[], facets = ''): string {
@@ -75,7 +75,7 @@ export function collectionJson(name: string, range: PageRange, links: Collection
   return `${head},"_links":${JSON.stringify(links)},"_embedded":{${JSON.stringify(name)}:[${entities.join(',')}]}}`;
 }
 
-/** The same links as an RFC 8288 `Link` header (contract §2). */
+/** The same links as an RFC 8288 `Link` header (docs/conventions.md §2). */
 export function linkHeader(links: CollectionLinks): string {
   return Object.entries(links)
     .map(([rel, link]) => `<${link.href}>; rel="${rel}"`)
@@ -83,7 +83,7 @@ export function linkHeader(links: CollectionLinks): string {
 }
 
 /**
- * The root document: the hypermedia entry point, a link to every collection (contract §4), keyed
+ * The root document: the hypermedia entry point, a link to every collection (docs/conventions.md §4), keyed
  * by resource name. It has no `self` link, so that no resource name can collide with one.
  */
 export function indexDocument(basePath: string, names: readonly string[]): { _links: Record<string, Link> } {

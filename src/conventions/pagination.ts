@@ -1,6 +1,6 @@
 import { badRequest, pageOutOfRange } from './problem.js';
 
-/** Contract §3 defaults and the seed's maximum (seed 4.1 rule 1, seed 8). */
+/** docs/conventions.md §3 defaults and the seed's maximum (docs/conventions.md §3 rule 1, docs/conventions.md §3). */
 export const DEFAULT_PAGE = 1;
 export const DEFAULT_LIMIT = 20;
 export const MAX_LIMIT = 200;
@@ -32,7 +32,7 @@ function parseInteger(name: string, value: string | undefined, fallback: number)
 }
 
 /**
- * Parses `page` and `limit` (contract §3): defaults 1 and 20; a limit over 200 is clamped to 200;
+ * Parses `page` and `limit` (docs/conventions.md §3): defaults 1 and 20; a limit over 200 is clamped to 200;
  * a value that is not a base-10 integer, or a limit under 1, is a 400 problem naming the parameter.
  * A page beyond 2^53 - 1 is refused too: the 409 document could not state it as the integer it is.
  */
@@ -44,12 +44,12 @@ export function parsePageRequest(page: string | undefined, limit: string | undef
   return { page: parsedPage, limit: Math.min(parsedLimit, MAX_LIMIT) };
 }
 
-/** `max(1, ceil(total / limit))`: an empty collection still has its one, empty, page (contract §3). */
+/** `max(1, ceil(total / limit))`: an empty collection still has its one, empty, page (docs/conventions.md §3). */
 export function pageCount(total: number, limit: number): number {
   return Math.max(1, Math.ceil(total / limit));
 }
 
-/** Locates a page in a collection of `total` items; a page outside 1..pages is the seed's 409 (seed 7.2). */
+/** Locates a page in a collection of `total` items; a page outside 1..pages is the seed's 409 (docs/conventions.md §7). */
 export function pageRange(total: number, request: PageRequest): PageRange {
   const { page, limit } = request;
   const pages = pageCount(total, limit);

@@ -1,14 +1,14 @@
 import { STATUS_CODES } from 'node:http';
 
-/** `type` of every problem document: the seed's link to RFC 2616 §10 (seed 7.1, contract §7). */
+/** `type` of every problem document: the seed's link to RFC 2616 §10 (docs/conventions.md §7, docs/conventions.md §7). */
 export const PROBLEM_TYPE = 'http://www.w3.org/Protocols/rfc2616/rfc2616-sec10.html';
-/** RFC 7807 §3 media type of problem documents (seed 7). */
+/** RFC 7807 §3 media type of problem documents (docs/conventions.md §7). */
 export const PROBLEM_MEDIA_TYPE = 'application/problem+json';
 
-/** Extra members of a problem document (seed 7.2: `pages`, `page`; contract §7: `validationMessages`). */
+/** Extra members of a problem document (docs/conventions.md §7: `pages`, `page`; docs/conventions.md §7: `validationMessages`). */
 export type ProblemExtras = Readonly<Record<string, unknown>>;
 
-/** A problem document as sent (seed 7.1). */
+/** A problem document as sent (docs/conventions.md §7). */
 export interface ProblemDocument {
   readonly type: string;
   readonly title: string;
@@ -50,12 +50,12 @@ export class HttpProblem extends Error {
   }
 }
 
-/** The short status name used as `title` (seed 7.1), e.g. 409 → "Conflict". */
+/** The short status name used as `title` (docs/conventions.md §7), e.g. 409 → "Conflict". */
 export function statusTitle(status: number): string {
   return STATUS_CODES[status] ?? 'Unknown Status';
 }
 
-/** Builds a problem document (seed 7.1), members in the seed's order, extras last. */
+/** Builds a problem document (docs/conventions.md §7), members in the seed's order, extras last. */
 export function problemDocument(status: number, detail: string, extras: ProblemExtras = {}): ProblemDocument {
   return { type: PROBLEM_TYPE, title: statusTitle(status), detail, status, ...extras };
 }
@@ -65,7 +65,7 @@ export function problemDocument(status: number, detail: string, extras: ProblemE
 export const badRequest = (detail: string, extras?: ProblemExtras): HttpProblem => new HttpProblem(400, detail, extras);
 
 export const unauthorized = (detail: string): HttpProblem =>
-  // RFC 6750 §3: the challenge names the realm (contract §6).
+  // RFC 6750 §3: the challenge names the realm (docs/conventions.md §6).
   new HttpProblem(401, detail, {}, { 'www-authenticate': 'Bearer realm="halserve"' });
 
 export const forbidden = (detail: string): HttpProblem => new HttpProblem(403, detail);
@@ -78,17 +78,17 @@ export const methodNotAllowed = (method: string, allow: readonly string[]): Http
 export const notAcceptable = (offered: readonly string[]): HttpProblem =>
   new HttpProblem(406, `Expecting an Accept header that allows one of the ${offered.join(', ')}`);
 
-/** Seed 7.2: a page outside the collection's range. */
+/** docs/conventions.md §7: a page outside the collection's range. */
 export const pageOutOfRange = (pages: number, page: number): HttpProblem =>
   new HttpProblem(409, 'requested page is out of range', { pages, page });
 
 export const preconditionFailed = (detail: string): HttpProblem => new HttpProblem(412, detail);
 
-/** A body over a limit of `unit`s: bytes, or values and members that bound the work of parsing it (contract §9). */
+/** A body over a limit of `unit`s: bytes, or values and members that bound the work of parsing it (docs/conventions.md §8). */
 export const payloadTooLarge = (limit: number, unit = 'bytes'): HttpProblem =>
   new HttpProblem(413, `Request body is larger than the limit of ${limit} ${unit}`);
 
-/** Seed 7.2: the wording lists the accepted media types ("Expecting one of the application/json"). */
+/** docs/conventions.md §7: the wording lists the accepted media types ("Expecting one of the application/json"). */
 export const unsupportedMediaType = (accepted: readonly string[], detail = `Expecting one of the ${accepted.join(', ')}`): HttpProblem =>
   new HttpProblem(415, detail);
 
@@ -103,19 +103,19 @@ export const serviceUnavailable = (detail: string): HttpProblem => new HttpProbl
 /** How long a client is asked to wait before retrying a write while the database is away (RFC 9110 §10.2.3). */
 export const DATABASE_RETRY_AFTER_SECONDS = 2;
 
-/** Contract §8a: the database is unreachable; the write was not acknowledged (it may be retried). */
+/** docs/storage.md §2: the database is unreachable; the write was not acknowledged (it may be retried). */
 export const databaseUnavailable = (): HttpProblem =>
   new HttpProblem(503, 'The database is unreachable; the change was not acknowledged. Try again shortly', {}, { 'retry-after': String(DATABASE_RETRY_AFTER_SECONDS) });
 
-/** Contract §7: validation failures. */
+/** docs/conventions.md §7: validation failures. */
 export const validationFailed = (validationMessages: Readonly<Record<string, Readonly<Record<string, string>>>>): HttpProblem =>
   new HttpProblem(400, 'Validation failed', { validationMessages });
 
-/** Contract §7: an unexpected failure shows no internals. */
+/** docs/conventions.md §7: an unexpected failure shows no internals. */
 export const internalError = (): HttpProblem => new HttpProblem(500, 'The server failed to handle the request');
 
 /**
- * RFC 6585 §4 and contract §4b: over the rate limit. `Retry-After` is whole seconds rounded up
+ * RFC 6585 §4 and docs/conventions.md §4.1: over the rate limit. `Retry-After` is whole seconds rounded up
  * (RFC 9110 §10.2.3); `X-RateLimit-Wait` the exact wait, as the Shopping Feed API sends it.
  */
 export const tooManyRequests = (waitSeconds: number, waitText: string): HttpProblem =>

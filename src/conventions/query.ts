@@ -1,7 +1,7 @@
 import { badRequest } from './problem.js';
 
 /**
- * The query language of collections (contract §3a): parsing a query string into filters, sort keys
+ * The query language of collections (docs/queries.md): parsing a query string into filters, sort keys
  * and search words, the canonical text links carry, and the reference semantics (`matches`,
  * `compareValues`) that every store's engine must agree with. Pure: no I/O, no indexes.
  */
@@ -33,13 +33,13 @@ export interface SortKey extends FieldPath {
   readonly descending: boolean;
 }
 
-/** A collection query beyond pagination (contract §3a). */
+/** A collection query beyond pagination (docs/queries.md). */
 export interface CollectionQuery {
   readonly filters: readonly Filter[];
   readonly sort: readonly SortKey[];
   /** Case-folded words of `q`, each of which must occur in some string of the entity. */
   readonly search: readonly string[];
-  /** Relations to embed (contract §4a), once each, sorted. */
+  /** Relations to embed (docs/relations.md), once each, sorted. */
   readonly embed: readonly string[];
   /** Fields to count the values of, once each, sorted. */
   readonly facets: readonly FieldPath[];
@@ -348,7 +348,7 @@ export function inRange(value: unknown, op: RangeOperator, bound: number | strin
   }
 }
 
-/** The reference meaning of one filter (contract §3a). */
+/** The reference meaning of one filter (docs/queries.md). */
 export function matchesFilter(record: unknown, filter: Filter): boolean {
   const value = valueAt(record, filter.path);
   if (filter.op === 'exists') return (value !== undefined) === filter.present;

@@ -3,7 +3,7 @@ import { badRequest } from './problem.js';
 import { LINK_KEYWORD } from './schema.js';
 
 /**
- * Relations between resources (contract §4a): which fields link where, the rels each resource's
+ * Relations between resources (docs/relations.md): which fields link where, the rels each resource's
  * entities carry, their links as HAL text, and `embed`. Pure: schemas and values in, text out.
  */
 
@@ -127,12 +127,12 @@ export function linkTargets(forward: readonly LinkField[], fields: Readonly<Reco
   return out;
 }
 
-/** The validation message of a link to no entity (contract §4a, §7), under the rule `x-link`. */
+/** The validation message of a link to no entity (docs/relations.md, §7), under the rule `x-link`. */
 export function danglingMessage(target: string, id: string): string {
   return `must be the id of an entity of ${target}; there is none with id ${JSON.stringify(id)}`;
 }
 
-/** The href of a reverse link: the source's collection filtered on the field (contract §4a). */
+/** The href of a reverse link: the source's collection filtered on the field (docs/relations.md). */
 export function reverseHref(sourcePath: string, field: string, id: string): string {
   return `${sourcePath}?${encodeURIComponent(field)}=${encodeURIComponent(id)}`;
 }

@@ -1,5 +1,5 @@
 /**
- * Request-body validation against the JSON Schema subset of CONTRACT §1.
+ * Request-body validation against the JSON Schema subset of docs/conventions.md §1.
  *
  * A schema is compiled once at start-up into a tree of plain nodes with every message prepared; a
  * request only walks that tree. The walk goes no deeper than the schema does, so however a body is
@@ -7,7 +7,7 @@
  * Pure: no I/O.
  */
 
-/** `{ "<field>": { "<rule>": "<message>" } }` (CONTRACT §7); field is a dotted path for nested values (`dimensions.width`, `tags.0`). */
+/** `{ "<field>": { "<rule>": "<message>" } }` (docs/conventions.md §7); field is a dotted path for nested values (`dimensions.width`, `tags.0`). */
 export type ValidationMessages = Record<string, Record<string, string>>;
 
 /** Checks the client's fields of an entity (server-managed fields already removed); undefined when valid. */
@@ -40,7 +40,7 @@ const TYPE_BITS: ReadonlyMap<string, number> = new Map([
 /**
  * Keywords that constrain only values of some types (JSON Schema validation §6.2–6.5). When `type`
  * is given, such a keyword that none of its types can reach is refused: it would be a constraint
- * silently ignored (CONTRACT §1).
+ * silently ignored (docs/conventions.md §1).
  */
 const APPLIES_TO: ReadonlyMap<string, number> = new Map([
   ['minLength', STRING],
@@ -67,7 +67,7 @@ const ANNOTATIONS: ReadonlyMap<string, 'string' | 'array' | 'any'> = new Map([
   ['examples', 'array'],
 ]);
 
-/** Contract §4a: a top-level string (or array of strings) property whose values are ids of another resource. */
+/** docs/relations.md: a top-level string (or array of strings) property whose values are ids of another resource. */
 export const LINK_KEYWORD = 'x-link';
 
 const SUPPORTED = ['type', 'enum', ...APPLIES_TO.keys(), ...ANNOTATIONS.keys(), LINK_KEYWORD].join(', ');
@@ -235,7 +235,7 @@ function checkKeywords(site: Site): void {
 }
 
 /**
- * `x-link` (contract §4a) names the resource whose ids the property holds. It is refused where no
+ * `x-link` (docs/relations.md) names the resource whose ids the property holds. It is refused where no
  * link could be made of it: anywhere but a property of the root (a rel is a top-level field's
  * name), or on a property that may hold something other than a string or an array of strings.
  * Whether the resource exists is checked once every schema is read (`relationGraph`).
@@ -504,11 +504,11 @@ function plural(n: number, unit: string): string {
   return `${n} ${unit}${n === 1 ? '' : 's'}`;
 }
 
-/** Fields every entity has, whatever its schema (contract §2, §3a). */
+/** Fields every entity has, whatever its schema (docs/conventions.md §2, §3a). */
 const SERVER_FIELDS: ReadonlySet<string> = new Set(['id', 'createdAt', 'updatedAt']);
 
 /**
- * The field paths a schema declares, for filters and sorts (contract §3a): the server's fields,
+ * The field paths a schema declares, for filters and sorts (docs/queries.md): the server's fields,
  * and every chain of `properties` from the root (`dimensions.weight`). The schema has already
  * been compiled, so its shape is known to be sound.
  */

@@ -1,7 +1,7 @@
 /**
  * What the access log may say about a request target: the path, and the query with the values of
  * credential-like parameters replaced, so that a token a client put in a URL never reaches a log
- * (contract §6: never log tokens).
+ * (docs/conventions.md §6: never log tokens).
  */
 
 /** Shown instead of a secret. */

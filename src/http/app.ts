@@ -56,11 +56,11 @@ export interface HandlerOptions {
   readonly authenticator?: Authenticator;
   /** Public path prefix the server is mounted under: links carry it, requests may or may not. */
   readonly basePath?: string;
-  /** How long a collection query may run before it ends in a 503 problem (contract §9; default 5 s). */
+  /** How long a collection query may run before it ends in a 503 problem (docs/conventions.md §8; default 5 s). */
   readonly queryBudgetMs?: number;
-  /** Largest accepted request body in bytes (contract §5; default 1 MiB). */
+  /** Largest accepted request body in bytes (docs/conventions.md §5; default 1 MiB). */
   readonly maxBodyBytes?: number;
-  /** Most values a request body may hold (contract §9; default 2,500): more is a 413 before parsing. */
+  /** Most values a request body may hold (docs/conventions.md §8; default 2,500): more is a 413 before parsing. */
   readonly maxBodyValues?: number;
   /** Most members of any one object in a request body (default 1,000): more is a 413 before parsing. */
   readonly maxBodyMembers?: number;
@@ -72,9 +72,9 @@ export interface HandlerOptions {
   readonly warn?: (message: string) => void;
   /** Extra readiness condition for `/readyz`, e.g. false while shutting down. */
   readonly ready?: () => boolean;
-  /** Origin allowed to make cross-origin requests (`*` for any); no CORS headers when unset (contract §5). */
+  /** Origin allowed to make cross-origin requests (`*` for any); no CORS headers when unset (docs/conventions.md §5). */
   readonly corsOrigin?: string;
-  /** Requests per second per token (or per client address without one); off when unset (contract §4b). */
+  /** Requests per second per token (or per client address without one); off when unset (docs/conventions.md §4.1). */
   readonly rateLimit?: number;
   /** Requests allowed at once under the rate limit; default one second's worth. */
   readonly rateLimitBurst?: number;
@@ -87,7 +87,7 @@ export interface HandlerOptions {
   /** New entity ids (tests pin them). */
   readonly newId?: () => string;
   /**
-   * What keeps links from dangling (contract §4a). Default: the in-process guard over these
+   * What keeps links from dangling (docs/relations.md). Default: the in-process guard over these
    * stores; a store shared by several processes supplies one that decides inside its transactions.
    */
   readonly linkIntegrity?: (graph: RelationGraph, stores: ReadonlyMap<string, Store>) => LinkIntegrity;
@@ -131,7 +131,7 @@ export function createHandler(options: HandlerOptions): Handler {
     // Writes are counted as the store reports its changes: every store, every process's on PostgreSQL.
     metrics.follow(name, resource.store);
   }
-  // Contract §4a: the schemas' `x-link`s; a link to a resource not served is refused here.
+  // docs/relations.md: the schemas' `x-link`s; a link to a resource not served is refused here.
   const graph = relationGraph(options.resources);
   const stores = new Map([...resources].map(([name, r]) => [name, r.store]));
   const integrity = (options.linkIntegrity ?? localLinkIntegrity)(graph, stores);
@@ -193,7 +193,7 @@ export function createHandler(options: HandlerOptions): Handler {
       return cors.preflight(match.allow);
     }
     const pattern = match?.pattern;
-    // The browser's shell and its assets hold no data: served to anyone, before authentication (contract §4b).
+    // The browser's shell and its assets hold no data: served to anyone, before authentication (docs/conventions.md §4.1).
     if (pattern === BROWSER_PATTERN && (method === 'GET' || method === 'HEAD')) return discovery.asset(match?.params['asset'] ?? '', req.headers['if-none-match']);
     if ((method === 'GET' || method === 'HEAD') && pattern !== undefined && SHELL_PATTERNS.has(pattern) && prefersHtml(req.headers.accept)) {
       exchange.route = `${exchange.route} (html)`;
@@ -232,7 +232,7 @@ export function createHandler(options: HandlerOptions): Handler {
     }
     if (method === 'OPTIONS') return { status: 204, headers: { allow: match.allow.join(', ') } };
     if (!match.handler) throw methodNotAllowed(method, match.allow);
-    // Contract §4c: templates are on collections and entities; elsewhere a client that takes only HAL-FORMS learns so.
+    // docs/forms.md: templates are on collections and entities; elsewhere a client that takes only HAL-FORMS learns so.
     if ((method === 'GET' || method === 'HEAD') && !TEMPLATE_PATTERNS.has(match.pattern) && admitsOnlyForms(req.headers.accept)) throw formsNotHere();
     const context: Context = { req, res, params: match.params, query, principal };
     return match.handler(context);

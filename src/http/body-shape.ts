@@ -1,6 +1,6 @@
 /**
  * Counts the structure of a JSON body as its chunks arrive, so that a body whose shape would cost
- * too much to parse, check and store is refused before `JSON.parse` sees it (contract §9: no request
+ * too much to parse, check and store is refused before `JSON.parse` sees it (docs/conventions.md §8: no request
  * holds the event loop for more than about 10 ms). `JSON.parse` of an object with 100,000 members
  * takes hundreds of milliseconds in one go; this scan costs a few microseconds per 64 KiB chunk and
  * skips string contents with `indexOf`, so a body that is one huge string stays cheap to scan.

@@ -3,12 +3,12 @@ import { badRequest, payloadTooLarge, unsupportedMediaType, type HttpProblem } f
 import { BodyShapeScanner, checkValueShape, type ShapeViolation } from './body-shape.js';
 import type { Validator } from '../conventions/schema.js';
 
-/** Contract §5: bodies are at most 1 MiB unless `--max-body` says otherwise. */
+/** docs/conventions.md §5: bodies are at most 1 MiB unless `--max-body` says otherwise. */
 export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
 /** Deeper bodies are refused: serialising or merging them would exhaust the stack. */
 export const MAX_BODY_DEPTH = 1024;
 /**
- * Contract §9: values (objects, arrays, strings, numbers, literals) a body may hold. The costliest
+ * docs/conventions.md §8: values (objects, arrays, strings, numbers, literals) a body may hold. The costliest
  * request these limits admit, a PATCH of 2 objects of 1,000 members onto an entity of that shape,
  * holds the event loop 5–7 ms at least (6–11 ms median) on the 2-core VM, about what a 1 MiB string does
  * (`bench/body-shape.ts`); at 5,000 values it took 9–19 ms, at 10,000 24 ms and more, and one
@@ -119,7 +119,7 @@ export function readBody(req: IncomingMessage, limits: number | BodyLimits, res?
 }
 
 /**
- * Checks a body's headers before a byte of it is read (seed 7.2 rule 2): its media type must be one
+ * Checks a body's headers before a byte of it is read (docs/conventions.md §7 rule 2): its media type must be one
  * of `accepted`, its charset UTF-8 if one is named (RFC 8259 §8.1), and it must not be compressed.
  */
 export function checkBodyHeaders(req: IncomingMessage, accepted: readonly string[], isAccepted: (contentType: string | undefined) => boolean): void {
@@ -134,7 +134,7 @@ export function checkBodyHeaders(req: IncomingMessage, accepted: readonly string
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
 /**
- * Parses a body as a JSON object (contract §5): not UTF-8, not JSON, not an object, nested deeper
+ * Parses a body as a JSON object (docs/conventions.md §5): not UTF-8, not JSON, not an object, nested deeper
  * than `MAX_BODY_DEPTH`, or holding a number JSON cannot carry back (1e400 parses as Infinity and
  * would be stored as null) → 400.
  */

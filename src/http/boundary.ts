@@ -10,7 +10,7 @@ import { failureCause } from './operational-log.js';
 import type { Streams } from './event-stream.js';
 import { problemReply, send, type Reply } from './reply.js';
 
-/** One line of the access log (contract §9). Never holds a token. */
+/** One line of the access log (docs/conventions.md §8). Never holds a token. */
 export interface AccessLogEntry {
   readonly time: string;
   readonly method: string;
@@ -51,7 +51,7 @@ export function createBoundary(dispatch: Dispatch, options: BoundaryOptions): (r
     // A client that left has no one to answer; that is no failure of the server.
     if (error instanceof ClientAbortedError) return { status: 400 };
     if (error instanceof StoreUnavailableError) {
-      // The database is away (contract §8a): one line per resource, rate-limited; the write was not
+      // The database is away (docs/storage.md §2): one line per resource, rate-limited; the write was not
       // acknowledged, and a client may retry once it is back.
       const resource = exchange.resource ?? 'unknown';
       metrics.writeFailures.inc(1, resource, 'unavailable');

@@ -1,11 +1,11 @@
 import type { Reply } from './reply.js';
 
-/** Fetch standard, CORS protocol: what a browser may send and read (contract §5). */
+/** Fetch standard, CORS protocol: what a browser may send and read (docs/conventions.md §5). */
 const CORS_ALLOW_HEADERS = 'Authorization, Content-Type, Accept, If-Match, If-None-Match, Idempotency-Key';
 const CORS_EXPOSE_HEADERS = 'Location, ETag, Link, Retry-After, X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Wait, RateLimit-Policy, RateLimit, Idempotency-Replayed';
 const CORS_MAX_AGE_SECONDS = '600';
 
-/** CORS for one allowed origin (`*` for any), or none: no CORS headers at all (contract §5). */
+/** CORS for one allowed origin (`*` for any), or none: no CORS headers at all (docs/conventions.md §5). */
 export interface Cors {
   /** True when CORS is on. */
   readonly enabled: boolean;

@@ -9,7 +9,7 @@ import type { Router } from './router.js';
 
 /** The route of the browser's assets. */
 export const BROWSER_PATTERN = `/${ASSET_SEGMENT}/:asset`;
-/** The routes whose URLs a person may open in a browser and get the HAL browser for (contract §4b). */
+/** The routes whose URLs a person may open in a browser and get the HAL browser for (docs/conventions.md §4.1). */
 export const SHELL_PATTERNS: ReadonlySet<string> = new Set(['/', '/:name', '/:name/:id', '/me', '/ping']);
 
 export interface DiscoveryOptions {

@@ -4,10 +4,10 @@ export { HAL_FORMS, HAL_JSON, JSON_TYPE };
 /** RFC 7396 §4. */
 export const MERGE_PATCH_JSON = 'application/merge-patch+json';
 
-/** The HAL browser's page (contract §4b). */
+/** The HAL browser's page (docs/conventions.md §4.1). */
 export const HTML = 'text/html';
 
-/** What the service can send, best first: HAL wins a tie (contract §5). */
+/** What the service can send, best first: HAL wins a tie (docs/conventions.md §5). */
 export const OFFERED_TYPES: readonly string[] = [HAL_JSON, JSON_TYPE];
 /**
  * What collections and entities can send: HAL-FORMS too, last, so that only a client that prefers
@@ -61,7 +61,7 @@ function quality(ranges: readonly MediaRange[], mediaType: string): number {
 }
 
 /**
- * Picks the response media type for an `Accept` header (contract §5): HAL when the client prefers
+ * Picks the response media type for an `Accept` header (docs/conventions.md §5): HAL when the client prefers
  * it, accepts anything or sends no header; plain JSON when that is what it prefers; undefined when
  * neither is acceptable (→ 406).
  */
@@ -99,7 +99,7 @@ export function isAcceptedContentType(contentType: string | undefined, accepted:
 }
 
 /**
- * True when `Accept` prefers `text/html` to both JSON types (contract §4b): a browser's
+ * True when `Accept` prefers `text/html` to both JSON types (docs/conventions.md §4.1): a browser's
  * `text/html,…,*\/*;q=0.8` does; `*\/*`, no header, or a JSON type does not, so every HAL client
  * gets JSON as before.
  */

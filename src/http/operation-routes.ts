@@ -17,7 +17,7 @@ export interface OperationRouteOptions {
   readonly now: () => number;
 }
 
-/** Routes that need no authentication: probes and the SDK's `ping` (contract §4, §4b). */
+/** Routes that need no authentication: probes and the SDK's `ping` (docs/conventions.md §4, §4b). */
 export const OPEN_PATTERNS: ReadonlySet<string> = new Set(['/healthz', '/readyz', '/ping']);
 /** Routes a rate limit never applies to: an orchestrator's probes must not be refused. */
 export const UNLIMITED_PATTERNS: ReadonlySet<string> = new Set(['/healthz', '/readyz']);
@@ -31,7 +31,7 @@ export function addOperationRoutes(router: Router<RouteHandler>, options: Operat
   router.add('GET', '/healthz', () => health(true));
   router.add('GET', '/readyz', () => health(options.ready()));
 
-  // Contract §4b: the Shopping Feed SDK's Client::ping().
+  // docs/conventions.md §4.1: the Shopping Feed SDK's Client::ping().
   router.add('GET', '/ping', ({ req }) => jsonReply(200, accepted(req), `{"timestamp":${options.now()}}`));
 
   // The Shopping Feed SDK's Client::authenticate() reads the caller's roles and links.

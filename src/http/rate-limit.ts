@@ -1,5 +1,5 @@
 /**
- * Token-bucket rate limits per client (contract §4b): each client may make `rate` requests a second
+ * Token-bucket rate limits per client (docs/conventions.md §4.1): each client may make `rate` requests a second
  * on average, and `burst` at once after a pause.
  *
  * Memory is bounded whatever the number of clients: at most `maxClients` buckets are kept, least
@@ -79,7 +79,7 @@ export class RateLimiter {
   }
 }
 
-/** Response headers while limiting is on: the limit per second and what is left (contract §4b). */
+/** Response headers while limiting is on: the limit per second and what is left (docs/conventions.md §4.1). */
 export function rateLimitHeaders(limiter: RateLimiter, decision: RateDecision): Record<string, string> {
   return { 'x-ratelimit-limit': String(limiter.rate), 'x-ratelimit-remaining': String(decision.remaining) };
 }

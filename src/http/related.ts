@@ -7,7 +7,7 @@ import type { MaybePromise, QueryResult, StoredEntity } from '../store/store.js'
 import type { Resource } from './resource.js';
 
 /**
- * One resource's relations as the HTTP layer serves them (contract §4a): the links its entities
+ * One resource's relations as the HTTP layer serves them (docs/relations.md): the links its entities
  * carry and the `_embedded` member a request's `embed` asks for. Embedding reads only what a page
  * shows: `get` for each forward link, an equality query (an index) for each reverse one, so its
  * cost grows with the page, never the collection.
@@ -60,7 +60,7 @@ export class Related {
     return this.#relations.forward.length === 0 ? [] : linkTargets(this.#relations.forward, fields);
   }
 
-  /** Runs a write under the link guard when its fields set links: a link to no entity is a 400 (contract §4a, §7). */
+  /** Runs a write under the link guard when its fields set links: a link to no entity is a 400 (docs/relations.md, §7). */
   async linking<T>(integrity: LinkIntegrity, fields: Readonly<Record<string, unknown>>, write: () => Promise<T>): Promise<T> {
     const targets = this.targets(fields);
     if (targets.length === 0) return write();
@@ -74,7 +74,7 @@ export class Related {
     }
   }
 
-  /** Contract §4a: the 409 of a delete refused, saying how many entities link to the one kept, through which rel, and where they are. */
+  /** docs/relations.md: the 409 of a delete refused, saying how many entities link to the one kept, through which rel, and where they are. */
   stillLinked(name: string, error: StillLinkedError): HttpProblem {
     const links = error.referrers.map(({ source, field, count }) => ({
       rel: this.#relations.reverse.find((l) => l.source === source && l.field === field)?.rel ?? source,

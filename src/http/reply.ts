@@ -35,7 +35,7 @@ export function jsonReply(status: number, mediaType: string, body: string | Buff
 }
 
 /**
- * The problem document of an error (seed 7), with the headers that belong to it: the one writer
+ * The problem document of an error (docs/conventions.md §7), with the headers that belong to it: the one writer
  * of error responses, whether they leave through the handler's boundary, the server's `417`, or a
  * raw socket after a parse error.
  */
@@ -54,7 +54,7 @@ function declaresBody(req: IncomingMessage): boolean {
 
 /**
  * Writes a reply: `extra` headers (CORS) merged in, the body compressed when the client asks and
- * it is large enough (contract §5), `Content-Length` always set. Returns the bytes of body sent,
+ * it is large enough (docs/conventions.md §5), `Content-Length` always set. Returns the bytes of body sent,
  * later for a body so large that it is compressed off the event loop.
  *
  * Headers go to `writeHead` as a flat `[name, value, …]` list, which it takes without copying or
@@ -161,7 +161,7 @@ export function rawReply(reply: Reply): string {
 
 /**
  * Answers a request Node's parser refused (the server's `clientError` event) with a problem
- * document (contract §7), then closes the connection: after a parse error nothing more on it can
+ * document (docs/conventions.md §7), then closes the connection: after a parse error nothing more on it can
  * be trusted.
  */
 export function answerClientError(error: Error & { code?: string }, socket: Duplex): void {

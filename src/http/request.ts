@@ -9,7 +9,7 @@ import { splitPath } from './router.js';
  * checked here, so that handlers receive values they can trust (STYLE: validate at the edge).
  */
 
-/** The version prefix every route is also served under (seed 9). */
+/** The version prefix every route is also served under (docs/conventions.md §4). */
 export const VERSION_PREFIX = 'v1';
 
 /** `/api/` → `/api`; '' and `/` → ''. */
@@ -64,7 +64,7 @@ export function accepted(req: IncomingMessage, forms = false): string {
   return mediaType;
 }
 
-/** Checks `Content-Type` before reading anything (seed 7.2 rule 2), then reads a JSON object within `maxBody`'s limits. */
+/** Checks `Content-Type` before reading anything (docs/conventions.md §7 rule 2), then reads a JSON object within `maxBody`'s limits. */
 export async function readJsonBody(req: IncomingMessage, res: ServerResponse, types: readonly string[], maxBody: BodyLimits): Promise<JsonObject> {
   checkBodyHeaders(req, types, (contentType) => isAcceptedContentType(contentType, types));
   return parseJsonObject(await readBody(req, maxBody, res));

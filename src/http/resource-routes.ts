@@ -21,14 +21,14 @@ import { keyedWrite, requestKey } from './idempotent-write.js';
 import type { EmbeddedRepresentation, Page, Resource, WriteConditions } from './resource.js';
 import type { Params, Router } from './router.js';
 
-/** Contract §5: PUT and POST take JSON; PATCH also takes a merge patch (RFC 7396). */
+/** docs/conventions.md §5: PUT and POST take JSON; PATCH also takes a merge patch (RFC 7396). */
 const JSON_BODY_TYPES: readonly string[] = [JSON_TYPE];
 const PATCH_BODY_TYPES: readonly string[] = [JSON_TYPE, MERGE_PATCH_JSON];
 
 /** Longest `Link` header sent: nginx's default proxy buffer is 4 KiB for all of them together. */
 const MAX_LINK_HEADER = 2048;
 
-/** Query parameters that are not filters (contract §3a). */
+/** Query parameters that are not filters (docs/queries.md). */
 const NOT_FILTERS: ReadonlySet<string> = new Set(['page', 'limit', 'embed', 'facets']);
 
 export interface ResourceRouteOptions {
@@ -59,7 +59,7 @@ export function queryKind(query: string): QueryKind {
   return 'plain';
 }
 
-/** Contract §4: the collection and entity routes, reads and writes. */
+/** docs/conventions.md §4: the collection and entity routes, reads and writes. */
 export function addResourceRoutes(router: Router<RouteHandler>, options: ResourceRouteOptions): void {
   const { resources, maxBody, now, newId, metrics, streams, feed } = options;
   const of = (params: Params): Resource => resourceOf(resources, params);
@@ -142,7 +142,7 @@ export function addResourceRoutes(router: Router<RouteHandler>, options: Resourc
     }
     const mediaType = accepted(req, true);
     const resource = of(params);
-    // Contract §4a: `embed` is the one query parameter an entity takes.
+    // docs/relations.md: `embed` is the one query parameter an entity takes.
     const embed = embedOf(query);
     resource.checkEmbed(embed);
     const read = (entity: StoredEntity): MaybePromise<Reply> =>

@@ -20,12 +20,12 @@ import { all, then, type Related } from './related.js';
 
 /** One resource served by the handler. */
 export interface ResourceOptions {
-  /** Collection name, already checked against the naming rule (contract §1). */
+  /** Collection name, already checked against the naming rule (docs/conventions.md §1). */
   readonly name: string;
   readonly store: Store;
   /** Checks the client's fields of a new or changed entity; see `compileSchema`. */
   readonly validate?: Validator;
-  /** The field paths a schema declares; filters and sorts on others are refused (contract §3a). */
+  /** The field paths a schema declares; filters and sorts on others are refused (docs/queries.md). */
   readonly declared?: PathCheck;
   /** The JSON schema of its client fields: the HAL-FORMS templates' properties come from it. */
   readonly schema?: JsonSchema | undefined;
@@ -35,7 +35,7 @@ export interface ResourceOptions {
 export interface Page {
   /** The HAL text as UTF-8, encoded once. */
   readonly body: Buffer;
-  /** The body's links as an RFC 8288 `Link` header (contract §2), made once with the page. */
+  /** The body's links as an RFC 8288 `Link` header (docs/conventions.md §2), made once with the page. */
   readonly link: string;
   /** Same for every request of the same page while the collection does not change; none when the page spans writes. */
   readonly etag: string | undefined;
@@ -87,7 +87,7 @@ const ENTITY_CACHE_MAX_ENTRY_BYTES = ENTITY_CACHE_BYTES / 16;
 const ENTITY_CACHE_ENTRIES = 131_072;
 /** Query parameters a stream of a collection ignores, unchecked: they shape pages, not the set. */
 const STREAM_IGNORED: readonly string[] = ['page', 'limit', 'sort', 'embed', 'facets'];
-/** Contract §9: a query that cannot finish within this many milliseconds ends in a 503 problem. */
+/** docs/conventions.md §8: a query that cannot finish within this many milliseconds ends in a 503 problem. */
 export const DEFAULT_QUERY_BUDGET_MS = 5000;
 
 /** One resource as the HTTP layer sees it: its representations, its pages, its writes and their checks. */
@@ -113,7 +113,7 @@ export class Resource {
   /** The data set's change feed, for the pages' `changes` link; none without one. */
   #feed: ChangeFeed | undefined;
   readonly #basePath: string;
-  /** Links to and from other resources (contract §4a), set by `relate` once every resource exists. */
+  /** Links to and from other resources (docs/relations.md), set by `relate` once every resource exists. */
   #related: Related | undefined;
   #integrity: LinkIntegrity | undefined;
 
@@ -177,7 +177,7 @@ export class Resource {
     return entityJson(entity.json, this.href(entity.id) + selfQuery, this.#related?.links(entity) ?? '', embedded);
   }
 
-  /** Refuses an `embed` that names a rel the entities do not carry (contract §4a). */
+  /** Refuses an `embed` that names a rel the entities do not carry (docs/relations.md). */
   checkEmbed(rels: readonly string[]): void {
     if (rels.length > 0) checkEmbed(rels, this.#related?.names ?? new Set());
   }
@@ -224,13 +224,13 @@ export class Resource {
     return notFound(`There is no ${this.name} entity with id ${JSON.stringify(id)}`);
   }
 
-  /** Contract §7: a schema failure is a 400 with `validationMessages`. */
+  /** docs/conventions.md §7: a schema failure is a 400 with `validationMessages`. */
   #check(fields: ClientFields): void {
     const messages = this.#validate?.(fields);
     if (messages) throw validationFailed(messages);
   }
 
-  // ---- writes (contract §4): each checks its body and conditions against the latest state ----
+  // ---- writes (docs/conventions.md §4): each checks its body and conditions against the latest state ----
 
   /** POST: a new entity with a fresh id; 96 random bits make a collision all but impossible, but never fatal. */
   create(body: ClientFields, now: number, newId: () => string, keyed?: KeyedWrite): Promise<StoredEntity> {
@@ -271,7 +271,7 @@ export class Resource {
     );
   }
 
-  /** DELETE; an entity something links to stays (409), checked in the same order as the links' writes (contract §4a). */
+  /** DELETE; an entity something links to stays (409), checked in the same order as the links' writes (docs/relations.md). */
   async remove(id: string, conditions: WriteConditions): Promise<void> {
     const remove = (): Promise<boolean> => this.store.delete(id, (current) => checkConditions(current, conditions));
     let deleted: boolean;
@@ -291,7 +291,7 @@ export class Resource {
     if (!deleted) this.#missing(id);
   }
 
-  /** Runs a write under the link guard when its fields set links (contract §4a). */
+  /** Runs a write under the link guard when its fields set links (docs/relations.md). */
   #linking(fields: ClientFields, write: () => Promise<StoredEntity>): Promise<StoredEntity> {
     return this.#related === undefined || this.#integrity === undefined ? write() : this.#related.linking(this.#integrity, fields, write);
   }
@@ -312,7 +312,7 @@ export class Resource {
   // ---- collection pages ----
 
   /**
-   * A collection page (seed 2.2, contract §2, §3, §3a), its links and its tag. A page is built once
+   * A collection page (docs/conventions.md §2, docs/conventions.md §2, §3, §3a), its links and its tag. A page is built once
    * per store revision: the revision moves with every write the store applies, however it came, so
    * a kept page is byte for byte what a rebuild would give.
    */

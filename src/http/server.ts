@@ -12,13 +12,13 @@ export const SERVER_TIMEOUTS: Readonly<ServerOptions> = { headersTimeout: 10_000
 
 /**
  * Node's own checks that answer with an empty body are turned off or taken over, so that every
- * error is a problem document (contract §7): a missing Host is refused by the handler instead.
+ * error is a problem document (docs/conventions.md §7): a missing Host is refused by the handler instead.
  */
 const PROBLEM_DOCUMENTS_ONLY: Readonly<ServerOptions> = { requireHostHeader: false };
 
 /**
  * A `node:http` server around `createHandler(options)`, with what the handler alone cannot do:
- * problem documents for requests the parser refuses (contract §7), `100 Continue` sent only when
+ * problem documents for requests the parser refuses (docs/conventions.md §7), `100 Continue` sent only when
  * a body is about to be read, and timeouts for slow clients. It is not listening yet.
  */
 export function createHalServer(options: HandlerOptions, serverOptions: Readonly<ServerOptions> = SERVER_TIMEOUTS): Server {

@@ -17,18 +17,18 @@ const BATCH_BUCKETS: readonly number[] = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512]
 let loopMonitor: IntervalHistogram | undefined;
 function eventLoopMonitor(): IntervalHistogram {
   if (loopMonitor === undefined) {
-    // 10 ms resolution: the contract's budget for holding the loop (§9); finer costs more wake-ups.
+    // 10 ms resolution: the budget for holding the loop (docs/conventions.md §8); finer costs more wake-ups.
     loopMonitor = monitorEventLoopDelay({ resolution: 10 });
     loopMonitor.enable();
   }
   return loopMonitor;
 }
 
-/** What a query does, for `halserve_query_duration_seconds` (contract §3a). */
+/** What a query does, for `halserve_query_duration_seconds` (docs/queries.md). */
 export type QueryKind = 'plain' | 'filter' | 'sort' | 'search';
 
 /**
- * Every metric halserve exposes at `/metrics` (contract §4b). Made per server (STYLE: factory, not
+ * Every metric halserve exposes at `/metrics` (docs/conventions.md §4.1). Made per server (STYLE: factory, not
  * singleton); the handler follows every store's changes (`follow`), and the CLI hands
  * `storeObserver` to the file logs for their syncs and compactions.
  */

@@ -3,14 +3,14 @@ import { BROWSER_SCRIPT } from './browser/script.js';
 import { BROWSER_STYLE } from './browser/style.js';
 
 /**
- * The HAL browser (contract §4b): one HTML shell for every resource URL, and its script and style.
+ * The HAL browser (docs/conventions.md §4.1): one HTML shell for every resource URL, and its script and style.
  * The shell holds no data; the script fetches the JSON of the page's own URL, with the token of
  * the session in `Authorization`, and renders it.
  */
 
 export const HTML_MEDIA_TYPE = 'text/html; charset=utf-8';
 
-/** The first path segment of the browser's assets: `_` can never start a resource name (contract §1). */
+/** The first path segment of the browser's assets: `_` can never start a resource name (docs/conventions.md §1). */
 export const ASSET_SEGMENT = '_browser';
 
 /**

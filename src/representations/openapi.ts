@@ -5,7 +5,7 @@ import { relationGraph, type RelationGraph, type ResourceRelations } from '../co
 import { TEXT_EVENT_STREAM } from '../conventions/event-stream.js';
 
 /**
- * The OpenAPI 3.1 document of a running service (contract §4b), built once at start-up from its
+ * The OpenAPI 3.1 document of a running service (docs/conventions.md §4.1), built once at start-up from its
  * resources and their schemas. Pure: resources in, a plain object out.
  */
 
@@ -31,7 +31,7 @@ type Json = Record<string, unknown>;
 const HAL_JSON = 'application/hal+json';
 const JSON_TYPE = 'application/json';
 const MERGE_PATCH = 'application/merge-patch+json';
-/** Contract §3a's operators; the bare name is `eq`. */
+/** docs/queries.md's operators; the bare name is `eq`. */
 const OPERATORS: readonly (readonly [string, string])[] = [
   ['eq', 'equals one of the comma-separated values'],
   ['ne', 'is present and equals none of the values'],
@@ -46,7 +46,7 @@ const ref = (kind: string, name: string): Json => ({ $ref: `#/components/${kind}
 /** JSON pointer escaping (RFC 6901 §3). */
 const pointer = (segment: string): string => segment.replaceAll('~', '~0').replaceAll('/', '~1');
 
-/** The seed's own examples (seed 7.2), sent byte for byte. */
+/** The seed's own examples (docs/conventions.md §7), sent byte for byte. */
 const EXAMPLE_409 = problemDocument(409, 'requested page is out of range', { pages: 15, page: 999 });
 const EXAMPLE_415 = problemDocument(415, 'Expecting one of the application/json');
 
@@ -55,18 +55,18 @@ interface ProblemResponse {
   readonly example: Json;
 }
 
-/** Every problem status the service sends, each with an example document (contract §7). */
+/** Every problem status the service sends, each with an example document (docs/conventions.md §7). */
 const PROBLEMS: Readonly<Record<string, ProblemResponse>> = {
   '400': { description: 'Bad request: a malformed parameter or body, or a body the schema refuses (`validationMessages`).', example: problemDocument(400, 'Validation failed', { validationMessages: { price: { minimum: 'must be >= 0' } } }) },
   '401': { description: 'No bearer token, an unknown one, or a JWT that fails a check (`WWW-Authenticate` then says `error="invalid_token"`).', example: problemDocument(401, 'A bearer token is required: Authorization: Bearer <token>') },
   '403': { description: 'A token without the permission: a read-only token on a write, or a JWT without the scope of the resource (`error="insufficient_scope"`).', example: problemDocument(403, 'This token may only read') },
   '404': { description: 'No such resource or entity.', example: problemDocument(404, 'There is no products entity with id "x"') },
   '406': { description: 'Neither application/hal+json nor application/json is acceptable.', example: problemDocument(406, 'Expecting an Accept header that allows one of the application/hal+json, application/json') },
-  '409': { description: 'The requested page is out of range (seed 7.2); for a delete, the entity is still linked to; for a POST or PATCH, a request with the same `Idempotency-Key` is still being processed.', example: EXAMPLE_409 },
+  '409': { description: 'The requested page is out of range (docs/conventions.md §7); for a delete, the entity is still linked to; for a POST or PATCH, a request with the same `Idempotency-Key` is still being processed.', example: EXAMPLE_409 },
   '410': { description: 'The cursor is older than a delete the change feed no longer remembers (past `--changes-retention`): list again and follow the page\'s `changes` link.', example: problemDocument(410, 'cursor 3 is older than a delete this server no longer remembers (changes since 17 are kept): list the collection again and follow its changes link') },
   '412': { description: '`If-Match` or `If-None-Match` does not hold.', example: problemDocument(412, 'If-Match does not match the current ETag') },
   '413': { description: 'The body is over a limit: bytes, values, or members of one object.', example: problemDocument(413, 'Request body is larger than the limit of 1048576 bytes') },
-  '415': { description: 'No or another Content-Type (seed 7.2).', example: EXAMPLE_415 },
+  '415': { description: 'No or another Content-Type (docs/conventions.md §7).', example: EXAMPLE_415 },
   '422': { description: 'The `Idempotency-Key` was first used for a request with another body.', example: problemDocument(422, 'This Idempotency-Key was used for a request with another body: send a new key for a new request') },
   '501': { description: 'An `Idempotency-Key` sent to a store that keeps no answers.', example: problemDocument(501, 'This store does not keep Idempotency-Key answers: send the request without the header') },
   '429': { description: 'Over the rate limit (only with `--rate-limit`): wait `X-RateLimit-Wait` seconds.', example: problemDocument(429, 'Too many requests: wait 0.25 s') },
@@ -139,7 +139,7 @@ function filterParameters(resource: OpenApiResource): Json[] {
       {
         name: 'filters',
         in: 'query',
-        description: 'Any other parameter filters on a field: `field=a,b`, `field[op]=v` with op one of eq, ne, gt, gte, lt, lte, exists; dotted paths reach nested fields (contract §3a). This resource has no schema, so a filter on an absent field matches nothing.',
+        description: 'Any other parameter filters on a field: `field=a,b`, `field[op]=v` with op one of eq, ne, gt, gte, lt, lte, exists; dotted paths reach nested fields (docs/queries.md). This resource has no schema, so a filter on an absent field matches nothing.',
         style: 'form',
         explode: true,
         schema: { type: 'object', additionalProperties: { type: 'string' } },
@@ -186,7 +186,7 @@ function resourceSchemas(resource: OpenApiResource, relations: ResourceRelations
   const required = Array.isArray(fields['required']) ? (fields['required'] as string[]) : [];
   const entity: Json = {
     ...fields,
-    description: `A ${resource.name} entity (seed 2.1): the server's id and times, the client's fields, and a self link.`,
+    description: `A ${resource.name} entity (docs/conventions.md §2): the server's id and times, the client's fields, and a self link.`,
     type: 'object',
     required: ['id', 'createdAt', 'updatedAt', ...required, '_links'],
     properties: {
@@ -195,11 +195,11 @@ function resourceSchemas(resource: OpenApiResource, relations: ResourceRelations
       updatedAt: { type: 'integer', description: 'Unix seconds.' },
       ...properties,
       _links: { type: 'object', required: ['self'], properties: { self: ref('schemas', 'Link'), ...relationLinkSchemas(relations) }, additionalProperties: ref('schemas', 'LinkOrLinks') },
-      _embedded: { type: 'object', description: 'With `embed`: the related entities, by rel (contract §4a).', properties: embeddedSchemas(relations) },
+      _embedded: { type: 'object', description: 'With `embed`: the related entities, by rel (docs/relations.md).', properties: embeddedSchemas(relations) },
     },
   };
   const page: Json = {
-    description: `A page of ${resource.name} (seed 2.2).`,
+    description: `A page of ${resource.name} (docs/conventions.md §2).`,
     type: 'object',
     required: ['total', 'count', 'pages', 'page', 'limit', '_links', '_embedded'],
     properties: {
@@ -238,7 +238,7 @@ function resourceSchemas(resource: OpenApiResource, relations: ResourceRelations
   return { [`${t}.Fields`]: fields, [`${t}.Entity`]: entity, [`${t}.Page`]: page };
 }
 
-/** Contract §4a: each forward link (a link, or an array of them for an array field) and each reverse link. */
+/** docs/relations.md: each forward link (a link, or an array of them for an array field) and each reverse link. */
 function relationLinkSchemas({ forward, reverse }: ResourceRelations): Json {
   const out: Json = {};
   for (const { field, target, many } of forward) {
@@ -269,7 +269,7 @@ function embedParameters({ forward, reverse }: ResourceRelations): Json[] {
     {
       name: 'embed',
       in: 'query',
-      description: `Comma-separated rels whose entities are put in \`_embedded\` of each entity (contract §4a): ${rels.map((r) => `\`${r}\``).join(', ')}. A reverse rel embeds its first page. Another rel is a 400.`,
+      description: `Comma-separated rels whose entities are put in \`_embedded\` of each entity (docs/relations.md): ${rels.map((r) => `\`${r}\``).join(', ')}. A reverse rel embeds its first page. Another rel is a 400.`,
       schema: { type: 'string' },
       example: rels.join(','),
     },
@@ -287,7 +287,7 @@ const formsContent = (schema: Json): Json => ({
   [HAL_FORMS]: { schema: { allOf: [schema, { type: 'object', required: ['_templates'], properties: { _templates: ref('schemas', 'Templates') } }] } },
 });
 
-const ETAG_HEADER: Json = { description: 'Strong tag of this representation (contract §5).', schema: { type: 'string' } };
+const ETAG_HEADER: Json = { description: 'Strong tag of this representation (docs/conventions.md §5).', schema: { type: 'string' } };
 
 function resourcePaths(resource: OpenApiResource, relations: ResourceRelations): Json {
   const t = resource.name;
@@ -488,7 +488,7 @@ function components(resources: readonly OpenApiResource[], graph: RelationGraph)
       },
     },
     parameters: {
-      page: { name: 'page', in: 'query', description: 'Page number, from 1 (contract §3).', schema: { type: 'integer', minimum: 1, default: 1 } },
+      page: { name: 'page', in: 'query', description: 'Page number, from 1 (docs/conventions.md §3).', schema: { type: 'integer', minimum: 1, default: 1 } },
       limit: { name: 'limit', in: 'query', description: `Entities per page; larger values are clamped to ${MAX_LIMIT}.`, schema: { type: 'integer', minimum: 1, default: DEFAULT_LIMIT } },
       sort: { name: 'sort', in: 'query', description: 'Comma-separated fields (dotted paths allowed), `-` for descending: `-price,name`.', schema: { type: 'string' }, example: '-price,name' },
       q: { name: 'q', in: 'query', description: 'Search: every word occurs, case-insensitively, in some string field.', schema: { type: 'string' } },
@@ -566,7 +566,7 @@ function components(resources: readonly OpenApiResource[], graph: RelationGraph)
         },
       },
       Problem: {
-        description: 'A problem document (seed 7, RFC 7807).',
+        description: 'A problem document (docs/conventions.md §7, RFC 7807).',
         type: 'object',
         required: ['type', 'title', 'detail', 'status'],
         properties: {
@@ -582,7 +582,7 @@ function components(resources: readonly OpenApiResource[], graph: RelationGraph)
           pages: { type: 'integer', description: 'On 409: the number of pages.' },
           page: { type: 'integer', description: 'On 409: the page asked for.' },
           referencedBy: {
-            description: 'On 409 for a delete: how many entities still link to the entity, and where they are (contract §4a).',
+            description: 'On 409 for a delete: how many entities still link to the entity, and where they are (docs/relations.md).',
             type: 'object',
             required: ['count', 'links'],
             properties: {
@@ -633,7 +633,7 @@ function addHeadAndOptions(item: Json): void {
 
 const relationsOf = (graph: RelationGraph, name: string): ResourceRelations => graph.get(name) ?? { forward: [], reverse: [] };
 
-/** The OpenAPI 3.1 document: every route both unprefixed and under `/v1` (seed 9). */
+/** The OpenAPI 3.1 document: every route both unprefixed and under `/v1` (docs/conventions.md §4). */
 export function openApiDocument(options: OpenApiOptions): Json {
   const { resources, basePath, authenticated } = options;
   const graph = relationGraph(resources);

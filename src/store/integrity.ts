@@ -1,7 +1,7 @@
 import type { LinkTarget } from '../conventions/relations.js';
 
 /**
- * The port that keeps links from dangling (contract §4a): a write whose links point nowhere is
+ * The port that keeps links from dangling (docs/relations.md): a write whose links point nowhere is
  * refused, and so is the delete of an entity something still links to — atomically with the
  * write, however writes to the two resources interleave.
  *

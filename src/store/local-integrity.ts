@@ -3,7 +3,7 @@ import { DanglingLinkError, StillLinkedError, type LinkIntegrity, type Referrers
 import type { Store } from './store.js';
 
 /**
- * Links that never dangle between the stores of one process (contract §4a).
+ * Links that never dangle between the stores of one process (docs/relations.md).
  *
  * Each store serialises its own writes, but a link spans two stores: a product created pointing
  * at category X while X is being deleted must not both succeed. Every write and delete that can

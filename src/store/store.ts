@@ -47,7 +47,7 @@ export type Change = (current: StoredEntity) => EntityRecord;
 /** A check run against the latest state before a delete; it may throw to refuse the delete. */
 export type DeleteCheck = (current: StoredEntity) => void;
 
-/** A collection query (contract §3a) and the window of its result to return. */
+/** A collection query (docs/queries.md) and the window of its result to return. */
 export interface StoreQuery {
   /** All must hold. */
   readonly filters: readonly Filter[];
@@ -89,7 +89,7 @@ export interface QueryResult {
   readonly revision: string | undefined;
 }
 
-/** What a write did to its entity (contract: the change feed's event types). */
+/** What a write did to its entity (the change feed's event types: docs/changes.md §1). */
 export type ChangeType = 'created' | 'updated' | 'deleted';
 
 /**
@@ -136,7 +136,7 @@ export interface Store {
   get(id: string): MaybePromise<StoredEntity | undefined>;
   /**
    * The entities matching a query, in its order, and how many match. Its cost depends on the page
-   * it returns, not on the size of the store or the position of the page (contract §3a).
+   * it returns, not on the size of the store or the position of the page (docs/queries.md).
    */
   query(query: StoreQuery): MaybePromise<QueryResult>;
   /**
@@ -181,7 +181,7 @@ export class StoreWriteError extends Error {
 }
 
 /**
- * The store's database cannot be reached (contract §8a): the write was not made, or its outcome is
+ * The store's database cannot be reached (docs/storage.md §2): the write was not made, or its outcome is
  * unknown because the connection was lost during its commit (a change feed will show it if it
  * committed). Answered with 503 and `Retry-After`; reads go on from memory.
  */
@@ -189,7 +189,7 @@ export class StoreUnavailableError extends Error {
   override readonly name = 'StoreUnavailableError';
 }
 
-/** A query could not be answered before its deadline (contract §9). */
+/** A query could not be answered before its deadline (docs/conventions.md §8). */
 export class QueryTimeoutError extends Error {
   override readonly name = 'QueryTimeoutError';
 }

@@ -34,7 +34,7 @@ export interface BatchTarget<E extends StoredEntity> {
 }
 
 /**
- * Serialises the writes of one store and commits them in groups (contract §8): writes that arrive
+ * Serialises the writes of one store and commits them in groups (docs/storage.md §1): writes that arrive
  * while one append + sync is in flight wait and go together in the next, sharing its sync. Each
  * write is computed against the latest state, earlier writes of its batch included, and settled
  * only once its batch is durable; if the append fails, every write of the batch fails with

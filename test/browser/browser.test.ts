@@ -12,7 +12,7 @@ import type { EntityRecord } from '../../src/store/store.js';
 import { startServer } from '../helpers/server.js';
 
 /**
- * The HAL browser in a real browser (contract §4b): Debian's chromium driven by playwright-core,
+ * The HAL browser in a real browser (docs/conventions.md §4.1): Debian's chromium driven by playwright-core,
  * over the demo catalogue (read from data/, served from memory: nothing is written there).
  */
 
@@ -26,7 +26,7 @@ const products = dataFile('products.jsonl').split('\n').filter((l) => l.trim() !
 const categories = dataFile('categories.jsonl').split('\n').filter((l) => l.trim() !== '').map((l) => JSON.parse(l) as EntityRecord);
 const schema = JSON.parse(dataFile('products.schema.json')) as Record<string, unknown>;
 
-describe('HAL browser in Chromium (contract §4b)', () => {
+describe('HAL browser in Chromium (docs/conventions.md §4.1)', () => {
   test('open /, enter a token, click into a collection, page to the last page, open an entity, edit a field, see a validation problem beside its field, delete one', async (t) => {
     if (!existsSync(CHROMIUM)) {
       t.skip('needs Debian chromium at /usr/bin/chromium (.ci/run installs it)');
@@ -130,7 +130,7 @@ describe('HAL browser in Chromium (contract §4b)', () => {
     assert.ok((await page.locator('.field.invalid').count()) >= 5);
     await shot('8-create-validation');
 
-    // 9. Relations (contract §4a): from a product to its category through the link in the table,
+    // 9. Relations (docs/relations.md): from a product to its category through the link in the table,
     // then through the category's reverse link to every product of it.
     await page.goto(`${s.url}/products?limit=5`);
     const relation = page.locator('table.entities tbody tr a.relation[rel="category"]').first();

@@ -7,7 +7,7 @@ import { eventually, spawnCli, startCli, tempDir } from '../helpers/process.js';
 const JSON_HEADERS = { 'content-type': 'application/json' };
 const line = (id: string, fields: Record<string, unknown> = {}): string => `${JSON.stringify({ id, createdAt: 1, updatedAt: 1, ...fields })}\n`;
 
-describe('halserve CLI (contract §9)', () => {
+describe('halserve CLI (docs/conventions.md §8)', () => {
   test('--port 0 on a data dir -> ready line, serves every *.jsonl, access log as JSON lines', async () => {
     const dir = await tempDir();
     await writeFile(join(dir, 'books.jsonl'), line('b1') + line('b2'));

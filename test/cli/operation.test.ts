@@ -10,7 +10,7 @@ import { sample } from '../helpers/metrics.js';
 const JSON_HEADERS = { 'content-type': 'application/json' };
 const PROMTOOL = '/usr/bin/promtool';
 
-describe('operation behind the CLI (contract §4b, §6)', () => {
+describe('operation behind the CLI (docs/conventions.md §4.1, §6)', () => {
   test('writes through the JSON-lines store -> durable writes, fsync times and batch sizes in /metrics; promtool check metrics passes', async (t) => {
     const dir = await tempDir();
     await writeFile(join(dir, 'notes.jsonl'), '');

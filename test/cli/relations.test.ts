@@ -5,7 +5,7 @@ import { describe, test } from 'node:test';
 import { spawnCli, startCli, tempDir } from '../helpers/process.js';
 
 
-describe('halserve CLI: relations (contract §4a)', () => {
+describe('halserve CLI: relations (docs/relations.md)', () => {
   test('x-link to a resource that is not served -> exit 1, one line naming it; nothing opened or locked', async () => {
     const dir = await tempDir();
     await writeFile(join(dir, 'products.jsonl'), '');

@@ -1,5 +1,5 @@
 /**
- * `halserve import` and `halserve export` (contract §8a) against a real PostgreSQL: a throwaway
+ * `halserve import` and `halserve export` (docs/storage.md §2) against a real PostgreSQL: a throwaway
  * cluster (test/helpers/pg-cluster.ts), one database per test. The commands run as a user runs
  * them: the CLI in a child process; the database is then read with the driver itself.
  */
@@ -47,7 +47,7 @@ function assertOneLineFailure(run: Run, pattern: RegExp): void {
 const line = (fields: Record<string, unknown>): string => JSON.stringify(fields);
 const entity = (id: string, extra: Record<string, unknown> = {}): string => line({ id, createdAt: 1_700_000_000, updatedAt: 1_700_000_001, ...extra });
 
-describe('halserve import / export against PostgreSQL (contract §8a)', { skip: 'missing' in found ? found.missing : false }, () => {
+describe('halserve import / export against PostgreSQL (docs/storage.md §2)', { skip: 'missing' in found ? found.missing : false }, () => {
   let cluster: PgCluster;
   let databases = 0;
   const clients: postgres.Sql[] = [];

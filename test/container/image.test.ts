@@ -33,7 +33,7 @@ const SEEDED_LINE = 'halserve: seeded /data with the demo data';
 const STOP_LIMIT_S = 3;
 /** How long the in-flight POST holds the second half of its body after SIGTERM. */
 const HOLD_MS = 500;
-/** Fields the server manages (CONTRACT §2): not part of what a client sends or gets back as sent. */
+/** Fields the server manages (docs/conventions.md §2): not part of what a client sends or gets back as sent. */
 const SERVER_FIELDS = new Set(['id', 'createdAt', 'updatedAt', '_links', '_embedded']);
 
 async function recordTiming(line: string): Promise<void> {
@@ -41,7 +41,7 @@ async function recordTiming(line: string): Promise<void> {
   if (timingsFile !== undefined) await appendFile(timingsFile, `${line}\n`);
 }
 
-/** The live entities of a JSON-lines store file: the last line for an id wins (CONTRACT §8). */
+/** The live entities of a JSON-lines store file: the last line for an id wins (docs/storage.md §1). */
 async function liveEntities(file: string): Promise<Map<string, JsonObject>> {
   const live = new Map<string, JsonObject>();
   for (const line of (await readFile(file, 'utf8')).split('\n')) {

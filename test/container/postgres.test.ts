@@ -1,5 +1,5 @@
 /**
- * The image against PostgreSQL (contract §8a), run by test/container/run.sh after image.test.ts.
+ * The image against PostgreSQL (docs/storage.md §2), run by test/container/run.sh after image.test.ts.
  * No PostgreSQL image can be pulled here (no registry), so the database is a throwaway cluster on
  * the host (test/helpers/pg-cluster.ts) listening on 127.0.0.1, and the containers share the host's
  * network (`--network host`) to reach it. In order: `halserve import` of the image's demo data,

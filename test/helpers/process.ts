@@ -42,7 +42,7 @@ export function spawnCli(args: readonly string[], env: Record<string, string> = 
   return { child, stdout: () => out, stderr: () => err, exited };
 }
 
-/** Starts the CLI and waits for its ready line (contract §9). */
+/** Starts the CLI and waits for its ready line (docs/conventions.md §8). */
 export async function startCli(args: readonly string[], env: Record<string, string> = {}): Promise<CliProcess> {
   const proc = spawnCli(args, env);
   const deadline = Date.now() + LIVENESS_MS;

@@ -56,5 +56,5 @@ export async function startItems(
   return { ...server, store };
 }
 
-/** The seed's problem type (seed 7.1). */
+/** The seed's problem type (docs/conventions.md §7). */
 export const RFC2616 = 'http://www.w3.org/Protocols/rfc2616/rfc2616-sec10.html';

@@ -6,7 +6,7 @@ import { records, RFC2616, startItems } from '../helpers/server.js';
 const BROWSER_ACCEPT = 'text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,image/webp,*/*;q=0.8';
 const CSP = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self'; form-action 'none'; base-uri 'none'; frame-ancestors 'none'";
 
-describe('HAL browser negotiation (contract §4b)', () => {
+describe('HAL browser negotiation (docs/conventions.md §4.1)', () => {
   test('curl, */*, JSON types and HAL clients -> exactly the JSON they got before', async () => {
     const s = await startItems(records(3));
     for (const path of ['/', '/items', '/items/e001', '/v1/items?page=1&limit=2']) {

@@ -7,7 +7,7 @@ import { records, RFC2616, startItems } from '../helpers/server.js';
 const JSON_HEADERS = { 'content-type': 'application/json' };
 const preconditionFailed = { type: RFC2616, title: 'Precondition Failed', detail: 'If-Match does not match the current ETag', status: 412 };
 
-describe('ETag and If-None-Match (contract §5)', () => {
+describe('ETag and If-None-Match (docs/conventions.md §5)', () => {
   test('GET entity -> strong ETag; If-None-Match with it -> 304, no body', async () => {
     const s = await startItems(records(1));
     const first = await s.request('/items/e000');
@@ -73,7 +73,7 @@ describe('ETag and If-None-Match (contract §5)', () => {
   });
 });
 
-describe('If-Match (contract §5)', () => {
+describe('If-Match (docs/conventions.md §5)', () => {
   for (const method of ['PUT', 'PATCH', 'DELETE'] as const) {
     test(`${method} with a stale If-Match -> 412, entity unchanged`, async () => {
       const s = await startItems(records(1));
@@ -120,7 +120,7 @@ function raw(url: string, headers: Record<string, string>): Promise<{ headers: R
   });
 }
 
-describe('compression (contract §5)', () => {
+describe('compression (docs/conventions.md §5)', () => {
   for (const [coding, decode] of [
     ['gzip', gunzipSync],
     ['br', brotliDecompressSync],

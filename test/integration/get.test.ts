@@ -178,7 +178,7 @@ describe('GET /<name>', () => {
   });
 });
 
-describe('filters and sort (contract §3a)', () => {
+describe('filters and sort (docs/queries.md)', () => {
   const catalogue = (): ReturnType<typeof records> =>
     records(6, (i) => ({ status: ['active', 'paused', 'archived'][i % 3], price: [5, 3, 9, 3, 1, 7][i], stock: i % 2, name: `p${i}` }));
 
@@ -281,7 +281,7 @@ describe('HEAD', () => {
   }
 });
 
-describe('content negotiation (contract §5)', () => {
+describe('content negotiation (docs/conventions.md §5)', () => {
   for (const [accept, expected] of [
     [undefined, 'application/hal+json'],
     ['*/*', 'application/hal+json'],

@@ -41,7 +41,7 @@ assert.equal(first.status, 200);
 const doc = (await first.json()) as Record<string, unknown>;
 const conformance = new Conformance(doc);
 
-describe('GET /openapi.json (contract §4b)', () => {
+describe('GET /openapi.json (docs/conventions.md §4.1)', () => {
   test('the document -> valid OpenAPI 3.1 for an independent validator (@seriousme/openapi-schema-validator)', async () => {
     const validator = new Validator();
     const result = await validator.validate(structuredClone(doc));
@@ -72,7 +72,7 @@ describe('GET /openapi.json (contract §4b)', () => {
     });
   });
 
-  test('relations (contract §4a) -> embed on the entity and collection GETs of linked resources only; each rel in _links and _embedded', () => {
+  test('relations (docs/relations.md) -> embed on the entity and collection GETs of linked resources only; each rel in _links and _embedded', () => {
     const paths = doc['paths'] as Record<string, Record<string, { parameters?: { name?: string; description?: string }[] }>>;
     const embedOf = (path: string, method = 'get'): { name?: string; description?: string } | undefined => paths[path]?.[method]?.parameters?.find((p) => p.name === 'embed');
     assert.match(embedOf('/products')?.description ?? '', /`category`/);
@@ -139,7 +139,7 @@ describe('GET /openapi.json (contract §4b)', () => {
     await call('GET', '/healthz');
     await call('GET', '/readyz');
     await call('GET', '/metrics', READ);
-    // Contract §4a: links, embeds (forward, reverse, on entities and pages), a dangling link, a delete refused.
+    // docs/relations.md: links, embeds (forward, reverse, on entities and pages), a dangling link, a delete refused.
     await call('GET', `/products/${id}?embed=category`, READ);
     await call('GET', '/products?embed=category&limit=2', READ);
     await call('GET', '/categories/lighting?embed=products', READ);

@@ -4,7 +4,7 @@ import { records, RFC2616, startItems, startServer } from '../helpers/server.js'
 import { createMemoryStore } from '../../src/store/memory-store.js';
 import { sample } from '../helpers/metrics.js';
 
-describe('GET /ping and /me (contract §4b)', () => {
+describe('GET /ping and /me (docs/conventions.md §4.1)', () => {
   test('GET /ping and /v1/ping without a token on an authenticated server -> 200 {timestamp}', async () => {
     const s = await startItems([], { tokens: ['w'], now: () => 1_767_225_600 });
     for (const path of ['/ping', '/v1/ping']) {
@@ -39,7 +39,7 @@ describe('GET /ping and /me (contract §4b)', () => {
   });
 });
 
-describe('GET /metrics (contract §4b)', () => {
+describe('GET /metrics (docs/conventions.md §4.1)', () => {
   test('after traffic -> requests by method, route template and status; latency; entities; page cache; query kinds', async () => {
     const s = await startItems(records(30));
     const before = await (await s.request('/metrics')).text();
@@ -96,7 +96,7 @@ describe('GET /metrics (contract §4b)', () => {
   });
 });
 
-describe('--rate-limit (contract §4b)', () => {
+describe('--rate-limit (docs/conventions.md §4.1)', () => {
   test('rate 1, burst 2 -> two allowed with X-RateLimit-* and RateLimit fields, the third 429 with Retry-After and X-RateLimit-Wait', async () => {
     // The clock stands still: no request is refilled by the time the test itself takes.
     const s = await startItems(records(1), { rateLimit: 1, rateLimitBurst: 2, clock: () => 0 });

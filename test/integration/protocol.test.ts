@@ -8,7 +8,7 @@ import { records, RFC2616, startItems, startServer } from '../helpers/server.js'
 const problem = (status: number, title: string, detail: string): Record<string, unknown> => ({ type: RFC2616, title, detail, status });
 const JSON_HEADERS = { 'content-type': 'application/json' };
 
-describe('bearer authentication (contract §6)', () => {
+describe('bearer authentication (docs/conventions.md §6)', () => {
   const tokens = ['secret-writer', 'read:secret-reader'];
   const bearer = (token: string): Record<string, string> => ({ authorization: `Bearer ${token}` });
 
@@ -118,7 +118,7 @@ describe('OPTIONS and 405', () => {
   });
 });
 
-describe('health (contract §4)', () => {
+describe('health (docs/conventions.md §4)', () => {
   test('GET /healthz -> 200 {"status":"ok"}', async () => {
     const s = await startItems();
     const res = await s.request('/healthz');
@@ -165,7 +165,7 @@ function faultyStore(fault: 'write' | 'crash'): Store {
   };
 }
 
-describe('failures (contract §7)', () => {
+describe('failures (docs/conventions.md §7)', () => {
   test('store write fails -> 503 problem, one warning line (no stack), reads go on', async () => {
     const logged: unknown[] = [];
     const warned: string[] = [];
@@ -194,7 +194,7 @@ describe('failures (contract §7)', () => {
   });
 });
 
-describe('CORS (contract §5)', () => {
+describe('CORS (docs/conventions.md §5)', () => {
   test('no --cors-origin -> no CORS headers', async () => {
     const s = await startItems(records(1));
     const res = await s.request('/items', { headers: { origin: 'https://app.example' } });

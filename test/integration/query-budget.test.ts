@@ -4,7 +4,7 @@ import { eventually } from '../helpers/process.js';
 import { records, RFC2616, startItems } from '../helpers/server.js';
 
 /**
- * Contract §9: a query that cannot finish within its budget ends in a problem document, and the
+ * docs/conventions.md §8: a query that cannot finish within its budget ends in a problem document, and the
  * work it started (an index build) goes on, so that the same query succeeds later; meanwhile the
  * server answers other requests.
  */

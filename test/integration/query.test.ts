@@ -5,7 +5,7 @@ import type { EntityRecord } from '../../src/store/store.js';
 import { records, RFC2616, startItems, startServer, type TestResponse } from '../helpers/server.js';
 
 /*
- * The query language of contract §3a through HTTP: every operator with the whole response, links
+ * The query language of docs/queries.md through HTTP: every operator with the whole response, links
  * that keep the query in one canonical order, `next` reaching every match once, each 400, and
  * conditional GETs of filtered pages.
  */
@@ -146,7 +146,7 @@ const OPERATORS: readonly (readonly [string, readonly string[], string])[] = [
   ['status=active&q=lamp&price[lt]=100', ['e000', 'e006'], '&q=lamp&price[lt]=100&status=active'],
 ];
 
-describe('every operator through HTTP (contract §3a)', () => {
+describe('every operator through HTTP (docs/queries.md)', () => {
   for (const [query, expected, carried] of OPERATORS) {
     test(`?${query} -> ${expected.length === 0 ? 'none' : expected.join(',')}, links carry ${carried || 'nothing'}`, async () => {
       const s = await startItems(ITEMS);
@@ -172,7 +172,7 @@ const SORTS: readonly (readonly [string, readonly string[]])[] = [
   ['description,id', ['e002', 'e005', 'e007', 'e008', 'e001', 'e000', 'e004', 'e006', 'e003']],
 ];
 
-describe('sort through HTTP (contract §3a)', () => {
+describe('sort through HTTP (docs/queries.md)', () => {
   for (const [sort, expected] of SORTS) {
     test(`?sort=${sort} -> ${expected.join(',')}`, async () => {
       const s = await startItems(ITEMS);
@@ -198,7 +198,7 @@ describe('sort through HTTP (contract §3a)', () => {
   });
 });
 
-describe('links keep the query in one canonical order (contract §3a)', () => {
+describe('links keep the query in one canonical order (docs/queries.md)', () => {
   const carried = '&sort=-price,name&q=desk%20lamp&dimensions.weight[lte]=5&price[gte]=1&status=active,archived&tags[ne]=x';
   const spellings = [
     'sort=-price,name&q=desk%20lamp&dimensions.weight[lte]=5&price[gte]=1&status=active,archived&tags[ne]=x',
@@ -228,7 +228,7 @@ describe('links keep the query in one canonical order (contract §3a)', () => {
   });
 });
 
-describe('random combinations of the operators above (contract §3a)', () => {
+describe('random combinations of the operators above (docs/queries.md)', () => {
   // Every parameter of the operator and sort tables, to be combined at random (seeded).
   const fragments: [string, string][] = [];
   for (const [query] of [...OPERATORS, ...SORTS.map(([sort]) => [`sort=${sort}`] as const)]) {
@@ -280,7 +280,7 @@ describe('random combinations of the operators above (contract §3a)', () => {
   });
 });
 
-describe('the alternatives of a repeated filter in links (contract §3a)', () => {
+describe('the alternatives of a repeated filter in links (docs/queries.md)', () => {
   test('?status=paused&status[eq]=active and ?status[eq]=active&status=paused -> the same links', async () => {
     const s = await startItems(ITEMS);
     const a = await (await s.request('/items?status=paused&status[eq]=active')).json();
@@ -290,7 +290,7 @@ describe('the alternatives of a repeated filter in links (contract §3a)', () =>
   });
 });
 
-describe('following next (contract §3, §3a)', () => {
+describe('following next (docs/conventions.md §3, §3a)', () => {
   test('filtered, sorted, searched query, limit 3, from page 1 -> every match exactly once, in order', async () => {
     const many = records(100, (i) => ({ status: ['active', 'paused', 'archived'][i % 3], price: (i * 37) % 23, name: i % 4 === 0 ? `Lamp ${i}` : `Box ${i}` }));
     const s = await startItems(many);
@@ -315,7 +315,7 @@ describe('following next (contract §3, §3a)', () => {
   });
 });
 
-describe('malformed queries -> 400 problem naming the parameter (contract §3a)', () => {
+describe('malformed queries -> 400 problem naming the parameter (docs/queries.md)', () => {
   const unknownOperator = (name: string): string =>
     `Query parameter ${name} has an unknown operator; use one of [eq], [ne], [gt], [gte], [lt], [lte], [exists]`;
   for (const [query, detail] of [
@@ -367,7 +367,7 @@ describe('the most sort keys and filters one query may have', () => {
   });
 });
 
-describe('with a schema: undeclared fields -> 400 (contract §3a)', () => {
+describe('with a schema: undeclared fields -> 400 (docs/queries.md)', () => {
   /** What a products-like schema declares: top-level fields and dimensions.* (the lead wires schema files to this). */
   const DECLARED = new Set(['id', 'createdAt', 'updatedAt', 'status', 'price', 'name', 'tags', 'description', 'dimensions', 'dimensions.weight', 'dimensions.width']);
   const declared = (path: readonly string[]): boolean => DECLARED.has(path.join('.'));
@@ -400,7 +400,7 @@ describe('with a schema: undeclared fields -> 400 (contract §3a)', () => {
   });
 });
 
-describe('conditional GET of filtered pages (contract §5)', () => {
+describe('conditional GET of filtered pages (docs/conventions.md §5)', () => {
   // Uncompressed, so that the 200's tag is the one a 304 repeats (a 304 carries the uncoded tag).
   const identity = { 'accept-encoding': 'identity' };
   test('filtered page -> ETag; If-None-Match with it, parameters in another order -> 304, no body', async () => {
@@ -444,7 +444,7 @@ describe('conditional GET of filtered pages (contract §5)', () => {
   });
 });
 
-describe('writes are seen by the next query (contract §3a)', () => {
+describe('writes are seen by the next query (docs/queries.md)', () => {
   test('POST, PATCH, DELETE -> ?tags=usb-c&sort=-price follows each', async () => {
     const s = await startItems(ITEMS);
     const query = async (): Promise<string[]> => ids(await (await s.request('/items?tags=usb-c&sort=-price')).json());

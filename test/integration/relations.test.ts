@@ -7,7 +7,7 @@ import type { EntityRecord, LocalStore, Store } from '../../src/store/store.js';
 import { RFC2616, startServer, type TestResponse } from '../helpers/server.js';
 
 /*
- * Contract §4a through HTTP: links and reverse links, `embed` on entities and pages, conditional
+ * docs/relations.md through HTTP: links and reverse links, `embed` on entities and pages, conditional
  * GETs of representations that show other resources, and the integrity of links on every write.
  */
 
@@ -82,7 +82,7 @@ async function expectJson(res: TestResponse, status: number, body: unknown): Pro
 const problem = (status: number, title: string, detail: string, extra: Record<string, unknown> = {}): Record<string, unknown> => ({ type: RFC2616, title, detail, status, ...extra });
 const unknownRel = (rel: string): Record<string, unknown> => problem(400, 'Bad Request', `Query parameter embed names an unknown relation: ${rel}`);
 
-describe('links (contract §4a)', () => {
+describe('links (docs/relations.md)', () => {
   test('GET a product -> self, its category, its related products (an array), and the reverse link of products.related', async () => {
     const s = await start();
     await expectJson(await s.request('/products/p1'), 200, product('p1'));
@@ -144,7 +144,7 @@ describe('links (contract §4a)', () => {
   });
 });
 
-describe('embed (contract §4a)', () => {
+describe('embed (docs/relations.md)', () => {
   test('entity ?embed=category -> the category in full, with its links; self keeps embed; tagged', async () => {
     const s = await start();
     const res = await s.request('/products/p2?embed=category');
@@ -296,7 +296,7 @@ describe('conditional GET with embeds: a 304 never hides a changed embedded enti
   });
 });
 
-describe('links never dangle: writes (contract §4a, §7)', () => {
+describe('links never dangle: writes (docs/relations.md, §7)', () => {
   const body = (fields: Record<string, unknown>): RequestInit => ({ method: 'POST', headers: JSON_BODY, body: JSON.stringify(fields) });
   const dangling = (messages: Record<string, string>): Record<string, unknown> =>
     problem(400, 'Bad Request', 'Validation failed', {

@@ -5,7 +5,7 @@ import { createMemoryStore } from '../../src/store/memory-store.js';
 import type { EntityRecord } from '../../src/store/store.js';
 import { records, startItems, startServer } from '../helpers/server.js';
 
-/** Follows `next` from `start` and returns every id seen, page by page (seed 2.2 rule 2). */
+/** Follows `next` from `start` and returns every id seen, page by page (docs/conventions.md §2 rule 2). */
 async function traverse(request: (path: string) => Promise<Response>, start: string): Promise<{ ids: string[]; pages: number }> {
   const ids: string[] = [];
   let href: string | undefined = start;
@@ -25,7 +25,7 @@ async function traverse(request: (path: string) => Promise<Response>, start: str
   return { ids, pages };
 }
 
-describe('following next reaches every entity exactly once (contract §3)', () => {
+describe('following next reaches every entity exactly once (docs/conventions.md §3)', () => {
   for (const [total, limit] of [
     [0, 20],
     [1, 20],
@@ -66,7 +66,7 @@ describe('following next reaches every entity exactly once (contract §3)', () =
   });
 });
 
-describe('following links from / reaches every category and, through reverse links, every product exactly once (contract §4a)', () => {
+describe('following links from / reaches every category and, through reverse links, every product exactly once (docs/relations.md)', () => {
   test('the demo catalogue -> 13 categories, 300 products, each once, every link resolving', async () => {
     const data = (name: string): EntityRecord[] =>
       readFileSync(new URL(`../../data/${name}`, import.meta.url), 'utf8')

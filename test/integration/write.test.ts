@@ -41,7 +41,7 @@ describe('POST /<name>', () => {
     assert.equal(ids.size, 800);
   });
 
-  test('/v1/<name> (seed 4) -> 201 as well', async () => {
+  test('/v1/<name> (docs/conventions.md §4) -> 201 as well', async () => {
     const s = await startItems([], fixed);
     const res = await s.request('/v1/items', { method: 'POST', headers: JSON_HEADERS, body: '{"a":1}' });
     assert.equal(res.status, 201);

@@ -41,7 +41,7 @@ async function silentProxy(port: number): Promise<{ port: number; silence(): voi
   };
 }
 
-describe('a PostgreSQL connection that never answers (contract §8a)', { skip: pgMissing }, () => {
+describe('a PostgreSQL connection that never answers (docs/storage.md §2)', { skip: pgMissing }, () => {
   test('a write on it -> 503 (StoreUnavailableError) within the deadline, not never; the pool replaced: writes and the change feed go on once the network is back', async () => {
     const url = new URL(await freshDatabase());
     const proxy = await silentProxy(Number(url.port));

@@ -10,7 +10,7 @@ import { prng } from '../helpers/prng.js';
 import { freshDatabase, pgMissing } from './helpers.js';
 
 /*
- * Contract §4a across processes (issue 11): three halserve processes on one PostgreSQL database,
+ * docs/relations.md across processes (issue 11): three halserve processes on one PostgreSQL database,
  * products.category linking to categories. Clients create products linking to a few categories
  * through process A, delete those categories through process B, and move products between them
  * through process C, all at once. Each process checks its own writes in the database; no process
@@ -25,7 +25,7 @@ const CATEGORIES_PER_WAVE = 6;
 const CREATES_PER_CATEGORY = 4;
 const JSON_BODY = { 'content-type': 'application/json' };
 
-describe('links never dangle across processes on one PostgreSQL database (contract §4a, §8a)', { skip: pgMissing }, () => {
+describe('links never dangle across processes on one PostgreSQL database (docs/relations.md, §8a)', { skip: pgMissing }, () => {
   test(`${WAVES} waves: creates through A, category deletes through B, moves through C -> no dangling link, every 2xx held`, async () => {
     const url = await freshDatabase();
     const start = async (): Promise<CliProcess> => {

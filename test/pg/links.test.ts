@@ -13,7 +13,7 @@ import { startServer, type TestServer } from '../helpers/server.js';
 import { freshDatabase, openStores, pgMissing, type Opened } from './helpers.js';
 
 /*
- * Contract §4a over the PostgreSQL store: links checked in the database. The conversation of the
+ * docs/relations.md over the PostgreSQL store: links checked in the database. The conversation of the
  * relations tests, once over memory stores (the in-process guard) and once over PostgreSQL (the
  * write function): every answer the same, byte for byte — the 400s naming each missing link, the
  * 409s with their referencedBy counts and hrefs, a dangling link loaded from the data left alone.
@@ -118,7 +118,7 @@ async function converse(s: TestServer): Promise<Exchange[]> {
   return out;
 }
 
-describe('links over the PostgreSQL store (contract §4a, §8a)', { skip: pgMissing }, () => {
+describe('links over the PostgreSQL store (docs/relations.md, §8a)', { skip: pgMissing }, () => {
   test('the relations conversation -> the same answers as over memory stores (400 naming each missing link, 409 with referencedBy, stored dangling links left alone)', async () => {
     const expected = await converse(await serve(resources(createMemoryStore(CATEGORIES), createMemoryStore(PRODUCTS))));
     const { opened } = await seeded();

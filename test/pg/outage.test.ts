@@ -7,7 +7,7 @@ import { startCli, tempDir } from '../helpers/process.js';
 import { freshDatabase, openStores, pgCluster, pgMissing, until } from './helpers.js';
 
 /*
- * The database goes away under a running server (contract §8a): PostgreSQL stopped (fast shutdown)
+ * The database goes away under a running server (docs/storage.md §2): PostgreSQL stopped (fast shutdown)
  * while clients write, then started again. This file has its cluster to itself.
  */
 

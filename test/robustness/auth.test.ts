@@ -6,7 +6,7 @@ import { spawnCli, startCli, tempDir } from '../helpers/process.js';
 import { records, startItems } from '../helpers/server.js';
 import { assertFetchProblem, assertRawProblem, rawExchange } from './raw.js';
 
-/** Bearer tokens (contract §6) as odd clients and odd operators use them. */
+/** Bearer tokens (docs/conventions.md §6) as odd clients and odd operators use them. */
 
 const TOKENS = ['w+r/i=te~_.-', 'read:re"ad'];
 const JSON_HEADERS = { 'content-type': 'application/json' };

@@ -259,7 +259,7 @@ describe('prototype and server-managed keys', () => {
   });
 });
 
-describe('Content-Type variants (contract §5, seed 7.2)', () => {
+describe('Content-Type variants (docs/conventions.md §5, docs/conventions.md §7)', () => {
   for (const [contentType, status] of [
     ['APPLICATION/JSON', 201],
     ['application/json ; charset="UTF-8"', 201],

@@ -7,7 +7,7 @@ import { records, RFC2616, startItems, type TestResponse, type TestServer } from
 import { parseResponses, portOf, type RawResponse } from './raw.js';
 
 /**
- * Bodies whose shape would hold the event loop (issue 8 §4, contract §9): too many values, or too
+ * Bodies whose shape would hold the event loop (issue 8 §4, docs/conventions.md §8): too many values, or too
  * many members in one object, are a 413 problem before the body is parsed; a body at the limits is
  * taken. The counting is done as chunks arrive, so a body split anywhere counts the same.
  */

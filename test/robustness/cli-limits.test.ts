@@ -64,7 +64,7 @@ describe('one server, many abusers', () => {
   });
 
   test(
-    'a bad request line, a 20 KB header, a bad chunk size -> problem documents (contract §7), not Node\'s empty answers',
+    'a bad request line, a 20 KB header, a bad chunk size -> problem documents (docs/conventions.md §7), not Node\'s empty answers',
     async () => {
       const cli = await sharedCli();
       assertRawProblem((await rawExchange(cli.url, 'GARBAGE\r\n\r\n')).responses[0], 400);

@@ -138,7 +138,7 @@ describe('query strings', () => {
     ['page[]', /page\[\] has an unknown operator/],
     ['', /needs a field name/],
   ] as const) {
-    test(`?${name}=x (no operator, or no field name: contract §3a) -> 400 naming the parameter`, async () => {
+    test(`?${name}=x (no operator, or no field name: docs/queries.md) -> 400 naming the parameter`, async () => {
       const s = await startItems(records(3));
       const doc = await assertFetchProblem(await s.request(`/items?${encodeURIComponent(name)}=x`), 400);
       assert.match(String(doc['detail']), detail);

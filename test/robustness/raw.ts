@@ -103,10 +103,10 @@ export function parseResponses(text: string): RawResponse[] {
   }
 }
 
-/** The seed's problem type (seed 7.1). */
+/** The seed's problem type (docs/conventions.md §7). */
 export const RFC2616 = 'http://www.w3.org/Protocols/rfc2616/rfc2616-sec10.html';
 
-/** Asserts a raw or fetched response is a problem document (contract §7) of `status`; returns it. */
+/** Asserts a raw or fetched response is a problem document (docs/conventions.md §7) of `status`; returns it. */
 export function assertProblem(
   response: { status: number; contentType: string | null | undefined; body: string },
   status: number,

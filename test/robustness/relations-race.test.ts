@@ -7,7 +7,7 @@ import { startCli, tempDir, type CliProcess } from '../helpers/process.js';
 import { prng } from '../helpers/prng.js';
 
 /*
- * Contract §4a under concurrency, in a real server (the CLI over JSON-lines files, each resource
+ * docs/relations.md under concurrency, in a real server (the CLI over JSON-lines files, each resource
  * with its own write order and group commit): many clients create products linking to categories,
  * move products between them, delete products and delete the categories, all at once. At the end
  * no product links to a missing category, every acknowledged create is there and every
@@ -19,7 +19,7 @@ const TARGETS = 12;
 const WAVES = 6;
 const JSON_BODY = { 'content-type': 'application/json' };
 
-describe('links never dangle under concurrent writes to two stores (contract §4a)', () => {
+describe('links never dangle under concurrent writes to two stores (docs/relations.md)', () => {
   test(`${WAVES} waves of creates, moves and deletes racing deletes of ${TARGETS} categories -> no dangling link, every 2xx held`, async () => {
     const dir = await tempDir();
     const categoryLines = Array.from({ length: TARGETS }, (_, i) => JSON.stringify({ id: `t${i}`, createdAt: 1, updatedAt: 1, name: `T${i}` })).join('\n');

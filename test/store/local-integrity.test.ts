@@ -39,7 +39,7 @@ const target = (id: string): { resource: string; id: string; path: string } => (
 /** Lets every pending promise callback run. */
 const settle = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
-describe('localLinkIntegrity (contract §4a)', () => {
+describe('localLinkIntegrity (docs/relations.md)', () => {
   test('a link to an existing entity -> the write runs, its result returned', async () => {
     const { products, guard } = setup();
     const created = await guard.linking([target('x')], () => products.create(record('p1', { category: 'x' })));

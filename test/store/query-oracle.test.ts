@@ -17,7 +17,7 @@ import { manualClock } from './stamps.js';
 
 /*
  * The oracle test (issue 8): random data, thousands of random query strings, and the store's
- * `query()` compared with a naive scan written here from the words of contract §3a alone — it
+ * `query()` compared with a naive scan written here from the words of docs/queries.md alone — it
  * deliberately imports nothing of src/conventions/query.ts but the parser whose output the store
  * takes. Then random creates, patches, deletes (and for the JSON-lines store a compaction and a
  * reopen) and the same comparison again.
@@ -61,7 +61,7 @@ class Random {
   }
 }
 
-// ---- the oracle: contract §3a read independently ----
+// ---- the oracle: docs/queries.md read independently ----
 
 type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 type Rec = { [key: string]: Json };
@@ -119,7 +119,7 @@ function queryText(params: readonly (readonly [string, string])[]): string {
   return params.map(([name, value]) => `${encode(name)}=${encode(value)}`).join('&');
 }
 
-/** Reads the parameter list as contract §3a describes it (the store gets the same list through the parser). */
+/** Reads the parameter list as docs/queries.md describes it (the store gets the same list through the parser). */
 function oracleQuery(params: readonly (readonly [string, string])[]): OracleQuery {
   const groups = new Map<string, OracleFilter>();
   let sort: OracleQuery['sort'] = [];
@@ -857,10 +857,10 @@ describe('search words the text index cannot answer alone', () => {
 });
 
 /*
- * Contract §3a's "Unicode default case folding" where lower-casing alone gets it wrong: final
+ * docs/queries.md's "Unicode default case folding" where lower-casing alone gets it wrong: final
  * sigma, sharp s, dotless ı.
  */
-describe('search case folding, contract §3a against src', () => {
+describe('search case folding, docs/queries.md against src', () => {
   const search = async (texts: string[], q: string): Promise<string[]> => {
     const store = createMemoryStore(texts.map((name, i) => ({ id: `t${i}`, createdAt: 1, updatedAt: 1, name })));
     const parsed = parseCollectionQuery(new URLSearchParams({ q }).toString());

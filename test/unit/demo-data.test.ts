@@ -14,9 +14,9 @@ const DATA = fileURLToPath(new URL('../../data/', import.meta.url));
 const SCRIPT = fileURLToPath(new URL('../../scripts/make-demo-data.mjs', import.meta.url));
 const FILES = ['products.jsonl', 'products.schema.json', 'categories.jsonl'] as const;
 
-/** The store's id shape (CONTRACT §2): 16 URL-safe characters. */
+/** The store's id shape (docs/conventions.md §2): 16 URL-safe characters. */
 const ID = /^[A-Za-z0-9_-]{16}$/;
-/** Categories are keyed by their slug, so that links to them read as words (CONTRACT §4a). */
+/** Categories are keyed by their slug, so that links to them read as words (docs/relations.md). */
 const SLUG_ID = /^[a-z][a-z0-9-]*$/;
 /** The server's fields, and the line's change stamp (docs/changes.md §5). */
 const SERVER_FIELDS = new Set(['id', 'createdAt', 'updatedAt', '_change']);
@@ -39,7 +39,7 @@ function clientFields(row: Row): Row {
   return Object.fromEntries(Object.entries(row).filter(([key]) => !SERVER_FIELDS.has(key)));
 }
 
-/** Every check of CONTRACT §2/§8 a stored line must pass; returns the problems found, by line. */
+/** Every check of docs/conventions.md §2/§8 a stored line must pass; returns the problems found, by line. */
 function storeProblems(text: string, rows: readonly Row[], id = ID): string[] {
   const problems: string[] = [];
   if (!text.endsWith('\n')) problems.push('file does not end with a newline');

@@ -54,7 +54,7 @@ describe('Content-Type', () => {
   }
 });
 
-describe('prefersHtml (contract §4b)', () => {
+describe('prefersHtml (docs/conventions.md §4.1)', () => {
   for (const [accept, expected] of [
     [undefined, false],
     ['*/*', false],

@@ -4,7 +4,7 @@ import * as problems from '../../src/conventions/problem.js';
 
 const TYPE = 'http://www.w3.org/Protocols/rfc2616/rfc2616-sec10.html';
 
-describe('problem documents (seed 7)', () => {
+describe('problem documents (docs/conventions.md §7)', () => {
   for (const [problem, expected, headers] of [
     [problems.badRequest('b'), { type: TYPE, title: 'Bad Request', detail: 'b', status: 400 }, {}],
     [problems.unauthorized('u'), { type: TYPE, title: 'Unauthorized', detail: 'u', status: 401 }, { 'www-authenticate': 'Bearer realm="halserve"' }],

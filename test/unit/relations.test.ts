@@ -27,7 +27,7 @@ const PRODUCTS = {
   },
 };
 
-describe('linkFields (contract §4a)', () => {
+describe('linkFields (docs/relations.md)', () => {
   test('a schema with x-links -> each field, its target and whether it is an array, in schema order', () => {
     assert.deepEqual(linkFields(PRODUCTS), [
       { field: 'category', target: 'categories', many: false },
@@ -48,7 +48,7 @@ describe('linkFields (contract §4a)', () => {
   }
 });
 
-describe('relationGraph (contract §4a)', () => {
+describe('relationGraph (docs/relations.md)', () => {
   test('products -> categories and products -> products -> forward links, and reverse links on each target', () => {
     const graph = relationGraph([{ name: 'categories' }, { name: 'products', schema: PRODUCTS }, { name: 'notes' }]);
     assert.deepEqual(graph.get('products'), {
@@ -126,7 +126,7 @@ describe('link values', () => {
   });
 });
 
-describe('relationLinks and entityJson (contract §4a)', () => {
+describe('relationLinks and entityJson (docs/relations.md)', () => {
   const relations: ResourceRelations = relationGraph([{ name: 'categories' }, { name: 'products', schema: PRODUCTS }]).get('products')!;
   const values: Record<string, unknown> = { category: 'audio & hi-fi', related: ['p/1', 'p2'] };
 
@@ -153,7 +153,7 @@ describe('relationLinks and entityJson (contract §4a)', () => {
   });
 });
 
-describe('embed (contract §4a)', () => {
+describe('embed (docs/relations.md)', () => {
   for (const [query, expected] of [
     ['', []],
     ['page=2', []],

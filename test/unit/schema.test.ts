@@ -227,7 +227,7 @@ describe('compileSchema: start-up errors', () => {
   });
 });
 
-describe('compileSchema: x-link (contract §4a)', () => {
+describe('compileSchema: x-link (docs/relations.md)', () => {
   for (const [name, property, body] of [
     ['a string', { type: 'string', 'x-link': 'things' }, 'a'],
     ['a string or null', { type: ['string', 'null'], 'x-link': 'things' }, null],
@@ -263,7 +263,7 @@ describe('compileSchema: the compiled validator', () => {
   });
 });
 
-describe('declaredPaths (contract §3a: filters and sorts on undeclared fields are refused)', () => {
+describe('declaredPaths (docs/queries.md: filters and sorts on undeclared fields are refused)', () => {
   const declared = declaredPaths({
     type: 'object',
     properties: { price: { type: 'number' }, dimensions: { type: 'object', properties: { weight: { type: 'number' } } }, tags: { type: 'array' } },

@@ -1,5 +1,5 @@
 /**
- * The HAL browser's script (contract §4b), plain ES2020 for the browser, with no dependency. It
+ * The HAL browser's script (docs/conventions.md §4.1), plain ES2020 for the browser, with no dependency. It
  * fetches the JSON of the page's own URL with the token of this tab (sessionStorage) in
  * `Authorization`, and renders it: fields, links as links, embedded entities as a table with the
  * page links, a search box and facets on collections, problem documents, and forms drawn from the
@@ -444,7 +444,7 @@ export const BROWSER_SCRIPT = String.raw`'use strict';
         if (col === 'id') return el('td', {}, [el('a', { href: item._links && item._links.self ? item._links.self.href : '#', class: 'entity-link', text: item.id })]);
         var v = item[col];
         if (TIME_FIELDS.indexOf(col) !== -1) return el('td', { 'data-field': col }, [timeOf(v)]);
-        // A field that links elsewhere (contract §4a): its value is a link to the entity it names.
+        // A field that links elsewhere (docs/relations.md): its value is a link to the entity it names.
         var link = item._links && item._links[col];
         if (link && !Array.isArray(link) && typeof v === 'string') return el('td', {}, [el('a', { href: link.href, rel: col, class: 'relation', text: v })]);
         return el('td', { class: typeof v === 'number' ? 'num' : undefined, text: v === undefined ? '' : typeof v === 'object' ? JSON.stringify(v) : String(v) });

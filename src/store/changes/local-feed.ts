@@ -44,7 +44,7 @@ export function parseCursor(cursor: string): number | undefined {
 export interface LocalFeedOptions {
   /** Milliseconds since the epoch (tests inject a clock). */
   readonly now?: () => number;
-  /** How long deletes are remembered, in milliseconds (contract: `--changes-retention`, default 7 days). */
+  /** How long deletes are remembered, in milliseconds (`--changes-retention`, default 7 days: docs/changes.md §5). */
   readonly retentionMs?: number;
   readonly warn?: (message: string) => void;
 }

@@ -94,7 +94,7 @@ export class MaterialisedIndex<E extends StoredEntity> implements IndexWriter<E>
     return this.#entities.values();
   }
 
-  /** The matches of a query (contract §3a): at once from the creation order or an index, or later when work must be sliced. */
+  /** The matches of a query (docs/queries.md): at once from the creation order or an index, or later when work must be sliced. */
   query(query: StoreQuery): MaybePromise<QueryResult> {
     const revision = this.revision;
     if (query.filters.length === 0 && query.sort.length === 0 && query.search.length === 0) {

@@ -3,7 +3,7 @@ import { CHECK_EVERY, type Slice, type Work } from './slices.js';
 import type { Cell, ValueColumn } from './value-column.js';
 import { NO_ROW } from './value-column.js';
 
-/** Compares two field values as `sort` does (contract §3a), with the common kinds first. */
+/** Compares two field values as `sort` does (docs/queries.md), with the common kinds first. */
 export function compareCells(a: Cell, b: Cell): number {
   // Not `a - b`: Infinity - Infinity is NaN (JSON.parse gives Infinity for 1e400).
   if (typeof a === 'number' && typeof b === 'number') return a < b ? -1 : a > b ? 1 : 0;

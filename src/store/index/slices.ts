@@ -4,7 +4,7 @@ import { QueryTimeoutError } from '../store.js';
  * Work that could hold the event loop (an index build, a large query) runs as a generator that
  * yields whenever its slice of time is used up: the runner returns at once when the work fits in
  * one slice, and otherwise goes on in later turns of the event loop, so that other requests are
- * served in between (contract §9: no request holds the loop for more than about 10 ms). A
+ * served in between (docs/conventions.md §8: no request holds the loop for more than about 10 ms). A
  * generator may also yield a Promise to wait for (an index another query is building).
  */
 export const SLICE_MS = 0.5;

@@ -20,7 +20,7 @@ export function tokensOf(record: unknown): Set<string> {
 }
 
 /**
- * The index `q` searches (contract §3a): case-folded token → rows that hold it. A search word made
+ * The index `q` searches (docs/queries.md): case-folded token → rows that hold it. A search word made
  * of letters and digits only occurs in a string exactly when it occurs inside one of the string's
  * tokens, so its rows are the union of the rows of the tokens that contain it: found by scanning
  * the vocabulary (thousands of distinct tokens, not millions of strings). A word with other

@@ -7,7 +7,7 @@ import { openJsonlStore, type CompactionPolicy, type JsonlStore } from './jsonl-
 import { nodeFs, type StoreFs } from './store-fs.js';
 import { StoreOpenError, type Store, type StoreObserver } from '../store.js';
 
-/** The extension of a resource's log file (contract section 1). */
+/** The extension of a resource's log file (docs/conventions.md §1). */
 export const LOG_EXTENSION = '.jsonl';
 
 /**

@@ -2,7 +2,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { StoreOpenError } from '../store.js';
 
-/** The lock file that keeps a data directory to one process (contract section 8). */
+/** The lock file that keeps a data directory to one process (docs/storage.md §1). */
 export const LOCK_FILE = '.halserve.lock';
 
 /** Lock files this process holds: a second open in the same process is refused too. */

@@ -1,7 +1,7 @@
 import type { JsonlFile } from './jsonl-file.js';
 import { OPEN_TRUNCATE, writeAll, type StoreFs } from './store-fs.js';
 
-/** Suffix of the file a compaction writes before renaming it over the log (contract §8). */
+/** Suffix of the file a compaction writes before renaming it over the log (docs/storage.md §1). */
 export const TMP_SUFFIX = '.tmp';
 
 const COMPACT_CHUNK_BYTES = 8 * 1024 * 1024;
@@ -14,7 +14,7 @@ export interface Snapshot {
 }
 
 /**
- * Rewrites a log to one line per live entity while writes go on (contract §8): the snapshot's
+ * Rewrites a log to one line per live entity while writes go on (docs/storage.md §1): the snapshot's
  * lines go to `<file>.tmp`, which is synced; then, between two write batches, the lines appended
  * meanwhile are copied over, the temporary file is synced and renamed over the log, and the
  * directory is synced.

@@ -3,7 +3,7 @@ import { OPEN_READ_WRITE, syncDirectory, writeAll, type StoreFs } from './store-
 
 /**
  * The log file of one resource: its descriptor, how many bytes and lines are acknowledged, and
- * durable appends (contract §8). Bytes past `size` are the debris of a failed write: appends are
+ * durable appends (docs/storage.md §1). Bytes past `size` are the debris of a failed write: appends are
  * positional, so debris is overwritten or truncated, never built upon.
  */
 export class JsonlFile {

@@ -67,7 +67,7 @@ export interface JsonlStoreOptions {
 
 export type { StoreObserver } from '../store.js';
 
-/** A `Store` kept in an append-only JSON-lines file (contract section 8). */
+/** A `Store` kept in an append-only JSON-lines file (docs/storage.md §1). */
 export interface JsonlStore extends LocalStore {
   /** Bytes of the log file. */
   readonly fileSize: number;
@@ -85,7 +85,7 @@ export interface JsonlStore extends LocalStore {
   readonly idempotency: IdempotencyLedger;
 }
 
-/** Suffixes of the files a store keeps beside its log (contract section 8, issue 3). */
+/** Suffixes of the files a store keeps beside its log (docs/storage.md §1). */
 export { TMP_SUFFIX } from './jsonl-compaction.js';
 export const REJECTED_SUFFIX = '.rejected';
 

@@ -1,5 +1,5 @@
 /**
- * Connecting to PostgreSQL (contract §8a): the connection pool, the layout created or checked at
+ * Connecting to PostgreSQL (docs/storage.md §2): the connection pool, the layout created or checked at
  * start-up, and which failures mean "the database is away" (a 503) rather than a refused write.
  */
 import { StoreOpenError } from '../store.js';

@@ -1,5 +1,5 @@
 /**
- * The PostgreSQL driver, loaded only when a `postgres://` store is configured (contract §8a).
+ * The PostgreSQL driver, loaded only when a `postgres://` store is configured (docs/storage.md §2).
  *
  * halserve's core has no runtime dependencies; the driver is the one exception, an optional peer
  * dependency: `postgres` (Postgres.js) — it has no dependencies of its own, pipelines queries on

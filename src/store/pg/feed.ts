@@ -35,7 +35,7 @@ const CURSOR_ROWS = 2000;
 const BEYOND_FIRST_MS = 2;
 
 /**
- * The change feed of one process (contract §8a). A catch-up reads, in a REPEATABLE READ snapshot,
+ * The change feed of one process (docs/storage.md §2). A catch-up reads, in a REPEATABLE READ snapshot,
  * `h = pg_snapshot_xmin(pg_current_snapshot())` — every transaction below `h` has ended — and the
  * rows whose `tx` lies in `[last, h)`; then `last = h`. A transaction that writes holds its xid
  * from its first write to its end, so while it runs, `h` stays at or below it: its rows are read by

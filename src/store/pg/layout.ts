@@ -1,5 +1,5 @@
 /**
- * What halserve keeps in PostgreSQL (contract §8a): one table for every resource, in a schema of
+ * What halserve keeps in PostgreSQL (docs/storage.md §2): one table for every resource, in a schema of
  * its own, created on first start when absent.
  *
  * `halserve.entities` holds one row per id a resource has ever had:

@@ -1,5 +1,5 @@
 /**
- * What the database needs to keep links from dangling across processes (contract §4a, §8a): an
+ * What the database needs to keep links from dangling across processes (docs/relations.md, §8a): an
  * index per link field, to find the entities that link to one, and the function a write that
  * checks links runs as its one statement. Both are created at start-up when absent, beside the
  * table (layout.ts), which they leave as it is.

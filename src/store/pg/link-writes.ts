@@ -5,7 +5,7 @@ import type { LinkSpec } from './link-layout.js';
 import { targetKey, type RowOutcome } from './write-statement.js';
 import type { Answer } from './writer.js';
 
-/** The links of one resource as its writes check them (contract §4a): set by `PgWriter.relate`. */
+/** The links of one resource as its writes check them (docs/relations.md): set by `PgWriter.relate`. */
 export interface WriterLinks {
   /** Its link fields: what its writes link to. */
   readonly forward: readonly LinkField[];
@@ -16,7 +16,7 @@ export interface WriterLinks {
 export const NO_LINKS: WriterLinks = { forward: [], reverse: [] };
 
 /**
- * The links a write makes (contract §4a): each id its new state's link fields hold that the field
+ * The links a write makes (docs/relations.md): each id its new state's link fields hold that the field
  * did not hold before it (`previous`: the state it changed; none for a create), with the field
  * path a validation message names (`tags.2`). A link the state held already is stored, and was
  * checked when it was made, so the database checks only these. (The HTTP layer checks every link

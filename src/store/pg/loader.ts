@@ -13,7 +13,7 @@ const MAX_BLOCK = 8 * 1024 * 1024;
 const COLUMNS = 5;
 
 /**
- * Start-up (contract §8a): every live row of every resource, in `pos` order, into the indexes.
+ * Start-up (docs/storage.md §2): every live row of every resource, in `pos` order, into the indexes.
  * Rows travel as `COPY … TO STDOUT` text, parsed here byte by byte: a million rows build no string
  * and no row object in the driver. Ids and bodies are copied into blocks the entities point into,
  * so the driver's buffers are not kept alive.
@@ -79,7 +79,7 @@ class RowParser {
     const resourceEnd = b[1]! - 1;
     if (this.#resource.length !== resourceEnd - start || this.#resource.compare(src, start, resourceEnd) !== 0) {
       this.#resource = Buffer.from(src.subarray(start, resourceEnd));
-      // Resource names are plain ASCII (contract §1): no escapes.
+      // Resource names are plain ASCII (docs/conventions.md §1): no escapes.
       this.#target = this.#sink(this.#resource.toString('latin1'));
     }
     const target = this.#target;

@@ -39,7 +39,7 @@ export interface PostgresStores {
   /** Resolves once a catch-up that started after the call has succeeded (tests). */
   sync(): Promise<void>;
   /**
-   * Keeps the links of `graph` (contract §4a) from dangling across every process on the database:
+   * Keeps the links of `graph` (docs/relations.md) from dangling across every process on the database:
    * creates what the checks need there when absent (an index per link field, the write function),
    * has each resource's writes check their links in their own statement, and resolves with the
    * `LinkIntegrity` for the handler (`HandlerOptions.linkIntegrity`). Throws `StoreOpenError`.
@@ -50,7 +50,7 @@ export interface PostgresStores {
 }
 
 /**
- * Opens every resource kept in the PostgreSQL database at `url` (contract §8a): connects (creating
+ * Opens every resource kept in the PostgreSQL database at `url` (docs/storage.md §2): connects (creating
  * the layout on a first start), loads every live row into the indexes from one snapshot, then
  * starts the change feed from that snapshot. Throws `StoreOpenError`, one line, on any failure.
  */

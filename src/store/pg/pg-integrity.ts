@@ -8,7 +8,7 @@ import { liveTargets, targetKey } from './write-statement.js';
 import type { WriterLinks } from './link-writes.js';
 
 /**
- * Links that never dangle across every process on one database (contract §4a, §8a).
+ * Links that never dangle across every process on one database (docs/relations.md, §8a).
  *
  * The decision is the database's, in each write's own statement (the write function,
  * link-layout.ts): a write that makes a link locks its target `FOR KEY SHARE` and writes only if

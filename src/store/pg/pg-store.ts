@@ -14,7 +14,7 @@ import type { Replica } from './replica.js';
 import type { PgWriter } from './writer.js';
 
 /**
- * One resource kept in PostgreSQL (contract §8a): reads and queries from this process's index,
+ * One resource kept in PostgreSQL (docs/storage.md §2): reads and queries from this process's index,
  * which the change feed and this process's writes keep current; writes through the database.
  */
 export class PgStore implements LocalStore {

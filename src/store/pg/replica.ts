@@ -50,7 +50,7 @@ export class Readers {
 }
 
 /**
- * One resource's materialised index as the database feeds it (contract §8a). Rows arrive from the
+ * One resource's materialised index as the database feeds it (docs/storage.md §2). Rows arrive from the
  * change feed and from this process's own writes, possibly more than once and out of order; the
  * rules below make the index converge to the database's state, in `pos` order, on every process:
  *

@@ -1,5 +1,5 @@
 /**
- * The one statement a write batch of the PostgreSQL store ends with (contract §8a): the final state
+ * The one statement a write batch of the PostgreSQL store ends with (docs/storage.md §2): the final state
  * of each id it wrote, on condition that the row is still the one read. A batch that makes links
  * or deletes an entity something may link to runs it through the write function instead, which
  * checks the links in the same statement (link-layout.ts).

@@ -80,7 +80,7 @@ export interface WriterOptions {
 const ANSWER_SWEEP_MS = 10 * 60 * 1000;
 
 /**
- * The writes of one resource (contract §8a). Writes queue and go in batches (group commit): a
+ * The writes of one resource (docs/storage.md §2). Writes queue and go in batches (group commit): a
  * batch reads the rows of its ids, runs each write's `change` / `check` against the database's
  * state — earlier writes of the batch included — and writes the final state of each id (`rev` + 1
  * per write, a new `pos` from the sequence on a create or re-create, `body` NULL on a delete) in
