@@ -33,8 +33,8 @@ const SEEDED_LINE = 'halserve: seeded /data with the demo data';
 const STOP_LIMIT_S = 3;
 /** How long the in-flight POST holds the second half of its body after SIGTERM. */
 const HOLD_MS = 500;
-/** Fields the server manages (docs/conventions.md §2): not part of what a client sends or gets back as sent. */
-const SERVER_FIELDS = new Set(['id', 'createdAt', 'updatedAt', '_links', '_embedded']);
+/** Fields the server manages (docs/conventions.md §2), and a log line's change stamp (docs/changes.md §5): not part of what a client sends or gets back as sent. */
+const SERVER_FIELDS = new Set(['id', 'createdAt', 'updatedAt', '_links', '_embedded', '_change']);
 
 async function recordTiming(line: string): Promise<void> {
   console.log(`timing: ${line}`);
