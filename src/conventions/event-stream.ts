@@ -3,6 +3,7 @@
  * request asks for a stream, and the text of its messages. Pure: the stream itself is
  * src/http/event-stream.ts.
  */
+import { parseAccept } from './accept.js';
 
 /** HTML §9.2.7: the event stream's media type (always UTF-8). */
 export const TEXT_EVENT_STREAM = 'text/event-stream';
@@ -22,18 +23,10 @@ export function wantsEventStream(accept: string | undefined): boolean {
   if (accept === undefined || !accept.includes('event-stream')) return false;
   let stream = 0;
   let json = 0;
-  for (const member of accept.split(',')) {
-    const [range = '', ...params] = member.split(';');
-    const type = range.trim().toLowerCase();
-    let q = 1;
-    for (const param of params) {
-      const [name = '', value = ''] = param.split('=');
-      if (name.trim().toLowerCase() !== 'q') continue;
-      const parsed = Number(value.trim());
-      q = Number.isFinite(parsed) && parsed >= 0 && parsed <= 1 ? parsed : 0;
-    }
-    if (type === TEXT_EVENT_STREAM) stream = Math.max(stream, q);
-    else if (JSON_TYPES.includes(type)) json = Math.max(json, q);
+  for (const { type, subtype, q } of parseAccept(accept)) {
+    const range = `${type}/${subtype}`;
+    if (range === TEXT_EVENT_STREAM) stream = Math.max(stream, q);
+    else if (JSON_TYPES.includes(range)) json = Math.max(json, q);
   }
   return stream > 0 && stream > json;
 }
