@@ -14,11 +14,10 @@
  */
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { appendFile } from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { isObject, podman, podmanOk, requiredEnv, type Result } from './podman.js';
+import { isObject, podman, podmanOk, requiredEnv, run, type Result } from './podman.js';
 
 const repo = requiredEnv('HALSERVE_TEST_REPO');
 const timingsFile = process.env['HALSERVE_TEST_TIMINGS'];
@@ -49,19 +48,10 @@ function seconds(since: number): string {
 
 /** Runs podman-compose on the repository's compose.yaml with the token set; never rejects on a non-zero exit. */
 function compose(args: readonly string[], timeoutMs = LIVENESS_MS): Promise<Result> {
-  return new Promise((resolve, reject) => {
-    const child = spawn('podman-compose', ['-p', project, '-f', path.join(repo, 'compose.yaml'), ...args], {
-      cwd: repo,
-      env: { ...process.env, HALSERVE_TOKENS: token },
-      stdio: ['ignore', 'pipe', 'pipe'],
-      timeout: timeoutMs,
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
-    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  return run('podman-compose', ['-p', project, '-f', path.join(repo, 'compose.yaml'), ...args], {
+    cwd: repo,
+    env: { ...process.env, HALSERVE_TOKENS: token },
+    timeout: timeoutMs,
   });
 }
 

@@ -2,7 +2,7 @@
  * What the container tests share: podman as a child process, the environment run.sh exports, and
  * JSON guards.
  */
-import { spawn } from 'node:child_process';
+import { spawn, type SpawnOptions } from 'node:child_process';
 
 export interface Result {
   code: number | null;
@@ -27,8 +27,13 @@ export function isObject(value: unknown): value is JsonObject {
 
 /** Runs podman and resolves with its exit code and output; never rejects on a non-zero exit. */
 export function podman(args: readonly string[], timeoutMs = 60_000): Promise<Result> {
+  return run('podman', args, { timeout: timeoutMs });
+}
+
+/** Runs `command` and resolves with its exit code and output; never rejects on a non-zero exit. */
+export function run(command: string, args: readonly string[], options: SpawnOptions = {}): Promise<Result> {
   return new Promise((resolve, reject) => {
-    const child = spawn('podman', args, { stdio: ['ignore', 'pipe', 'pipe'], timeout: timeoutMs });
+    const child = spawn(command, args, { ...options, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));

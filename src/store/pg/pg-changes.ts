@@ -5,19 +5,12 @@ import type { ChangeListener, ChangeType, StoreChange } from '../store.js';
 import { STATEMENT_DEADLINE_MS, withDeadline, type Database } from './connection.js';
 import { SCHEMA } from './layout.js';
 import { comparePgCursors, formatPgCursor, parsePgCursor, type PgCursor } from './pg-cursor.js';
+import type { FeedRow } from './feed.js';
 import { RowEntity } from './pg-entity.js';
 
 /** The cursor before every change of a database. */
 export const PG_CURSOR_ORIGIN = '0.0';
 
-interface Row {
-  readonly resource: string;
-  readonly id: string;
-  readonly pos: string;
-  readonly rev: string;
-  readonly tx: string;
-  readonly body: string | null;
-}
 
 /**
  * The change feed of a PostgreSQL database as one process serves it (`/changes`): pages are read
@@ -91,7 +84,7 @@ export class PgChangeFeed implements ChangeFeed {
     const sql = this.#database.sql;
     const rows = await withDeadline(
       () =>
-        sql.unsafe<Row[]>(
+        sql.unsafe<FeedRow[]>(
           `SELECT resource, id, pos::text AS pos, rev::text AS rev, tx::text AS tx, body FROM ${SCHEMA}.entities WHERE ${where} ORDER BY tx, pos LIMIT $4`,
           params as never,
         ),
