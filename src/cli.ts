@@ -73,6 +73,8 @@ async function resourceNames(config: Config): Promise<string[]> {
 interface Opened {
   readonly names: string[];
   readonly schemas: Map<string, LoadedSchema | undefined>;
+  /** The relations among them, read once here and handed to the handler (and to PostgreSQL's link checks). */
+  readonly graph: RelationGraph;
   readonly stores: { stores: Map<string, Store>; changes: ChangeFeed; close(): Promise<void> };
   /** What keeps links from dangling when the store supplies it (PostgreSQL: across processes); else the in-process guard. */
   readonly integrity?: LinkIntegrity;
@@ -92,7 +94,7 @@ async function openResources(config: Config, metrics: ServerMetrics): Promise<Op
   if (config.store === undefined) {
     const names = await resourceNames(config);
     // Checked before anything is opened.
-    const { schemas } = await loadSchemas(config, names);
+    const { schemas, graph } = await loadSchemas(config, names);
     const dataDir = await openDataDir({
       observer: (name) => metrics.storeObserver(name),
       dir: config.data,
@@ -102,7 +104,7 @@ async function openResources(config: Config, metrics: ServerMetrics): Promise<Op
       retentionMs: config.changesRetentionMs,
       warn,
     });
-    return { names, schemas, stores: dataDir };
+    return { names, schemas, graph, stores: dataDir };
   }
   for (const name of config.resources) {
     const problem = resourceNameProblem(name);
@@ -114,7 +116,7 @@ async function openResources(config: Config, metrics: ServerMetrics): Promise<Op
   try {
     const { schemas, graph } = await loadSchemas(config, names);
     // Links are checked in the database, so that they hold across every process on it (docs/relations.md).
-    return { names, schemas, stores: pg, integrity: await pg.relate(graph) };
+    return { names, schemas, graph, stores: pg, integrity: await pg.relate(graph) };
   } catch (error) {
     await pg.close();
     throw error;
@@ -157,7 +159,7 @@ async function main(): Promise<void> {
   checkAuthentication(config);
   const jwt = await jwtOptions(config);
   const metrics = new ServerMetrics();
-  const { names, schemas, stores, integrity } = await openResources(config, metrics);
+  const { names, schemas, graph, stores, integrity } = await openResources(config, metrics);
   let draining = false;
   const closing = new AbortController();
   const resources: ServedResource[] = names.map((name) => {
@@ -176,6 +178,7 @@ async function main(): Promise<void> {
   });
   const server = createHalServer({
     resources,
+    relations: graph,
     tokens: config.tokens,
     ...(jwt === undefined ? {} : { jwt }),
     basePath: config.basePath,
