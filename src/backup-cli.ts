@@ -17,12 +17,16 @@ import { BACKUP_REQUEST, BACKUP_SOCKET, MAX_HEADER_BYTES, parseBackupReply, sock
 import { CHANGES_FILE, changesText } from './store/log/changes-file.js';
 import { LOG_EXTENSION } from './store/log/data-dir.js';
 import { lockHolder } from './store/log/dir-lock.js';
+import { copyDatabase } from './store/pg/backup.js';
+import { describeUrl } from './store/pg/connection.js';
 import { isPostgresUrl } from './store/pg/driver.js';
+import { connectDatabase, hasLayout } from './store/pg/transfer-db.js';
 
 /** A failure the user can act on: its message is the one line printed. */
 class BackupError extends Error {}
 
 export const BACKUP_HELP = `Usage: halserve backup --data <data-dir> --to <dest>
+       halserve backup --from postgres://… --to <dest> [--data <dir of the schema files>]
 
 Copies the data set of the server running on <data-dir> into <dest> (an empty or absent directory)
 without stopping it: every resource as of one cursor of its change feed, in the JSON-lines layout,
@@ -30,7 +34,8 @@ with its schema file. The server's writes wait for the snapshot only, a few micr
 is written beside <dest> and moved into place once complete. The last line printed is the cursor
 the copy is at. Serve the copy with halserve --data <dest>: it starts a new change feed, and
 answers a cursor of the original with 410 Gone (its clients list again).
---data defaults to HALSERVE_DATA.
+--data defaults to HALSERVE_DATA. With --from, the copy is one snapshot of the database that is
+one cursor of its change feed; nothing waits for it.
 `;
 
 /** A schema file's suffix (docs/conventions.md §1). */
@@ -39,9 +44,24 @@ const SCHEMA_SUFFIX = '.schema.json';
 const IDLE_TIMEOUT_MS = 60_000;
 
 interface BackupArgs {
-  readonly dir: string;
+  /** The data directory: of the running server, or (with `url`) where the schema files are, if given. */
+  readonly dir: string | undefined;
+  /** A PostgreSQL store instead of a running server's directory. */
+  readonly url: string | undefined;
   readonly to: string;
 }
+
+/** What a copy holds, for the summary. */
+interface Copied {
+  readonly cursor: string;
+  readonly resources: readonly string[];
+  /** How long the server's writes waited for the snapshot (files); none wait on PostgreSQL. */
+  readonly heldMs: number | undefined;
+  readonly from: string;
+}
+
+/** Tries of a PostgreSQL snapshot that is one cursor of the feed (store/pg/backup.ts). */
+const DATABASE_TRIES = 50;
 
 const say = (message: string): void => {
   process.stderr.write(`halserve: ${message}\n`);
@@ -61,20 +81,13 @@ export function parseBackupArgs(args: readonly string[], env: NodeJS.ProcessEnv)
     if (value === undefined || value === '') throw new BackupError(`${flag} needs a value`);
     values.set(flag, value);
   }
-  const from = values.get('--from');
-  if (from !== undefined) {
-    // docs/storage.md §4: PostgreSQL keeps its own consistent copies.
-    throw new BackupError(
-      isPostgresUrl(from)
-        ? 'halserve backup copies a data directory; for PostgreSQL use pg_dump, or halserve export --from postgres://… --to <dir> (one consistent snapshot)'
-        : `--from takes a postgres:// URL; a data directory is --data ${from}`,
-    );
-  }
-  const dir = values.get('--data') ?? env['HALSERVE_DATA'];
+  const url = values.get('--from');
+  if (url !== undefined && !isPostgresUrl(url)) throw new BackupError(`--from takes a postgres:// URL, not ${JSON.stringify(describeUrl(url))}; a data directory is --data`);
+  const dir = values.get('--data') ?? (url === undefined ? env['HALSERVE_DATA'] : undefined);
   const to = values.get('--to');
-  if (dir === undefined || dir === '') throw new BackupError('halserve backup needs --data <data-dir> (or HALSERVE_DATA)');
+  if (url === undefined && (dir === undefined || dir === '')) throw new BackupError('halserve backup needs --data <data-dir> (or HALSERVE_DATA), or --from postgres://…');
   if (to === undefined) throw new BackupError('halserve backup needs --to <dest>');
-  return { dir, to };
+  return { dir, url, to };
 }
 
 /** Runs `halserve backup …`; sets the exit code, never throws. */
@@ -86,22 +99,53 @@ export async function runBackupCli(args: readonly string[], env: NodeJS.ProcessE
       return;
     }
     const started = performance.now();
-    const { header, bytes } = await backup(parsed);
+    const copied = await backup(parsed);
     const seconds = ((performance.now() - started) / 1000).toFixed(1);
-    const resources = header.resources.length;
-    process.stdout.write(
-      `halserve: backed up ${count(resources)} ${resources === 1 ? 'resource' : 'resources'} (${count(bytes)} bytes) from ${parsed.dir} to ${parsed.to} in ${seconds} s; ` +
-        `the server's writes waited ${header.heldMs.toFixed(3)} ms for the snapshot\n${header.cursor}\n`,
-    );
+    const resources = copied.resources.length;
+    const waited = copied.heldMs === undefined ? 'no write waited (one snapshot of the database)' : `the server's writes waited ${copied.heldMs.toFixed(3)} ms for the snapshot`;
+    process.stdout.write(`halserve: backed up ${count(resources)} ${resources === 1 ? 'resource' : 'resources'} from ${copied.from} to ${parsed.to} in ${seconds} s; ${waited}\n${copied.cursor}\n`);
   } catch (error) {
     say(error instanceof BackupError ? error.message : `backup failed, nothing written: ${(error as Error)?.message ?? String(error)}`);
     process.exitCode = 1;
   }
 }
 
-/** The copy: checks, the snapshot received beside DEST, then moved into place. */
-async function backup({ dir, to }: BackupArgs): Promise<{ header: BackupHeader; bytes: number }> {
+/** The copy: checks, the snapshot written beside DEST, then moved into place. */
+async function backup({ dir, url, to }: BackupArgs): Promise<Copied> {
   const destExists = await checkDestination(to);
+  const source = url === undefined ? await askServer(dir!) : await openDatabase(url);
+  // Beside DEST when it is absent (one rename ends it); inside it when it exists (it may be a mount point).
+  const staging = await fs.mkdtemp(destExists ? path.join(to, '.backup-partial-') : path.join(path.dirname(to), `.${path.basename(to)}.backup-partial-`)).catch(async (error: unknown) => {
+    await source.abandon();
+    throw new BackupError(`cannot write beside ${to}: ${(error as Error).message}`);
+  });
+  try {
+    const { copied, forgotten } = await source.fill(staging);
+    if (dir !== undefined) for (const name of copied.resources) await copySchema(dir, staging, name);
+    await writeDurably(path.join(staging, CHANGES_FILE), changesText({ forgotten, dataset: newDatasetName() }));
+    await syncDir(staging);
+    if (destExists) await moveInto(staging, to);
+    else {
+      await fs.rename(staging, to);
+      await syncDir(path.dirname(to));
+    }
+    return copied;
+  } catch (error) {
+    await fs.rm(staging, { recursive: true, force: true });
+    throw error;
+  } finally {
+    await source.abandon();
+  }
+}
+
+/** Where a copy comes from: it fills a directory with the logs, or is given up. */
+interface Source {
+  fill(staging: string): Promise<{ copied: Copied; forgotten: number }>;
+  abandon(): Promise<void>;
+}
+
+/** The server running on `dir`, reached through its socket (store/log/backup-socket.ts). */
+async function askServer(dir: string): Promise<Source> {
   await checkDataDir(dir);
   const pid = await lockHolder(dir);
   if (pid === undefined) throw new BackupError(`no running server holds ${dir}: halserve backup copies a running server's data (a directory no server holds can be copied as it is)`);
@@ -111,27 +155,43 @@ async function backup({ dir, to }: BackupArgs): Promise<{ header: BackupHeader; 
   const socket = await connect(address).catch((error: unknown) => {
     throw new BackupError(`the server holding ${dir} (process ${pid}) does not answer at ${socketFile} (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`);
   });
-  // Beside DEST when it is absent (one rename ends it); inside it when it exists (it may be a mount point).
-  const staging = await fs.mkdtemp(destExists ? path.join(to, '.backup-partial-') : path.join(path.dirname(to), `.${path.basename(to)}.backup-partial-`)).catch((error: unknown) => {
-    socket.destroy();
-    throw new BackupError(`cannot write beside ${to}: ${(error as Error).message}`);
+  return {
+    fill: async (staging) => {
+      const header = await receive(socket, staging, dir);
+      return { copied: { cursor: header.cursor, resources: header.resources.map((r) => r.name), heldMs: header.heldMs, from: dir }, forgotten: header.forgotten };
+    },
+    abandon: async () => void socket.destroy(),
+  };
+}
+
+/** A PostgreSQL store: one snapshot that is a cut of its feed (store/pg/backup.ts). */
+async function openDatabase(url: string): Promise<Source> {
+  const sql = await connectDatabase(url).catch((error: unknown) => {
+    throw new BackupError((error as Error).message);
   });
+  let ended = false;
+  const end = async (): Promise<void> => {
+    if (ended) return;
+    ended = true;
+    await sql.end({ timeout: 5 }).catch(() => {});
+  };
   try {
-    const { header, bytes } = await receive(socket, staging, dir);
-    for (const { name } of header.resources) await copySchema(dir, staging, name);
-    await writeDurably(path.join(staging, CHANGES_FILE), changesText({ forgotten: header.forgotten, dataset: newDatasetName() }));
-    await syncDir(staging);
-    if (destExists) await moveInto(staging, to);
-    else {
-      await fs.rename(staging, to);
-      await syncDir(path.dirname(to));
-    }
-    return { header, bytes };
+    if (!(await hasLayout(sql, url))) throw new BackupError(`${describeUrl(url)} holds no halserve data (no table halserve.entities): nothing to back up`);
   } catch (error) {
-    socket.destroy();
-    await fs.rm(staging, { recursive: true, force: true });
-    throw error;
+    await end();
+    throw error instanceof BackupError ? error : new BackupError((error as Error).message);
   }
+  return {
+    fill: async (staging) => {
+      for (let attempt = 1; attempt <= DATABASE_TRIES; attempt++) {
+        const copy = await copyDatabase(sql, staging, resourceNameProblem);
+        if (copy !== undefined) return { copied: { cursor: copy.cursor, resources: copy.resources.map((r) => r.name), heldMs: undefined, from: describeUrl(url) }, forgotten: 0 };
+        await new Promise((resolve) => setTimeout(resolve, 10 * attempt));
+      }
+      throw new BackupError(`${describeUrl(url)}: no snapshot of ${DATABASE_TRIES} was one cursor of the change feed (a long transaction that writes is running); try again once it has ended`);
+    },
+    abandon: end,
+  };
 }
 
 /** DEST must be an empty directory or absent with its parent present; resolves whether it exists. */
@@ -173,7 +233,7 @@ function connect(address: string): Promise<net.Socket> {
  * Sends the request and writes the reply's logs into `staging`, each synced: the header, then
  * exactly the bytes it announces, then the end of the stream.
  */
-async function receive(socket: net.Socket, staging: string, dir: string): Promise<{ header: BackupHeader; bytes: number }> {
+async function receive(socket: net.Socket, staging: string, dir: string): Promise<BackupHeader> {
   socket.setTimeout(IDLE_TIMEOUT_MS, () => socket.destroy(new Error(`no byte from the server for ${IDLE_TIMEOUT_MS / 1000} s`)));
   socket.write(BACKUP_REQUEST);
   let header: BackupHeader | undefined;
@@ -182,7 +242,6 @@ async function receive(socket: net.Socket, staging: string, dir: string): Promis
   let index = -1;
   let file: fs.FileHandle | undefined;
   let left = 0;
-  let total = 0;
   const next = async (): Promise<void> => {
     // Every resource gets its file, an empty one included.
     while (header !== undefined && left === 0 && index < header.resources.length) {
@@ -218,7 +277,6 @@ async function receive(socket: net.Socket, staging: string, dir: string): Promis
         await file.write(data.subarray(0, n));
         data = data.subarray(n);
         left -= n;
-        total += n;
         await next();
       }
     }
@@ -231,7 +289,7 @@ async function receive(socket: net.Socket, staging: string, dir: string): Promis
     await file?.close().catch(() => {});
     throw new BackupError(`the server holding ${dir} stopped sending before the copy was whole; nothing written`);
   }
-  return { header, bytes: total };
+  return header;
 }
 
 /** The reply's header, its names checked (each becomes a file name); a refusal is the server's reason. */

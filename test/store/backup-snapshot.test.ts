@@ -152,6 +152,8 @@ test('cursors of a named data set -> <name>-<seq>; another data set\'s -> "other
     ['bffff0000-5', 'b0123abcd', 'other'],
     ['b0123abcd-05', 'b0123abcd', undefined],
     ['abc', undefined, undefined],
+    ['123.4', 'b0123abcd', 'other'],
+    ['123.4', undefined, undefined],
     ['B0123abcd-5', 'b0123abcd', undefined],
   ];
   for (const [cursor, dataset, expected] of cases) assert.equal(readCursor(cursor, dataset), expected, `${cursor} in ${dataset}`);

@@ -49,6 +49,8 @@ export function parseCursor(cursor: string): number | undefined {
 export const DATASET = /^[a-z][a-z0-9]{3,39}$/;
 /** A cursor of a named data set: `<dataset>-<seq>`. */
 const NAMED_CURSOR = /^([a-z][a-z0-9]{3,39})-(0|[1-9][0-9]{0,15})$/;
+/** A cursor of a PostgreSQL data set, `<tx>.<pos>` (pg-cursor.ts): a copy of one is told it apart. */
+const DATABASE_CURSOR = /^(0|[1-9][0-9]{0,19})\.(0|[1-9][0-9]{0,19})$/;
 
 /**
  * What a cursor names: a sequence number of the data set `dataset` (undefined: one without a
@@ -62,7 +64,7 @@ export function readCursor(cursor: string, dataset: string | undefined): number 
     return Number.isSafeInteger(seq) ? seq : undefined;
   }
   const seq = parseCursor(cursor);
-  if (seq === undefined) return undefined;
+  if (seq === undefined) return dataset !== undefined && DATABASE_CURSOR.test(cursor) ? 'other' : undefined;
   return dataset === undefined ? seq : 'other';
 }
 
