@@ -12,7 +12,8 @@ import { ConfigError, HELP, isLoopback, parseConfig, resourceNameProblem, type C
 import type { PathCheck } from './conventions/query.js';
 import { relationGraph, RelationError, type RelationGraph } from './conventions/relations.js';
 import { compileSchema, declaredPaths, SchemaError, type Validator } from './conventions/schema.js';
-import { discoverResources, openDataDir } from './store/log/data-dir.js';
+import { serveBackups } from './store/log/backup-socket.js';
+import { discoverResources, openDataDir, type DataSnapshot } from './store/log/data-dir.js';
 import { openPostgres } from './store/pg/open.js';
 import type { LinkIntegrity } from './store/integrity.js';
 import { StoreOpenError, type Store } from './store/store.js';
@@ -73,7 +74,11 @@ async function resourceNames(config: Config): Promise<string[]> {
 interface Opened {
   readonly names: string[];
   readonly schemas: Map<string, LoadedSchema | undefined>;
+  /** The relations among them, read once here and handed to the handler (and to PostgreSQL's link checks). */
+  readonly graph: RelationGraph;
   readonly stores: { stores: Map<string, Store>; changes: ChangeFeed; close(): Promise<void> };
+  /** The data directory's snapshots, for `halserve backup` (files only). */
+  readonly snapshot?: () => Promise<DataSnapshot>;
   /** What keeps links from dangling when the store supplies it (PostgreSQL: across processes); else the in-process guard. */
   readonly integrity?: LinkIntegrity;
 }
@@ -92,7 +97,7 @@ async function openResources(config: Config, metrics: ServerMetrics): Promise<Op
   if (config.store === undefined) {
     const names = await resourceNames(config);
     // Checked before anything is opened.
-    const { schemas } = await loadSchemas(config, names);
+    const { schemas, graph } = await loadSchemas(config, names);
     const dataDir = await openDataDir({
       observer: (name) => metrics.storeObserver(name),
       dir: config.data,
@@ -102,7 +107,7 @@ async function openResources(config: Config, metrics: ServerMetrics): Promise<Op
       retentionMs: config.changesRetentionMs,
       warn,
     });
-    return { names, schemas, stores: dataDir };
+    return { names, schemas, graph, stores: dataDir, snapshot: () => dataDir.snapshotAfterPending() };
   }
   for (const name of config.resources) {
     const problem = resourceNameProblem(name);
@@ -114,7 +119,7 @@ async function openResources(config: Config, metrics: ServerMetrics): Promise<Op
   try {
     const { schemas, graph } = await loadSchemas(config, names);
     // Links are checked in the database, so that they hold across every process on it (docs/relations.md).
-    return { names, schemas, stores: pg, integrity: await pg.relate(graph) };
+    return { names, schemas, graph, stores: pg, integrity: await pg.relate(graph) };
   } catch (error) {
     await pg.close();
     throw error;
@@ -157,7 +162,7 @@ async function main(): Promise<void> {
   checkAuthentication(config);
   const jwt = await jwtOptions(config);
   const metrics = new ServerMetrics();
-  const { names, schemas, stores, integrity } = await openResources(config, metrics);
+  const { names, schemas, graph, stores, integrity, snapshot } = await openResources(config, metrics);
   let draining = false;
   const closing = new AbortController();
   const resources: ServedResource[] = names.map((name) => {
@@ -176,6 +181,7 @@ async function main(): Promise<void> {
   });
   const server = createHalServer({
     resources,
+    relations: graph,
     tokens: config.tokens,
     ...(jwt === undefined ? {} : { jwt }),
     basePath: config.basePath,
@@ -209,6 +215,8 @@ async function main(): Promise<void> {
     await stores.close();
     throw new StartupError(`cannot listen on ${config.host}:${config.port}: ${(error as Error).message}`);
   }
+  // `halserve backup --data` reaches the server through its data directory (docs/storage.md §4).
+  const backups = snapshot === undefined ? undefined : await serveBackups(config.data, snapshot, warn);
   const address = server.address() as AddressInfo;
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
   out.write(`halserve listening on http://${host}:${address.port}\n`);
@@ -230,13 +238,15 @@ async function main(): Promise<void> {
     }, SHUTDOWN_GRACE_MS);
     force.unref();
     server.close(() => {
-      stores.close().then(
-        () => process.exit(0),
-        (error: unknown) => {
-          warn(`closing the store failed: ${(error as Error).message}`);
-          process.exit(1);
-        },
-      );
+      Promise.resolve(backups?.close())
+        .then(() => stores.close())
+        .then(
+          () => process.exit(0),
+          (error: unknown) => {
+            warn(`closing the store failed: ${(error as Error).message}`);
+            process.exit(1);
+          },
+        );
     });
     // Open connections would hold close() open: end each one as soon as it has no request in flight,
     // including connections that never sent one.
@@ -251,6 +261,9 @@ const [subcommand] = process.argv.slice(2);
 if (subcommand === 'import' || subcommand === 'export') {
   // `halserve import|export`: moving a data set between the stores (transfer-cli.ts).
   void import('./transfer-cli.js').then((cli) => cli.runTransferCli(subcommand, process.argv.slice(3), process.env));
+} else if (subcommand === 'backup') {
+  // `halserve backup`: a copy of a running server's data set (backup-cli.ts).
+  void import('./backup-cli.js').then((cli) => cli.runBackupCli(process.argv.slice(3), process.env));
 } else main().catch((error: unknown) => {
   if (error instanceof ConfigError || error instanceof StartupError || error instanceof SchemaError || error instanceof RelationError || error instanceof StoreOpenError || error instanceof JwksError) {
     warn(error.message);

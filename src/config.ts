@@ -109,6 +109,7 @@ export const HELP = [
   'Usage: halserve [options]',
   '       halserve import --from <data-dir> --to postgres://…   (halserve import --help)',
   '       halserve export --from postgres://… --to <data-dir>   (halserve export --help)',
+  '       halserve backup --data <data-dir> --to <dest>          (halserve backup --help)',
   '',
   'Serves every <name>.jsonl file of the data directory as a HAL+JSON collection.',
   '',

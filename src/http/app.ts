@@ -87,6 +87,11 @@ export interface HandlerOptions {
   /** New entity ids (tests pin them). */
   readonly newId?: () => string;
   /**
+   * The relations among `resources` (`relationGraph` of their schemas), when the caller has them
+   * already (the CLI reads them once, for the stores too). Default: computed here.
+   */
+  readonly relations?: RelationGraph;
+  /**
    * What keeps links from dangling (docs/relations.md). Default: the in-process guard over these
    * stores; a store shared by several processes supplies one that decides inside its transactions.
    */
@@ -125,19 +130,21 @@ export function createHandler(options: HandlerOptions): Handler {
   const now = options.now ?? unixSeconds;
   const metrics = options.metrics ?? new ServerMetrics();
   const maxBody = bodyLimits(options);
-  const resources = new Map(options.resources.map((r) => [r.name, new Resource(withEntityLimits(r, maxBody), basePath, options.queryBudgetMs)]));
+  // docs/relations.md: the schemas' `x-link`s, read once (a link to a resource not served is refused here).
+  const graph = options.relations ?? relationGraph(options.resources);
+  const stores = new Map(options.resources.map((r) => [r.name, r.store]));
+  const integrity = (options.linkIntegrity ?? localLinkIntegrity)(graph, stores);
+  // Each resource's relations read the others through this map, filled before any request comes.
+  const resources = new Map<string, Resource>();
+  for (const r of options.resources) {
+    const relations = graph.get(r.name);
+    const links = relations !== undefined && relations.forward.length + relations.reverse.length > 0 ? { related: new Related(relations, basePath, resources), integrity } : undefined;
+    resources.set(r.name, new Resource(withEntityLimits(r, maxBody), basePath, options.queryBudgetMs, links));
+  }
   for (const [name, resource] of resources) {
     metrics.track(name, () => resource.store.size);
     // Writes are counted as the store reports its changes: every store, every process's on PostgreSQL.
     metrics.follow(name, resource.store);
-  }
-  // docs/relations.md: the schemas' `x-link`s; a link to a resource not served is refused here.
-  const graph = relationGraph(options.resources);
-  const stores = new Map([...resources].map(([name, r]) => [name, r.store]));
-  const integrity = (options.linkIntegrity ?? localLinkIntegrity)(graph, stores);
-  for (const [name, resource] of resources) {
-    const relations = graph.get(name);
-    if (relations !== undefined && relations.forward.length + relations.reverse.length > 0) resource.relate(new Related(relations, basePath, resources), integrity);
   }
   const names = [...resources.keys()];
   const auth = serverAuthentication(options, { resources: new Set(names), now });
@@ -172,7 +179,7 @@ export function createHandler(options: HandlerOptions): Handler {
     now,
     ready: () => (options.ready?.() ?? true) && [...resources.values()].every((r) => r.store.ready),
   });
-  const discovery = addDiscoveryRoutes(router, { basePath, resources: options.resources, tokensConfigured: auth.enabled });
+  const discovery = addDiscoveryRoutes(router, { basePath, resources: options.resources, relations: graph, tokensConfigured: auth.enabled });
 
   const dispatch = (req: IncomingMessage, res: ServerResponse, exchange: Exchange): Reply | Promise<Reply> => {
     const method = req.method ?? 'GET';

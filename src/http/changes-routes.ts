@@ -2,7 +2,7 @@ import { changesHref, changesPageJson, eventJson, isCursorSyntax, parseChangesQu
 import { wantsEventStream } from '../conventions/event-stream.js';
 import { streamChanges } from './change-stream.js';
 import type { Streams } from './event-stream.js';
-import { then } from './related.js';
+import { then } from './maybe-promise.js';
 import { badRequest, HttpProblem } from '../conventions/problem.js';
 import { CursorExpiredError, CursorMalformedError, type ChangeFeed, type FeedPage } from '../store/changes/change-feed.js';
 import type { MaybePromise, StoreChange } from '../store/store.js';

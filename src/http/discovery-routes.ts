@@ -3,6 +3,7 @@ import { notModified } from '../conventions/conditional.js';
 import { notFound } from '../conventions/problem.js';
 import { ASSET_SEGMENT, BROWSER_ASSETS, BROWSER_CSP, browserShell, staticRepresentation, type StaticRepresentation } from '../representations/html.js';
 import { openApiDocument, type OpenApiResource } from '../representations/openapi.js';
+import type { RelationGraph } from '../conventions/relations.js';
 import type { RouteHandler } from './context.js';
 import type { Reply } from './reply.js';
 import type { Router } from './router.js';
@@ -15,6 +16,8 @@ export const SHELL_PATTERNS: ReadonlySet<string> = new Set(['/', '/:name', '/:na
 export interface DiscoveryOptions {
   readonly basePath: string;
   readonly resources: readonly OpenApiResource[];
+  /** Their relations, as the handler serves them. */
+  readonly relations: RelationGraph;
   readonly tokensConfigured: boolean;
 }
 
@@ -48,7 +51,7 @@ function staticReply(representation: StaticRepresentation, ifNoneMatch: string |
 /** `/openapi.json`, and the browser's shell and assets: everything built once, here, at start-up. */
 export function addDiscoveryRoutes(router: Router<RouteHandler>, options: DiscoveryOptions): Discovery {
   const document = staticRepresentation(
-    JSON.stringify(openApiDocument({ resources: options.resources, basePath: options.basePath, authenticated: options.tokensConfigured, version: packageVersion() })),
+    JSON.stringify(openApiDocument({ resources: options.resources, relations: options.relations, basePath: options.basePath, authenticated: options.tokensConfigured, version: packageVersion() })),
     'application/json',
   );
   router.add('GET', '/openapi.json', ({ req }) => staticReply(document, req.headers['if-none-match']));

@@ -3,8 +3,16 @@ import { DEFAULT_LIMIT, pageRange } from '../conventions/pagination.js';
 import { HttpProblem, validationFailed } from '../conventions/problem.js';
 import { danglingMessage, linkedIds, linkTargets, relationLinks, relNames, reverseHref, type LinkField, type LinkTarget, type ResourceRelations, type ReverseLink } from '../conventions/relations.js';
 import { DanglingLinkError, type LinkIntegrity, type StillLinkedError } from '../store/integrity.js';
-import type { MaybePromise, QueryResult, StoredEntity } from '../store/store.js';
-import type { Resource } from './resource.js';
+import type { MaybePromise, QueryResult, Store, StoredEntity } from '../store/store.js';
+import { all, then } from './maybe-promise.js';
+
+/** What embedding reads of a linked resource: its store, its collection path and its entities' HAL text (`Resource` is one). */
+export interface RelatedResource {
+  readonly name: string;
+  readonly path: string;
+  readonly store: Store;
+  json(entity: StoredEntity): string;
+}
 
 /**
  * One resource's relations as the HTTP layer serves them (docs/relations.md): the links its entities
@@ -15,13 +23,13 @@ import type { Resource } from './resource.js';
 export class Related {
   readonly #relations: ResourceRelations;
   readonly #basePath: string;
-  readonly #resources: ReadonlyMap<string, Resource>;
+  readonly #resources: ReadonlyMap<string, RelatedResource>;
   /** Each forward field as a path, for `valuesAt`. */
   readonly #paths: readonly (readonly string[])[];
   /** Every rel an entity carries: `embed` may name these. */
   readonly names: ReadonlySet<string>;
 
-  constructor(relations: ResourceRelations, basePath: string, resources: ReadonlyMap<string, Resource>) {
+  constructor(relations: ResourceRelations, basePath: string, resources: ReadonlyMap<string, RelatedResource>) {
     this.#relations = relations;
     this.#basePath = basePath;
     this.#resources = resources;
@@ -87,7 +95,7 @@ export class Related {
     });
   }
 
-  #resource(name: string): Resource {
+  #resource(name: string): RelatedResource {
     const resource = this.#resources.get(name);
     if (resource === undefined) throw new Error(`no resource ${name}`);
     return resource;
@@ -153,7 +161,7 @@ export class Related {
 }
 
 /** A linked entity's representation, once per page; undefined for an id that names none. */
-function represent(target: Resource, id: string, memo: Map<string, string | undefined>): MaybePromise<string | undefined> {
+function represent(target: RelatedResource, id: string, memo: Map<string, string | undefined>): MaybePromise<string | undefined> {
   const key = `${target.name}/${id}`;
   if (memo.has(key)) return memo.get(key);
   return then(target.store.get(id), (found) => {
@@ -161,14 +169,4 @@ function represent(target: Resource, id: string, memo: Map<string, string | unde
     memo.set(key, json);
     return json;
   });
-}
-
-/** `f(value)`, now when the value is here, later when it is a Promise (the stores' `MaybePromise`). */
-export function then<T, U>(value: MaybePromise<T>, f: (value: T) => MaybePromise<U>): MaybePromise<U> {
-  return value instanceof Promise ? value.then(f) : f(value);
-}
-
-/** Every value, now when all are here, else once the Promises among them resolve. */
-export function all<T>(values: readonly MaybePromise<T>[]): MaybePromise<T[]> {
-  return values.some((v) => v instanceof Promise) ? Promise.all(values) : (values as T[]);
 }

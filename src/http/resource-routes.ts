@@ -16,7 +16,7 @@ import type { RouteHandler } from './context.js';
 import { HAL_FORMS, HAL_JSON, JSON_TYPE, MERGE_PATCH_JSON } from './negotiation.js';
 import { jsonReply, type Reply } from './reply.js';
 import { accepted, readJsonBody } from './request.js';
-import { then } from './related.js';
+import { then } from './maybe-promise.js';
 import { keyedWrite, requestKey } from './idempotent-write.js';
 import type { EmbeddedRepresentation, Page, Resource, WriteConditions } from './resource.js';
 import type { Params, Router } from './router.js';

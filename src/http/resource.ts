@@ -16,7 +16,8 @@ import { collectionTemplates, entityTemplates, templateProperties, withTemplates
 import type { JsonSchema } from '../representations/openapi.js';
 import { LruMap } from './lru-map.js';
 import { HAL_FORMS, HAL_JSON } from './negotiation.js';
-import { all, then, type Related } from './related.js';
+import { all, then } from './maybe-promise.js';
+import type { Related } from './related.js';
 
 /** One resource served by the handler. */
 export interface ResourceOptions {
@@ -29,6 +30,12 @@ export interface ResourceOptions {
   readonly declared?: PathCheck;
   /** The JSON schema of its client fields: the HAL-FORMS templates' properties come from it. */
   readonly schema?: JsonSchema | undefined;
+}
+
+/** A resource's relations as served, and what keeps its links from dangling. */
+export interface ResourceLinks {
+  readonly related: Related;
+  readonly integrity: LinkIntegrity;
 }
 
 /** A collection page, ready to send. */
@@ -113,11 +120,12 @@ export class Resource {
   /** The data set's change feed, for the pages' `changes` link; none without one. */
   #feed: ChangeFeed | undefined;
   readonly #basePath: string;
-  /** Links to and from other resources (docs/relations.md), set by `relate` once every resource exists. */
-  #related: Related | undefined;
-  #integrity: LinkIntegrity | undefined;
+  /** Links to and from other resources (docs/relations.md); none when the resource has no relations. */
+  readonly #related: Related | undefined;
+  readonly #integrity: LinkIntegrity | undefined;
 
-  constructor(options: ResourceOptions, basePath: string, budgetMs = DEFAULT_QUERY_BUDGET_MS) {
+  /** `links`: the resource's relations and the guard of its links, when it has relations (made where the server is assembled, `app.ts`). */
+  constructor(options: ResourceOptions, basePath: string, budgetMs = DEFAULT_QUERY_BUDGET_MS, links?: ResourceLinks) {
     this.name = options.name;
     this.store = options.store;
     this.#validate = options.validate;
@@ -127,6 +135,8 @@ export class Resource {
     this.#budgetMs = budgetMs;
     this.#properties = templateProperties(options.schema, basePath);
     this.#collectionTemplates = collectionTemplates(this.#properties, this.#path);
+    this.#related = links?.related;
+    this.#integrity = links?.integrity;
   }
 
   /** An entity's HAL text (`hal`) as HAL-FORMS: with the templates to replace, patch and delete it, holding its values. */
@@ -158,12 +168,6 @@ export class Resource {
     return { filters, search };
   }
 
-  /** Wires the resource's relations and the guard of its links; until then it has none. */
-  relate(related: Related, integrity: LinkIntegrity): void {
-    this.#related = related;
-    this.#integrity = integrity;
-  }
-
   href(id: string): string {
     return entityHref(this.#path, id);
   }
@@ -184,7 +188,9 @@ export class Resource {
 
   /** The entity with `rels` embedded (already checked), tagged over its version and the stores the rels read. */
   embeddedRepresentation(entity: StoredEntity, rels: readonly string[], mediaType: string): MaybePromise<EmbeddedRepresentation> {
-    const related = this.#related as Related;
+    const related = this.#related;
+    // `checkEmbed` refuses every rel of a resource without relations: none reaches here.
+    if (related === undefined) throw new Error(`${this.name} has no relations to embed`);
     const before = related.revisions(rels);
     return then(related.embedded(entity, rels, new Map()), (embedded) => {
       const body = Buffer.from(this.json(entity, embedded, embedQuery(rels, '?')));

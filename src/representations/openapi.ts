@@ -19,6 +19,8 @@ export interface OpenApiResource {
 
 export interface OpenApiOptions {
   readonly resources: readonly OpenApiResource[];
+  /** The relations among them (`relationGraph` of their schemas): the handler's own. Default: computed here. */
+  readonly relations?: RelationGraph;
   /** Where the API is mounted (`''` or `/api`). */
   readonly basePath: string;
   /** True when bearer tokens are configured: every operation but the open ones then requires one. */
@@ -636,7 +638,7 @@ const relationsOf = (graph: RelationGraph, name: string): ResourceRelations => g
 /** The OpenAPI 3.1 document: every route both unprefixed and under `/v1` (docs/conventions.md §4). */
 export function openApiDocument(options: OpenApiOptions): Json {
   const { resources, basePath, authenticated } = options;
-  const graph = relationGraph(resources);
+  const graph = options.relations ?? relationGraph(resources);
   const paths: Json = {
     ...servicePaths(resources.map((r) => r.name), authenticated),
     ...Object.assign({}, ...resources.map((r) => resourcePaths(r, relationsOf(graph, r.name)))),

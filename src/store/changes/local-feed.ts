@@ -41,6 +41,33 @@ export function parseCursor(cursor: string): number | undefined {
   return Number.isSafeInteger(seq) ? seq : undefined;
 }
 
+/**
+ * A data set's name, when it has one: a copy (`halserve backup`) names itself so that its cursors
+ * differ from its original's, whose numbers it shares up to the copy and not after. Lower-case
+ * letters and digits, a letter first (docs/storage.md §4).
+ */
+export const DATASET = /^[a-z][a-z0-9]{3,39}$/;
+/** A cursor of a named data set: `<dataset>-<seq>`. */
+const NAMED_CURSOR = /^([a-z][a-z0-9]{3,39})-(0|[1-9][0-9]{0,15})$/;
+/** A cursor of a PostgreSQL data set, `<tx>.<pos>` (pg-cursor.ts): a copy of one is told it apart. */
+const DATABASE_CURSOR = /^(0|[1-9][0-9]{0,19})\.(0|[1-9][0-9]{0,19})$/;
+
+/**
+ * What a cursor names: a sequence number of the data set `dataset` (undefined: one without a
+ * name), `'other'` for a well-formed cursor of another data set, undefined for no cursor at all.
+ */
+export function readCursor(cursor: string, dataset: string | undefined): number | 'other' | undefined {
+  const named = NAMED_CURSOR.exec(cursor);
+  if (named !== null) {
+    if (named[1] !== dataset) return 'other';
+    const seq = Number(named[2]);
+    return Number.isSafeInteger(seq) ? seq : undefined;
+  }
+  const seq = parseCursor(cursor);
+  if (seq === undefined) return dataset !== undefined && DATABASE_CURSOR.test(cursor) ? 'other' : undefined;
+  return dataset === undefined ? seq : 'other';
+}
+
 export interface LocalFeedOptions {
   /** Milliseconds since the epoch (tests inject a clock). */
   readonly now?: () => number;
@@ -88,6 +115,8 @@ export class LocalChangeLog implements ChangeFeed {
   #published = 0;
   /** The largest sequence number of a forgotten delete: an older cursor cannot resume. */
   #forgotten = 0;
+  /** The data set's name, when it has one (a copy): its cursors carry it. */
+  #dataset: string | undefined;
 
   constructor(options: LocalFeedOptions = {}) {
     this.#now = options.now ?? Date.now;
@@ -122,6 +151,26 @@ export class LocalChangeLog implements ChangeFeed {
 
   get forgotten(): number {
     return this.#forgotten;
+  }
+
+  /** Start-up: the data set's name (`_changes` holds it), before any cursor is handed out. */
+  named(dataset: string | undefined): void {
+    this.#dataset = dataset;
+  }
+
+  /** The data set's name, if it has one. */
+  get dataset(): string | undefined {
+    return this.#dataset;
+  }
+
+  /** The cursor of sequence number `seq` in this data set. */
+  cursorOf(seq: number): string {
+    return this.#dataset === undefined ? formatCursor(seq) : `${this.#dataset}-${seq}`;
+  }
+
+  /** The last sequence number reserved (published or not). */
+  get reserved(): number {
+    return this.#next - 1;
   }
 
   /** The latest published sequence number. */
@@ -183,7 +232,7 @@ export class LocalChangeLog implements ChangeFeed {
       id: held.id,
       type: held.type,
       entity: held.entity,
-      cursor: formatCursor(held.seq),
+      cursor: this.cursorOf(held.seq),
       at: held.at,
     };
     resource.followers.emit(change);
@@ -193,15 +242,20 @@ export class LocalChangeLog implements ChangeFeed {
   // ---- the feed ----
 
   get latest(): string {
-    return formatCursor(this.#published);
+    return this.cursorOf(this.#published);
   }
 
   compare(a: string, b: string): number {
-    return (parseCursor(a) ?? 0) - (parseCursor(b) ?? 0);
+    return this.#seqOf(a) - this.#seqOf(b);
+  }
+
+  #seqOf(cursor: string): number {
+    const seq = readCursor(cursor, this.#dataset);
+    return typeof seq === 'number' ? seq : 0;
   }
 
   latestOf(resource: string): string {
-    return formatCursor(Math.max(this.#resources.get(resource)?.latest ?? 0, this.#forgotten));
+    return this.cursorOf(Math.max(this.#resources.get(resource)?.latest ?? 0, this.#forgotten));
   }
 
   follow(listener: ChangeListener): () => void {
@@ -226,7 +280,7 @@ export class LocalChangeLog implements ChangeFeed {
       for (let i = 0; i < heads.length; i++) if (heads[i] !== undefined && (best < 0 || heads[i]!.seq < heads[best]!.seq)) best = i;
       if (best < 0 || heads[best]!.seq > published) break;
       const held = heads[best]!;
-      changes.push({ resource: names[best]!, id: held.id, type: held.type, entity: held.entity, cursor: formatCursor(held.seq), at: held.at });
+      changes.push({ resource: names[best]!, id: held.id, type: held.type, entity: held.entity, cursor: this.cursorOf(held.seq), at: held.at });
       const r = sources[best]!.next();
       heads[best] = r.done ? undefined : r.value;
     }
@@ -236,11 +290,13 @@ export class LocalChangeLog implements ChangeFeed {
 
   /** The sequence number `since` names; throws when it cannot resume. */
   #after(since: string): number {
-    const seq = parseCursor(since);
+    const seq = readCursor(since, this.#dataset);
     if (seq === undefined) throw new CursorMalformedError(`${JSON.stringify(since)} is not a cursor of this server's changes`);
+    // A copy's cursors name it, so that one of its original (or of another copy) cannot resume here.
+    if (seq === 'other') throw new CursorExpiredError(`cursor ${since} is of another data set (this one was copied from it, or it from this one)`);
     if (seq > this.#published) throw new CursorMalformedError(`cursor ${since} is after the latest change (${this.latest}): it is not one of this data set's`);
     if (seq < this.#forgotten) {
-      throw new CursorExpiredError(`cursor ${since} is older than a delete this server no longer remembers (changes since ${formatCursor(this.#forgotten)} are kept)`);
+      throw new CursorExpiredError(`cursor ${since} is older than a delete this server no longer remembers (changes since ${this.cursorOf(this.#forgotten)} are kept)`);
     }
     return seq;
   }

@@ -1,4 +1,5 @@
 import { join } from 'node:path';
+import { DATASET } from '../changes/local-feed.js';
 import { OPEN_READ, OPEN_TRUNCATE, syncDirectory, writeAll, type StoreFs } from './store-fs.js';
 
 /**
@@ -6,9 +7,31 @@ import { OPEN_READ, OPEN_TRUNCATE, syncDirectory, writeAll, type StoreFs } from 
  * the sequence number of the latest delete a compaction forgot (past `--changes-retention`). A
  * cursor below it cannot resume (410), and no sequence number at or below it is handed out again,
  * even when the forgotten delete was the latest change of the directory.
- * One line of JSON, `{"forgotten":<n>}`, replaced atomically (written, synced, renamed, directory synced).
+ * And the data set's name, when it has one: a copy (`halserve backup`) gets a new one, so that its
+ * cursors differ from its original's (docs/storage.md §4).
+ * One line of JSON, `{"forgotten":<n>[,"dataset":"<name>"]}`, replaced atomically (written, synced,
+ * renamed, directory synced).
  */
 export const CHANGES_FILE = '_changes';
+
+/** What `_changes` records. */
+export interface ChangesState {
+  readonly forgotten: number;
+  readonly dataset?: string | undefined;
+}
+
+/** The file's text for `state`. */
+export const changesText = (state: ChangesState): string =>
+  `${JSON.stringify(state.dataset === undefined ? { forgotten: state.forgotten } : { forgotten: state.forgotten, dataset: state.dataset })}\n`;
+
+/** The state a file's text records; throws saying what is wrong. */
+export function parseChangesText(text: string): ChangesState {
+  const value: unknown = JSON.parse(text);
+  const { forgotten, dataset } = (value ?? {}) as { forgotten?: unknown; dataset?: unknown };
+  if (typeof forgotten !== 'number' || !Number.isSafeInteger(forgotten) || forgotten < 0) throw new Error('"forgotten" must be a non-negative integer');
+  if (dataset !== undefined && (typeof dataset !== 'string' || !DATASET.test(dataset))) throw new Error('"dataset" must be 4 to 40 lower-case letters and digits, a letter first');
+  return { forgotten, dataset };
+}
 
 export class ChangesFile {
   readonly #path: string;
@@ -16,6 +39,8 @@ export class ChangesFile {
   readonly #fs: StoreFs;
   /** Writes run one after another; a later one carries the larger value. */
   #writing: Promise<void> = Promise.resolve();
+  /** The data set's name, as read: every write keeps it. */
+  #dataset: string | undefined;
 
   constructor(dir: string, fsys: StoreFs) {
     this.#dir = dir;
@@ -27,23 +52,22 @@ export class ChangesFile {
     return this.#path;
   }
 
-  /** The forgotten horizon recorded, or 0 when there is no file yet. Throws on an unreadable or malformed one. */
-  async read(): Promise<number> {
+  /** What the file records, or `{ forgotten: 0 }` when there is no file yet. Throws on an unreadable or malformed one. */
+  async read(): Promise<ChangesState> {
     let fd: number;
     try {
       fd = await this.#fs.open(this.#path, OPEN_READ);
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return 0;
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { forgotten: 0 };
       throw error;
     }
     try {
       const { size } = await this.#fs.fstat(fd);
       const buffer = Buffer.alloc(Math.min(size, 4096));
       const n = await this.#fs.read(fd, buffer, 0, buffer.length, 0);
-      const value: unknown = JSON.parse(buffer.toString('utf8', 0, n));
-      const forgotten = (value as { forgotten?: unknown } | null)?.forgotten;
-      if (typeof forgotten !== 'number' || !Number.isSafeInteger(forgotten) || forgotten < 0) throw new Error('"forgotten" must be a non-negative integer');
-      return forgotten;
+      const state = parseChangesText(buffer.toString('utf8', 0, n));
+      this.#dataset = state.dataset;
+      return state;
     } catch (error) {
       throw new Error(`${this.#path}: ${(error as Error).message}`);
     } finally {
@@ -62,7 +86,7 @@ export class ChangesFile {
     const tmp = `${this.#path}.tmp`;
     const fd = await this.#fs.open(tmp, OPEN_TRUNCATE, 0o644);
     try {
-      await writeAll(this.#fs, fd, Buffer.from(`${JSON.stringify({ forgotten })}\n`), 0);
+      await writeAll(this.#fs, fd, Buffer.from(changesText({ forgotten, dataset: this.#dataset })), 0);
       await this.#fs.fdatasync(fd);
     } finally {
       await this.#fs.close(fd);

@@ -4,6 +4,7 @@ import { lockDirectory } from './dir-lock.js';
 import { LocalChangeLog } from '../changes/local-feed.js';
 import { ChangesFile } from './changes-file.js';
 import { openJsonlStore, type CompactionPolicy, type JsonlStore } from './jsonl-store.js';
+import type { FileView } from './jsonl-file.js';
 import { nodeFs, type StoreFs } from './store-fs.js';
 import { StoreOpenError, type Store, type StoreObserver } from '../store.js';
 
@@ -56,11 +57,45 @@ export interface DataDirOptions {
   now?: () => number;
 }
 
+/**
+ * Every resource of a data directory as of one cursor of its change feed, readable until released
+ * (`halserve backup`, backup-socket.ts): each log's acknowledged bytes held open as they were when
+ * the snapshot was taken; the bytes through `seq` are `prefixThrough` of them (log-prefix.ts).
+ */
+export interface DataSnapshot {
+  /** The cursor the snapshot is at: the latest published change. */
+  readonly cursor: string;
+  /** Its sequence number. */
+  readonly seq: number;
+  /** The forgotten horizon then (`_changes`). */
+  readonly forgotten: number;
+  readonly resources: readonly { readonly name: string; readonly view: FileView | undefined }[];
+  /** How long taking it kept the event loop, and so every write, waiting: milliseconds. */
+  readonly heldMs: number;
+  /** Lets go of every file. */
+  release(): Promise<void>;
+}
+
 /** The open stores of a data directory and the lock that keeps it to this process. */
 export interface DataDir {
   stores: Map<string, Store>;
   /** The directory's change feed: one sequence over every resource. */
   changes: LocalChangeLog;
+  /**
+   * Every resource as of the latest published change, taken in one turn of the event loop: no
+   * write is held but for that turn (microseconds). Why it is consistent: every change numbered
+   * at or below the cursor is published, so its line is durable and within its log's acknowledged
+   * bytes (local-feed.ts), and no line in them is ever rewritten while the view is held
+   * (`JsonlFile.retain`).
+   */
+  snapshot(): DataSnapshot;
+  /**
+   * The snapshot, once every batch numbered before the call is published: a write is acknowledged
+   * once durable, and may be published after, when an earlier batch of another resource is (local-feed.ts),
+   * so this is the one that holds every write acknowledged before it was asked for. Writes go on
+   * meanwhile; none waits for it but for the turn `snapshot` takes.
+   */
+  snapshotAfterPending(): Promise<DataSnapshot>;
   /** Finishes pending writes, syncs, closes the files and releases the lock. */
   close(): Promise<void>;
 }
@@ -100,7 +135,9 @@ export async function openDataDir(options: DataDirOptions): Promise<DataDir> {
   const changesFile = new ChangesFile(dir, options.fs ?? nodeFs);
   try {
     try {
-      log.forgot(await changesFile.read());
+      const state = await changesFile.read();
+      log.forgot(state.forgotten);
+      log.named(state.dataset);
     } catch (error) {
       throw new StoreOpenError((error as Error).message);
     }
@@ -128,9 +165,21 @@ export async function openDataDir(options: DataDirOptions): Promise<DataDir> {
     throw error instanceof StoreOpenError ? error : new StoreOpenError(String((error as Error).message));
   }
   let closing: Promise<void> | undefined;
+  const snapshot = (): DataSnapshot => {
+    const started = performance.now();
+    const resources = [...stores].map(([name, store]) => ({ name, view: store.retainLog() }));
+    const taken = { cursor: log.latest, seq: log.published, forgotten: log.forgotten, resources };
+    const heldMs = performance.now() - started;
+    return { ...taken, heldMs, release: async () => void (await Promise.all(resources.map((r) => r.view?.release()))) };
+  };
   return {
     stores: stores as Map<string, Store>,
     changes: log,
+    snapshot,
+    snapshotAfterPending: async () => {
+      await log.through(log.reserved);
+      return snapshot();
+    },
     close: () => (closing ??= closeAll()),
   };
 }

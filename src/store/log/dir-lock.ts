@@ -84,6 +84,15 @@ async function acquire(
   }
 }
 
+/**
+ * The pid of the running process that holds `dir`'s lock, or undefined when no lock file is there
+ * or its process is gone (`halserve backup` asks a running server for its data).
+ */
+export async function lockHolder(dir: string, isAlive: (pid: number) => boolean = processIsAlive): Promise<number | undefined> {
+  const pid = await readPid(path.join(dir, LOCK_FILE));
+  return pid !== undefined && isAlive(pid) ? pid : undefined;
+}
+
 async function readPid(file: string): Promise<number | undefined> {
   try {
     const text = await fs.readFile(file, 'utf8');

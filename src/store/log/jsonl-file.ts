@@ -1,6 +1,16 @@
 import path from 'node:path';
 import { OPEN_READ_WRITE, syncDirectory, writeAll, type StoreFs } from './store-fs.js';
 
+/** A file's acknowledged bytes at one moment, held open for reading (`JsonlFile.retain`). */
+export interface FileView {
+  /** The acknowledged bytes when the view was taken. */
+  readonly size: number;
+  /** Reads `length` bytes at `position` (below `size`) into `buffer`; resolves with the count read. */
+  read(buffer: Buffer, length: number, position: number): Promise<number>;
+  /** Lets go of the file; its descriptor is closed if the log has moved on from it. */
+  release(): Promise<void>;
+}
+
 /**
  * The log file of one resource: its descriptor, how many bytes and lines are acknowledged, and
  * durable appends (docs/storage.md §1). Bytes past `size` are the debris of a failed write: appends are
@@ -22,6 +32,10 @@ export class JsonlFile {
   #dirtyTail = false;
   /** The directory entry of the file (created or renamed) is not yet known to be durable. */
   #dirSyncNeeded = false;
+  /** Descriptors held by readers of a prefix (`retain`), with how many hold each. */
+  readonly #retained = new Map<number, number>();
+  /** Retained descriptors the file no longer uses: closed when their last reader lets go. */
+  readonly #retired = new Set<number>();
 
   constructor(file: string, fsys: StoreFs, sync: boolean) {
     this.file = file;
@@ -32,6 +46,39 @@ export class JsonlFile {
 
   get fd(): number | undefined {
     return this.#fd;
+  }
+
+  /**
+   * The acknowledged bytes as they are now, readable for as long as the view is held: appends go
+   * past `size`, a failed write truncates back to an acknowledged size (never below), and a
+   * compaction renames a new file over this one without touching it, so the descriptor kept here
+   * reads the same bytes until `release` (the old file's descriptor is closed then, not at the
+   * swap). Undefined when the file does not exist yet (nothing is acknowledged). Synchronous, so
+   * that a data directory can take every store's view in one turn of the event loop (backup.ts).
+   */
+  retain(): FileView | undefined {
+    const fd = this.#fd;
+    if (fd === undefined) return undefined;
+    this.#retained.set(fd, (this.#retained.get(fd) ?? 0) + 1);
+    let released = false;
+    return {
+      size: this.size,
+      read: (buffer, length, position) => this.#fs.read(fd, buffer, 0, length, position),
+      release: async () => {
+        if (released) return;
+        released = true;
+        const holders = (this.#retained.get(fd) ?? 1) - 1;
+        if (holders > 0) return void this.#retained.set(fd, holders);
+        this.#retained.delete(fd);
+        if (this.#retired.delete(fd)) await this.#fs.close(fd);
+      },
+    };
+  }
+
+  /** Closes `fd` now, or once the last view of it is released. */
+  async #closeOrRetire(fd: number): Promise<void> {
+    if (this.#retained.has(fd)) this.#retired.add(fd);
+    else await this.#fs.close(fd);
   }
 
   /** Opens an existing file for appending. */
@@ -104,7 +151,7 @@ export class JsonlFile {
     this.needsNewline = false;
     this.#dirtyTail = false;
     this.#dirSyncNeeded = true;
-    if (old !== undefined) await this.#fs.close(old).catch(() => {});
+    if (old !== undefined) await this.#closeOrRetire(old).catch(() => {});
     try {
       await syncDirectory(this.#fs, this.#dir);
       this.#dirSyncNeeded = false;
@@ -126,6 +173,6 @@ export class JsonlFile {
   async closeFd(): Promise<void> {
     const fd = this.#fd;
     this.#fd = undefined;
-    if (fd !== undefined) await this.#fs.close(fd);
+    if (fd !== undefined) await this.#closeOrRetire(fd);
   }
 }

@@ -21,7 +21,7 @@ import { AnswerBook, type AnswerBookOptions, type Claim, type IdempotencyLedger,
 import { AnswerFile, answerFileOf, lineHash, type LineRange, type Recorded } from './answer-file.js';
 import { Compaction, TMP_SUFFIX } from './jsonl-compaction.js';
 import { RestampedEntity, WrittenEntity, type LoadedEntity, type LogEntity } from './jsonl-entity.js';
-import { JsonlFile } from './jsonl-file.js';
+import { JsonlFile, type FileView } from './jsonl-file.js';
 import { loadLog, type LoadResult } from './jsonl-load.js';
 import { appendDurably, nodeFs, type StoreFs } from './store-fs.js';
 
@@ -83,6 +83,8 @@ export interface JsonlStore extends LocalStore {
   stampUnstamped(): Promise<void>;
   /** Always kept: the answers of keyed writes, durable with them (answer-file.ts). */
   readonly idempotency: IdempotencyLedger;
+  /** The log's acknowledged bytes as they are now, held readable until released (`JsonlFile.retain`); undefined while there is no file. */
+  retainLog(): FileView | undefined;
 }
 
 /** Suffixes of the files a store keeps beside its log (docs/storage.md §1). */
@@ -98,7 +100,9 @@ export async function openJsonlStore(options: JsonlStoreOptions): Promise<JsonlS
   const store = new JsonlLogStore(options);
   if (own) {
     try {
-      store.changes.forgot(await store.changesFile.read());
+      const state = await store.changesFile.read();
+      store.changes.forgot(state.forgotten);
+      store.changes.named(state.dataset);
     } catch (error) {
       throw openError(options.file, error);
     }
@@ -279,6 +283,9 @@ class JsonlLogStore implements JsonlStore {
   }
   get changes(): LocalChangeLog {
     return this.#log;
+  }
+  retainLog(): FileView | undefined {
+    return this.#file.retain();
   }
 
   // ---- opening ----

@@ -1,0 +1,208 @@
+/**
+ * `halserve backup` (docs/storage.md §4) as a user runs it: a real server on a temporary data
+ * directory, a writer that never stops while the backup runs, the backup command in a child
+ * process, then a second server on the copy. No test measures how long anything took: the
+ * figure the command prints (how long the server's writes waited) is reported, not asserted.
+ */
+import assert from 'node:assert/strict';
+import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
+import net from 'node:net';
+import { join } from 'node:path';
+import { describe, test } from 'node:test';
+import { spawnCli, startCli, tempDir, type CliProcess } from '../helpers/process.js';
+import { BACKUP_SOCKET } from '../../src/store/log/backup-protocol.js';
+import { maxStamp, opOf, startWriter, stateAfter, stateOfFiles } from '../helpers/writer.js';
+
+const JSON_HEADERS = { 'content-type': 'application/json' };
+
+interface Run {
+  code: number | string;
+  stdout: string;
+  stderr: string;
+}
+
+async function halserve(args: readonly string[]): Promise<Run> {
+  const cli = spawnCli(args);
+  const code = await cli.exited;
+  return { code, stdout: cli.stdout(), stderr: cli.stderr() };
+}
+
+/** Exit 1, nothing on stdout, one line on stderr matching `pattern`. */
+function assertOneLineFailure(run: Run, pattern: RegExp): void {
+  assert.equal(run.code, 1, `exit code; stderr: ${run.stderr}`);
+  assert.equal(run.stdout, '');
+  assert.match(run.stderr, /^halserve: [^\n]+\n$/, `one line: ${JSON.stringify(run.stderr)}`);
+  assert.match(run.stderr, pattern);
+}
+
+async function startServer(dir: string): Promise<CliProcess> {
+  return startCli(['--port', '0', '--data', dir, '--log', 'off']);
+}
+
+describe('halserve backup (docs/storage.md §4)', () => {
+  test('a writer running -> the copy is one cursor of the feed: every write before it, none after, resources in step; halserve --data DEST serves it', async (t) => {
+    const root = await tempDir();
+    const data = join(root, 'data');
+    const dest = join(root, 'copy');
+    await mkdir(data);
+    await writeFile(join(data, 'orders.jsonl'), `${JSON.stringify({ id: 'counter', createdAt: 1, updatedAt: 1, n: 0 })}\n`);
+    await writeFile(join(data, 'items.schema.json'), JSON.stringify({ type: 'object', properties: { n: { type: 'integer' } } }));
+    await writeFile(join(data, 'items.jsonl'), '');
+    await writeFile(join(data, 'empty.jsonl'), '');
+    const server = await startServer(data);
+    const writer = startWriter(server.url);
+    // Some writes first, so that the copy cannot be trivially empty.
+    while (writer.acked() < 40) await new Promise((resolve) => setTimeout(resolve, 5));
+    const ackedBefore = writer.acked();
+    const run = await halserve(['backup', '--data', data, '--to', dest]);
+    const sentAfter = writer.sent() + 1;
+    // More writes after the backup, so that the feed after its cursor is not empty.
+    while (writer.acked() < sentAfter + 20) await new Promise((resolve) => setTimeout(resolve, 5));
+    await writer.stop();
+    assert.equal(run.code, 0, run.stderr);
+    const lines = run.stdout.trimEnd().split('\n');
+    const cursor = lines.at(-1)!;
+    assert.match(cursor, /^[1-9][0-9]*$/, 'the cursor alone on the last line');
+    const held = /writes waited ([0-9.]+) ms/.exec(run.stdout)?.[1];
+    t.diagnostic(`the server's writes waited ${held} ms for the snapshot (not asserted)`);
+
+    // The copy: the layout of the original, every resource, the schema; nothing else but _changes.
+    assert.deepEqual((await readdir(dest)).sort(), ['_changes', 'empty.jsonl', 'items.jsonl', 'items.schema.json', 'orders.jsonl']);
+    assert.equal(await readFile(join(dest, 'empty.jsonl'), 'utf8'), '');
+    assert.equal(await readFile(join(dest, 'items.schema.json'), 'utf8'), await readFile(join(data, 'items.schema.json'), 'utf8'));
+    assert.deepEqual((await readdir(root)).sort(), ['copy', 'data'], 'nothing left beside the copy');
+    const orders = await readFile(join(dest, 'orders.jsonl'), 'utf8');
+    const items = await readFile(join(dest, 'items.jsonl'), 'utf8');
+
+    // One cursor: the copy is the state after exactly the first k writes, in both resources at once.
+    const copied = stateOfFiles(orders, items);
+    const k = Math.max(copied.counter, ...copied.orders, ...copied.items);
+    assert.deepEqual(copied, stateAfter(k), `the state after write ${k}, no skew between resources`);
+    assert.ok(k >= ackedBefore, `every write acknowledged before the backup started is in the copy (${k} >= ${ackedBefore})`);
+    assert.ok(k < sentAfter, `no write sent after the backup ended is in it (${k} < ${sentAfter})`);
+    assert.equal(Math.max(maxStamp(orders), maxStamp(items)), Number(cursor), 'its latest change is the cursor printed');
+    // The original's changes after the cursor are those of the writes after k (each entity's
+    // latest, as the feed coalesces): no gap between the copy and the feed, no overlap.
+    const touched = new Set<string>();
+    for (let n = k + 1; n <= writer.acked(); n++) {
+      const op = opOf(n);
+      if (op.kind === 'count') touched.add('orders/counter');
+      else {
+        const written = writer.ids.get(op.kind === 'create' ? n : op.of)!;
+        touched.add(`${written.resource}/${written.id}`);
+      }
+    }
+    const fed = new Set<string>();
+    for (let since = cursor; ; ) {
+      const page = (await (await fetch(`${server.url}/changes?since=${since}&limit=200`)).json()) as { cursor: string; _embedded: { changes: { resource: string; id: string }[] } };
+      if (page._embedded.changes.length === 0) break;
+      for (const change of page._embedded.changes) fed.add(`${change.resource}/${change.id}`);
+      since = page.cursor;
+    }
+    assert.deepEqual([...fed].sort(), [...touched].sort(), 'the feed after the cursor holds exactly the writes after the copy');
+
+    // The copy served: the same entities with the same ETags as the original, for those not written since.
+    const copy = await startServer(dest);
+    for (const resource of ['orders', 'items']) {
+      const listed = (await (await fetch(`${copy.url}/${resource}?limit=200`)).json()) as { total: number; _embedded: { [k: string]: { id: string; n: number }[] } };
+      const expected = resource === 'orders' ? [...stateAfter(k).orders, stateAfter(k).counter] : stateAfter(k).items;
+      assert.deepEqual(listed._embedded[resource]!.map((e) => e.n).sort((a, b) => a - b), expected.sort((a, b) => a - b));
+      for (const entity of listed._embedded[resource]!) {
+        const there = await fetch(`${copy.url}/${resource}/${entity.id}`);
+        const here = await fetch(`${server.url}/${resource}/${entity.id}`);
+        const changedSince = entity.id === 'counter' ? stateAfter(sentAfter + 20).counter !== entity.n : here.status === 404;
+        if (!changedSince) {
+          assert.equal(there.headers.get('etag'), here.headers.get('etag'), `${resource}/${entity.id}: same version`);
+          assert.deepEqual(await there.json(), await here.json());
+        }
+      }
+    }
+    // A new feed: the original's cursor is refused with 410; the copy's own cursors resume.
+    const gone = await fetch(`${copy.url}/changes?since=${cursor}`);
+    assert.equal(gone.status, 410);
+    const now = (await (await fetch(`${copy.url}/changes?since=now`)).json()) as { cursor: string };
+    assert.match(now.cursor, new RegExp(`^b[0-9a-f]+-${cursor}$`), 'the copy names its cursors, at the same number');
+    const created = await fetch(`${copy.url}/items`, { method: 'POST', headers: JSON_HEADERS, body: '{"n":-1}' });
+    assert.equal(created.status, 201);
+    const resumed = (await (await fetch(`${copy.url}/changes?since=${now.cursor}`)).json()) as { _embedded: { changes: { entity: { n: number } }[] } };
+    assert.deepEqual(resumed._embedded.changes.map((c) => c.entity.n), [-1]);
+    for (const proc of [server, copy]) {
+      proc.child.kill('SIGTERM');
+      assert.equal(await proc.exited, 0);
+    }
+  });
+
+  test('bad input -> one line on stderr, exit 1, nothing written', async (t) => {
+    const root = await tempDir();
+    const data = join(root, 'data');
+    await mkdir(data);
+    await writeFile(join(data, 'things.jsonl'), '');
+    const server = await startServer(data);
+    const full = join(root, 'full');
+    await mkdir(full);
+    await writeFile(join(full, 'keep.txt'), 'mine');
+    const file = join(root, 'a-file');
+    await writeFile(file, 'x');
+    const idle = join(root, 'idle');
+    await mkdir(idle);
+    await writeFile(join(idle, 'things.jsonl'), '');
+    const stale = join(root, 'stale');
+    await mkdir(stale);
+    // A lock naming a process that is gone (a server killed).
+    const gone = spawnCli(['--help']);
+    await gone.exited;
+    await writeFile(join(stale, '.halserve.lock'), `${gone.child.pid}\n`);
+    const deaf = join(root, 'deaf');
+    await mkdir(deaf);
+    // Held by a running process (this one) that takes no backups.
+    await writeFile(join(deaf, '.halserve.lock'), `${process.pid}\n`);
+    const cases: [string, string[], RegExp][] = [
+      ['a non-empty DEST', ['--data', data, '--to', full], /full is not empty/],
+      ['DEST a file', ['--data', data, '--to', file], /a-file is not a directory/],
+      ['DEST under a missing directory', ['--data', data, '--to', join(root, 'missing', 'copy')], /parent directory .*missing does not exist/],
+      ['a data directory that does not exist', ['--data', join(root, 'nothing'), '--to', join(root, 'c1')], /data directory .*nothing does not exist/],
+      ['a data directory no server holds', ['--data', idle, '--to', join(root, 'c2')], /no running server holds .*idle/],
+      ['a lock whose process is gone', ['--data', stale, '--to', join(root, 'c3')], /no running server holds .*stale/],
+      ['a holder that does not answer', ['--data', deaf, '--to', join(root, 'c4')], /does not answer at .*_backup\.sock/],
+      ['no --to', ['--data', data], /needs --to/],
+      ['an unknown option', ['--data', data, '--to', join(root, 'c5'), '--fast'], /unknown option "--fast"/],
+      ['an unreachable database', ['--from', 'postgres://127.0.0.1:1/db', '--to', join(root, 'c6')], /cannot reach the database/],
+      ['--from a directory', ['--from', data, '--to', join(root, 'c7')], /--from takes a postgres:\/\/ URL/],
+    ];
+    for (const [what, args, pattern] of cases) {
+      await t.test(`${what} -> one line, exit 1`, async () => {
+        assertOneLineFailure(await halserve(['backup', ...args]), pattern);
+      });
+    }
+    assert.deepEqual(await readdir(full), ['keep.txt'], 'a non-empty DEST is left as it was');
+    assert.deepEqual((await readdir(root)).sort(), ['a-file', 'data', 'deaf', 'full', 'idle', 'stale'], 'no DEST created, nothing beside');
+    server.child.kill('SIGTERM');
+    assert.equal(await server.exited, 0);
+  });
+
+  test('a server that stops sending mid-copy -> one line, exit 1, no DEST and nothing beside it', async () => {
+    const root = await tempDir();
+    const data = join(root, 'data');
+    await mkdir(data);
+    await writeFile(join(data, '.halserve.lock'), `${process.pid}\n`);
+    // A stand-in server: announces 1,000 bytes of one resource, sends 10, and hangs up.
+    const fake = net.createServer((socket) => {
+      socket.once('data', () => {
+        socket.write(`${JSON.stringify({ cursor: '7', forgotten: 0, heldMs: 0, resources: [{ name: 'things', bytes: 1000 }] })}\n{"id":"a",`);
+        socket.end();
+      });
+    });
+    await new Promise<void>((resolve) => fake.listen(join(data, BACKUP_SOCKET), resolve));
+    try {
+      const dest = join(root, 'copy');
+      assertOneLineFailure(await halserve(['backup', '--data', data, '--to', dest]), /stopped sending before the copy was whole/);
+      assert.deepEqual((await readdir(root)).sort(), ['data']);
+      // Into an existing empty DEST: left empty.
+      await mkdir(dest);
+      assertOneLineFailure(await halserve(['backup', '--data', data, '--to', dest]), /stopped sending/);
+      assert.deepEqual(await readdir(dest), []);
+    } finally {
+      await new Promise((resolve) => fake.close(resolve));
+    }
+  });
+});
