@@ -6,8 +6,8 @@
  * One process: a server over a durable JSON-lines store (fdatasync) in a temporary directory, and
  * clients over HTTP on loopback sending POSTs for `ROUND_MS` each round, keyed (a fresh key per
  * request) and unkeyed in alternating rounds, at 1 and at 16 requests in flight. Prints requests per
- * second (the median of the rounds) and keyed / unkeyed. A keyed batch syncs twice (its answers,
- * then the log: answer-file.ts), so one request at a time pays about two syncs; many in flight share them.
+ * second (the median of the rounds) and keyed / unkeyed. A keyed batch writes its answers, then
+ * its log lines, and syncs the two files at once (answer-file.ts): one sync's wait, as an unkeyed batch.
  */
 import fs from 'node:fs/promises';
 import http from 'node:http';

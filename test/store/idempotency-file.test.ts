@@ -104,6 +104,71 @@ describe('Idempotency-Key answers in the JSON-lines store', () => {
     await store.close();
   });
 
+  test('keyed write -> its answer is written before its log line, both files are synced at once, and it is acknowledged after both', async () => {
+    const dir = await tempDir();
+    const names = new Map<number, string>();
+    const events: string[] = [];
+    let hold = false;
+    let release = (): void => {};
+    const fsys: StoreFs = {
+      ...nodeFs,
+      async open(file, flags, mode) {
+        const fd = await nodeFs.open(file, flags, mode);
+        names.set(fd, path.basename(file));
+        return fd;
+      },
+      write(fd, buffer, offset, length, position) {
+        events.push(`write ${names.get(fd)}`);
+        return nodeFs.write(fd, buffer, offset, length, position);
+      },
+      async fdatasync(fd) {
+        events.push(`sync ${names.get(fd)}`);
+        if (hold && names.get(fd) === '_idempotency.items') await new Promise<void>((resolve) => (release = resolve));
+        return nodeFs.fdatasync(fd);
+      },
+    };
+    const store = await open(dir, { fs: fsys });
+    await store.create(record('first'));
+    events.length = 0;
+    hold = true;
+    let acknowledged = false;
+    const write = store.create(record('a'), key('k')).then(() => (acknowledged = true));
+    // Both syncs begin while the answers' one is held: one sync's wait for the two files.
+    await eventually(() => events.length === 4, 'both syncs began');
+    assert.deepEqual(events.slice(0, 2), ['write _idempotency.items', 'write items.jsonl']);
+    assert.deepEqual(events.slice(2).sort(), ['sync _idempotency.items', 'sync items.jsonl']);
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.equal(acknowledged, false);
+    hold = false;
+    release();
+    await write;
+    assert.equal((await replayOf(store, 'k'))?.headers['location'], '/items/a');
+    await store.close();
+  });
+
+  test('the answers file sync fails -> the write fails, the log keeps no line of it, no answer; the retry is processed', async () => {
+    const dir = await tempDir();
+    const { fs: fsys, fault } = seam('_idempotency.items');
+    let store = await open(dir, { fs: fsys });
+    await store.create(record('first'));
+    const { size } = await fs.stat(path.join(dir, 'items.jsonl'));
+    fault.fdatasync = () => Promise.reject(new Error('EIO'));
+    await assert.rejects(store.create(record('a'), key('k')), StoreWriteError);
+    delete fault.fdatasync;
+    assert.equal((await fs.stat(path.join(dir, 'items.jsonl'))).size, size);
+    assert.equal(store.get('a'), undefined);
+    assert.equal(await replayOf(store, 'k'), undefined);
+    await store.create(record('other'));
+    await store.close();
+    store = await open(dir);
+    assert.equal(await replayOf(store, 'k'), undefined);
+    assert.equal(store.get('a'), undefined);
+    await store.create(record('a2'), key('k'));
+    assert.equal((await replayOf(store, 'k'))?.headers['location'], '/items/a2');
+    assert.deepEqual([...store.values()].map((e) => e.id).sort(), ['a2', 'first', 'other']);
+    await store.close();
+  });
+
   test('crash after the answer is durable, before the log has the write -> no answer, no entity: the retry is processed', async () => {
     const dir = await tempDir();
     const { fs: fsys, fault } = seam('items.jsonl');
