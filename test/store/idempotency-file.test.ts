@@ -273,6 +273,55 @@ describe('Idempotency-Key answers in the JSON-lines store', () => {
 });
 
 describe('Idempotency-Key across kill -9 (a real server process)', () => {
+  test('keyed POSTs in flight, kill -9, restart, every key retried -> an acknowledged key replays its answer; each key made one entity', async () => {
+    const dir = await tempDir();
+    let server = await startServer(dir);
+    const post = (url: string, key: string): Promise<Response> =>
+      fetch(`${url}/items`, { method: 'POST', headers: { 'content-type': 'application/json', 'idempotency-key': key }, body: JSON.stringify({ sku: key }) });
+    const acknowledged = new Map<string, { location: string | null; body: string }>();
+    const keys: string[] = [];
+    // 16 clients keep posting with fresh keys; the server is killed once some have been answered.
+    let stop = false;
+    const clients = Array.from({ length: 16 }, async (_, c) => {
+      for (let n = 0; !stop; n++) {
+        const key = `k-${c}-${n}`;
+        keys.push(key);
+        try {
+          const response = await post(server.url, key);
+          const body = await response.text();
+          if (response.status === 201) acknowledged.set(key, { location: response.headers.get('location'), body });
+        } catch {
+          return; // the server died with this request in flight
+        }
+      }
+    });
+    await eventually(() => acknowledged.size >= 40, '40 keyed POSTs acknowledged');
+    server.child.kill('SIGKILL');
+    stop = true;
+    await Promise.all(clients);
+    await server.exited;
+    server = await startServer(dir);
+    const made = new Set<string>();
+    for (const key of keys) {
+      const again = await post(server.url, key);
+      const body = await again.text();
+      assert.equal(again.status, 201, `${key}: ${body}`);
+      const first = acknowledged.get(key);
+      if (first !== undefined) {
+        assert.equal(again.headers.get('idempotency-replayed'), 'true', key);
+        assert.equal(again.headers.get('location'), first.location);
+        assert.equal(body, first.body);
+      }
+      made.add(again.headers.get('location') ?? '');
+    }
+    // Each key is one entity (made before the crash and replayed, or made by its retry), and no other.
+    assert.equal(made.size, keys.length);
+    const list = (await (await fetch(`${server.url}/items?limit=1000`)).json()) as { total: number };
+    assert.equal(list.total, keys.length);
+    server.child.kill('SIGKILL');
+    await server.exited;
+  });
+
   test('keyed POST answered, kill -9, restart, the same POST -> the same answer replayed, one entity; 16 concurrent retries -> still one', async () => {
     const dir = await tempDir();
     const headers = { 'content-type': 'application/json', 'idempotency-key': '"order-7"' };
