@@ -225,7 +225,9 @@ export class AnswerFile {
    */
   readonly durable = async (): Promise<void> => {
     if (!this.#file.written) return;
-    await this.#file.commit();
+    // On failure the answers line stays until the log has cut its lines off (a process that dies
+    // in between must not find the write without its answer); `after` then writes over it.
+    await this.#file.commit(undefined, true);
     this.#failurePending = false;
     this.#unsettled = false;
   };

@@ -88,8 +88,12 @@ export class JsonlFile {
     return this.#written !== undefined;
   }
 
-  /** The second half of `append`: syncs what `write` wrote (and runs `beside` meanwhile), then counts it. */
-  async commit(beside?: () => Promise<void>): Promise<void> {
+  /**
+   * The second half of `append`: syncs what `write` wrote (and runs `beside` meanwhile), then counts
+   * it. On failure the written bytes are cut off now, or with `keepTail` left for the next write to
+   * cut (a caller that must first undo what depends on them).
+   */
+  async commit(beside?: () => Promise<void>, keepTail = false): Promise<void> {
     const written = this.#written;
     this.#written = undefined;
     if (written === undefined) throw new Error(`${this.file}: commit without a write`);
@@ -110,7 +114,7 @@ export class JsonlFile {
       this.lines += written.lines;
       this.needsNewline = false;
     } catch (error) {
-      await this.#dropTail();
+      if (!keepTail) await this.#dropTail();
       throw error;
     }
   }
