@@ -3,26 +3,32 @@
  * measured interleaved (A B, A B, …) on one workload of the `deployed` section, so that both see the
  * same background load:
  *
- *   node --import tsx bench/ab-deployed.ts hot|uniform <rounds> <entities> <server entry>...
+ *   node --import tsx bench/ab-deployed.ts hot|uniform|page-20|page-200|post <rounds> <entities> <server entry>...
  *
- * (an entry is a built `cli.js`, e.g. a copy of `dist/` made before a change). Prints each round's
- * requests per second and server CPU per request, then the medians, with the load average.
+ * (an entry is a built `cli.js`, e.g. a copy of `dist/` made before a change). The entry `limit`
+ * adds the limit (bare node:http replaying the first build's answers; for `post`, the durable
+ * limit), so that a build's ratio to it is measured in the same rounds. Prints each round's
+ * requests per second and server CPU per request, then the medians and each column's median of
+ * per-round ratios to the last column, with the load average.
  */
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import type { BenchRequest } from './capture.js';
+import { capture, type BenchRequest } from './capture.js';
 import { readConfig } from './config.js';
-import { RESOURCE } from './dataset.js';
+import { postBody, RESOURCE } from './dataset.js';
 import { bulkLoad, emptyData, uniform } from './deployed.js';
-import { measure, type Sample } from './measure.js';
-import { startHalserveWithToken, type Running } from './servers.js';
-import { fmt, median } from './stats.js';
+import { measure, type RequestOrder, type Sample } from './measure.js';
+import { startHalserveWithToken, startLimit, type Running } from './servers.js';
+import { fmt, median, pairedRatio } from './stats.js';
 import { withToken } from './workloads.js';
 
-const [kind = 'hot', roundsText = '3', entitiesText = '100000', ...entries] = process.argv.slice(2);
-if (entries.length === 0 || (kind !== 'hot' && kind !== 'uniform')) {
-  console.error('usage: node --import tsx bench/ab-deployed.ts hot|uniform <rounds> <entities> <server entry>...');
+const KINDS = ['hot', 'uniform', 'page-20', 'page-200', 'post'] as const;
+type Kind = (typeof KINDS)[number];
+const [kindText = 'hot', roundsText = '3', entitiesText = '100000', ...entries] = process.argv.slice(2);
+const kind = kindText as Kind;
+if (entries.length === 0 || !KINDS.includes(kind)) {
+  console.error(`usage: node --import tsx bench/ab-deployed.ts ${KINDS.join('|')} <rounds> <entities> <server entry | limit>...`);
   process.exit(1);
 }
 const config = readConfig();
@@ -30,25 +36,54 @@ const entities = Number(entitiesText);
 const tmp = await fs.mkdtemp(path.join(os.tmpdir(), 'halserve-ab-deployed-'));
 const servers: { entry: string; server: Running; requests: BenchRequest[] }[] = [];
 const samples = new Map<string, Sample[]>();
+const ACCEPT = { accept: 'application/json' } as const;
+const order: RequestOrder = kind === 'uniform' ? 'global' : 'per-connection';
+
+/** The workload's requests over the loaded ids. */
+function requestsOf(ids: readonly string[]): BenchRequest[] {
+  const get = (id: string): BenchRequest => ({ method: 'GET', path: `/${RESOURCE}/${id}`, headers: ACCEPT });
+  const pages = (limit: number): BenchRequest[] => {
+    const last = Math.max(1, Math.ceil(entities / limit));
+    return Array.from({ length: 20 }, (_, i) => ({ method: 'GET', path: `/${RESOURCE}?page=${1 + Math.floor((i * (last - 1)) / 19)}&limit=${limit}`, headers: ACCEPT }));
+  };
+  if (kind === 'hot') return withToken([get(ids[ids.length >> 1]!)]);
+  if (kind === 'uniform') return withToken(uniform(ids, 10_000, entities).map(get));
+  if (kind === 'post') return withToken([{ method: 'POST', path: `/${RESOURCE}`, headers: { ...ACCEPT, 'content-type': 'application/json' }, body: postBody() }]);
+  return withToken(pages(kind === 'page-20' ? 20 : 200));
+}
+
 try {
   for (const [i, entry] of entries.entries()) {
-    process.env['BENCH_HALSERVE'] = entry;
-    const data = await emptyData(path.join(tmp, String(i)));
-    const server = await startHalserveWithToken(config.root, data.dir, config.pin);
-    const ids = await bulkLoad(server.port, entities);
-    const get = (id: string): BenchRequest => ({ method: 'GET', path: `/${RESOURCE}/${id}`, headers: { accept: 'application/json' } });
-    servers.push({ entry, server, requests: withToken(kind === 'hot' ? [get(ids[ids.length >> 1]!)] : uniform(ids, 10_000, entities).map(get)) });
+    if (entry === 'limit') {
+      const first = servers[0];
+      if (!first) throw new Error('the limit replays the first build: name a build before it');
+      const file = path.join(tmp, 'capture.json');
+      await fs.writeFile(file, JSON.stringify(await capture(first.server.port, first.requests)));
+      const server = await startLimit(config.root, file, config.pin, [], kind === 'post' ? path.join(tmp, 'durable.jsonl') : undefined);
+      servers.push({ entry, server, requests: first.requests });
+    } else {
+      process.env['BENCH_HALSERVE'] = entry;
+      const data = await emptyData(path.join(tmp, String(i)));
+      const server = await startHalserveWithToken(config.root, data.dir, config.pin);
+      const ids = await bulkLoad(server.port, entities);
+      servers.push({ entry, server, requests: requestsOf(ids) });
+      process.stderr.write(`[ab] ${entry}: ${fmt(entities)} loaded\n`);
+    }
     samples.set(entry, []);
-    process.stderr.write(`[ab] ${entry}: ${fmt(entities)} loaded\n`);
   }
   for (let round = 1; round <= Number(roundsText); round++) {
     for (const { entry, server, requests } of servers) {
-      const sample = await measure(config, server, requests, entry, kind === 'uniform' ? 'global' : 'per-connection');
+      const sample = await measure(config, server, requests, entry, order);
       samples.get(entry)!.push(sample);
       console.log(`round ${round} ${entry}: ${fmt(sample.rps)} req/s, ${fmt(sample.cpuUs, 1)} µs/req${sample.problem ? ` INVALID: ${sample.problem}` : ''}, load ${os.loadavg()[0]!.toFixed(1)}`);
     }
   }
-  for (const [entry, list] of samples) console.log(`median ${entry}: ${fmt(median(list.map((s) => s.rps)))} req/s, ${fmt(median(list.map((s) => s.cpuUs)), 1)} µs/req`);
+  const last = samples.get(entries[entries.length - 1]!)!;
+  for (const [entry, list] of samples) {
+    const rps = pairedRatio(list.map((s) => s.rps), last.map((s) => s.rps));
+    const cpu = pairedRatio(last.map((s) => s.cpuUs), list.map((s) => s.cpuUs));
+    console.log(`median ${entry}: ${fmt(median(list.map((s) => s.rps)))} req/s, ${fmt(median(list.map((s) => s.cpuUs)), 1)} µs/req; ÷ ${entries[entries.length - 1]}: req/s ${fmt(rps, 2)}×, by CPU ${fmt(cpu, 2)}×`);
+  }
 } finally {
   for (const { server } of servers) await server.stop();
   await fs.rm(tmp, { recursive: true, force: true });

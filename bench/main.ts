@@ -14,7 +14,7 @@ import { copyDataset, generateDataset, RESOURCE, type Dataset } from './dataset.
 import { measure, type Sample } from './measure.js';
 import { memoryMiB } from './proc.js';
 import { renderReport, type RunResult, type StartupResult, type WorkloadResult } from './report.js';
-import { startHalserve, startHalserveWithToken, startJsonServer, startLimit, type Running, type ServerKind } from './servers.js';
+import { startHalserve, startHalserveWithJwt, startHalserveWithToken, startJsonServer, startLimit, type Running, type ServerKind } from './servers.js';
 import { fmt } from './stats.js';
 import { workloads, type Workload } from './workloads.js';
 import { runQueries, type QueriesResult } from './queries.js';
@@ -80,6 +80,10 @@ async function runWorkload(config: BenchConfig, tmp: string, workload: Workload,
     if (uses('halserve-no-token')) {
       const openData = await copyDataset(data, path.join(dir, 'halserve-no-token'));
       servers.set('halserve-no-token', await startHalserve(config.root, openData.dir, config.pin, [], [], 'halserve-no-token'));
+    }
+    if (uses('halserve-jwt')) {
+      const jwtData = await copyDataset(data, path.join(dir, 'halserve-jwt'));
+      servers.set('halserve-jwt', await startHalserveWithJwt(config.root, jwtData.dir, config.pin));
     }
     if (uses('limit') || uses('durable-limit')) {
       const requests = workload.contenders.filter((c) => c.server === 'limit' || c.server === 'durable-limit').flatMap((c) => c.requests);

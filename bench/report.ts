@@ -83,6 +83,7 @@ function targets(result: RunResult): Target[] {
   const peerName: Record<ServerKind, string> = {
     halserve: 'halserve',
     'halserve-no-token': 'halserve without a token',
+    'halserve-jwt': 'halserve with a JWT (cached)',
     'halserve-fresh': 'a freshly started halserve',
     limit: 'the limit',
     'durable-limit': 'the durable limit',
@@ -108,6 +109,9 @@ function targets(result: RunResult): Target[] {
   ratio('get-entity', 'GET entity', 'limit', 0.9);
   ratio('get-entity', 'GET entity', 'limit', undefined, 'halserve-no-token');
   ratio('get-entity', 'GET entity', 'json-server', 20);
+  // Issue 17: authentication at no cost — the same server without authentication as the peer.
+  ratio('get-entity', 'GET entity, static token', 'halserve-no-token', 0.97);
+  ratio('get-entity', 'GET entity, JWT (RS256, cached)', 'halserve-no-token', 0.95, 'halserve-jwt');
   ratio('page-20', 'GET page, limit 20', 'limit', 0.9);
   ratio('page-20', 'GET page, limit 20', 'limit', undefined, 'halserve-no-token');
   ratio('page-20', 'GET page, limit 20', 'json-server', 20);

@@ -3,6 +3,8 @@
  * when pinning is on.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { generateKeyPairSync, sign } from 'node:crypto';
+import { writeFile } from 'node:fs/promises';
 import { createServer, request } from 'node:http';
 import { once } from 'node:events';
 import { createInterface } from 'node:readline';
@@ -10,11 +12,12 @@ import path from 'node:path';
 
 /**
  * The kinds of server the harness compares: halserve as deployed (a bearer token on every
- * request), the same without a token for reference, halserve restarted on data another one loaded
+ * request), the same without a token for reference, the same with a JWT from an identity provider
+ * (`halserve-jwt`), halserve restarted on data another one loaded
  * (`halserve-fresh`), the replay limit, the durable limit (the replay limit that also parses each
  * write's body, appends it and fdatasyncs per batch), and json-server.
  */
-export type ServerKind = 'halserve' | 'halserve-no-token' | 'halserve-fresh' | 'limit' | 'durable-limit' | 'json-server';
+export type ServerKind = 'halserve' | 'halserve-no-token' | 'halserve-jwt' | 'halserve-fresh' | 'limit' | 'durable-limit' | 'json-server';
 
 /** The bearer token halserve is started with (`--token`) and every request to it sends, as deployments do. */
 export const BENCH_TOKEN = 'bench-3f9c2a7d41e85b06c1d9e4f2a8b7c530';
@@ -183,6 +186,26 @@ export function startHalserve(
 /** halserve as deployed: with `--token BENCH_TOKEN` (requests then send `BENCH_AUTHORIZATION`). */
 export function startHalserveWithToken(root: string, dataDir: string, pin: boolean, extraArgs: readonly string[] = [], kind: ServerKind = 'halserve'): Promise<Running> {
   return startHalserve(root, dataDir, pin, [], ['--token', BENCH_TOKEN, ...extraArgs], kind);
+}
+
+/** The bench's identity provider: one RS256 key, its key set, and a token it signed (issue 17's JWT column). */
+const JWT_KEY = generateKeyPairSync('rsa', { modulusLength: 2048 });
+export const BENCH_JWT_ISSUER = 'https://idp.bench.example/';
+export const BENCH_JWT_AUDIENCE = 'halserve-bench';
+const b64url = (value: unknown): string => Buffer.from(JSON.stringify(value)).toString('base64url');
+const jwtInput = `${b64url({ alg: 'RS256', kid: 'bench', typ: 'JWT' })}.${b64url({ iss: BENCH_JWT_ISSUER, aud: BENCH_JWT_AUDIENCE, sub: 'bench-client', iat: Math.floor(Date.now() / 1000), exp: Math.floor(Date.now() / 1000) + 24 * 3600, scope: 'read write' })}`;
+/** `Authorization` of the JWT column: the token is verified once, then its check is cached until its `exp`. */
+export const BENCH_JWT_AUTHORIZATION = `Bearer ${jwtInput}.${sign('sha256', Buffer.from(jwtInput), JWT_KEY.privateKey).toString('base64url')}`;
+
+/**
+ * halserve as deployed with an identity provider: `--jwks` (a key set file beside the data
+ * directory), `--jwt-issuer`, `--jwt-audience`, and the static token too; requests send
+ * `BENCH_JWT_AUTHORIZATION`.
+ */
+export async function startHalserveWithJwt(root: string, dataDir: string, pin: boolean, kind: ServerKind = 'halserve-jwt'): Promise<Running> {
+  const jwks = path.join(path.dirname(dataDir), `${path.basename(dataDir)}.jwks.json`);
+  await writeFile(jwks, JSON.stringify({ keys: [{ ...JWT_KEY.publicKey.export({ format: 'jwk' }), kid: 'bench', alg: 'RS256', use: 'sig' }] }));
+  return startHalserve(root, dataDir, pin, [], ['--token', BENCH_TOKEN, '--jwks', jwks, '--jwt-issuer', BENCH_JWT_ISSUER, '--jwt-audience', BENCH_JWT_AUDIENCE], kind);
 }
 
 /**

@@ -6,8 +6,12 @@
  * One process: a server over a durable JSON-lines store (fdatasync) in a temporary directory, and
  * clients over HTTP on loopback sending POSTs for `ROUND_MS` each round, keyed (a fresh key per
  * request) and unkeyed in alternating rounds, at 1 and at 16 requests in flight. Prints requests per
- * second (the median of the rounds) and keyed / unkeyed. A keyed batch syncs twice (its answers,
- * then the log: answer-file.ts), so one request at a time pays about two syncs; many in flight share them.
+ * second (the median of the rounds) and keyed / unkeyed. A keyed batch writes its answers, then
+ * its log lines, and syncs the two files at once (answer-file.ts): one sync's wait, as an unkeyed batch.
+ *
+ * Then the same over the PostgreSQL store (a throwaway cluster, bench/pg.ts; skipped without root
+ * or PostgreSQL 15, or with BENCH_IDEM_PG=0), where a keyed write's answer goes into
+ * `halserve.answers` in the write's own statement (pg/write-statement.ts).
  */
 import fs from 'node:fs/promises';
 import http from 'node:http';
@@ -15,7 +19,10 @@ import os from 'node:os';
 import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { createHalServer } from '../src/http/server.js';
+import type { Store } from '../src/store/store.js';
 import { openJsonlStore } from '../src/store/log/jsonl-store.js';
+import { openPostgres } from '../src/store/pg/open.js';
+import { findPostgres, startCluster } from './pg.js';
 
 const ROUND_MS = Number(process.env['BENCH_IDEM_ROUND_MS'] ?? (process.env['BENCH_QUICK'] ? 1000 : 3000));
 const ROUNDS = Number(process.env['BENCH_IDEM_ROUNDS'] ?? 3);
@@ -59,32 +66,61 @@ async function round(port: number, inFlight: number, keyed: boolean, tag: string
   return done / seconds;
 }
 
-async function main(): Promise<void> {
-  const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'halserve-bench-idem-'));
-  const store = await openJsonlStore({ file: path.join(dir, 'items.jsonl'), compaction: { auto: false }, durability: DURABILITY });
+/** The table of one store: keyed and unkeyed POSTs in alternating rounds, at 1 and 16 in flight. */
+async function compare(store: Store): Promise<string[]> {
   const server = createHalServer({ resources: [{ name: 'items', store }] });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
-  const rows: string[] = ['| in flight | unkeyed POST/s | keyed POST/s | keyed / unkeyed |', '|---:|---:|---:|---:|'];
+  const rows: string[] = ['| in flight | unkeyed POST/s | keyed POST/s | keyed / unkeyed (median of per-round ratios) |', '|---:|---:|---:|---:|'];
   try {
     for (const inFlight of [1, 16]) {
       const plain: number[] = [];
       const keyed: number[] = [];
       for (let r = 0; r < ROUNDS; r++) {
         plain.push(await round(port, inFlight, false, ''));
-        keyed.push(await round(port, inFlight, true, `c${inFlight}r${r}`));
+        keyed.push(await round(port, inFlight, true, `c${inFlight}r${r}-${Date.now()}`));
       }
-      const [p, k] = [median(plain), median(keyed)];
-      rows.push(`| ${inFlight} | ${p.toFixed(0)} | ${k.toFixed(0)} | ${(k / p).toFixed(2)}× |`);
+      const ratio = median(keyed.map((k, i) => k / plain[i]!));
+      rows.push(`| ${inFlight} | ${median(plain).toFixed(0)} | ${median(keyed).toFixed(0)} | ${ratio.toFixed(2)}× |`);
     }
   } finally {
     server.closeAllConnections();
     await new Promise<void>((resolve) => server.close(() => resolve()));
+  }
+  return rows;
+}
+
+async function main(): Promise<void> {
+  const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'halserve-bench-idem-'));
+  const store = await openJsonlStore({ file: path.join(dir, 'items.jsonl'), compaction: { auto: false }, durability: DURABILITY });
+  try {
+    const rows = await compare(store);
+    console.log(`Keyed vs unkeyed POST, JSON-lines store, ${DURABILITY === 'full' ? 'durable (fdatasync)' : 'durability none (CPU cost alone)'}, one process, loopback HTTP; median of ${ROUNDS} rounds of ${ROUND_MS} ms each, alternating.\n`);
+    console.log(rows.join('\n'));
+  } finally {
     await store.close();
     await fs.rm(dir, { recursive: true, force: true });
   }
-  console.log(`Keyed vs unkeyed POST, JSON-lines store, ${DURABILITY === 'full' ? 'durable (fdatasync)' : 'durability none (CPU cost alone)'}, one process, loopback HTTP; median of ${ROUNDS} rounds of ${ROUND_MS} ms each, alternating.\n`);
-  console.log(rows.join('\n'));
+  if (process.env['BENCH_IDEM_PG'] === '0') return;
+  const found = findPostgres(() => {});
+  if ('missing' in found || process.getuid?.() !== 0) {
+    console.log(`\nPostgreSQL store: not measured (${'missing' in found ? found.missing : 'needs root'}).`);
+    return;
+  }
+  const cluster = await startCluster(found.bin, false, true);
+  try {
+    const url = cluster.url(await cluster.createDatabase('idem'));
+    const pg = await openPostgres({ url, resources: ['items'], warn: () => {} });
+    try {
+      const rows = await compare(pg.stores.get('items')!);
+      console.log(`\nKeyed vs unkeyed POST, PostgreSQL ${cluster.version} store (a throwaway cluster on this machine over TCP on 127.0.0.1, synchronous_commit on), the same rounds; a keyed write's answer is written in the write's statement.\n`);
+      console.log(rows.join('\n'));
+    } finally {
+      await pg.close();
+    }
+  } finally {
+    await cluster.stop();
+  }
 }
 
 await main();

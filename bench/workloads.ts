@@ -5,7 +5,7 @@
 import type { BenchRequest } from './capture.js';
 import { LINKED, RESOURCE, postBody, type Dataset } from './dataset.js';
 import type { RequestOrder } from './measure.js';
-import { BENCH_AUTHORIZATION, type ServerKind } from './servers.js';
+import { BENCH_AUTHORIZATION, BENCH_JWT_AUTHORIZATION, type ServerKind } from './servers.js';
 
 /** One column of a workload: a server and the requests sent to it. */
 export interface Contender {
@@ -57,6 +57,11 @@ function pageRequests(data: Dataset, limit: number, jsonServer: boolean): BenchR
 /** The same requests with the bearer token halserve is started with, as every deployment sends. */
 export function withToken(requests: readonly BenchRequest[]): BenchRequest[] {
   return requests.map((r) => ({ ...r, headers: { ...r.headers, authorization: BENCH_AUTHORIZATION } }));
+}
+
+/** The same requests with the bench identity provider's JWT (RS256). */
+export function withJwt(requests: readonly BenchRequest[]): BenchRequest[] {
+  return requests.map((r) => ({ ...r, headers: { ...r.headers, authorization: BENCH_JWT_AUTHORIZATION } }));
 }
 
 /**
@@ -124,7 +129,13 @@ export function workloads(small: Dataset, large: Dataset | undefined): Workload[
   // 90/10: nine reads of entities, then one merge-patch, over the sampled ids.
   const mix = ids.flatMap((id, n) => (n % 10 === 9 ? [patch(id, n)] : [entity(id)]));
   const list: Workload[] = [
-    { name: 'get-entity', title: 'GET an entity', data: 'small', contenders: trio(gets, gets) },
+    {
+      name: 'get-entity',
+      title: 'GET an entity',
+      data: 'small',
+      // Issue 17: a JWT's check, cached after its first verification, beside the static token and no authentication.
+      contenders: [...trio(gets, gets).slice(0, 2), { label: 'halserve (JWT, RS256, cached)', server: 'halserve-jwt', requests: withJwt(gets) }, ...trio(gets, gets).slice(2)],
+    },
     { name: 'page-20', title: 'GET a page, limit=20', data: 'small', contenders: trio(pageRequests(small, 20, false), pageRequests(small, 20, true)) },
     { name: 'page-200', title: 'GET a page, limit=200', data: 'small', contenders: trio(pageRequests(small, 200, false), pageRequests(small, 200, true)) },
     { name: 'post', title: 'POST an entity (durable, group commit)', data: 'small', contenders: trio([post], [post], true) },

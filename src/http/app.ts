@@ -191,12 +191,11 @@ export function createHandler(options: HandlerOptions): Handler {
     const path = mark === -1 ? url : url.slice(0, mark);
     const segments = routeSegments(path, basePath);
     const query = mark === -1 ? '' : url.slice(mark + 1);
-    const nothingHere = (): HttpProblem => notFound(`There is nothing at ${JSON.stringify(path)}`);
     const match = router.match(method, segments);
     if (match) exchange.route = routeLabel(match.pattern, undefined);
     // A CORS preflight carries no credentials (Fetch standard §3.2.2), so it is answered before authentication.
     if (cors.enabled && method === 'OPTIONS' && req.headers['access-control-request-method'] !== undefined) {
-      if (!match) throw nothingHere();
+      if (!match) throw nothingAt(path);
       return cors.preflight(match.allow);
     }
     const pattern = match?.pattern;
@@ -230,7 +229,7 @@ export function createHandler(options: HandlerOptions): Handler {
     // Authenticate before routing, so that a client without a token learns nothing of what exists.
     if (outcome instanceof HttpProblem) throw outcome;
     if (principal !== undefined) checkScope(principal, { method, pattern, params: match?.params ?? NO_PARAMS, query }, relTarget, auth.errorCodes);
-    if (!match) throw notFound(`There is nothing at ${JSON.stringify(path)}`);
+    if (!match) throw nothingAt(path);
     const name = match.params['name'];
     if (name !== undefined) {
       exchange.resource = resourceOf(resources, match.params).name;
@@ -255,6 +254,11 @@ export function createHandler(options: HandlerOptions): Handler {
     scrub: createTokenScrubber(options.tokens ?? []),
     streams,
   });
+}
+
+/** The 404 of a path no route matches. */
+function nothingAt(path: string): HttpProblem {
+  return notFound(`There is nothing at ${JSON.stringify(path)}`);
 }
 
 /** The routes that carry HAL-FORMS templates. */

@@ -14,7 +14,7 @@ import type { MaybePromise, StoredEntity } from '../store/store.js';
 import type { BodyLimits } from './body.js';
 import type { RouteHandler } from './context.js';
 import { HAL_FORMS, HAL_JSON, JSON_TYPE, MERGE_PATCH_JSON } from './negotiation.js';
-import { jsonReply, type Reply } from './reply.js';
+import { jsonReply, prepared, type Reply } from './reply.js';
 import { accepted, readJsonBody } from './request.js';
 import { then } from './maybe-promise.js';
 import { keyedWrite, requestKey } from './idempotent-write.js';
@@ -193,18 +193,29 @@ function writeConditions(req: IncomingMessage): WriteConditions {
 
 /** A collection page, or 304 when the client's copy is current; a long `Link` is left to the body. */
 function pageReply(req: IncomingMessage, page: Page, mediaType: string): Reply {
-  const headers: Record<string, string> = {};
   if (page.etag !== undefined) {
-    headers['etag'] = page.etag;
     checkIfMatch(req.headers['if-match'], [page.etag]);
   } else if (req.headers['if-match'] !== undefined) {
     // The page spans writes: it matches no tag a client can hold.
     checkIfMatch(req.headers['if-match'], []);
   }
+  // A kept page (the only kind with a tag) is asked for again: its answer is made once.
+  if (page.ok !== undefined) return notModified(req.headers['if-none-match'], page.etag!) ? pageNotModified(page) : page.ok;
+  const headers: Record<string, string> = {};
+  if (page.etag !== undefined) headers['etag'] = page.etag;
   // A long filter makes five long links: past a size proxies take, the body alone carries them.
   if (page.link.length <= MAX_LINK_HEADER) headers['link'] = page.link;
-  if (page.etag !== undefined && notModified(req.headers['if-none-match'], page.etag)) return { status: 304, headers: { ...headers, vary: 'Accept' } };
-  return jsonReply(200, mediaType, page.body, headers);
+  if (page.etag !== undefined && notModified(req.headers['if-none-match'], page.etag)) return pageNotModified(page);
+  const reply = jsonReply(200, mediaType, page.body, headers);
+  if (page.etag === undefined) return reply;
+  return (page.ok = prepared(reply));
+}
+
+/** The 304 of a page with a tag. */
+function pageNotModified(page: Page): Reply {
+  const headers: Record<string, string> = { etag: page.etag! };
+  if (page.link.length <= MAX_LINK_HEADER) headers['link'] = page.link;
+  return { status: 304, headers: { ...headers, vary: 'Accept' } };
 }
 
 /** The entity's body in `mediaType`: its HAL bytes, with its templates for HAL-FORMS. */
@@ -219,7 +230,8 @@ function entityRead(req: IncomingMessage, mediaType: string, resource: Resource,
   if (ifMatch !== undefined) checkIfMatch(ifMatch, versionTags(version, HAL_JSON));
   const etag = resource.etag(version, mediaType);
   if (notModified(req.headers['if-none-match'], etag)) return { status: 304, headers: { etag, vary: 'Accept' } };
-  return jsonReply(200, mediaType, entityBody(mediaType, resource, entity, hal), { etag });
+  // jsonReply's headers, written out: this runs for every entity GET.
+  return { status: 200, headers: { 'content-type': mediaType, vary: 'Accept', etag }, body: entityBody(mediaType, resource, entity, hal) };
 }
 
 /**

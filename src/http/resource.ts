@@ -18,6 +18,7 @@ import { LruMap } from './lru-map.js';
 import { HAL_FORMS, HAL_JSON } from './negotiation.js';
 import { all, then } from './maybe-promise.js';
 import type { Related } from './related.js';
+import type { Reply } from './reply.js';
 
 /** One resource served by the handler. */
 export interface ResourceOptions {
@@ -50,6 +51,8 @@ export interface Page {
   readonly depends: string;
   /** The rels it embeds. */
   readonly embed: readonly string[];
+  /** Its 200 answer, made by the first request that gets it (resource-routes.ts `pageReply`) and sent as it is by the next. */
+  ok: Reply | undefined;
 }
 
 /** What is sent for one version of an entity. */
@@ -395,7 +398,7 @@ export class Resource {
       // and the cursor the page's `changes` link (it may move on while the revision holds).
       const stable = result.revision !== undefined && this.#revisions(rels) === depends;
       const etag = stable ? entityTag(`c.${result.revision}${cursor === undefined ? '' : `.${cursor}`}${depends === '' ? '' : `~${depends}`}`, mediaType, HAL_JSON) : undefined;
-      return { body, link: linkHeader(links), etag, depends, embed: rels };
+      return { body, link: linkHeader(links), etag, depends, embed: rels, ok: undefined };
     });
   }
 }

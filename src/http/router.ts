@@ -21,6 +21,8 @@ export interface Router<H> {
 interface Route<H> {
   readonly pattern: string;
   readonly segments: readonly string[];
+  /** Per segment, the parameter's name (without `:`), or undefined for a literal segment: made once, so a match slices no name. */
+  readonly names: readonly (string | undefined)[];
   readonly handlers: Map<string, H>;
   allow: readonly string[];
 }
@@ -43,7 +45,7 @@ export function createRouter<H>(): Router<H> {
       const segments = splitPath(pattern);
       let route = routes.find((r) => r.segments.join('/') === segments.join('/'));
       if (!route) {
-        route = { pattern: `/${segments.join('/')}`, segments, handlers: new Map(), allow: [] };
+        route = { pattern: `/${segments.join('/')}`, segments, names: segments.map((s) => (isParam(s) ? s.slice(1) : undefined)), handlers: new Map(), allow: [] };
         routes.push(route);
         routes.sort((a, b) => a.segments.filter(isParam).length - b.segments.filter(isParam).length);
       }
@@ -58,10 +60,10 @@ export function createRouter<H>(): Router<H> {
         const params: Record<string, string> = {};
         let fits = true;
         for (let i = 0; i < segments.length && fits; i++) {
-          const pattern = route.segments[i] ?? '';
           const segment = segments[i] ?? '';
-          if (isParam(pattern)) params[pattern.slice(1)] = segment;
-          else fits = pattern === segment;
+          const name = route.names[i];
+          if (name !== undefined) params[name] = segment;
+          else fits = route.segments[i] === segment;
         }
         if (!fits) continue;
         const handler = route.handlers.get(method) ?? (method === 'HEAD' ? route.handlers.get('GET') : undefined);

@@ -104,6 +104,71 @@ describe('Idempotency-Key answers in the JSON-lines store', () => {
     await store.close();
   });
 
+  test('keyed write -> its answer is written before its log line, both files are synced at once, and it is acknowledged after both', async () => {
+    const dir = await tempDir();
+    const names = new Map<number, string>();
+    const events: string[] = [];
+    let hold = false;
+    let release = (): void => {};
+    const fsys: StoreFs = {
+      ...nodeFs,
+      async open(file, flags, mode) {
+        const fd = await nodeFs.open(file, flags, mode);
+        names.set(fd, path.basename(file));
+        return fd;
+      },
+      write(fd, buffer, offset, length, position) {
+        events.push(`write ${names.get(fd)}`);
+        return nodeFs.write(fd, buffer, offset, length, position);
+      },
+      async fdatasync(fd) {
+        events.push(`sync ${names.get(fd)}`);
+        if (hold && names.get(fd) === '_idempotency.items') await new Promise<void>((resolve) => (release = resolve));
+        return nodeFs.fdatasync(fd);
+      },
+    };
+    const store = await open(dir, { fs: fsys });
+    await store.create(record('first'));
+    events.length = 0;
+    hold = true;
+    let acknowledged = false;
+    const write = store.create(record('a'), key('k')).then(() => (acknowledged = true));
+    // Both syncs begin while the answers' one is held: one sync's wait for the two files.
+    await eventually(() => events.length === 4, 'both syncs began');
+    assert.deepEqual(events.slice(0, 2), ['write _idempotency.items', 'write items.jsonl']);
+    assert.deepEqual(events.slice(2).sort(), ['sync _idempotency.items', 'sync items.jsonl']);
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.equal(acknowledged, false);
+    hold = false;
+    release();
+    await write;
+    assert.equal((await replayOf(store, 'k'))?.headers['location'], '/items/a');
+    await store.close();
+  });
+
+  test('the answers file sync fails -> the write fails, the log keeps no line of it, no answer; the retry is processed', async () => {
+    const dir = await tempDir();
+    const { fs: fsys, fault } = seam('_idempotency.items');
+    let store = await open(dir, { fs: fsys });
+    await store.create(record('first'));
+    const { size } = await fs.stat(path.join(dir, 'items.jsonl'));
+    fault.fdatasync = () => Promise.reject(new Error('EIO'));
+    await assert.rejects(store.create(record('a'), key('k')), StoreWriteError);
+    delete fault.fdatasync;
+    assert.equal((await fs.stat(path.join(dir, 'items.jsonl'))).size, size);
+    assert.equal(store.get('a'), undefined);
+    assert.equal(await replayOf(store, 'k'), undefined);
+    await store.create(record('other'));
+    await store.close();
+    store = await open(dir);
+    assert.equal(await replayOf(store, 'k'), undefined);
+    assert.equal(store.get('a'), undefined);
+    await store.create(record('a2'), key('k'));
+    assert.equal((await replayOf(store, 'k'))?.headers['location'], '/items/a2');
+    assert.deepEqual([...store.values()].map((e) => e.id).sort(), ['a2', 'first', 'other']);
+    await store.close();
+  });
+
   test('crash after the answer is durable, before the log has the write -> no answer, no entity: the retry is processed', async () => {
     const dir = await tempDir();
     const { fs: fsys, fault } = seam('items.jsonl');
@@ -208,6 +273,55 @@ describe('Idempotency-Key answers in the JSON-lines store', () => {
 });
 
 describe('Idempotency-Key across kill -9 (a real server process)', () => {
+  test('keyed POSTs in flight, kill -9, restart, every key retried -> an acknowledged key replays its answer; each key made one entity', async () => {
+    const dir = await tempDir();
+    let server = await startServer(dir);
+    const post = (url: string, key: string): Promise<Response> =>
+      fetch(`${url}/items`, { method: 'POST', headers: { 'content-type': 'application/json', 'idempotency-key': key }, body: JSON.stringify({ sku: key }) });
+    const acknowledged = new Map<string, { location: string | null; body: string }>();
+    const keys: string[] = [];
+    // 16 clients keep posting with fresh keys; the server is killed once some have been answered.
+    let stop = false;
+    const clients = Array.from({ length: 16 }, async (_, c) => {
+      for (let n = 0; !stop; n++) {
+        const key = `k-${c}-${n}`;
+        keys.push(key);
+        try {
+          const response = await post(server.url, key);
+          const body = await response.text();
+          if (response.status === 201) acknowledged.set(key, { location: response.headers.get('location'), body });
+        } catch {
+          return; // the server died with this request in flight
+        }
+      }
+    });
+    await eventually(() => acknowledged.size >= 40, '40 keyed POSTs acknowledged');
+    server.child.kill('SIGKILL');
+    stop = true;
+    await Promise.all(clients);
+    await server.exited;
+    server = await startServer(dir);
+    const made = new Set<string>();
+    for (const key of keys) {
+      const again = await post(server.url, key);
+      const body = await again.text();
+      assert.equal(again.status, 201, `${key}: ${body}`);
+      const first = acknowledged.get(key);
+      if (first !== undefined) {
+        assert.equal(again.headers.get('idempotency-replayed'), 'true', key);
+        assert.equal(again.headers.get('location'), first.location);
+        assert.equal(body, first.body);
+      }
+      made.add(again.headers.get('location') ?? '');
+    }
+    // Each key is one entity (made before the crash and replayed, or made by its retry), and no other.
+    assert.equal(made.size, keys.length);
+    const list = (await (await fetch(`${server.url}/items?limit=1000`)).json()) as { total: number };
+    assert.equal(list.total, keys.length);
+    server.child.kill('SIGKILL');
+    await server.exited;
+  });
+
   test('keyed POST answered, kill -9, restart, the same POST -> the same answer replayed, one entity; 16 concurrent retries -> still one', async () => {
     const dir = await tempDir();
     const headers = { 'content-type': 'application/json', 'idempotency-key': '"order-7"' };

@@ -12,26 +12,37 @@ import { OPEN_READ, OPEN_TRUNCATE, writeAll, type StoreFs } from './store-fs.js'
  *
  * ## Why a replayed answer is never separated from its write, and no key writes twice
  *
- * A batch of the write order that holds keyed writes is made durable in two steps, in this order:
+ * A batch of the write order that holds keyed writes is made durable in one step of two files,
+ * whose writes are ordered and whose syncs run together:
  *
- * 1. one line here holding every answer of the batch; each answer of a write that changes the log
- *    names the byte range its line will take in the log and a hash of that line; fdatasync;
- * 2. the batch's lines appended to the log; fdatasync. Only then is any write of the batch
- *    acknowledged, or its answer put in the in-memory table that replays read.
+ * 1. one line written here holding every answer of the batch; each answer of a write that changes
+ *    the log names the byte range its line will take in the log and a hash of that line;
+ * 2. the batch's lines written to the log, once step 1's write has returned;
+ * 3. fdatasync of both files at the same time (jsonl-file.ts `append` with `durable` beside it). Only
+ *    when both succeed is any write of the batch acknowledged, or its answer put in the in-memory
+ *    table that replays read; if either fails, the log's lines are cut off again and the batch fails.
  *
- * So an answer that is durable here describes a write that is durable in the log, or one that may
- * not have reached it: a step 2 cut off by a crash, or one that failed. A failure is written here
- * (`{"done":"failed"}`) before the log is appended to again, so at any time only the *last* batch
- * line can be in doubt — every earlier one was followed by a later line, written only after its
- * log append had succeeded or its failure had been recorded. On start-up the batch in doubt keeps
- * exactly the answers whose lines are in the log, byte for byte: a write that was made replays, one
- * that was not is processed afresh (never both, never neither). The log's compaction renumbers
- * bytes, so before it replaces the log the batch in doubt is settled here (`{"done":"ok"}`) first.
+ * A process that dies (`kill -9`) loses nothing that was written: the page cache keeps it. Since
+ * the answer's bytes are written before the log's, a process crash leaves the answer with its
+ * write, the answer alone, or neither — never the write alone. So an answer found here describes a
+ * write that is in the log, or one that may not have reached it: a step 2 cut off by a crash, or
+ * one that failed. A failure is written here (`{"done":"failed"}`) before the log is appended to
+ * again, so at any time only the *last* batch line can be in doubt — every earlier one was followed
+ * by a later line, written only after its log append had succeeded or its failure had been
+ * recorded. On start-up the batch in doubt keeps exactly the answers whose lines are in the log,
+ * byte for byte: a write that was made replays, one that was not is processed afresh (never both,
+ * never neither). The log's compaction renumbers bytes, so before it replaces the log the batch in
+ * doubt is settled here (`{"done":"ok"}`) first.
  *
- * A write cannot be durable without its answer: its line is appended only after the answer's line
- * is on disk. A key cannot write twice: a retry is decided in the write order against every answer
- * already recorded (write-rules.ts), and while a request holds its key no other with that key
- * runs (`AnswerBook.claim`); after a crash, start-up has recovered every answer of a made write.
+ * An acknowledged write's answer is on disk (step 3 finished for both files), so it replays after
+ * any crash, of the process or of the machine. A key cannot write twice: a retry is decided in the
+ * write order against every answer already recorded (write-rules.ts), and while a request holds its
+ * key no other with that key runs (`AnswerBook.claim`); after a process crash, start-up has
+ * recovered every answer of a made write. The one case the shared sync leaves open is a machine
+ * crash (power loss) during step 3 that keeps the log's new lines but not this file's: a write
+ * never acknowledged is then made without its answer, and a retry of it is processed afresh.
+ * (Syncing this file before writing the log closes that case too, at the price of a second
+ * fdatasync in series on every keyed batch: a keyed POST at 0.53–0.77× an unkeyed one, bench/NOTES.md.)
  *
  * Storage is bounded: the file is rewritten with only the live answers (tmp, fdatasync, rename,
  * directory sync) at start-up and whenever it holds more than twice their lines.
@@ -189,21 +200,39 @@ export class AnswerFile {
   }
 
   /**
-   * Step 1 of a batch: makes its answers durable here (a batch that `appendsToLog` nothing is
-   * settled by this line alone). Rejects, and the batch must then fail, when it cannot. Writes a
-   * pending failure first: every batch calls it, so no log append precedes that.
+   * Step 1 of a batch: writes its answers here (a batch that `appendsToLog` nothing is settled by
+   * this line alone, and synced now). Rejects, and the batch must then fail, when it cannot. Writes
+   * a pending failure first: every batch calls it, so no log append precedes that. A batch that
+   * appends to the log leaves the line unsynced: the log's append runs `durable` beside its own sync.
    */
   async before(recorded: readonly Recorded[], appendsToLog: boolean): Promise<void> {
     const lines: string[] = [];
     if (this.#failurePending) lines.push(DONE_FAILED);
     if (recorded.length > 0) lines.push(JSON.stringify(appendsToLog ? { a: recorded.map(entryOf) } : { a: recorded.map(entryOf), done: 'ok' }));
     if (lines.length === 0) return;
+    if (appendsToLog) {
+      await this.#file.write(lines);
+      return;
+    }
     await this.#file.append(lines);
     this.#failurePending = false;
     this.#unsettled = false;
   }
 
-  /** After step 2: the answers go live, or the failure is recorded before the log is appended to again. */
+  /**
+   * Makes durable what `before` wrote for a batch that appends to the log; the log runs it beside
+   * its own fdatasync (jsonl-file.ts `append`), and counts its lines only if both succeed.
+   */
+  readonly durable = async (): Promise<void> => {
+    if (!this.#file.written) return;
+    // On failure the answers line stays until the log has cut its lines off (a process that dies
+    // in between must not find the write without its answer); `after` then writes over it.
+    await this.#file.commit(undefined, true);
+    this.#failurePending = false;
+    this.#unsettled = false;
+  };
+
+  /** After step 3: the answers go live, or the failure is recorded before the log is appended to again. */
   async after(recorded: readonly Recorded[], ok: boolean): Promise<void> {
     if (ok) {
       for (const r of recorded) this.#book.put(r.key, r.remembered);

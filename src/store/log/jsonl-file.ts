@@ -36,6 +36,8 @@ export class JsonlFile {
   readonly #retained = new Map<number, number>();
   /** Retained descriptors the file no longer uses: closed when their last reader lets go. */
   readonly #retired = new Set<number>();
+  /** Written by `write`, not yet counted: what `commit` adds. */
+  #written: { readonly bytes: number; readonly lines: number } | undefined;
 
   constructor(file: string, fsys: StoreFs, sync: boolean) {
     this.file = file;
@@ -92,15 +94,23 @@ export class JsonlFile {
     await this.#fs.fsync(this.#fd!);
   }
 
-  /** Appends lines and makes them durable (fdatasync unless durability is off); on failure nothing counts. */
-  async append(lines: readonly string[]): Promise<void> {
-    const bytes = Buffer.from((this.needsNewline ? '\n' : '') + lines.join('\n') + '\n');
-    await this.#append(bytes);
-    this.lines += lines.length;
-    this.needsNewline = false;
+  /**
+   * Appends lines and makes them durable (fdatasync unless durability is off); on failure nothing
+   * counts. `beside` (another file's sync) runs while this file syncs, after its bytes are written:
+   * the lines count only if both succeed, so a batch pays one sync's latency for two files.
+   */
+  async append(lines: readonly string[], beside?: () => Promise<void>): Promise<void> {
+    await this.write(lines);
+    await this.commit(beside);
   }
 
-  async #append(bytes: Buffer): Promise<void> {
+  /**
+   * The first half of `append`: writes the lines after the acknowledged bytes, not yet synced nor
+   * counted. A process that dies after it leaves them in the page cache, so it orders this file's
+   * bytes before any file written after it; `commit` makes them durable (or drops them).
+   */
+  async write(lines: readonly string[]): Promise<void> {
+    const bytes = Buffer.from((this.needsNewline ? '\n' : '') + lines.join('\n') + '\n');
     const fsys = this.#fs;
     try {
       if (this.#fd === undefined) {
@@ -113,24 +123,58 @@ export class JsonlFile {
       }
       this.#dirtyTail = true;
       await writeAll(fsys, this.#fd, bytes, this.size);
-      if (this.#sync) await fsys.fdatasync(this.#fd);
+      this.#written = { bytes: bytes.length, lines: lines.length };
+    } catch (error) {
+      await this.#dropTail();
+      throw error;
+    }
+  }
+
+  /** True between `write` and `commit`. */
+  get written(): boolean {
+    return this.#written !== undefined;
+  }
+
+  /**
+   * The second half of `append`: syncs what `write` wrote (and runs `beside` meanwhile), then counts
+   * it. On failure the written bytes are cut off now, or with `keepTail` left for the next write to
+   * cut (a caller that must first undo what depends on them).
+   */
+  async commit(beside?: () => Promise<void>, keepTail = false): Promise<void> {
+    const written = this.#written;
+    this.#written = undefined;
+    if (written === undefined) throw new Error(`${this.file}: commit without a write`);
+    const fsys = this.#fs;
+    try {
+      const own = this.#sync ? fsys.fdatasync(this.#fd!) : undefined;
+      const other = beside?.();
+      // Both settle before either's failure is reported: the tail is dropped only once no sync of it runs.
+      const [a, b] = await Promise.allSettled([own, other]);
+      if (a.status === 'rejected') throw a.reason;
+      if (b.status === 'rejected') throw b.reason;
       if (this.#dirSyncNeeded) {
         await syncDirectory(fsys, this.#dir);
         this.#dirSyncNeeded = false;
       }
       this.#dirtyTail = false;
-      this.size += bytes.length;
+      this.size += written.bytes;
+      this.lines += written.lines;
+      this.needsNewline = false;
     } catch (error) {
-      if (this.#fd !== undefined && this.#dirtyTail) {
-        // Best effort now; if this fails too, the next append truncates first.
-        try {
-          await fsys.ftruncate(this.#fd, this.size);
-          this.#dirtyTail = false;
-        } catch {
-          // The next append retries the truncation (#dirtyTail stays set) and fails if it cannot.
-        }
-      }
+      if (!keepTail) await this.#dropTail();
       throw error;
+    }
+  }
+
+  /** After a failed write or sync: the bytes past `size` go (best effort now; the next write retries). */
+  async #dropTail(): Promise<void> {
+    if (this.#fd !== undefined && this.#dirtyTail) {
+      try {
+        await this.#fs.ftruncate(this.#fd, this.size);
+        this.#dirtyTail = false;
+      } catch {
+        // The next append retries the truncation (#dirtyTail stays set) and fails if it cannot.
+      }
     }
   }
 

@@ -189,7 +189,8 @@ class JsonlLogStore implements JsonlStore {
             written.stamp(stamps[i]!);
             return written.line();
           });
-          // The answers first, naming where their writes' lines go (answer-file.ts explains why).
+          // The answers written first, naming where their writes' lines go; both files are synced
+          // together by the log's append (answer-file.ts explains why that is safe).
           const starts = keyed.length === 0 ? [] : lineStarts(file, lines);
           const recorded = keyed.map((k): Recorded => ({ key: k.key, remembered: k.remembered, range: k.change === undefined ? undefined : rangeOf(lines[k.change]!, starts[k.change]!) }));
           try {
@@ -202,7 +203,7 @@ class JsonlLogStore implements JsonlStore {
           let ok = false;
           try {
             if (lines.length > 0) {
-              await file.append(lines);
+              await file.append(lines, answers.durable);
               this.#batch = { first, stamps, items: [] };
               observer?.committed?.(batch.length, durable ? (performance.now() - started) / 1000 : 0);
             }

@@ -1,0 +1,63 @@
+import assert from 'node:assert/strict';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { describe, test } from 'node:test';
+import { jsonReply, prepared, send, type Reply } from '../../src/http/reply.js';
+
+/** What `send` hands to Node: the status, the header list and the body. */
+interface Written {
+  status: number;
+  headers: string[];
+  body: unknown;
+}
+
+function exchange(request: Partial<IncomingMessage>): { req: IncomingMessage; res: ServerResponse; written: Written } {
+  const written: Written = { status: 0, headers: [], body: undefined };
+  const res = {
+    headersSent: false,
+    writeHead(status: number, headers: string[]) {
+      written.status = status;
+      written.headers = [...headers];
+      return this;
+    },
+    end(body?: unknown) {
+      written.body = body;
+    },
+    destroy() {},
+  } as unknown as ServerResponse;
+  const req = { method: 'GET', complete: true, headers: {}, ...request } as IncomingMessage;
+  return { req, res, written };
+}
+
+function sent(reply: Reply, request: Partial<IncomingMessage>, extra?: Record<string, string>): { written: Written; bytes: number | Promise<number> } {
+  const { req, res, written } = exchange(request);
+  const bytes = send(req, res, reply, extra);
+  return { written, bytes };
+}
+
+const small = jsonReply(200, 'application/hal+json', Buffer.from('{"id":"a"}'), { etag: '"v1"' });
+const large = jsonReply(200, 'application/json', Buffer.from(`{"items":"${'x'.repeat(2000)}"}`), { etag: '"p1"', link: '</items?page=2>; rel="next"' });
+
+describe('send with a prepared reply', () => {
+  const cases: [string, Reply, Partial<IncomingMessage>, Record<string, string> | undefined][] = [
+    ['GET, small body', small, {}, undefined],
+    ['HEAD, small body', small, { method: 'HEAD' }, undefined],
+    ['GET, large body, no Accept-Encoding', large, {}, undefined],
+    ['GET, large body, gzip accepted', large, { headers: { 'accept-encoding': 'gzip' } }, undefined],
+    ['HEAD, large body, gzip accepted', large, { method: 'HEAD', headers: { 'accept-encoding': 'gzip' } }, undefined],
+    ['GET with CORS headers', small, {}, { 'access-control-allow-origin': '*', vary: 'Origin' }],
+    ['a request whose declared body was not read', small, { method: 'POST', complete: false, headers: { 'content-length': '5' } }, undefined],
+    ['a reply without a body', { status: 204, headers: { allow: 'GET' } }, {}, undefined],
+  ];
+  for (const [name, reply, request, extra] of cases) {
+    test(`${name} -> the same status, headers, body and byte count as the reply made afresh`, () => {
+      const fresh = sent(reply, request, extra);
+      const kept = sent(prepared(reply), request, extra);
+      assert.deepEqual(kept.written, fresh.written);
+      assert.equal(kept.bytes, fresh.bytes);
+    });
+  }
+
+  test('prepared -> the header list with Vary and ETag last, Content-Length at the end', () => {
+    assert.deepEqual(prepared(large).head, ['content-type', 'application/json', 'link', '</items?page=2>; rel="next"', 'vary', 'Accept, Accept-Encoding', 'etag', '"p1"', 'content-length', String(large.body!.length)]);
+  });
+});
