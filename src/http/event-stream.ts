@@ -129,12 +129,12 @@ class ServerStream implements StreamWriter {
     return this.#closed;
   }
 
-  write(text: string): void {
+  write(text: string | Buffer, events = typeof text === 'string' && text.startsWith('id:') ? 1 : 0): void {
     if (this.#closed) return;
     const res = this.#res;
     res.write(text);
-    this.bytes += Buffer.byteLength(text);
-    if (text.startsWith('id:')) this.#counters.sent(1);
+    this.bytes += typeof text === 'string' ? Buffer.byteLength(text) : text.length;
+    if (events > 0) this.#counters.sent(events);
     // The socket takes what it can; the rest queues here. A reader that lets it grow past the
     // bound is cut off rather than buffered without bound: it resumes by its last event id.
     if (res.writableLength > this.#maxBuffered) {

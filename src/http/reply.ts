@@ -19,8 +19,11 @@ export interface Reply {
 
 /** The body of a streaming reply as its producer sees it. */
 export interface StreamWriter {
-  /** Sends text now; a reader that has fallen too far behind is disconnected instead. */
-  write(text: string): void;
+  /**
+   * Sends text (or its UTF-8 bytes) now, holding `events` events (default: one when it starts
+   * with an `id:` line); a reader that has fallen too far behind is disconnected instead.
+   */
+  write(text: string | Buffer, events?: number): void;
   /** Ends the response (its last chunk sent). */
   end(): void;
   /** True once the response has ended or the client left. */

@@ -104,7 +104,8 @@ export async function openPostgres(options: PostgresOptions): Promise<PostgresSt
     throw new StoreOpenError(`cannot read the change feed's position from PostgreSQL at ${where}: ${reason(error)}`);
   }
 
-  const own = new OwnWrites();
+  // A commit of this process wakes its feed at once (its own streams see the write sooner than the notification would bring it).
+  const own = new OwnWrites(() => feed.wake());
   /** Changes come in cursor order: applied and reported run by run of one resource, so that followers of every resource hear them in that order too. */
   const deliver = (items: readonly FeedItem[]): void => {
     let run: FedChange[] = [];

@@ -43,6 +43,12 @@ export class OwnWrites {
   #sorted = true;
   /** Versions not yet reported, by resource. */
   readonly #pending = new Map<string, number>();
+  /** Told when versions are added: the change feed reads them at once, not when the database's notification comes back. */
+  readonly #added: () => void;
+
+  constructor(added: () => void = () => {}) {
+    this.#added = added;
+  }
 
   /**
    * `statement`, counted in flight until it has settled and `committed` has run with its result
@@ -68,6 +74,7 @@ export class OwnWrites {
       this.#pending.set(v.resource, (this.#pending.get(v.resource) ?? 0) + 1);
     }
     this.#sorted = false;
+    this.#added();
   }
 
   /** Resolves once every statement in flight now has settled. */
