@@ -248,6 +248,8 @@ try {
     const after = rssKiB(server.pid);
     row(`server RSS per idle stream (${IDLE.toLocaleString('en')} open, clients in another process)`, `${((after - before) / IDLE).toFixed(1)} KiB`, '≤ 30 KiB');
     const reach: number[] = [];
+    const serverCpu = cpuSeconds(server.pid);
+    const clientsCpu = cpuSeconds(clients.pid);
     for (let i = 0; i < FAN_OUT_WRITES; i++) {
       let reached: number | undefined;
       let ids = 0;
@@ -266,6 +268,11 @@ try {
     clients.onAll = undefined;
     row(`one write reaching all ${IDLE.toLocaleString('en')} streams, from its answer (${FAN_OUT_WRITES} writes), p50`, ms(median(reach)), '');
     row('the same, p99 (the worst)', ms(quantile(reach, 0.99)), '≤ 200 ms');
+    row(
+      'CPU per write reaching them all: the server (POST and sending) / the clients\' process (reading)',
+      `${(((cpuSeconds(server.pid) - serverCpu) * 1000) / FAN_OUT_WRITES).toFixed(0)} ms / ${(((cpuSeconds(clients.pid) - clientsCpu) * 1000) / FAN_OUT_WRITES).toFixed(0)} ms`,
+      '',
+    );
     await clients.close();
     await server.stop();
 

@@ -65,6 +65,8 @@ interface Composed {
 const PACE = 9;
 /** The longest a pass waits for PACE: a stream is never further behind than this because of it. */
 const MAX_WAIT_MS = 250;
+/** Streams written per turn of the event loop: a pass over 10,000 streams lets requests run between its slices. */
+const SLICE = 500;
 
 /**
  * The live side of every stream of one feed: one follower of the feed, and one pass over the open
@@ -77,6 +79,8 @@ class FanOut {
   readonly #streams = new Set<Follower>();
   #pending: StoreChange[] = [];
   #scheduled = false;
+  /** A pass is under way (in slices): the next one starts after it, so each stream gets the batches in order. */
+  #running = false;
   /** performance.now() before which no pass starts (PACE). */
   #earliest = 0;
   /** When the last change came, and the mean time between changes (moving average), in ms. */
@@ -109,7 +113,7 @@ class FanOut {
   }
 
   #schedule(): void {
-    if (this.#scheduled) return;
+    if (this.#scheduled || this.#running) return;
     this.#scheduled = true;
     // The next turn at the earliest: the write that made a change is answered first, and a burst
     // of writes is one pass.
@@ -123,16 +127,31 @@ class FanOut {
     const batch = this.#pending;
     this.#pending = [];
     if (batch.length === 0) return;
-    const started = performance.now();
+    this.#running = true;
+    // The streams open now; one opened during the pass starts after these changes (its own catch-up reads them).
+    const streams = [...this.#streams];
     const texts = new Map<unknown, Map<string, Composed>>();
-    for (const stream of this.#streams) stream.take(batch, texts);
-    // Each response's write reaches its socket on the next tick (the response is corked until
-    // then): measured after those, queued before this one.
-    process.nextTick(() => {
-      const ended = performance.now();
-      const took = ended - started;
-      this.#earliest = batch.length > 1 || this.#gap < took ? ended + Math.min(MAX_WAIT_MS, took * PACE) : 0;
-    });
+    let at = 0;
+    let spent = 0;
+    const slice = (): void => {
+      const started = performance.now();
+      const end = Math.min(streams.length, at + SLICE);
+      for (; at < end; at++) streams[at]!.take(batch, texts);
+      // Each response's write reaches its socket on the next tick (the response is corked until
+      // then): measured after those, queued before this one.
+      process.nextTick(() => {
+        const ended = performance.now();
+        spent += ended - started;
+        if (at < streams.length) {
+          setImmediate(slice);
+          return;
+        }
+        this.#running = false;
+        this.#earliest = batch.length > 1 || this.#gap < spent ? ended + Math.min(MAX_WAIT_MS, spent * PACE) : 0;
+        if (this.#pending.length > 0) this.#schedule();
+      });
+    };
+    slice();
   };
 }
 

@@ -5,6 +5,7 @@ import type { StreamWriter } from '../../src/http/reply.js';
 import { LocalChangeLog } from '../../src/store/changes/local-feed.js';
 import { createMemoryStore } from '../../src/store/memory-store.js';
 import type { StoreChange } from '../../src/store/store.js';
+import { eventually } from '../helpers/process.js';
 
 /** A stream's body as the fan-out writes it: each write's bytes and event count. */
 function writer(): StreamWriter & { writes: { bytes: Buffer; events: number }[] } {
@@ -61,4 +62,24 @@ test('three writes in one turn, two streams of the same selection and one of ano
   await items.create({ id: 'i3', createdAt: 1, updatedAt: 1 });
   await turn();
   assert.equal(a.writes.length, 1);
+});
+
+test('1,200 streams (a pass in slices), a write during the pass -> every stream gets the first batch, then the second, in order', async () => {
+  const changes = new LocalChangeLog();
+  const items = createMemoryStore([], { resource: 'items', changes });
+  const json = (change: StoreChange): string => JSON.stringify({ id: change.id });
+  const select = (change: StoreChange): StoreChange['type'] => change.type;
+  const outs = Array.from({ length: 1200 }, () => {
+    const out = writer();
+    streamChanges(out, { feed: changes, after: changes.latest, resources: undefined, select, json, shared: '*' });
+    return out;
+  });
+  await turn();
+  await items.create({ id: 'a', createdAt: 1, updatedAt: 1 });
+  // The first slice is out; the write lands while the rest wait for their turn.
+  await turn();
+  await items.create({ id: 'b', createdAt: 1, updatedAt: 1 });
+  await eventually(() => outs.every((out) => out.writes.length >= 2), 'both batches on every stream');
+  for (const out of outs) assert.deepEqual(out.writes.map((w) => /data: (.*)/.exec(w.bytes.toString())![1]), ['{"id":"a"}', '{"id":"b"}']);
+  for (const out of outs) out.end();
 });
