@@ -17,7 +17,7 @@
  *
  *   node --import tsx bench/streams.ts [quick]
  */
-import { fork, spawn, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import http from 'node:http';
@@ -142,7 +142,12 @@ class Clients {
   onAll: ((id: string) => void) | undefined;
 
   constructor() {
-    this.#child = fork(path.join(ROOT, 'bench', 'stream-clients.ts'), [], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+    // Through bash for `ulimit -n` (10,000 sockets); `exec` keeps the IPC channel and the pid.
+    const script = path.join(ROOT, 'bench', 'stream-clients.ts');
+    this.#child = spawn('bash', ['-c', `ulimit -n ${NOFILE} 2>/dev/null || ulimit -n hard; exec '${process.execPath}' --import tsx '${script}'`], {
+      cwd: ROOT,
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    });
     this.#child.on('message', (message: { type: string; id?: string; count?: number }) => {
       if (message.type === 'all') this.onAll?.(message.id!);
       else this.#waiting.shift()?.(message);
