@@ -3,7 +3,7 @@ import type { EventType } from '../conventions/changes.js';
 import type { ChangeFeed, FeedPage } from '../store/changes/change-feed.js';
 import type { MaybePromise, StoreChange } from '../store/store.js';
 import { performance } from 'node:perf_hooks';
-import type { StreamWriter } from './reply.js';
+import { SharedText, type StreamWriter } from './reply.js';
 
 /** Changes read per page while a stream catches up. */
 const CATCH_UP_PAGE = 200;
@@ -50,7 +50,7 @@ interface Follower {
  * the number of events in them, and the last cursor.
  */
 interface Composed {
-  readonly bytes: Buffer;
+  readonly text: SharedText;
   readonly events: number;
   readonly last: string;
 }
@@ -181,10 +181,10 @@ export function streamChanges(out: StreamWriter, options: ChangeStreamOptions): 
       text += messageOf(change, type, json);
       events++;
     }
-    return { bytes: Buffer.from(text), events, last };
+    return { text: new SharedText(text), events, last };
   };
   const send = (composed: Composed): void => {
-    if (composed.events > 0) out.write(composed.bytes, composed.events);
+    if (composed.events > 0) out.write(composed.text, composed.events);
   };
   const stop = fanOut(feed).add({
     take(batch, texts) {

@@ -15,7 +15,7 @@ function writer(): StreamWriter & { writes: { bytes: Buffer; events: number }[] 
     writes,
     closed: false,
     write(text, events = 0) {
-      writes.push({ bytes: typeof text === 'string' ? Buffer.from(text) : text, events });
+      writes.push({ bytes: typeof text === 'string' ? Buffer.from(text) : text.bytes, events });
     },
     end() {
       for (const cleanup of cleanups.splice(0)) cleanup();
