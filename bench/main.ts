@@ -13,7 +13,7 @@ import { readConfig, type BenchConfig } from './config.js';
 import { copyDataset, generateDataset, RESOURCE, type Dataset } from './dataset.js';
 import { measure, type Sample } from './measure.js';
 import { memoryMiB } from './proc.js';
-import { renderReport, type RunResult, type StartupResult, type WorkloadResult } from './report.js';
+import { renderReport, renderStreams, STREAMS_BEGIN, STREAMS_END, type RunResult, type StartupResult, type StreamsBench, type WorkloadResult } from './report.js';
 import { startHalserve, startHalserveWithJwt, startHalserveWithToken, startJsonServer, startLimit, type Running, type ServerKind } from './servers.js';
 import { fmt } from './stats.js';
 import { workloads, type Workload } from './workloads.js';
@@ -143,8 +143,8 @@ async function measureStartup(config: BenchConfig, data: Dataset): Promise<Start
   return { size: data.size, bytesPerEntity: data.bytesPerEntity, fileMiB: size / 2 ** 20, runs };
 }
 
-/** Runs `bench/<file>` with `args` in a child process and keeps what it prints. */
-async function scriptBench(config: BenchConfig, file: string, args: readonly string[]): Promise<{ file: string; output: string }> {
+/** Runs `bench/<file>` with `args` in a child process and keeps what it prints (killed after `timeoutMs`). */
+async function scriptBench(config: BenchConfig, file: string, args: readonly string[], timeoutMs = 300_000): Promise<{ file: string; output: string }> {
   log(`running bench/${file}`);
   const child = spawn(process.execPath, ['--import', 'tsx', path.join('bench', file), ...args], {
     cwd: config.root,
@@ -153,10 +153,21 @@ async function scriptBench(config: BenchConfig, file: string, args: readonly str
   });
   let output = '';
   child.stdout.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
-  const timer = setTimeout(() => child.kill('SIGKILL'), 300_000);
+  const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
   const [code] = (await once(child, 'exit')) as [number | null];
   clearTimeout(timer);
   return { file: `bench/${file}`, output: code === 0 ? output : `${output}\n(exited with ${code})` };
+}
+
+/**
+ * The `streams` section (issue 16): `bench/streams.ts` (a write on a stream of its process and of
+ * another process of one PostgreSQL, 10,000 idle streams, the POST rate with 1,000 streams) and
+ * `bench/changes-resume.ts` (a resume 1,000,000 changes back at 1,000,000 entities), one after the other.
+ */
+async function streamsBench(config: BenchConfig): Promise<StreamsBench> {
+  const streams = await scriptBench(config, 'streams.ts', config.quick ? ['quick'] : [], 900_000);
+  const resume = await scriptBench(config, 'changes-resume.ts', [config.quick ? '100000' : '1000000'], 900_000);
+  return { streams: streams.output, resume: resume.output };
 }
 
 /** Runs `bench/lru-bench.ts` (the recency structure alone) and keeps its table. */
@@ -178,7 +189,8 @@ async function main(): Promise<void> {
   const started = Date.now();
   const loadBefore = os.loadavg();
   await fs.mkdir(config.work, { recursive: true });
-  ensurePeers(config);
+  // The streams section runs halserve and its own clients only: no load generator, no json-server.
+  if (!(config.only.length > 0 && config.only.every((name) => name === 'streams'))) ensurePeers(config);
   build(config);
   const tmp = await fs.mkdtemp(path.join(os.tmpdir(), 'halserve-bench-'));
   const results: WorkloadResult[] = [];
@@ -189,9 +201,10 @@ async function main(): Promise<void> {
   let replicas: ReplicasResult | { skipped: string } | undefined;
   let deployed: DeployedResult | undefined;
   let lru: string | undefined;
+  let streams: StreamsBench | undefined;
   let small: Dataset | undefined;
-  // `BENCH_ONLY=queries` and/or `replicas` (or `node bench/run.mjs queries`) replaces only their sections of the report.
-  const sectionsOnly = config.only.length > 0 && config.only.every((name) => name === 'queries' || name === 'replicas');
+  // `BENCH_ONLY=queries`, `replicas` and/or `streams` (or `node bench/run.mjs queries`) replaces only their sections of the report.
+  const sectionsOnly = config.only.length > 0 && config.only.every((name) => name === 'queries' || name === 'replicas' || name === 'streams');
   try {
     // The side-by-side data set is made only when one of its workloads is wanted (their names
     // do not depend on the data).
@@ -225,6 +238,7 @@ async function main(): Promise<void> {
     }
     if (wanted(config, 'queries')) queries = await runQueries(config, tmp, log);
     if (wanted(config, 'replicas')) replicas = await runReplicas(config, tmp, log);
+    if (wanted(config, 'streams')) streams = await streamsBench(config);
     if (wanted(config, 'store')) store = await storeBench(config);
     // A few seconds, in one process: the cost of authentication checks (issue 17).
     if (wanted(config, 'auth')) auth = await scriptBench(config, 'auth.ts', []);
@@ -255,6 +269,7 @@ async function main(): Promise<void> {
     ...(replicas ? { replicas } : {}),
     ...(deployed ? { deployed } : {}),
     ...(lru !== undefined ? { lru } : {}),
+    ...(streams ? { streams } : {}),
     wallSeconds: (Date.now() - started) / 1000,
   };
   await fs.mkdir(path.dirname(config.out), { recursive: true });
@@ -265,6 +280,7 @@ async function main(): Promise<void> {
     let report = existsSync(config.out) ? await fs.readFile(config.out, 'utf8') : '# halserve benchmark results\n';
     if (queries) report = spliceQueries(report, renderQueries(queries, config, result.date));
     if (replicas) report = spliceSection(report, renderReplicas(replicas, config, result.date), REPLICAS_BEGIN, REPLICAS_END);
+    if (streams) report = spliceSection(report, renderStreams(streams, result.date), STREAMS_BEGIN, STREAMS_END);
     await fs.writeFile(config.out, report);
     log(`wrote the ${config.only.join(' and ')} section of ${path.relative(config.root, config.out)} (raw figures: ${path.relative(config.root, rawOut)}) in ${fmt(result.wallSeconds)} s`);
     return;

@@ -56,6 +56,8 @@ export interface RunResult {
   readonly deployed?: DeployedResult;
   /** What `bench/lru-bench.ts` printed, when it ran. */
   readonly lru?: string;
+  /** The `streams` section (issue 16): what `bench/streams.ts` and `bench/changes-resume.ts` printed. */
+  readonly streams?: StreamsBench;
   readonly wallSeconds: number;
 }
 
@@ -258,6 +260,7 @@ export function renderReport(result: RunResult): string {
     out.push(`### ${s.file}`, '');
     out.push(s.output.includes('|') ? s.output.trim() : ['```text', s.output.trim(), '```'].join('\n'), '');
   }
+  if (result.streams) out.push(renderStreams(result.streams, result.date));
   if (result.authBench) {
     out.push('## Authentication (`bench/auth.ts`)', '', 'In one process, no HTTP: a cached check is what a request with a token seen before pays; a first verification what a new JWT pays once.', '');
     out.push(['```text', result.authBench.output.trim(), '```'].join('\n'), '');
@@ -270,10 +273,38 @@ export function renderReport(result: RunResult): string {
     'BENCH_QUICK=1 npm run bench      # smoke run, a few minutes, writes .bench/RESULTS.quick.md',
     'npm run bench:queries            # only the queries workload (issue 8); replaces its section here',
     'npm run bench:replicas           # only the replicas workload (issue 9, PostgreSQL); replaces its section here',
+    'npm run bench:streams            # only the change feed\'s streams and resumes (issue 16); replaces its section here',
     '```',
     '',
-    'Knobs: `BENCH_ROUNDS`, `BENCH_DURATION`, `BENCH_WARMUP` (seconds), `BENCH_CONNECTIONS`, `BENCH_ENTITIES`, `BENCH_LARGE=100000,1000000`, `BENCH_ONLY=get-entity,post,deployed,lru,startup,store,auth,queries`, `BENCH_DEPLOYED=10000,100000` (entities loaded through the API), `BENCH_QUERY_ENTITIES` (1,000,000), `BENCH_PG_BIN` (/usr/lib/postgresql/15/bin), `BENCH_SERVERS=halserve,limit`, `BENCH_NO_PIN=1`, `BENCH_HALSERVE=<entry>` (measure another build), `BENCH_RATE=<req/s>` (CPU per request at equal load), `BENCH_OUT=<file>`.',
+    'Knobs: `BENCH_ROUNDS`, `BENCH_DURATION`, `BENCH_WARMUP` (seconds), `BENCH_CONNECTIONS`, `BENCH_ENTITIES`, `BENCH_LARGE=100000,1000000`, `BENCH_ONLY=get-entity,post,deployed,lru,startup,store,auth,queries,replicas,streams`, `BENCH_DEPLOYED=10000,100000` (entities loaded through the API), `BENCH_QUERY_ENTITIES` (1,000,000), `BENCH_PG_BIN` (/usr/lib/postgresql/15/bin), `BENCH_SERVERS=halserve,limit`, `BENCH_NO_PIN=1`, `BENCH_HALSERVE=<entry>` (measure another build), `BENCH_RATE=<req/s>` (CPU per request at equal load), `BENCH_OUT=<file>`.',
     '',
   );
   return out.join('\n');
+}
+
+/** What the `streams` section's scripts printed. */
+export interface StreamsBench {
+  readonly streams: string;
+  readonly resume: string;
+}
+
+export const STREAMS_BEGIN = '<!-- streams:begin -->';
+export const STREAMS_END = '<!-- streams:end -->';
+
+/** The `streams` section of the report (issue 16's targets), between its markers. */
+export function renderStreams(result: StreamsBench, date: string): string {
+  return [
+    STREAMS_BEGIN,
+    '## The change feed: streams and resumes (`bench/streams.ts`, `bench/changes-resume.ts`)',
+    '',
+    `Run ${date}. Every server is a halserve process (\`dist/cli.js\`, \`ulimit -n 65536\`); the clients are this process and, for the many streams, a forked process of their own (\`bench/stream-clients.ts\`), on the same cores: on a machine of 2 cores the clients' reading competes with the server. How each figure is taken is at the top of \`bench/streams.ts\`; bench/NOTES.md ("The change feed's streams") says what was changed to get there.`,
+    '',
+    result.streams.trim(),
+    '',
+    '### Resume from a cursor far back',
+    '',
+    result.resume.trim(),
+    STREAMS_END,
+    '',
+  ].join('\n');
 }

@@ -2,7 +2,8 @@ import { eventMessage } from '../conventions/event-stream.js';
 import type { EventType } from '../conventions/changes.js';
 import type { ChangeFeed, FeedPage } from '../store/changes/change-feed.js';
 import type { MaybePromise, StoreChange } from '../store/store.js';
-import type { StreamWriter } from './reply.js';
+import { performance } from 'node:perf_hooks';
+import { SharedText, type StreamWriter } from './reply.js';
 
 /** Changes read per page while a stream catches up. */
 const CATCH_UP_PAGE = 200;
@@ -30,7 +31,131 @@ export interface ChangeStreamOptions {
   readonly select: (change: StoreChange) => EventType | undefined;
   /** The event's JSON. */
   readonly json: (change: StoreChange, type: EventType) => string;
+  /**
+   * Streams with the same `shared` key and the same `json` function send the same text for the
+   * same changes (a stream of `/changes` of the same resources): one pass of the fan-out composes
+   * it once for all of them.
+   */
+  readonly shared?: string;
 }
+
+/** A stream as the fan-out sees it. */
+interface Follower {
+  /** Takes a batch of changes (in cursor order); `texts` holds what this pass composed for shared keys. */
+  take(batch: readonly StoreChange[], texts: Map<unknown, Map<string, Composed>>): void;
+}
+
+/**
+ * What a batch comes to on a stream: its bytes (encoded once, however many sockets they go to),
+ * the number of events in them, and the last cursor.
+ */
+interface Composed {
+  readonly text: SharedText;
+  readonly events: number;
+  readonly last: string;
+}
+
+/**
+ * While changes come faster than a pass takes (on average), or in bursts (a pass found more than
+ * one), the next pass waits at least this many times as long as the last one took, socket writes
+ * included: with thousands of streams under a steady flow of writes, sending to every socket takes
+ * about a tenth of the process, the writes go on at their rate, and each stream gets the changes in
+ * fewer, larger writes. A change after a quiet moment is sent at once.
+ */
+const PACE = 9;
+/** The longest a pass waits for PACE: a stream is never further behind than this because of it. */
+const MAX_WAIT_MS = 250;
+/** Streams written per turn of the event loop: a pass over 10,000 streams lets requests run between its slices. */
+const SLICE = 500;
+
+/**
+ * The live side of every stream of one feed: one follower of the feed, and one pass over the open
+ * streams per batch of changes (rather than a follower, a queued task and a socket write per
+ * stream and change). A pass sends each stream everything that came since the last one, in one
+ * write; the text of the streams that share it is composed once.
+ */
+class FanOut {
+  readonly #feed: ChangeFeed;
+  readonly #streams = new Set<Follower>();
+  #pending: StoreChange[] = [];
+  #scheduled = false;
+  /** A pass is under way (in slices): the next one starts after it, so each stream gets the batches in order. */
+  #running = false;
+  /** performance.now() before which no pass starts (PACE). */
+  #earliest = 0;
+  /** When the last change came, and the mean time between changes (moving average), in ms. */
+  #lastChange = 0;
+  #gap = Infinity;
+  #stop: (() => void) | undefined;
+
+  constructor(feed: ChangeFeed) {
+    this.#feed = feed;
+  }
+
+  add(stream: Follower): () => void {
+    this.#streams.add(stream);
+    this.#stop ??= this.#feed.follow((change) => {
+      const now = performance.now();
+      const gap = now - this.#lastChange;
+      this.#lastChange = now;
+      this.#gap = this.#gap === Infinity ? gap : this.#gap * 0.8 + gap * 0.2;
+      this.#pending.push(change);
+      this.#schedule();
+    });
+    return () => {
+      this.#streams.delete(stream);
+      if (this.#streams.size === 0) {
+        this.#stop?.();
+        this.#stop = undefined;
+        this.#pending = [];
+      }
+    };
+  }
+
+  #schedule(): void {
+    if (this.#scheduled || this.#running) return;
+    this.#scheduled = true;
+    // The next turn at the earliest: the write that made a change is answered first, and a burst
+    // of writes is one pass.
+    const wait = this.#earliest - performance.now();
+    if (wait <= 0) setImmediate(this.#pass);
+    else setTimeout(this.#pass, wait);
+  }
+
+  readonly #pass = (): void => {
+    this.#scheduled = false;
+    const batch = this.#pending;
+    this.#pending = [];
+    if (batch.length === 0) return;
+    this.#running = true;
+    // The streams open now; one opened during the pass starts after these changes (its own catch-up reads them).
+    const streams = [...this.#streams];
+    const texts = new Map<unknown, Map<string, Composed>>();
+    let at = 0;
+    let spent = 0;
+    const slice = (): void => {
+      const started = performance.now();
+      const end = Math.min(streams.length, at + SLICE);
+      for (; at < end; at++) streams[at]!.take(batch, texts);
+      // Each response's write reaches its socket on the next tick (the response is corked until
+      // then): measured after those, queued before this one.
+      process.nextTick(() => {
+        const ended = performance.now();
+        spent += ended - started;
+        if (at < streams.length) {
+          setImmediate(slice);
+          return;
+        }
+        this.#running = false;
+        this.#earliest = batch.length > 1 || this.#gap < spent ? ended + Math.min(MAX_WAIT_MS, spent * PACE) : 0;
+        if (this.#pending.length > 0) this.#schedule();
+      });
+    };
+    slice();
+  };
+}
+
+const fanOuts = new WeakMap<ChangeFeed, FanOut>();
 
 /**
  * Streams the feed's changes after `after`: first the changes already made (read page by page,
@@ -39,30 +164,47 @@ export interface ChangeStreamOptions {
  * (cursor not after the last sent), so nothing is missed or repeated across the switch.
  */
 export function streamChanges(out: StreamWriter, options: ChangeStreamOptions): void {
-  const { feed, resources, select, json } = options;
+  const { feed, resources, select, json, shared } = options;
   let last = options.after;
   let live = false;
   const waiting: StoreChange[] = [];
-  const send = (change: StoreChange): void => {
-    last = change.cursor;
-    const type = select(change);
-    if (type !== undefined) out.write(messageOf(change, type, json));
-  };
-  // Live changes are sent on the next turn of the event loop, together: the write that made them
-  // is answered first, and a burst of writes is one socket write per stream.
-  let queued: StoreChange[] = [];
-  const flush = (): void => {
-    const batch = queued;
-    queued = [];
-    for (const change of batch) if (!out.closed && feed.compare(change.cursor, last) > 0) send(change);
-  };
-  const stop = feed.follow((change) => {
-    if (out.closed || (resources !== undefined && !resources.has(change.resource))) return;
-    if (!live) waiting.push(change);
-    else {
-      if (queued.length === 0) setImmediate(flush);
-      queued.push(change);
+  /** The text of `changes` after `last` on this stream (moving `last`). */
+  const compose = (changes: readonly StoreChange[]): Composed => {
+    let text = '';
+    let events = 0;
+    for (const change of changes) {
+      if (resources !== undefined && !resources.has(change.resource)) continue;
+      if (feed.compare(change.cursor, last) <= 0) continue;
+      last = change.cursor;
+      const type = select(change);
+      if (type === undefined) continue;
+      text += messageOf(change, type, json);
+      events++;
     }
+    return { text: new SharedText(text), events, last };
+  };
+  const send = (composed: Composed): void => {
+    if (composed.events > 0) out.write(composed.text, composed.events);
+  };
+  const stop = fanOut(feed).add({
+    take(batch, texts) {
+      if (out.closed) return;
+      if (!live) {
+        for (const change of batch) if (resources === undefined || resources.has(change.resource)) waiting.push(change);
+        return;
+      }
+      // A stream already past the batch's first change (it caught up over it) composes its own.
+      if (shared === undefined || feed.compare(batch[0]!.cursor, last) <= 0) {
+        send(compose(batch));
+        return;
+      }
+      let byKey = texts.get(json);
+      if (byKey === undefined) texts.set(json, (byKey = new Map()));
+      let composed = byKey.get(shared);
+      if (composed === undefined) byKey.set(shared, (composed = compose(batch)));
+      else last = composed.last;
+      send(composed);
+    },
   });
   out.onClose(stop);
   const catchUp = async (): Promise<void> => {
@@ -70,12 +212,18 @@ export function streamChanges(out: StreamWriter, options: ChangeStreamOptions): 
       if (out.closed) return;
       const read: MaybePromise<FeedPage> = feed.read(last, CATCH_UP_PAGE, resources);
       const page = read instanceof Promise ? await read : read;
-      for (const change of page.changes) send(change);
+      send(compose(page.changes));
       if (page.changes.length < CATCH_UP_PAGE) break;
     }
     live = true;
-    for (const change of waiting.splice(0)) if (feed.compare(change.cursor, last) > 0) send(change);
+    send(compose(waiting.splice(0)));
   };
   // A feed that cannot be read (the database away) ends the stream: the client reconnects with its last id.
   catchUp().catch(() => out.end());
+}
+
+function fanOut(feed: ChangeFeed): FanOut {
+  let hub = fanOuts.get(feed);
+  if (hub === undefined) fanOuts.set(feed, (hub = new FanOut(feed)));
+  return hub;
 }

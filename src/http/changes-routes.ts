@@ -59,6 +59,9 @@ export function changeJson(resources: ReadonlyMap<string, Resource>, change: Sto
 export function addChangesRoutes(router: Router<RouteHandler>, options: ChangesRouteOptions): void {
   const { basePath, resources, feed, streams } = options;
   const names = new Set(resources.keys());
+  // One function for every stream of the route: streams of the same resources share their text (change-stream.ts).
+  const json = (change: StoreChange): string => changeJson(resources, change);
+  const select = (change: StoreChange): StoreChange['type'] => change.type;
   router.add('GET', CHANGES_PATH, ({ req, query, principal }) => {
     const asked = parseChangesQuery(query, names);
     // A token limited to some resources follows only theirs (the scope check has already refused
@@ -72,7 +75,7 @@ export function addChangesRoutes(router: Router<RouteHandler>, options: ChangesR
       const only = followed === undefined ? undefined : new Set(followed);
       return then(startsAt(feed, from, typeof lastId === 'string' ? 'Last-Event-ID' : 'Query parameter since'), () =>
         streams.reply({}, (out) =>
-          streamChanges(out, { feed, after: from, resources: only, select: (change) => change.type, json: (change) => changeJson(resources, change) }),
+          streamChanges(out, { feed, after: from, resources: only, select, json, shared: only === undefined ? '*' : [...only].sort().join(',') }),
         ),
       );
     }

@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { HEARTBEAT, HEARTBEAT_MS, STREAM_PREAMBLE, TEXT_EVENT_STREAM } from '../conventions/event-stream.js';
 import { HttpProblem } from '../conventions/problem.js';
-import type { Reply, StreamWriter } from './reply.js';
+import type { Reply, SharedText, StreamWriter } from './reply.js';
 
 /** Starts a repeating task; returns the function that stops it (tests inject one they drive). */
 export type Every = (ms: number, run: () => void) => () => void;
@@ -129,12 +129,23 @@ class ServerStream implements StreamWriter {
     return this.#closed;
   }
 
-  write(text: string): void {
+  write(text: string | SharedText, events = typeof text === 'string' && text.startsWith('id:') ? 1 : 0): void {
     if (this.#closed) return;
     const res = this.#res;
-    res.write(text);
-    this.bytes += Buffer.byteLength(text);
-    if (text.startsWith('id:')) this.#counters.sent(1);
+    if (typeof text === 'string') {
+      res.write(text);
+      this.bytes += Buffer.byteLength(text);
+    } else {
+      const socket = res.socket;
+      // While the response holds its socket and frames its body in chunks, node's own write puts
+      // each chunk straight on the socket too (in order with what came before); the chunk framed
+      // once for every stream goes there in one write, without the response's cork and tick per
+      // write, which were most of a pass over thousands of streams (bench/NOTES.md).
+      if (socket !== null && socket.writable && res.chunkedEncoding && res.headersSent && (socket as { _httpMessage?: unknown })._httpMessage === res) socket.write(text.chunk);
+      else res.write(text.bytes);
+      this.bytes += text.bytes.length;
+    }
+    if (events > 0) this.#counters.sent(events);
     // The socket takes what it can; the rest queues here. A reader that lets it grow past the
     // bound is cut off rather than buffered without bound: it resumes by its last event id.
     if (res.writableLength > this.#maxBuffered) {

@@ -23,10 +23,33 @@ export interface Reply {
   readonly head?: readonly string[];
 }
 
+const CRLF = Buffer.from('\r\n');
+
+/**
+ * Text sent on many streams at once: its UTF-8 bytes, and the same framed as one HTTP/1.1 chunk
+ * (RFC 9112 §7.1: size in hex, CRLF, the bytes, CRLF), each made once however many sockets get it.
+ */
+export class SharedText {
+  readonly bytes: Buffer;
+  #chunk: Buffer | undefined;
+
+  constructor(text: string) {
+    this.bytes = Buffer.from(text);
+  }
+
+  get chunk(): Buffer {
+    this.#chunk ??= Buffer.concat([Buffer.from(`${this.bytes.length.toString(16)}\r\n`, 'latin1'), this.bytes, CRLF]);
+    return this.#chunk;
+  }
+}
+
 /** The body of a streaming reply as its producer sees it. */
 export interface StreamWriter {
-  /** Sends text now; a reader that has fallen too far behind is disconnected instead. */
-  write(text: string): void;
+  /**
+   * Sends text now, holding `events` events (default: one when it starts with an `id:` line); a
+   * reader that has fallen too far behind is disconnected instead.
+   */
+  write(text: string | SharedText, events?: number): void;
   /** Ends the response (its last chunk sent). */
   end(): void;
   /** True once the response has ended or the client left. */

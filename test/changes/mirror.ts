@@ -18,10 +18,13 @@ export interface FeedEvent {
 export class Mirror {
   readonly entities = new Map<string, Record<string, unknown>>();
   readonly seen = new Set<string>();
+  /** Ids delivered twice: kept, since `follow` ends quietly on any error of its stream. */
+  readonly repeated: string[] = [];
   lastId: string | undefined;
 
   /** Applies one event; a repeated id is a failure of the feed. */
   apply(event: FeedEvent): void {
+    if (this.seen.has(event.id)) this.repeated.push(event.id);
     assert.ok(!this.seen.has(event.id), `event id ${event.id} delivered twice`);
     this.seen.add(event.id);
     this.lastId = event.id;

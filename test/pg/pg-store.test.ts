@@ -22,6 +22,5 @@ if (pgMissing) {
     },
     // Changes are reported as the change feed reads them back, this process's own writes too.
     caughtUp: async (store) => owners.get(store)!.opened.sync(),
-    coalescesOwnWrites: true,
   });
 }

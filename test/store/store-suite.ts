@@ -11,25 +11,6 @@ export interface StoreFactory {
   cleanup?: () => Promise<void>;
   /** Resolves once the store has reported every change acknowledged so far (a store whose changes come back through a feed). */
   caughtUp?: (store: Store) => Promise<void>;
-  /**
-   * True when followers may be told one process's own writes to one entity coalesced into its
-   * latest (PostgreSQL today: the change feed reads rows back from the table, which holds only the
-   * latest state of each; README, "Decisions"). Each entity's changes still come in write order,
-   * the last always told.
-   */
-  coalescesOwnWrites?: boolean;
-}
-
-/** True when `told` is `expected` with some of its elements left out, never the last (coalesced changes). */
-function coalescedFrom(told: readonly string[], expected: readonly string[]): boolean {
-  if (told.length === 0 || told.at(-1) !== expected.at(-1)) return false;
-  let at = 0;
-  for (const type of told) {
-    while (at < expected.length && expected[at] !== type) at++;
-    if (at === expected.length) return false;
-    at++;
-  }
-  return true;
 }
 
 /** What a follower was told, without the entity object. */
@@ -312,17 +293,12 @@ export function storeSuite(name: string, factory: StoreFactory): void {
         { id: 'f1', type: 'updated', json: updated!.json },
         { id: 'f1', type: 'deleted', json: undefined },
       ];
-      const seen = changes.map(({ id, type, json }) => ({ id, type, json }));
-      if (factory.coalescesOwnWrites) {
-        assert.ok(coalescedFrom(seen.map((c) => c.type), expected.map((c) => c.type)), JSON.stringify(seen));
-        for (const change of seen) assert.deepEqual(change, expected.find((e) => e.type === change.type));
-      } else assert.deepEqual(seen, expected);
+      assert.deepEqual(changes.map(({ id, type, json }) => ({ id, type, json })), expected);
       assert.equal(new Set(changes.map((c) => c.cursor)).size, changes.length);
       for (const change of changes) {
         assert.match(change.cursor, UNRESERVED);
         assert.notEqual(change.cursor, 'now');
-        // A PostgreSQL tombstone keeps no time (0, the same on every process): see src/store/README.md.
-        assert.ok(Number.isInteger(change.at) && (change.at > 0 || change.type === 'deleted'), `at ${change.at} is a Unix second`);
+        assert.ok(Number.isInteger(change.at) && change.at > 0, `at ${change.at} is a Unix second`);
       }
     });
 
@@ -383,16 +359,27 @@ export function storeSuite(name: string, factory: StoreFactory): void {
       await Promise.all(Array.from({ length: 30 }, (_, i) => store.create(record(`c${i}`))));
       await Promise.all(Array.from({ length: 30 }, (_, i) => (i % 3 === 0 ? store.delete(`c${i}`) : store.update(`c${i}`, (c) => ({ ...c.record, i })))));
       await caughtUp(store);
-      // Coalescing is allowed only across answers of a feed, never for followers of one process's
-      // writes (but where the store says it coalesces them: see `coalescesOwnWrites`).
-      if (!factory.coalescesOwnWrites) assert.equal(changes.length, 60);
+      // Coalescing is allowed only across answers of a feed, never for followers of one process's writes.
+      assert.equal(changes.length, 60);
       assert.equal(new Set(changes.map((c) => c.cursor)).size, changes.length);
       for (let i = 0; i < 30; i++) {
-        const mine = changes.filter((c) => c.id === `c${i}`).map((c) => c.type);
-        const expected = ['created', i % 3 === 0 ? 'deleted' : 'updated'];
-        if (factory.coalescesOwnWrites) assert.ok(coalescedFrom(mine, expected), `c${i}: ${mine.join(', ')}`);
-        else assert.deepEqual(mine, expected);
+        assert.deepEqual(changes.filter((c) => c.id === `c${i}`).map((c) => c.type), ['created', i % 3 === 0 ? 'deleted' : 'updated'], `c${i}`);
       }
+    });
+
+    test('ten updates of one entity queued at once -> ten changes told, in write order, each with the state its write left', async () => {
+      const store = await open();
+      await store.create(record('q', { n: 0 }));
+      await caughtUp(store);
+      const changes: Told[] = [];
+      store.follow((change) => changes.push(told(change)));
+      const written = await Promise.all(Array.from({ length: 10 }, (_, i) => store.update('q', (current) => ({ ...current.record, n: i + 1 }))));
+      await caughtUp(store);
+      assert.deepEqual(
+        changes.map(({ type, json }) => ({ type, json })),
+        written.map((entity) => ({ type: 'updated', json: entity!.json })),
+      );
+      assert.deepEqual(written.map((entity) => (JSON.parse(entity!.json) as { n: number }).n), [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
     });
 
     /** A key whose answers carry the written entity's id, or 404 / the refusal's message. */

@@ -1,9 +1,10 @@
 import { STATEMENT_DEADLINE_MS, withDeadline, type Database } from './connection.js';
 import type { Sql } from './driver.js';
 import { CHANNEL, SCHEMA } from './layout.js';
+import { compareOwn, type OwnVersion, type OwnWrites } from './own-writes.js';
 import type { Readers } from './replica.js';
 
-/** One row as the catch-up query reads it. `body` NULL is a tombstone. */
+/** One row as the catch-up query reads it. `body` NULL is a tombstone; `at` a tombstone's time (layout.ts). */
 export interface FeedRow {
   readonly resource: string;
   readonly id: string;
@@ -11,7 +12,20 @@ export interface FeedRow {
   readonly rev: string;
   readonly tx: string;
   readonly body: string | null;
+  readonly at: string | null;
 }
+
+/**
+ * The columns of a `FeedRow` from the table as `e`, as the catch-up and the feed's pages select
+ * them, and their cursor order. The order names the table's columns: a bare `ORDER BY tx, pos`
+ * would sort by the output columns of those names, the text (`10` before `9`).
+ */
+export const FEED_COLUMNS = 'e.resource, e.id, e.pos::text AS pos, e.rev::text AS rev, e.tx::text AS tx, e.body, e.deleted_at::text AS at';
+export const FEED_ORDER = 'ORDER BY e.tx, e.pos';
+
+/** What a catch-up reports: a row of another process (or of this one, read back), or a version this process wrote. */
+export type FeedItem = FeedRow | OwnVersion;
+export const isOwn = (item: FeedItem): item is OwnVersion => 'state' in item;
 
 export interface FeedOptions {
   /** The pool and the LISTEN connection. */
@@ -19,8 +33,13 @@ export interface FeedOptions {
   /** The xmin of the snapshot the indexes were loaded from. */
   readonly from: bigint;
   readonly readers: Readers;
-  /** Applies rows read by a catch-up (in cursor order, `tx` then `pos`, in batches; a row may come again later). */
-  readonly deliver: (rows: readonly FeedRow[]) => void;
+  /** This process's own writes, every version: reported in their place instead of the table's latest row. */
+  readonly own: OwnWrites;
+  /**
+   * Applies and reports what a catch-up read, in cursor order (`tx` then `pos`, in batches), each
+   * cursor once: the window's rows, with this process's versions in their places (`OwnWrites`).
+   */
+  readonly deliver: (items: readonly FeedItem[]) => void;
   /** Told when the database becomes unreachable (with the error) or reachable again. */
   readonly onStatus: (up: boolean, error?: unknown) => void;
   /** The safety net under LISTEN: a catch-up at least this often (default 1000 ms). */
@@ -42,6 +61,11 @@ const BEYOND_FIRST_MS = 2;
  * the first catch-up after it ends, whatever order transactions commit in, and by no other (each
  * row is read in the window its `tx` falls in; a row written again moves to a later window).
  *
+ * This process's own writes are reported from `OwnWrites`, every version in its place, rather than
+ * from the table, which holds only each entity's latest: the catch-up waits, once it has read `h`,
+ * for the write statements then in flight, so it knows every version of its own below `h`.
+ * A cursor is reported once: one that a catch-up given up on had reported is not reported again.
+ *
  * LISTEN on `halserve_changes` wakes it (every write notifies, at commit); a poll every second is
  * the safety net (a lost notification, a lost LISTEN connection). Rows committed beyond the window
  * (`tx >= h`: an older transaction still ran) are read again after a short wait that doubles.
@@ -50,6 +74,8 @@ export class ChangeFeed {
   readonly #options: FeedOptions;
   readonly #pollMs: number;
   #last: bigint;
+  /** The latest cursor reported: a catch-up run again after a failure skips what it had reported. */
+  #told: { tx: bigint; pos: bigint } | undefined;
   #running: Promise<void> | undefined;
   #again = false;
   #closed = false;
@@ -125,7 +151,7 @@ export class ChangeFeed {
   }
 
   async #catchUp(): Promise<void> {
-    const { database, readers, deliver } = this.#options;
+    const { database, readers, deliver, own } = this.#options;
     const tick = readers.begin();
     let beyond = false;
     let failed: unknown;
@@ -138,22 +164,46 @@ export class ChangeFeed {
       const ms = this.#options.deadlineMs ?? STATEMENT_DEADLINE_MS;
       const [snapshot] = await withDeadline(() => sql.unsafe<{ h: string }[]>('SELECT pg_snapshot_xmin(pg_current_snapshot())::text AS h'), ms, 'change feed');
       const h = BigInt(snapshot!.h);
+      // This process's versions below h are all known once the statements in flight now have
+      // answered (own-writes.ts); each is bounded by its writer's deadline.
+      await own.settled();
+      const mine = own.below(h);
+      let m = 0;
+      const report = (items: FeedItem[], item: FeedItem, tx: bigint, pos: bigint): void => {
+        const told = this.#told;
+        if (told !== undefined && (tx < told.tx || (tx === told.tx && pos <= told.pos))) return;
+        this.#told = { tx, pos };
+        if (isOwn(item)) own.reported(item);
+        items.push(item);
+      };
       await withDeadline(
         (alive) =>
           sql
-            .unsafe<FeedRow[]>(
-              `SELECT resource, id, pos::text AS pos, rev::text AS rev, tx::text AS tx, body FROM ${SCHEMA}.entities WHERE tx >= $1::xid8 ORDER BY tx, pos`,
-              [this.#last.toString()],
-            )
+            .unsafe<FeedRow[]>(`SELECT ${FEED_COLUMNS} FROM ${SCHEMA}.entities e WHERE e.tx >= $1::xid8 ${FEED_ORDER}`, [this.#last.toString()])
             .cursor(CURSOR_ROWS, (rows) => {
               // Rows of a catch-up given up on are older than what later readers apply: never delivered.
               if (abandoned) return;
               alive();
               // The driver loses a query whose row callback throws (it never settles): keep it here.
               try {
-                const window = rows.filter((row) => BigInt(row.tx) < h);
-                if (window.length < rows.length) beyond = true;
-                if (window.length > 0) deliver(window);
+                const items: FeedItem[] = [];
+                for (const row of rows) {
+                  const tx = BigInt(row.tx);
+                  if (tx >= h) {
+                    beyond = true;
+                    continue;
+                  }
+                  const pos = BigInt(row.pos);
+                  let same = false;
+                  for (; m < mine.length && compareOwn(mine[m]!, tx, pos) <= 0; m++) {
+                    const version = mine[m]!;
+                    same = compareOwn(version, tx, pos) === 0;
+                    report(items, version, version.tx, BigInt(version.state.pos));
+                  }
+                  // A row this process wrote is reported as its own version (the same cursor, with its write's type).
+                  if (!same) report(items, row, tx, pos);
+                }
+                if (items.length > 0) deliver(items);
               } catch (error) {
                 failed ??= error;
               }
@@ -162,6 +212,11 @@ export class ChangeFeed {
         'change feed',
       );
       if (failed !== undefined) throw failed;
+      // This process's versions after the window's last row (another process wrote their rows again since).
+      const rest: FeedItem[] = [];
+      for (; m < mine.length; m++) report(rest, mine[m]!, mine[m]!.tx, BigInt(mine[m]!.state.pos));
+      if (rest.length > 0) deliver(rest);
+      own.forget(h);
       this.#last = h;
       this.#rounds++;
       this.#status(true);

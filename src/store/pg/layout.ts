@@ -13,6 +13,9 @@
  * - `tx`: the transaction that wrote the row (`pg_current_xact_id()`). The change feed reads rows by
  *   `tx` in windows below the oldest transaction still running, which never misses a commit
  *   whatever its commit order (see pg-feed); sequence values and xmin would, under concurrent writers.
+ * - `deleted_at`: on a tombstone, the Unix second the delete was applied (its change's `at`, the
+ *   same on every process); NULL on a live row, whose body carries `updatedAt`, and on tombstones
+ *   written before the column existed (their `at` reads 0).
  *
  * One table with a resource column rather than a table per resource: resource names up to 64
  * characters would not fit PostgreSQL's 63-byte identifiers, and one change feed reads every
@@ -64,6 +67,7 @@ export const LAYOUT_DDL: readonly string[] = [
      rev bigint NOT NULL,
      tx xid8 NOT NULL DEFAULT pg_current_xact_id(),
      body text,
+     deleted_at bigint,
      PRIMARY KEY (resource, id)
    )`,
   `CREATE INDEX IF NOT EXISTS entities_creation ON ${SCHEMA}.entities (resource, pos) WHERE body IS NOT NULL`,
@@ -74,6 +78,13 @@ export const LAYOUT_DDL: readonly string[] = [
   `CREATE OR REPLACE TRIGGER entities_changed AFTER INSERT OR UPDATE OR DELETE ON ${SCHEMA}.entities
    FOR EACH STATEMENT EXECUTE FUNCTION ${SCHEMA}.notify_changes()`,
 ];
+
+/**
+ * `deleted_at` added to a table created before it (without a layout version of its own, like the
+ * answers table): a nullable column without a default is a change of the catalogue only.
+ */
+export const DELETED_AT_DDL = `ALTER TABLE ${SCHEMA}.entities ADD COLUMN IF NOT EXISTS deleted_at bigint`;
+export const DELETED_AT_QUERY = `SELECT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = '${SCHEMA}.entities'::regclass AND attname = 'deleted_at' AND NOT attisdropped) AS present`;
 
 /** The layout version a database holds. */
 export const LAYOUT_VERSION_QUERY = `SELECT value FROM ${SCHEMA}.meta WHERE key = 'layout'`;

@@ -44,8 +44,11 @@ export function linkIndex({ source, field, many }: LinkSpec): { name: string; dd
   return { name, ddl };
 }
 
-/** The function's name: a new version of it gets a new name, so processes of two versions never run each other's. */
-export const WRITE_FUNCTION = `${SCHEMA}.write_linked_v1`;
+/**
+ * The function's name: a new version of it gets a new name, so processes of two versions never run
+ * each other's (v2: a tombstone keeps its delete's time, `p_deleted_at`).
+ */
+export const WRITE_FUNCTION = `${SCHEMA}.write_linked_v2`;
 
 /**
  * One write batch of a resource whose writes link or whose entities are linked to, as one
@@ -53,7 +56,8 @@ export const WRITE_FUNCTION = `${SCHEMA}.write_linked_v1`;
  * trips). Rows: `p_ids`, `p_pos`, `p_rev`, `p_body` (NULL: a tombstone), `p_read` (the rev read; 0:
  * no row), `p_guard` (the batch deletes the entity: refused while something links to it). Links
  * the batch makes: `p_link_row` (1-based row), `p_link_resource`, `p_link_id`. What links to the
- * resource: `p_ref_source`, `p_ref_field`, `p_ref_many`.
+ * resource: `p_ref_source`, `p_ref_field`, `p_ref_many`. The time of the batch's deletes, in Unix
+ * seconds: `p_deleted_at`.
  *
  * 1. Every row it writes or links to is locked, in (resource, id) order — so two of these
  *    statements never wait for each other in a cycle: a row it deletes `FOR UPDATE`, one it
@@ -73,7 +77,7 @@ export const WRITE_FUNCTION = `${SCHEMA}.write_linked_v1`;
 const WRITE_FUNCTION_DDL = `CREATE OR REPLACE FUNCTION ${WRITE_FUNCTION}(
   p_resource text, p_ids text[], p_pos bigint[], p_rev bigint[], p_body text[], p_read bigint[], p_guard boolean[],
   p_link_row int[], p_link_resource text[], p_link_id text[],
-  p_ref_source text[], p_ref_field text[], p_ref_many boolean[]
+  p_ref_source text[], p_ref_field text[], p_ref_many boolean[], p_deleted_at bigint
 ) RETURNS TABLE (id text, outcome text, detail text) LANGUAGE plpgsql VOLATILE AS $fn$
 #variable_conflict use_column
 DECLARE
@@ -149,12 +153,13 @@ BEGIN
   WITH u AS (
     SELECT * FROM unnest(p_ids, p_pos, p_rev, p_body, p_read) WITH ORDINALITY AS u(id, pos, rev, body, read, n) WHERE verdict[u.n] IS NULL
   ), updated AS (
-    UPDATE ${SCHEMA}.entities AS e SET pos = u.pos, rev = u.rev, body = u.body, tx = pg_current_xact_id()
+    UPDATE ${SCHEMA}.entities AS e SET pos = u.pos, rev = u.rev, body = u.body, tx = pg_current_xact_id(),
+      deleted_at = CASE WHEN u.body IS NULL THEN p_deleted_at END
     FROM u WHERE u.read > 0 AND e.resource = p_resource AND e.id = u.id AND e.rev = u.read
     RETURNING e.id
   ), inserted AS (
-    INSERT INTO ${SCHEMA}.entities AS e (resource, id, pos, rev, body)
-    SELECT p_resource, u.id, u.pos, u.rev, u.body FROM u WHERE u.read = 0
+    INSERT INTO ${SCHEMA}.entities AS e (resource, id, pos, rev, body, deleted_at)
+    SELECT p_resource, u.id, u.pos, u.rev, u.body, CASE WHEN u.body IS NULL THEN p_deleted_at END FROM u WHERE u.read = 0
     ON CONFLICT (resource, id) DO NOTHING
     RETURNING e.id
   )

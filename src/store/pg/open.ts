@@ -3,15 +3,16 @@ import type { RelationGraph } from '../../conventions/relations.js';
 import type { LinkIntegrity } from '../integrity.js';
 import { StoreOpenError } from '../store.js';
 import { connect, reason, type ConnectOptions } from './connection.js';
-import { ChangeFeed, type FeedRow } from './feed.js';
+import { ChangeFeed, isOwn, type FeedItem } from './feed.js';
+import { OwnWrites } from './own-writes.js';
 import { loadRows } from './loader.js';
 import { RowEntity } from './pg-entity.js';
 import { PgLinkIntegrity, prepareLinks, writerLinks } from './pg-integrity.js';
-import { PG_CURSOR_ORIGIN, PgChangeFeed } from './pg-changes.js';
+import { PG_CURSOR_ORIGIN, PgChangeFeed, rowTime } from './pg-changes.js';
 import { formatPgCursor, parsePgCursor, type PgCursor } from './pg-cursor.js';
 import { PgStore } from './pg-store.js';
 import { SCHEMA } from './layout.js';
-import { Readers, Replica, type RowState } from './replica.js';
+import { Readers, Replica, type FedChange, type RowState } from './replica.js';
 import { PgWriter } from './writer.js';
 
 export interface PostgresOptions extends ConnectOptions {
@@ -89,7 +90,8 @@ export async function openPostgres(options: PostgresOptions): Promise<PostgresSt
   const latestOf = new Map<string, PgCursor>();
   try {
     const rows = await database.sql.unsafe<{ resource: string; tx: string; pos: string }[]>(
-      `SELECT DISTINCT ON (resource) resource, tx::text AS tx, pos::text AS pos FROM ${SCHEMA}.entities WHERE tx < $1::xid8 ORDER BY resource, tx DESC, pos DESC`,
+      // The table's columns in ORDER BY, not the text ones of the same names.
+      `SELECT DISTINCT ON (e.resource) e.resource, e.tx::text AS tx, e.pos::text AS pos FROM ${SCHEMA}.entities e WHERE e.tx < $1::xid8 ORDER BY e.resource, e.tx DESC, e.pos DESC`,
       [from.toString()],
     );
     for (const row of rows) {
@@ -102,30 +104,37 @@ export async function openPostgres(options: PostgresOptions): Promise<PostgresSt
     throw new StoreOpenError(`cannot read the change feed's position from PostgreSQL at ${where}: ${reason(error)}`);
   }
 
-  /** Rows come in cursor order: applied and reported run by run of one resource, so that followers of every resource hear them in that order too. */
-  const deliver = (rows: readonly FeedRow[]): void => {
-    let run: { state: RowState; tx: string }[] = [];
+  // A commit of this process wakes its feed at once (its own streams see the write sooner than the notification would bring it).
+  const own = new OwnWrites(() => feed.wake());
+  /** Changes come in cursor order: applied and reported run by run of one resource, so that followers of every resource hear them in that order too. */
+  const deliver = (items: readonly FeedItem[]): void => {
+    let run: FedChange[] = [];
     let runOf: string | undefined;
     const flush = (): void => {
-      if (runOf !== undefined && run.length > 0) replicas.get(runOf)!.fromFeed(run);
+      if (runOf !== undefined && run.length > 0) replicas.get(runOf)!.fromFeed(run, own.pendingOf(runOf) === 0);
       run = [];
     };
-    for (const row of rows) {
-      if (!replicas.has(row.resource)) {
-        if (!skipped.has(row.resource)) {
-          skipped.add(row.resource);
-          warn(`${where}: resource ${JSON.stringify(row.resource)} was created by another process; restart this one (or declare it with --resource) to serve it`);
+    for (const item of items) {
+      if (!replicas.has(item.resource)) {
+        if (!skipped.has(item.resource)) {
+          skipped.add(item.resource);
+          warn(`${where}: resource ${JSON.stringify(item.resource)} was created by another process; restart this one (or declare it with --resource) to serve it`);
         }
         continue;
       }
-      const pos = Number(row.pos);
-      const rev = Number(row.rev);
-      const state: RowState = row.body === null ? { id: row.id, pos, rev, deleted: true } : new RowEntity(row.id, row.body, pos, rev);
-      if (row.resource !== runOf) {
-        flush();
-        runOf = row.resource;
+      let change: FedChange;
+      if (isOwn(item)) change = item;
+      else {
+        const pos = Number(item.pos);
+        const rev = Number(item.rev);
+        const state: RowState = item.body === null ? { id: item.id, pos, rev, deleted: true } : new RowEntity(item.id, item.body, pos, rev);
+        change = { state, tx: item.tx, at: rowTime(item.body === null ? undefined : state as RowEntity, item.at) };
       }
-      run.push({ state, tx: row.tx });
+      if (item.resource !== runOf) {
+        flush();
+        runOf = item.resource;
+      }
+      run.push(change);
     }
     flush();
   };
@@ -133,6 +142,7 @@ export async function openPostgres(options: PostgresOptions): Promise<PostgresSt
     database,
     from,
     readers,
+    own,
     deliver,
     ...(options.pollMs === undefined ? {} : { pollMs: options.pollMs }),
     ...(options.deadlineMs === undefined ? {} : { deadlineMs: options.deadlineMs }),
@@ -160,6 +170,7 @@ export async function openPostgres(options: PostgresOptions): Promise<PostgresSt
       resource,
       replica,
       readers,
+      own,
       onUnavailable,
       warn,
       ...(options.deadlineMs === undefined ? {} : { deadlineMs: options.deadlineMs }),

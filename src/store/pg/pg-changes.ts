@@ -1,16 +1,25 @@
 import { Followers } from '../followers.js';
 import type { ChangeFeed, FeedPage } from '../changes/change-feed.js';
 import { CursorMalformedError } from '../changes/change-feed.js';
-import type { ChangeListener, ChangeType, StoreChange } from '../store.js';
+import type { ChangeListener, ChangeType, StoreChange, StoredEntity } from '../store.js';
 import { STATEMENT_DEADLINE_MS, withDeadline, type Database } from './connection.js';
 import { SCHEMA } from './layout.js';
 import { comparePgCursors, formatPgCursor, parsePgCursor, type PgCursor } from './pg-cursor.js';
-import type { FeedRow } from './feed.js';
+import { FEED_COLUMNS, FEED_ORDER, type FeedRow } from './feed.js';
 import { RowEntity } from './pg-entity.js';
 
 /** The cursor before every change of a database. */
 export const PG_CURSOR_ORIGIN = '0.0';
 
+/**
+ * A row's change time, the same on every process: a live entity's `updatedAt`, a tombstone's
+ * `deleted_at` (layout.ts); 0 for a tombstone written before that column existed.
+ */
+export function rowTime(entity: StoredEntity | undefined, deletedAt: string | number | null): number {
+  if (entity === undefined) return deletedAt === null ? 0 : Number(deletedAt);
+  const updatedAt = entity.record.updatedAt;
+  return typeof updatedAt === 'number' ? updatedAt : 0;
+}
 
 /**
  * The change feed of a PostgreSQL database as one process serves it (`/changes`): pages are read
@@ -85,7 +94,7 @@ export class PgChangeFeed implements ChangeFeed {
     const rows = await withDeadline(
       () =>
         sql.unsafe<FeedRow[]>(
-          `SELECT resource, id, pos::text AS pos, rev::text AS rev, tx::text AS tx, body FROM ${SCHEMA}.entities WHERE ${where} ORDER BY tx, pos LIMIT $4`,
+          `SELECT ${FEED_COLUMNS} FROM ${SCHEMA}.entities e WHERE ${where} ${FEED_ORDER} LIMIT $4`,
           params as never,
         ),
       STATEMENT_DEADLINE_MS,
@@ -93,17 +102,9 @@ export class PgChangeFeed implements ChangeFeed {
     );
     const changes = rows.map((row): StoreChange => {
       const entity = row.body === null ? undefined : new RowEntity(row.id, row.body, Number(row.pos), Number(row.rev));
-      const updatedAt = entity?.record.updatedAt;
       // A page sees only the row: a live row written once is a create; otherwise an update.
       const type: ChangeType = entity === undefined ? 'deleted' : row.rev === '1' ? 'created' : 'updated';
-      return {
-        resource: row.resource,
-        id: row.id,
-        type,
-        entity,
-        cursor: formatPgCursor(row.tx, row.pos),
-        at: typeof updatedAt === 'number' ? updatedAt : 0,
-      };
+      return { resource: row.resource, id: row.id, type, entity, cursor: formatPgCursor(row.tx, row.pos), at: rowTime(entity, row.at) };
     });
     const cursor = changes.length > 0 ? changes[changes.length - 1]!.cursor : (since ?? this.latest);
     return { changes, cursor };

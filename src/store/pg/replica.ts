@@ -16,6 +16,14 @@ export interface Tombstone {
 
 const isTombstone = (row: RowState): row is Tombstone => 'deleted' in row;
 
+/** A change as the change feed reports it to a replica: the row's state, its transaction, time and (for this process's writes) type. */
+export interface FedChange {
+  readonly state: RowState;
+  readonly tx: string | bigint;
+  readonly at: number;
+  readonly type?: ChangeType;
+}
+
 /**
  * The readers of the database whose answers may be older than what the index already holds: a
  * change-feed catch-up reads a snapshot, and a write batch reads rows before it commits. Each
@@ -68,10 +76,8 @@ export class Replica {
   /** Deleted ids → rev and tick of the delete, oldest first. */
   readonly #removed = new Map<string, { rev: number; tick: number }>();
   readonly resource: string;
-  /** `Store.follow`: told of each change the change feed reads, after the index took it. */
+  /** `Store.follow`: told of each change the change feed reports, after the index took it. */
   readonly followers: Followers;
-  /** The type of this process's own writes, by id, until the feed reads their rows. */
-  readonly #own = new Map<string, { rev: number; type: ChangeType }>();
 
   constructor(readers: Readers, resource = '', warn: (message: string) => void = () => {}) {
     this.#readers = readers;
@@ -100,47 +106,36 @@ export class Replica {
     return revision !== undefined && exact !== undefined && revision === exact.revision ? `f.${exact.cursor}` : revision;
   }
 
-  /** A write of this process made the row `rev` of `id`: the feed reports it with this type. */
-  noteOwn(id: string, rev: number, type: ChangeType): void {
-    this.#own.set(id, { rev, type });
-  }
-
   /**
-   * Rows the change feed read, in cursor order (`tx`, then `pos`): applied by the rules above,
-   * then reported to the followers — every row, whatever the index did with it, since each row
-   * the feed reads is a change of the database (a process's own writes are already in its index).
-   * A row's type: `deleted` for a tombstone; for a live row, the type this process's own write
-   * noted, else `created` when its `rev` is 1 or its `pos` is not the one held (a re-create takes
-   * a new one), else `updated`.
+   * Changes the change feed read, in cursor order (`tx`, then `pos`): applied by the rules above,
+   * then reported to the followers — every one, whatever the index did with it, since each is a
+   * change of the database (this process's own writes are already in its index). A change's type:
+   * its write's when this process made it (`type`); else `deleted` for a tombstone, and for a live
+   * row `created` when its `rev` is 1 or its `pos` is not the one held (a re-create takes a new
+   * one), else `updated`. `exact`: no write of this process to the resource is left unreported.
    */
-  fromFeed(rows: readonly { readonly state: RowState; readonly tx: string }[]): void {
-    const types = rows.map(({ state }) => this.#typeOf(state));
-    this.apply(rows.map((r) => r.state));
-    const last = rows[rows.length - 1];
+  fromFeed(changes: readonly FedChange[], exact: boolean): void {
+    const types = changes.map(({ state, type }) => type ?? this.#typeOf(state));
+    this.apply(changes.map((r) => r.state));
+    const last = changes[changes.length - 1];
     if (last !== undefined) {
-      this.#exact = this.#own.size === 0 ? { revision: this.index.revision, cursor: formatPgCursor(last.tx, last.state.pos) } : undefined;
+      this.#exact = exact ? { revision: this.index.revision, cursor: formatPgCursor(last.tx, last.state.pos) } : undefined;
     }
-    for (let i = 0; i < rows.length; i++) {
-      const { state, tx } = rows[i]!;
-      const live = isTombstone(state) ? undefined : state;
-      const updatedAt = live?.record.updatedAt;
+    for (let i = 0; i < changes.length; i++) {
+      const { state, tx, at } = changes[i]!;
       this.followers.emit({
         resource: this.resource,
         id: state.id,
         type: types[i]!,
-        entity: live,
+        entity: isTombstone(state) ? undefined : state,
         cursor: formatPgCursor(tx, state.pos),
-        // A tombstone keeps no time: 0, the same on every process (a layout column would give it one).
-        at: typeof updatedAt === 'number' ? updatedAt : 0,
+        at,
       });
     }
   }
 
   #typeOf(row: RowState): ChangeType {
-    const own = this.#own.get(row.id);
-    if (own !== undefined && own.rev <= row.rev) this.#own.delete(row.id);
     if (isTombstone(row)) return 'deleted';
-    if (own?.rev === row.rev) return own.type;
     const held = this.index.get(row.id);
     return row.rev === 1 || held === undefined || held.pos !== row.pos ? 'created' : 'updated';
   }

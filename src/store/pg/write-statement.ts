@@ -37,9 +37,12 @@ export interface AnswerRow {
   readonly body: string;
 }
 
-/** What the statement did with a row: written, refused (still linked to; links to missing entities), or nothing (`lost`). */
+/**
+ * What the statement did with a row: written (in transaction `tx`, decimal: the row's change has
+ * the cursor `<tx>.<pos>`), refused (still linked to; links to missing entities), or nothing (`lost`).
+ */
 export type RowOutcome =
-  | { readonly kind: 'written' }
+  | { readonly kind: 'written'; readonly tx: string }
   | { readonly kind: 'linked'; readonly referrers: readonly Referrers[] }
   | { readonly kind: 'dangling'; readonly missing: ReadonlySet<string> }
   | { readonly kind: 'lost' };
@@ -51,9 +54,16 @@ export const targetKey = (resource: string, id: string): string => `${resource}/
  * Writes `rows` in one statement; returns each id's outcome. With no link to check and no guarded
  * delete it is the plain compare-and-set (an UPDATE of rows whose rev is still the one read, an
  * INSERT of ids that still have none); otherwise the write function, given what links to the
- * resource (`reverse`).
+ * resource (`reverse`). A tombstone it writes keeps `deletedAt` (Unix seconds) as its delete's time.
  */
-export async function writeRows(sql: Sql, resource: string, rows: readonly RowWrite[], reverse: readonly LinkSpec[], answers: readonly AnswerRow[] = []): Promise<Map<string, RowOutcome>> {
+export async function writeRows(
+  sql: Sql,
+  resource: string,
+  rows: readonly RowWrite[],
+  reverse: readonly LinkSpec[],
+  answers: readonly AnswerRow[] = [],
+  deletedAt = 0,
+): Promise<Map<string, RowOutcome>> {
   const outcomes = new Map<string, RowOutcome>();
   if (rows.length === 0 && answers.length === 0) return outcomes;
   const text = textArray;
@@ -64,6 +74,7 @@ export async function writeRows(sql: Sql, resource: string, rows: readonly RowWr
     text(rows.map((r) => String(r.row.rev))),
     text(rows.map((r) => ('deleted' in r.row ? null : r.row.json))),
     text(rows.map((r) => String(r.read))),
+    String(deletedAt),
   ];
   const checked = rows.some((r) => r.guard || r.links.length > 0);
   for (const { row } of rows) outcomes.set(row.id, { kind: 'lost' });
@@ -77,15 +88,17 @@ export async function writeRows(sql: Sql, resource: string, rows: readonly RowWr
     text(answers.map((a) => a.body)),
   ];
   if (!checked) {
-    const written = await sql.unsafe<{ id: string }[]>(answers.length === 0 ? PLAIN : PLAIN_ANSWERED, answers.length === 0 ? columns : [...columns, ...answerColumns]);
-    for (const { id } of written) outcomes.set(id, { kind: 'written' });
+    const written = await sql.unsafe<{ id: string; tx: string }[]>(answers.length === 0 ? PLAIN : PLAIN_ANSWERED, answers.length === 0 ? columns : [...columns, ...answerColumns]);
+    for (const { id, tx } of written) outcomes.set(id, { kind: 'written', tx });
     return outcomes;
   }
   const links = rows.flatMap((r, i) => r.links.map((link) => ({ row: i + 1, link })));
-  const call = `SELECT id, outcome, detail FROM ${WRITE_FUNCTION}($1, $2::text[], $3::text[]::bigint[], $4::text[]::bigint[], $5::text[], $6::text[]::bigint[],
-       $7::text[]::boolean[], $8::text[]::int[], $9::text[], $10::text[], $11::text[], $12::text[], $13::text[]::boolean[])`;
-  const answer = await sql.unsafe<{ id: string; outcome: string; detail: string | null }[]>(
-    answers.length === 0 ? call : `WITH w AS MATERIALIZED (${call}), ${answeredBy('(SELECT id FROM w WHERE outcome = \'written\')', 14)} SELECT id, outcome, detail FROM w`,
+  // The function runs whole before its rows are read (a set-returning PL/pgSQL function fills its
+  // result first), so the transaction id is assigned by then when it wrote anything.
+  const call = `SELECT id, outcome, detail, pg_current_xact_id_if_assigned()::text AS tx FROM ${WRITE_FUNCTION}($1, $2::text[], $3::text[]::bigint[], $4::text[]::bigint[], $5::text[], $6::text[]::bigint[],
+       $8::text[]::boolean[], $9::text[]::int[], $10::text[], $11::text[], $12::text[], $13::text[], $14::text[]::boolean[], $7::bigint)`;
+  const answer = await sql.unsafe<{ id: string; outcome: string; detail: string | null; tx: string | null }[]>(
+    answers.length === 0 ? call : `WITH w AS MATERIALIZED (${call}), ${answeredBy('(SELECT id FROM w WHERE outcome = \'written\')', 15)} SELECT id, outcome, detail, tx FROM w`,
     [
       ...columns,
       text(rows.map((r) => String(r.guard))),
@@ -98,12 +111,12 @@ export async function writeRows(sql: Sql, resource: string, rows: readonly RowWr
       ...(answers.length === 0 ? [] : answerColumns),
     ],
   );
-  for (const { id, outcome, detail } of answer) outcomes.set(id, readOutcome(outcome, detail));
+  for (const { id, outcome, detail, tx } of answer) outcomes.set(id, readOutcome(outcome, detail, tx));
   return outcomes;
 }
 
-function readOutcome(outcome: string, detail: string | null): RowOutcome {
-  if (outcome === 'written') return { kind: 'written' };
+function readOutcome(outcome: string, detail: string | null, tx: string | null): RowOutcome {
+  if (outcome === 'written') return { kind: 'written', tx: tx! };
   if (outcome === 'linked') {
     const counts = JSON.parse(detail ?? '[]') as [string, string, number][];
     return { kind: 'linked', referrers: counts.map(([source, field, count]) => ({ source, field, count: Number(count) })) };
@@ -118,16 +131,17 @@ function readOutcome(outcome: string, detail: string | null): RowOutcome {
 const PLAIN = `WITH u AS (
   SELECT * FROM unnest($2::text[], $3::text[]::bigint[], $4::text[]::bigint[], $5::text[], $6::text[]::bigint[]) AS u(id, pos, rev, body, read)
 ), updated AS (
-  UPDATE ${SCHEMA}.entities AS e SET pos = u.pos, rev = u.rev, body = u.body, tx = pg_current_xact_id()
+  UPDATE ${SCHEMA}.entities AS e SET pos = u.pos, rev = u.rev, body = u.body, tx = pg_current_xact_id(),
+    deleted_at = CASE WHEN u.body IS NULL THEN $7::bigint END
   FROM u WHERE u.read > 0 AND e.resource = $1 AND e.id = u.id AND e.rev = u.read
-  RETURNING e.id
+  RETURNING e.id, e.tx::text AS tx
 ), inserted AS (
-  INSERT INTO ${SCHEMA}.entities (resource, id, pos, rev, body)
-  SELECT $1, u.id, u.pos, u.rev, u.body FROM u WHERE u.read = 0
+  INSERT INTO ${SCHEMA}.entities (resource, id, pos, rev, body, deleted_at)
+  SELECT $1, u.id, u.pos, u.rev, u.body, CASE WHEN u.body IS NULL THEN $7::bigint END FROM u WHERE u.read = 0
   ON CONFLICT (resource, id) DO NOTHING
-  RETURNING id
+  RETURNING id, tx::text AS tx
 )
-SELECT id FROM updated UNION ALL SELECT id FROM inserted`;
+SELECT id, tx FROM updated UNION ALL SELECT id, tx FROM inserted`;
 
 /**
  * The CTE that inserts a batch's answers (parameters from `$first`: id, key, fingerprint, at, status,
@@ -145,10 +159,10 @@ function answeredBy(written: string, first: number): string {
 )`;
 }
 
-/** PLAIN, and the batch's answers with it (parameters $7…$13). */
+/** PLAIN, and the batch's answers with it (parameters $8…$14). */
 const PLAIN_ANSWERED = PLAIN.replace(
-  'SELECT id FROM updated UNION ALL SELECT id FROM inserted',
-  `, ${answeredBy('(SELECT id FROM updated UNION ALL SELECT id FROM inserted)', 7)}\nSELECT id FROM updated UNION ALL SELECT id FROM inserted`,
+  'SELECT id, tx FROM updated UNION ALL SELECT id, tx FROM inserted',
+  `, ${answeredBy('(SELECT id FROM updated UNION ALL SELECT id FROM inserted)', 8)}\nSELECT id, tx FROM updated UNION ALL SELECT id, tx FROM inserted`,
 );
 
 /** Which of `targets` are live entities in the database now (a statement of its own: a check before a write, not the write's). */

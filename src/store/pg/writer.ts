@@ -13,6 +13,7 @@ import { textArray, type Sql } from './driver.js';
 import { ANSWERS_KEY_CONSTRAINT, ANSWERS_TABLE, SCHEMA } from './layout.js';
 import { introducedLinks, NO_LINKS, refusal, type WriterLinks } from './link-writes.js';
 import { RowEntity, type PgEntity } from './pg-entity.js';
+import type { OwnVersion, OwnWrites } from './own-writes.js';
 import type { Readers, Replica } from './replica.js';
 import { settleWrite, WriteQueue, type WriteOp } from '../write-queue.js';
 import { answerOf, decideWrite, idOf, keyOf } from '../write-rules.js';
@@ -66,6 +67,8 @@ export interface WriterOptions {
   readonly resource: string;
   readonly replica: Replica;
   readonly readers: Readers;
+  /** Where the versions this process commits wait for the change feed to report them. */
+  readonly own: OwnWrites;
   /** Told when a write found the database unreachable (the feed then checks it again). */
   readonly onUnavailable: (error: unknown) => void;
   /** How long one try's statements may take before the connection counts as lost (default `STATEMENT_DEADLINE_MS`). */
@@ -156,7 +159,30 @@ export class PgWriter {
     while (this.#queue.length > 0) await this.#commit(this.#queue.takeWrites(MAX_BATCH));
   }
 
+  /**
+   * Runs a batch in rounds, each holding at most one write of an id (the first still to run of
+   * each): a statement writes one row per id, so two writes of one entity in one statement would
+   * make one change, and followers must be told each write of this process (own-writes.ts).
+   */
   async #commit(batch: WriteOp[]): Promise<void> {
+    for (let rest = batch; rest.length > 0; ) {
+      const round: WriteOp[] = [];
+      const later: WriteOp[] = [];
+      const ids = new Set<string>();
+      for (const op of rest) {
+        const id = idOf(op);
+        if (id !== undefined && ids.has(id)) later.push(op);
+        else {
+          if (id !== undefined) ids.add(id);
+          round.push(op);
+        }
+      }
+      await this.#commitRound(round);
+      rest = later;
+    }
+  }
+
+  async #commitRound(batch: WriteOp[]): Promise<void> {
     const { readers, resource } = this.#options;
     let pending = batch;
     for (let attempt = 1; pending.length > 0; attempt++) {
@@ -291,14 +317,30 @@ export class PgWriter {
       headers: JSON.stringify(r.answer.headers),
       body: r.answer.body,
     }));
-    const outcomes = await this.#deadline(writeRows(sql, resource, rows, this.#links.reverse, answerRows));
-    const applied = rows.filter((r) => outcomes.get(r.row.id)?.kind === 'written').map((r) => r.row);
-    // Noted before they reach the index: until the feed reads them back, the index is ahead of it.
-    for (const row of applied) {
-      const type = states.get(row.id)?.type;
-      replica.noteOwn(row.id, row.rev, 'deleted' in row ? 'deleted' : (type ?? 'updated'));
-    }
-    replica.apply(applied, records);
+    const deletedAt = Math.floor(Date.now() / 1000);
+    // Counted in flight until its versions are known (own-writes.ts): the change feed reports them,
+    // each in its place, rather than the table's latest row.
+    const outcomes = await this.#options.own.track(this.#deadline(writeRows(sql, resource, rows, this.#links.reverse, answerRows, deletedAt)), (outcomes) => {
+      const versions: OwnVersion[] = [];
+      const applied = [];
+      for (const { row } of rows) {
+        const outcome = outcomes.get(row.id);
+        if (outcome?.kind !== 'written') continue;
+        applied.push(row);
+        const deleted = 'deleted' in row;
+        const updatedAt = deleted ? undefined : records.get(row)?.updatedAt;
+        versions.push({
+          resource,
+          tx: BigInt(outcome.tx),
+          state: row,
+          type: deleted ? 'deleted' : (states.get(row.id)?.type ?? 'updated'),
+          at: deleted ? deletedAt : typeof updatedAt === 'number' ? updatedAt : 0,
+        });
+      }
+      this.#options.own.add(versions);
+      // Read-your-writes: in the index before any write of the batch is answered.
+      replica.apply(applied, records);
+    });
     const again: WriteOp[] = [];
     for (const answer of answers) {
       const outcome = answer.id === undefined ? undefined : outcomes.get(answer.id);

@@ -1,0 +1,85 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { streamChanges } from '../../src/http/change-stream.js';
+import type { StreamWriter } from '../../src/http/reply.js';
+import { LocalChangeLog } from '../../src/store/changes/local-feed.js';
+import { createMemoryStore } from '../../src/store/memory-store.js';
+import type { StoreChange } from '../../src/store/store.js';
+import { eventually } from '../helpers/process.js';
+
+/** A stream's body as the fan-out writes it: each write's bytes and event count. */
+function writer(): StreamWriter & { writes: { bytes: Buffer; events: number }[] } {
+  const writes: { bytes: Buffer; events: number }[] = [];
+  const cleanups: (() => void)[] = [];
+  return {
+    writes,
+    closed: false,
+    write(text, events = 0) {
+      writes.push({ bytes: typeof text === 'string' ? Buffer.from(text) : text.bytes, events });
+    },
+    end() {
+      for (const cleanup of cleanups.splice(0)) cleanup();
+    },
+    onClose(cleanup) {
+      cleanups.push(cleanup);
+    },
+  };
+}
+
+const turn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
+test('three writes in one turn, two streams of the same selection and one of another -> one write per stream; the alike share one buffer', async () => {
+  const changes = new LocalChangeLog();
+  const items = createMemoryStore([], { resource: 'items', changes });
+  const orders = createMemoryStore([], { resource: 'orders', changes });
+  const json = (change: StoreChange): string => JSON.stringify({ id: change.id });
+  const select = (change: StoreChange): StoreChange['type'] => change.type;
+  const open = (resources: ReadonlySet<string> | undefined, shared: string | undefined): ReturnType<typeof writer> => {
+    const out = writer();
+    streamChanges(out, { feed: changes, after: changes.latest, resources, select, json, ...(shared === undefined ? {} : { shared }) });
+    return out;
+  };
+  const a = open(undefined, '*');
+  const b = open(undefined, '*');
+  const onlyOrders = open(new Set(['orders']), 'orders');
+  const unshared = open(undefined, undefined);
+  await turn();
+  await Promise.all([items.create({ id: 'i1', createdAt: 1, updatedAt: 1 }), orders.create({ id: 'o1', createdAt: 1, updatedAt: 1 }), items.create({ id: 'i2', createdAt: 1, updatedAt: 1 })]);
+  await turn();
+  await turn();
+  assert.equal(a.writes.length, 1);
+  assert.equal(a.writes[0]!.events, 3);
+  assert.equal(b.writes[0]!.bytes, a.writes[0]!.bytes, 'the same buffer');
+  assert.deepEqual(unshared.writes.map((w) => w.bytes.toString()), a.writes.map((w) => w.bytes.toString()));
+  assert.deepEqual(
+    onlyOrders.writes.map((w) => [w.events, w.bytes.toString()]),
+    [[1, `id: ${changes.latestOf('orders')}\nevent: created\ndata: {"id":"o1"}\n\n`]],
+  );
+  const ids = [...a.writes[0]!.bytes.toString().matchAll(/^id: (.*)$/gm)].map((m) => m[1]);
+  assert.deepEqual(ids, [...ids].sort((p, q) => changes.compare(p!, q!)));
+  for (const out of [a, b, onlyOrders, unshared]) out.end();
+  // Every stream closed: the fan-out stops following, and a later write goes nowhere.
+  await items.create({ id: 'i3', createdAt: 1, updatedAt: 1 });
+  await turn();
+  assert.equal(a.writes.length, 1);
+});
+
+test('1,200 streams (a pass in slices), a write during the pass -> every stream gets the first batch, then the second, in order', async () => {
+  const changes = new LocalChangeLog();
+  const items = createMemoryStore([], { resource: 'items', changes });
+  const json = (change: StoreChange): string => JSON.stringify({ id: change.id });
+  const select = (change: StoreChange): StoreChange['type'] => change.type;
+  const outs = Array.from({ length: 1200 }, () => {
+    const out = writer();
+    streamChanges(out, { feed: changes, after: changes.latest, resources: undefined, select, json, shared: '*' });
+    return out;
+  });
+  await turn();
+  await items.create({ id: 'a', createdAt: 1, updatedAt: 1 });
+  // The first slice is out; the write lands while the rest wait for their turn.
+  await turn();
+  await items.create({ id: 'b', createdAt: 1, updatedAt: 1 });
+  await eventually(() => outs.every((out) => out.writes.length >= 2), 'both batches on every stream');
+  for (const out of outs) assert.deepEqual(out.writes.map((w) => /data: (.*)/.exec(w.bytes.toString())![1]), ['{"id":"a"}', '{"id":"b"}']);
+  for (const out of outs) out.end();
+});
