@@ -83,6 +83,8 @@ export class Delivery {
   #head: StoreChange | undefined;
   #woken = false;
   #wake: (() => void) | undefined;
+  /** While the start-up count runs: the cursors heard meanwhile (counted after it, if it did not). */
+  #heardWhileCounting: string[] | undefined = [];
 
   constructor(options: DeliveryOptions, position: Position) {
     this.#o = options;
@@ -109,7 +111,8 @@ export class Delivery {
   /** A change applied (told by the feed's `follow`): counted and the loop woken if it waits. */
   heard(change: StoreChange): void {
     if (this.#o.resources !== undefined && !this.#o.resources.has(change.resource)) return;
-    this.#pending++;
+    if (this.#heardWhileCounting !== undefined) this.#heardWhileCounting.push(change.cursor);
+    else this.#pending++;
     this.#woken = true;
     this.#wake?.();
   }
@@ -186,17 +189,21 @@ export class Delivery {
   async #count(stopping: AbortSignal): Promise<void> {
     let cursor = this.#position.cursor;
     let counted = 0;
+    let last: string | undefined;
     try {
       while (!stopping.aborted && counted < COUNT_LIMIT) {
         const page = await this.#o.feed.read(cursor, DELIVERY_PAGE, this.#o.resources);
         counted += page.changes.length;
+        last = page.changes.at(-1)?.cursor ?? last;
         if (page.changes.length < DELIVERY_PAGE) break;
         cursor = page.cursor;
       }
     } catch {
       // Counted as far as it could; the loop reports what it cannot read.
     }
-    this.#pending += counted;
+    const heard = this.#heardWhileCounting ?? [];
+    this.#heardWhileCounting = undefined;
+    this.#pending += counted + heard.filter((c) => last === undefined || this.#o.feed.compare(c, last) > 0).length;
   }
 
   /** Waits for a change (`heard`), a stop, or the idle poll. */

@@ -67,13 +67,16 @@ export class Webhooks {
   /** Starts delivering `feed`'s events, each as `json` gives it; resolves at once. */
   start(feed: ChangeFeed, json: (change: StoreChange) => string): void {
     if (this.#main) throw new Error('webhooks already started');
+    if (this.#o.urls.length === 0) return;
     this.#unfollow = feed.follow((change) => {
       for (const delivery of this.#deliveries) delivery.heard(change);
     });
-    this.#main = this.#run(feed, json).catch((error: unknown) => this.#o.warn(`webhooks stopped: ${(error as Error)?.stack ?? String(error)}`));
+    // A URL not delivered to before starts after the latest event now, when it is first configured.
+    const latest = feed.latest;
+    this.#main = this.#run(feed, json, latest).catch((error: unknown) => this.#o.warn(`webhooks stopped: ${(error as Error)?.stack ?? String(error)}`));
   }
 
-  async #run(feed: ChangeFeed, json: (change: StoreChange) => string): Promise<void> {
+  async #run(feed: ChangeFeed, json: (change: StoreChange) => string, latest: string): Promise<void> {
     const { metrics, warn } = this.#o;
     const stopping = this.#stopping.signal;
     const resources = this.#o.resources === undefined || this.#o.resources.length === 0 ? undefined : new Set(this.#o.resources);
@@ -91,10 +94,9 @@ export class Webhooks {
         continue;
       }
       metrics.delivering = true;
-      // A URL not delivered to before starts after the latest event: with the events from now on.
       for (const url of this.#o.urls) {
         if (stored.has(url)) continue;
-        const position = { cursor: feed.latest, at: this.#scheduler.now() };
+        const position = { cursor: latest, at: this.#scheduler.now() };
         stored.set(url, position);
         this.#writer.set(url, position);
       }
