@@ -138,11 +138,12 @@ export class ChangeFeed {
       const ms = this.#options.deadlineMs ?? STATEMENT_DEADLINE_MS;
       const [snapshot] = await withDeadline(() => sql.unsafe<{ h: string }[]>('SELECT pg_snapshot_xmin(pg_current_snapshot())::text AS h'), ms, 'change feed');
       const h = BigInt(snapshot!.h);
+      // ORDER BY names the table's columns: the select list's text aliases would sort "1000" before "998".
       await withDeadline(
         (alive) =>
           sql
             .unsafe<FeedRow[]>(
-              `SELECT resource, id, pos::text AS pos, rev::text AS rev, tx::text AS tx, body FROM ${SCHEMA}.entities WHERE tx >= $1::xid8 ORDER BY tx, pos`,
+              `SELECT resource, id, pos::text AS pos, rev::text AS rev, tx::text AS tx, body FROM ${SCHEMA}.entities WHERE tx >= $1::xid8 ORDER BY entities.tx, entities.pos`,
               [this.#last.toString()],
             )
             .cursor(CURSOR_ROWS, (rows) => {

@@ -91,7 +91,7 @@ export async function openPostgres(options: PostgresOptions): Promise<PostgresSt
   const latestOf = new Map<string, PgCursor>();
   try {
     const rows = await database.sql.unsafe<{ resource: string; tx: string; pos: string }[]>(
-      `SELECT DISTINCT ON (resource) resource, tx::text AS tx, pos::text AS pos FROM ${SCHEMA}.entities WHERE tx < $1::xid8 ORDER BY resource, tx DESC, pos DESC`,
+      `SELECT DISTINCT ON (resource) resource, tx::text AS tx, pos::text AS pos FROM ${SCHEMA}.entities WHERE tx < $1::xid8 ORDER BY resource, entities.tx DESC, entities.pos DESC`,
       [from.toString()],
     );
     for (const row of rows) {

@@ -81,11 +81,13 @@ export class PgChangeFeed implements ChangeFeed {
       params.push([...resources]);
       where += ` AND resource = ANY($5::text[])`;
     }
+    // Ordered by the table's columns, not the text aliases of the select list (which ORDER BY would
+    // take first: "1000" sorts before "998"), so that pages follow the cursor order.
     const sql = this.#database.sql;
     const rows = await withDeadline(
       () =>
         sql.unsafe<FeedRow[]>(
-          `SELECT resource, id, pos::text AS pos, rev::text AS rev, tx::text AS tx, body FROM ${SCHEMA}.entities WHERE ${where} ORDER BY tx, pos LIMIT $4`,
+          `SELECT resource, id, pos::text AS pos, rev::text AS rev, tx::text AS tx, body FROM ${SCHEMA}.entities WHERE ${where} ORDER BY entities.tx, entities.pos LIMIT $4`,
           params as never,
         ),
       STATEMENT_DEADLINE_MS,
