@@ -3,7 +3,11 @@ import { describe, test } from 'node:test';
 import { sample } from '../helpers/metrics.js';
 import { eventually, startCli, type CliProcess } from '../helpers/process.js';
 import { feedCursors, SECRET, startReceiver, type Receiver } from '../webhooks/receiver.js';
-import { freshDatabase, pgMissing } from './helpers.js';
+import { freshDatabase, openStores, pgMissing } from './helpers.js';
+import type { Sql } from '../../src/store/pg/driver.js';
+import { realScheduler } from '../../src/webhooks/delivery.js';
+import { PgLease } from '../../src/webhooks/pg-lease.js';
+import { PgPositions } from '../../src/webhooks/pg-positions.js';
 
 const JSON_HEADERS = { 'content-type': 'application/json' };
 
@@ -60,5 +64,39 @@ describe('webhooks on PostgreSQL: one deliverer per database', { skip: pgMissing
       cli.child.kill('SIGTERM');
       assert.equal(await cli.exited, 0);
     }
+  });
+
+  test('the lease: one holder at a time; released -> the next takes it; not renewed -> lost, and its holder can no longer save positions', async () => {
+    const db = await openStores(await freshDatabase());
+    const warnings: string[] = [];
+    let bDown = false;
+    const down = { unsafe: () => Promise.reject(Object.assign(new Error('connection lost'), { code: 'ECONNRESET' })) } as unknown as Sql;
+    const lease = (holder: string, sql: () => Sql): PgLease => new PgLease({ sql, holder, ttlMs: 900, scheduler: realScheduler, warn: (m) => warnings.push(`${holder}: ${m}`) });
+    const sql = (): Sql => db.database.sql;
+    const [a, b, c] = [lease('a', sql), lease('b', () => (bDown ? down : sql())), lease('c', sql)];
+    const stop = new AbortController();
+    const lostA = (await a.acquire(stop.signal))!;
+    const takingB = b.acquire(stop.signal);
+    const positionsA = new PgPositions(sql, 'a');
+    await positionsA.save(new Map([['http://r/x', { cursor: '1.1', at: 1 }]]));
+    assert.deepEqual(await positionsA.load(), new Map([['http://r/x', { cursor: '1.1', at: 1 }]]));
+    await a.release();
+    assert.equal(lostA.aborted, true);
+    const lostB = (await takingB)!;
+    // A deposed holder's save changes nothing.
+    await positionsA.save(new Map([['http://r/x', { cursor: '0.0', at: 2 }]]));
+    await new PgPositions(sql, 'b').save(new Map([['http://r/x', { cursor: '2.2', at: 3 }]]));
+    assert.deepEqual(await positionsA.load(), new Map([['http://r/x', { cursor: '2.2', at: 3 }]]));
+    // b loses the database: its lease ends on its own clock, and c takes over once the row expired.
+    const takingC = c.acquire(stop.signal);
+    bDown = true;
+    await eventually(() => lostB.aborted, 'b to count its lease lost');
+    const lostC = (await takingC)!;
+    assert.equal(lostC.aborted, false);
+    assert.ok(warnings.includes('b: webhook lease not renewed in time (PostgreSQL unreachable or slow): delivery stops until this process holds it again'), warnings.join('\n'));
+    stop.abort();
+    await c.release();
+    await b.release();
+    assert.equal(await lease('d', sql).acquire(AbortSignal.abort()), undefined);
   });
 });
