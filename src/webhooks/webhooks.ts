@@ -42,7 +42,8 @@ export class Webhooks {
   readonly #o: WebhooksOptions;
   readonly #scheduler: Scheduler;
   readonly #lease: Lease;
-  readonly #writer: PositionWriter;
+  /** Saves the positions of the current lease term: a new one each term, so a save left over from an earlier term never lands after another holder's. */
+  #writer: PositionWriter;
   readonly #senders = new Map<string, { send: Send; close(): void }>();
   readonly #labels = new Map<string, string>();
   readonly #stopping = new AbortController();
@@ -55,13 +56,17 @@ export class Webhooks {
     this.#o = options;
     this.#scheduler = options.scheduler ?? realScheduler;
     this.#lease = options.lease ?? soleLease;
-    this.#writer = new PositionWriter(options.positions, (error) => options.warn(`webhook positions could not be saved (${(error as Error).message}); retried with the next one`));
+    this.#writer = this.#newWriter();
     const timeoutMs = options.timeoutMs ?? DELIVERY_TIMEOUT_MS;
     for (const url of options.urls) {
       const parsed = new URL(url);
       this.#labels.set(url, webhookLabel(parsed));
       this.#senders.set(url, (options.sender ?? httpSender)(parsed, timeoutMs));
     }
+  }
+
+  #newWriter(): PositionWriter {
+    return new PositionWriter(this.#o.positions, (error) => this.#o.warn(`webhook positions could not be saved (${(error as Error).message}); retried with the next one`));
   }
 
   /** Starts delivering `feed`'s events, each as `json` gives it; resolves at once. */
@@ -94,6 +99,7 @@ export class Webhooks {
         continue;
       }
       metrics.delivering = true;
+      this.#writer = this.#newWriter();
       for (const url of this.#o.urls) {
         if (stored.has(url)) continue;
         const position = { cursor: latest, at: this.#scheduler.now() };
