@@ -10,6 +10,7 @@
  *
  *   node --import tsx bench/webhooks.ts [latency writes] [rounds] [pending events]
  *   node bench/run.mjs webhooks                     (the same, with the defaults)
+ *   BENCH_WEBHOOKS=hang node bench/run.mjs webhooks 500 9   (one section: latency, hang or pending)
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
@@ -123,9 +124,12 @@ const rssOf = async (pid: number): Promise<number> => {
 };
 
 const rows: string[] = ['| figure | value |', '|---|---|'];
+/** `BENCH_WEBHOOKS=hang,pending` runs only those sections (latency, hang, pending); default all. */
+const only = (process.env['BENCH_WEBHOOKS'] ?? 'latency,hang,pending').split(',');
+const want = (section: string): boolean => only.includes(section);
 
 // 1. A healthy receiver: latency, then the rate of a backlog.
-{
+if (want('latency')) {
   const arrivals = new Map<string, number>();
   const waiting = new Map<string, (t: number) => void>();
   const sink = await receiver('ok', (id) => {
@@ -149,7 +153,7 @@ const rows: string[] = ['| figure | value |', '|---|---|'];
   await server.stop();
   sink.close();
 }
-{
+if (want('latency')) {
   // A backlog written while the receiver is away (a closed port), then delivered once it listens.
   const BACKLOG = Number(process.env['BENCH_BACKLOG'] ?? 20_000);
   let got = 0;
@@ -193,7 +197,7 @@ const rows: string[] = ['| figure | value |', '|---|---|'];
 }
 
 // 2. A receiver that hangs every request: the API's POST latency, with and without it, interleaved.
-{
+if (want('hang')) {
   const hung = await receiver('hang');
   const N = 2_000;
   const byMode: Record<'none' | 'hang', { p50: number[]; p99: number[] }> = { none: { p50: [], p99: [] }, hang: { p50: [], p99: [] } };
@@ -220,7 +224,7 @@ const rows: string[] = ['| figure | value |', '|---|---|'];
 }
 
 // 3. Events pending for a dead endpoint: RSS against the same server with no webhook.
-{
+if (want('pending')) {
   const dead = await receiver('ok');
   dead.close();
   const rss: Record<'none' | 'dead', number> = { none: 0, dead: 0 };
