@@ -137,6 +137,8 @@ export class Webhooks {
         return delivery;
       });
       await Promise.all(this.#deliveries.map((delivery) => delivery.run(ended, abandon)));
+      // Out of the term: its gauges stay as they were, and changes are no longer counted here.
+      this.#deliveries = [];
       metrics.delivering = false;
       await this.#writer.flush();
       if (!stopping.aborted) await this.#lease.release();
