@@ -4,7 +4,10 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const child = spawn(process.execPath, ['--import', 'tsx', path.join('bench', 'main.ts'), ...process.argv.slice(2)], {
+// `node bench/run.mjs webhooks [...]`: the webhook targets alone (bench/webhooks.ts), an optional section.
+const [first, ...rest] = process.argv.slice(2);
+const entry = first === 'webhooks' ? [path.join('bench', 'webhooks.ts'), ...rest] : [path.join('bench', 'main.ts'), ...process.argv.slice(2)];
+const child = spawn(process.execPath, ['--import', 'tsx', ...entry], {
   cwd: root,
   stdio: 'inherit',
 });

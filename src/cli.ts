@@ -16,8 +16,16 @@ import { serveBackups } from './store/log/backup-socket.js';
 import { discoverResources, openDataDir, type DataSnapshot } from './store/log/data-dir.js';
 import { openPostgres } from './store/pg/open.js';
 import type { LinkIntegrity } from './store/integrity.js';
-import { StoreOpenError, type Store } from './store/store.js';
+import { StoreOpenError, type Store, type StoreChange } from './store/store.js';
 import type { ChangeFeed } from './store/changes/change-feed.js';
+import type { Database } from './store/pg/connection.js';
+import { WebhookMetrics } from './metrics/webhook-metrics.js';
+import { FilePositions } from './webhooks/file-positions.js';
+import { PgLease } from './webhooks/pg-lease.js';
+import { PgPositions } from './webhooks/pg-positions.js';
+import { realScheduler } from './webhooks/delivery.js';
+import { Webhooks } from './webhooks/webhooks.js';
+import { randomUUID } from 'node:crypto';
 
 /** A start-up failure: printed as one line, exit code 1. */
 class StartupError extends Error {}
@@ -76,7 +84,7 @@ interface Opened {
   readonly schemas: Map<string, LoadedSchema | undefined>;
   /** The relations among them, read once here and handed to the handler (and to PostgreSQL's link checks). */
   readonly graph: RelationGraph;
-  readonly stores: { stores: Map<string, Store>; changes: ChangeFeed; close(): Promise<void> };
+  readonly stores: { stores: Map<string, Store>; changes: ChangeFeed; close(): Promise<void>; database?: Database };
   /** The data directory's snapshots, for `halserve backup` (files only). */
   readonly snapshot?: () => Promise<DataSnapshot>;
   /** What keeps links from dangling when the store supplies it (PostgreSQL: across processes); else the in-process guard. */
@@ -153,6 +161,36 @@ async function jwtOptions(config: Config): Promise<JwtOptions | undefined> {
   return { keys, issuer: jwtIssuer, audience: jwtAudience };
 }
 
+/**
+ * The webhooks of `--webhook` (docs/webhooks.md), not started yet: positions in the data directory
+ * or the database, and on PostgreSQL a lease so that one process of the database delivers.
+ * An unknown `--webhook-resource` or an unreadable positions file stops start-up.
+ */
+async function openWebhooks(config: Config, names: readonly string[], database: Database | undefined, metrics: ServerMetrics): Promise<Webhooks | undefined> {
+  const { webhooks: urls, webhookSecret: secret } = config;
+  if (urls.length === 0 || secret === undefined) return undefined;
+  for (const name of config.webhookResources) {
+    if (!names.includes(name)) throw new StartupError(`--webhook-resource: ${JSON.stringify(name)} is not a resource of this server (${names.join(', ') || 'none'})`);
+  }
+  const common = { urls, secret, resources: config.webhookResources, metrics: new WebhookMetrics(metrics.registry), warn };
+  if (database === undefined) {
+    const positions = new FilePositions(config.data);
+    try {
+      await positions.load();
+    } catch (error) {
+      throw new StartupError(`cannot read the webhooks' positions: ${(error as Error).message}`);
+    }
+    return new Webhooks({ ...common, positions });
+  }
+  const holder = randomUUID();
+  const sql = () => database.sql;
+  return new Webhooks({
+    ...common,
+    positions: new PgPositions(sql, holder),
+    lease: new PgLease({ sql, holder, ttlMs: config.webhookLeaseMs, scheduler: realScheduler, warn }),
+  });
+}
+
 async function main(): Promise<void> {
   const config = parseConfig(process.argv.slice(2), process.env);
   if (config.help) {
@@ -163,6 +201,13 @@ async function main(): Promise<void> {
   const jwt = await jwtOptions(config);
   const metrics = new ServerMetrics();
   const { names, schemas, graph, stores, integrity, snapshot } = await openResources(config, metrics);
+  let webhooks: Webhooks | undefined;
+  try {
+    webhooks = await openWebhooks(config, names, stores.database, metrics);
+  } catch (error) {
+    await stores.close();
+    throw error;
+  }
   let draining = false;
   const closing = new AbortController();
   const resources: ServedResource[] = names.map((name) => {
@@ -199,6 +244,7 @@ async function main(): Promise<void> {
     ...(config.corsOrigin === undefined ? {} : { corsOrigin: config.corsOrigin }),
     ...(integrity === undefined ? {} : { linkIntegrity: () => integrity }),
     changes: stores.changes,
+    ...(webhooks === undefined ? {} : { onFeed: (feed: ChangeFeed, json: (change: StoreChange) => string) => webhooks.start(feed, json) }),
     // SIGTERM ends every open stream (its last chunk sent), so that close() can finish.
     streams: { maxStreams: config.maxStreams, closing: closing.signal },
   });
@@ -212,6 +258,7 @@ async function main(): Promise<void> {
       });
     });
   } catch (error) {
+    await webhooks?.stop(0);
     await stores.close();
     throw new StartupError(`cannot listen on ${config.host}:${config.port}: ${(error as Error).message}`);
   }
@@ -237,8 +284,11 @@ async function main(): Promise<void> {
       server.closeAllConnections();
     }, SHUTDOWN_GRACE_MS);
     force.unref();
+    // Deliveries stop beside the drain: one in flight has up to 5 s for its answer (webhooks.ts).
+    const delivering = webhooks?.stop() ?? Promise.resolve();
     server.close(() => {
-      Promise.resolve(backups?.close())
+      delivering
+        .then(() => backups?.close())
         .then(() => stores.close())
         .then(
           () => process.exit(0),

@@ -4,6 +4,8 @@ import { tokenProblem } from './http/static-tokens.js';
 import { DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_BODY_MEMBERS, DEFAULT_MAX_BODY_VALUES } from './http/body.js';
 import { DEFAULT_QUERY_BUDGET_MS } from './http/resource.js';
 import { isPostgresUrl } from './store/pg/driver.js';
+import { secretProblem } from './conventions/webhook-signature.js';
+import { webhookUrlProblem } from './conventions/webhook-url.js';
 
 /** Everything the CLI is told, from flags and `HALSERVE_*` variables (docs/conventions.md §8). */
 export interface Config {
@@ -38,6 +40,14 @@ export interface Config {
   readonly changesRetentionMs: number;
   /** Event streams open at once; a stream request beyond is a 503 (default 10,000). */
   readonly maxStreams: number;
+  /** URLs every change is POSTed to, as written (docs/webhooks.md); empty: none. */
+  readonly webhooks: readonly string[];
+  /** The deliveries' signing secret; set exactly when `webhooks` is not empty. */
+  readonly webhookSecret: string | undefined;
+  /** The resources whose changes are delivered; empty: all (checked against the served ones at start-up). */
+  readonly webhookResources: readonly string[];
+  /** How long a PostgreSQL deliverer's lease lasts unless renewed, in ms (default 15 s). */
+  readonly webhookLeaseMs: number;
   readonly help: boolean;
 }
 
@@ -102,6 +112,10 @@ export const OPTIONS: readonly Option[] = [
   { flag: 'rate-limit-burst', env: ['HALSERVE_RATE_LIMIT_BURST'], kind: 'string', help: 'requests allowed at once under --rate-limit (default one second\'s worth)' },
   { flag: 'changes-retention', env: ['HALSERVE_CHANGES_RETENTION'], kind: 'string', help: 'how long /changes remembers deletes: a whole number and s, m, h or d (default 7d)' },
   { flag: 'max-streams', env: ['HALSERVE_MAX_STREAMS'], kind: 'string', help: 'event streams open at once; 503 beyond (default 10000)' },
+  { flag: 'webhook', env: ['HALSERVE_WEBHOOKS'], kind: 'list', help: 'POST every change, signed, to this http(s):// URL (repeatable)' },
+  { flag: 'webhook-secret', env: ['HALSERVE_WEBHOOK_SECRET'], kind: 'string', help: 'signing secret of --webhook: whsec_ and base64 of 24+ bytes, or 24+ characters' },
+  { flag: 'webhook-resource', env: ['HALSERVE_WEBHOOK_RESOURCES'], kind: 'list', help: 'deliver only this resource\'s changes (repeatable; default all)' },
+  { flag: 'webhook-lease', env: ['HALSERVE_WEBHOOK_LEASE'], kind: 'string', help: 'PostgreSQL: how long the delivering process\'s lease lasts unrenewed, 1s to 20s (default 15s)' },
   { flag: 'help', env: [], kind: 'boolean', help: 'print this help and exit' },
 ];
 
@@ -266,11 +280,38 @@ export function parseConfig(argv: readonly string[], env: Readonly<Record<string
     rateLimitBurst,
     changesRetentionMs: parseDuration(retention.name, retention.value),
     maxStreams: parseWholeNumber(maxStreams.name, maxStreams.value, 1, 1_000_000),
+    ...webhookConfig(list('webhook'), text('webhook-secret', ''), list('webhook-resource'), text('webhook-lease', '15s')),
     help: boolean('help'),
   };
 }
 
 type Named = { readonly name: string; readonly value: string };
+
+/** The longest `--webhook-lease`: another process takes over within 4/3 of it, which must stay within 30 s. */
+const MAX_WEBHOOK_LEASE_MS = 20_000;
+
+/** `--webhook` URLs with their secret (required), resources and lease (docs/webhooks.md). */
+function webhookConfig(urls: readonly string[], secret: Named, resources: readonly string[], lease: Named): Pick<Config, 'webhooks' | 'webhookSecret' | 'webhookResources' | 'webhookLeaseMs'> {
+  const leaseMs = parseDuration(lease.name, lease.value);
+  if (leaseMs > MAX_WEBHOOK_LEASE_MS) throw new ConfigError(`${lease.name} must be at most ${MAX_WEBHOOK_LEASE_MS / 1000}s, not ${JSON.stringify(lease.value)}`);
+  if (urls.length === 0) {
+    if (secret.value !== '') throw new ConfigError(`${secret.name} needs --webhook (HALSERVE_WEBHOOKS): the URLs to deliver to`);
+    if (resources.length > 0) throw new ConfigError('--webhook-resource needs --webhook (HALSERVE_WEBHOOKS): the URLs to deliver to');
+    return { webhooks: [], webhookSecret: undefined, webhookResources: [], webhookLeaseMs: leaseMs };
+  }
+  for (const url of urls) {
+    const problem = webhookUrlProblem(url);
+    if (problem !== undefined) throw new ConfigError(`--webhook: ${problem}`);
+  }
+  if (secret.value === '') throw new ConfigError('--webhook needs --webhook-secret (HALSERVE_WEBHOOK_SECRET): the key its deliveries are signed with');
+  const problem = secretProblem(secret.value);
+  if (problem !== undefined) throw new ConfigError(`${secret.name}: ${problem}`);
+  for (const name of resources) {
+    const nameProblem = resourceNameProblem(name);
+    if (nameProblem !== undefined) throw new ConfigError(`--webhook-resource: ${nameProblem}`);
+  }
+  return { webhooks: [...new Set(urls)], webhookSecret: secret.value, webhookResources: [...new Set(resources)], webhookLeaseMs: leaseMs };
+}
 
 /** `--jwks` with its issuer and audience: all three or none; a URL must be https (or http on loopback). */
 function jwtConfig(jwks: Named, issuer: Named, audience: Named): Pick<Config, 'jwks' | 'jwtIssuer' | 'jwtAudience'> {

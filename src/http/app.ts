@@ -26,10 +26,10 @@ import { Related } from './related.js';
 import { relationGraph, type RelationGraph } from '../conventions/relations.js';
 import type { LinkIntegrity } from '../store/integrity.js';
 import { localLinkIntegrity } from '../store/local-integrity.js';
-import type { Store } from '../store/store.js';
+import type { Store, StoreChange } from '../store/store.js';
 import type { ChangeFeed } from '../store/changes/change-feed.js';
 import { LocalChangeLog } from '../store/changes/local-feed.js';
-import { addChangesRoutes } from './changes-routes.js';
+import { addChangesRoutes, changeJson } from './changes-routes.js';
 import { Streams, type StreamSettings } from './event-stream.js';
 import { checkScope, type RelTarget } from './route-scopes.js';
 import { createRouter, type Match, type Params } from './router.js';
@@ -104,6 +104,11 @@ export interface HandlerOptions {
   readonly changes?: ChangeFeed;
   /** Event streams: their number, heartbeat, buffer bound, and the signal that ends them (shutdown). */
   readonly streams?: StreamSettings;
+  /**
+   * Told once, when the handler is built, of the change feed and of each event's JSON exactly as
+   * `/changes` shows it: how webhooks (webhooks/webhooks.ts) subscribe. Not called without a feed.
+   */
+  readonly onFeed?: (feed: ChangeFeed, eventJson: (change: StoreChange) => string) => void;
 }
 
 /** A `node:http` request listener. */
@@ -171,6 +176,7 @@ export function createHandler(options: HandlerOptions): Handler {
   if (feed) {
     addChangesRoutes(router, { basePath, resources, feed, streams });
     for (const resource of resources.values()) resource.linkChanges(feed);
+    options.onFeed?.(feed, (change) => changeJson(resources, change));
   }
   addOperationRoutes(router, {
     basePath,

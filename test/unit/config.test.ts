@@ -26,6 +26,10 @@ const DEFAULTS = {
   rateLimitBurst: undefined,
   changesRetentionMs: 7 * 86_400_000,
   maxStreams: 10_000,
+  webhooks: [],
+  webhookSecret: undefined,
+  webhookResources: [],
+  webhookLeaseMs: 15_000,
   help: false,
 };
 
@@ -52,7 +56,7 @@ describe('parseConfig', () => {
   });
 
   test('every flag -> its value', () => {
-    const argv = ['--port', '0', '--host=0.0.0.0', '--data', '/d', '--resource', 'a', '--resource=b,c', '--token', 't1', '--token', 'read:t2', '--jwks', 'https://idp.example/jwks', '--jwt-issuer', 'https://idp.example/', '--jwt-audience', 'halserve', '--no-auth', '--log', 'off', '--durability', 'none', '--repair', '--max-body', '10', '--max-body-values', '20', '--max-body-members=3', '--query-budget', '250', '--base-path', '/api', '--cors-origin', '*', '--rate-limit', '2.5', '--rate-limit-burst', '10', '--store', 'postgres://u@db:5432/shop', '--changes-retention', '10m', '--max-streams', '3', '--help'];
+    const argv = ['--port', '0', '--host=0.0.0.0', '--data', '/d', '--resource', 'a', '--resource=b,c', '--token', 't1', '--token', 'read:t2', '--jwks', 'https://idp.example/jwks', '--jwt-issuer', 'https://idp.example/', '--jwt-audience', 'halserve', '--no-auth', '--log', 'off', '--durability', 'none', '--repair', '--max-body', '10', '--max-body-values', '20', '--max-body-members=3', '--query-budget', '250', '--base-path', '/api', '--cors-origin', '*', '--rate-limit', '2.5', '--rate-limit-burst', '10', '--store', 'postgres://u@db:5432/shop', '--changes-retention', '10m', '--max-streams', '3', '--webhook', 'https://a.example/h', '--webhook=http://b.example/h', '--webhook-secret', 'a secret of 24 characters', '--webhook-resource', 'a', '--webhook-lease', '3s', '--help'];
     assert.deepEqual(parseConfig(argv, {}), {
       port: 0,
       host: '0.0.0.0',
@@ -77,6 +81,10 @@ describe('parseConfig', () => {
       changesRetentionMs: 600_000,
       maxStreams: 3,
       rateLimitBurst: 10,
+      webhooks: ['https://a.example/h', 'http://b.example/h'],
+      webhookSecret: 'a secret of 24 characters',
+      webhookResources: ['a'],
+      webhookLeaseMs: 3_000,
       help: true,
     });
   });
@@ -104,6 +112,10 @@ describe('parseConfig', () => {
       HALSERVE_RATE_LIMIT: '50',
       HALSERVE_RATE_LIMIT_BURST: '100',
       HALSERVE_STORE: 'postgresql://db/x',
+      HALSERVE_WEBHOOKS: 'https://a.example/h, https://a.example/h,http://b.example/h',
+      HALSERVE_WEBHOOK_SECRET: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw',
+      HALSERVE_WEBHOOK_RESOURCES: 'a,b',
+      HALSERVE_WEBHOOK_LEASE: '20s',
     };
     assert.deepEqual(parseConfig([], env), {
       ...DEFAULTS,
@@ -128,6 +140,10 @@ describe('parseConfig', () => {
       corsOrigin: 'https://a.example',
       rateLimit: 50,
       rateLimitBurst: 100,
+      webhooks: ['https://a.example/h', 'http://b.example/h'],
+      webhookSecret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw',
+      webhookResources: ['a', 'b'],
+      webhookLeaseMs: 20_000,
     });
   });
 

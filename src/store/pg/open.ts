@@ -2,7 +2,7 @@ import type { AnswerBookOptions } from '../idempotency.js';
 import type { RelationGraph } from '../../conventions/relations.js';
 import type { LinkIntegrity } from '../integrity.js';
 import { StoreOpenError } from '../store.js';
-import { connect, reason, type ConnectOptions } from './connection.js';
+import { connect, reason, type ConnectOptions, type Database } from './connection.js';
 import { ChangeFeed, isOwn, type FeedItem } from './feed.js';
 import { OwnWrites } from './own-writes.js';
 import { loadRows } from './loader.js';
@@ -33,6 +33,8 @@ export interface PostgresOptions extends ConnectOptions {
 export interface PostgresStores {
   /** Every declared resource and every resource with a live row in the table, by name. */
   readonly stores: Map<string, PgStore>;
+  /** The connections, for what keeps state of its own in the database (webhooks/pg-positions.ts). */
+  readonly database: Database;
   /** Whether the database answered the last catch-up. */
   readonly reachable: boolean;
   /** The database's changes, as this process serves them (`/changes`). */
@@ -183,6 +185,7 @@ export async function openPostgres(options: PostgresOptions): Promise<PostgresSt
   let closing: Promise<void> | undefined;
   return {
     stores,
+    database,
     changes: pgChanges,
     get reachable() {
       return feed.up;

@@ -90,6 +90,8 @@ export class PgChangeFeed implements ChangeFeed {
       params.push([...resources]);
       where += ` AND resource = ANY($5::text[])`;
     }
+    // Ordered by the table's columns, not the text aliases of the select list (which ORDER BY would
+    // take first: "1000" sorts before "998"), so that pages follow the cursor order.
     const sql = this.#database.sql;
     const rows = await withDeadline(
       () =>

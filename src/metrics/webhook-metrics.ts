@@ -1,0 +1,46 @@
+import { Counter, Gauge, type Registry, type Sample } from './registry.js';
+
+/** What `/metrics` reads of one URL's delivery when scraped. */
+export interface DeliveryGauges {
+  /** Events after the position, as far as this process knows (an upper bound while changes coalesce). */
+  pending(): number;
+  /** Seconds since the oldest event not yet acknowledged was written; 0 when none waits. */
+  lagSeconds(): number;
+  /** Seconds since the position last moved (a 2xx, or the URL first configured). */
+  positionAgeSeconds(): number;
+}
+
+/**
+ * The webhooks' metrics (docs/webhooks.md): per URL, labelled `scheme://host:port/path` (no
+ * user-info, no query: they may hold credentials), a bounded set — the URLs configured.
+ */
+export class WebhookMetrics {
+  readonly deliveries: Counter;
+  readonly failures: Counter;
+  readonly missed: Counter;
+  readonly #gauges = new Map<string, DeliveryGauges>();
+  #delivering = false;
+
+  constructor(registry: Registry) {
+    this.deliveries = registry.add(new Counter('halserve_webhook_deliveries_total', 'Webhook deliveries acknowledged with a 2xx, by URL.', ['url']));
+    this.failures = registry.add(
+      new Counter('halserve_webhook_failures_total', 'Webhook delivery attempts that failed, by URL and cause (status: not a 2xx; timeout: no complete answer within 10 s; connection).', ['url', 'cause']),
+    );
+    this.missed = registry.add(
+      new Counter('halserve_webhook_missed_total', "Times a URL's position could no longer be resumed (older than the change feed's retention) and delivery went on from the oldest event held.", ['url']),
+    );
+    const each = (read: (gauges: DeliveryGauges) => number) => (): Sample[] => [...this.#gauges].map(([url, gauges]) => ({ labels: { url }, value: read(gauges) }));
+    registry.add(new Gauge('halserve_webhook_pending_events', 'Events not yet acknowledged by the URL.', each((g) => g.pending())));
+    registry.add(new Gauge('halserve_webhook_lag_seconds', 'Seconds since the oldest event the URL has not acknowledged was written (0: caught up).', each((g) => g.lagSeconds())));
+    registry.add(new Gauge('halserve_webhook_position_age_seconds', "Seconds since the URL's acknowledged position last moved.", each((g) => g.positionAgeSeconds())));
+    registry.add(new Gauge('halserve_webhook_delivering', 'Whether this process delivers the webhooks (1) or another process of the database does (0).', () => [{ labels: {}, value: this.#delivering ? 1 : 0 }]));
+  }
+
+  track(url: string, gauges: DeliveryGauges): void {
+    this.#gauges.set(url, gauges);
+  }
+
+  set delivering(value: boolean) {
+    this.#delivering = value;
+  }
+}

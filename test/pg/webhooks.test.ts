@@ -1,0 +1,102 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { sample } from '../helpers/metrics.js';
+import { eventually, startCli, type CliProcess } from '../helpers/process.js';
+import { feedCursors, SECRET, startReceiver, type Receiver } from '../webhooks/receiver.js';
+import { freshDatabase, openStores, pgMissing } from './helpers.js';
+import type { Sql } from '../../src/store/pg/driver.js';
+import { realScheduler } from '../../src/webhooks/delivery.js';
+import { PgLease } from '../../src/webhooks/pg-lease.js';
+import { PgPositions } from '../../src/webhooks/pg-positions.js';
+
+const JSON_HEADERS = { 'content-type': 'application/json' };
+
+/** Whether `cli` says it delivers (`halserve_webhook_delivering`). */
+async function delivering(cli: CliProcess): Promise<boolean> {
+  const text = await (await fetch(`${cli.url}/metrics`)).text();
+  return sample(text, 'halserve_webhook_delivering') === 1;
+}
+
+/** `n` creates spread over `clis` in turn. */
+async function writes(clis: readonly CliProcess[], n: number, from = 0): Promise<void> {
+  for (let i = from; i < from + n; i++) {
+    const res = await fetch(`${clis[i % clis.length]!.url}/items`, { method: 'POST', headers: JSON_HEADERS, body: JSON.stringify({ n: i }) });
+    assert.equal(res.status, 201);
+  }
+}
+
+/** Every event of the feed acknowledged; how many deliveries were made for how many events. */
+async function allAcknowledged(url: string, receiver: Receiver): Promise<{ events: number; deliveries: number }> {
+  const cursors = await feedCursors(url);
+  await eventually(() => {
+    const acked = new Set(receiver.acknowledged());
+    return cursors.every((cursor) => acked.has(cursor));
+  }, 'every event of /changes acknowledged');
+  assert.deepEqual(receiver.invalid, []);
+  return { events: cursors.length, deliveries: receiver.received.length };
+}
+
+describe('webhooks on PostgreSQL: one deliverer per database', { skip: pgMissing }, () => {
+  test('three processes, one receiver -> each event delivered about once; the deliverer killed -> another takes over, nothing skipped', async () => {
+    const url = await freshDatabase();
+    const receiver = await startReceiver();
+    const args = ['--port', '0', '--log', 'off', '--store', url, '--resource', 'items', '--webhook', receiver.url, '--webhook-secret', SECRET, '--webhook-lease', '2s'];
+    const clis: CliProcess[] = [];
+    for (let i = 0; i < 3; i++) clis.push(await startCli(args));
+    await eventually(async () => (await Promise.all(clis.map(delivering))).filter(Boolean).length === 1, 'one process delivering');
+    await writes(clis, 150);
+    const first = await allAcknowledged(clis[0]!.url, receiver);
+    assert.equal(first.events, 150);
+    assert.ok(first.deliveries <= 150 * 1.05, `${first.deliveries} deliveries for 150 events`);
+    assert.equal((await Promise.all(clis.map(delivering))).filter(Boolean).length, 1, 'still one deliverer');
+
+    const states = await Promise.all(clis.map(delivering));
+    const deliverer = clis[states.indexOf(true)]!;
+    deliverer.child.kill('SIGKILL');
+    await deliverer.exited;
+    const survivors = clis.filter((cli) => cli !== deliverer);
+    await writes(survivors, 60, 150);
+    const second = await allAcknowledged(survivors[0]!.url, receiver);
+    assert.equal(second.events, 210);
+    assert.ok(second.deliveries <= 210 * 1.05, `${second.deliveries} deliveries for 210 events`);
+    await eventually(async () => (await Promise.all(survivors.map(delivering))).filter(Boolean).length === 1, 'one survivor delivering');
+    for (const cli of survivors) {
+      cli.child.kill('SIGTERM');
+      assert.equal(await cli.exited, 0);
+    }
+  });
+
+  test('the lease: one holder at a time; released -> the next takes it; not renewed -> lost, and its holder can no longer save positions', async () => {
+    const db = await openStores(await freshDatabase());
+    const warnings: string[] = [];
+    let bDown = false;
+    const down = { unsafe: () => Promise.reject(Object.assign(new Error('connection lost'), { code: 'ECONNRESET' })) } as unknown as Sql;
+    const lease = (holder: string, sql: () => Sql): PgLease => new PgLease({ sql, holder, ttlMs: 900, scheduler: realScheduler, warn: (m) => warnings.push(`${holder}: ${m}`) });
+    const sql = (): Sql => db.database.sql;
+    const [a, b, c] = [lease('a', sql), lease('b', () => (bDown ? down : sql())), lease('c', sql)];
+    const stop = new AbortController();
+    const lostA = (await a.acquire(stop.signal))!;
+    const takingB = b.acquire(stop.signal);
+    const positionsA = new PgPositions(sql, 'a');
+    await positionsA.save(new Map([['http://r/x', { cursor: '1.1', at: 1 }]]));
+    assert.deepEqual(await positionsA.load(), new Map([['http://r/x', { cursor: '1.1', at: 1 }]]));
+    await a.release();
+    assert.equal(lostA.aborted, true);
+    const lostB = (await takingB)!;
+    // A deposed holder's save changes nothing.
+    await positionsA.save(new Map([['http://r/x', { cursor: '0.0', at: 2 }]]));
+    await new PgPositions(sql, 'b').save(new Map([['http://r/x', { cursor: '2.2', at: 3 }]]));
+    assert.deepEqual(await positionsA.load(), new Map([['http://r/x', { cursor: '2.2', at: 3 }]]));
+    // b loses the database: its lease ends on its own clock, and c takes over once the row expired.
+    const takingC = c.acquire(stop.signal);
+    bDown = true;
+    await eventually(() => lostB.aborted, 'b to count its lease lost');
+    const lostC = (await takingC)!;
+    assert.equal(lostC.aborted, false);
+    assert.ok(warnings.includes('b: webhook lease not renewed in time (PostgreSQL unreachable or slow): delivery stops until this process holds it again'), warnings.join('\n'));
+    stop.abort();
+    await c.release();
+    await b.release();
+    assert.equal(await lease('d', sql).acquire(AbortSignal.abort()), undefined);
+  });
+});
