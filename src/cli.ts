@@ -264,15 +264,6 @@ async function main(): Promise<void> {
   }
   // `halserve backup --data` reaches the server through its data directory (docs/storage.md §4).
   const backups = snapshot === undefined ? undefined : await serveBackups(config.data, snapshot, warn);
-  const address = server.address() as AddressInfo;
-  const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
-  out.write(`halserve listening on http://${host}:${address.port}\n`);
-  // Said once serving, so that a start-up failure stays the one line it is.
-  if (names.length === 0) {
-    warn(config.store === undefined ? `no resources: ${config.data} has no *.jsonl files and none was declared with --resource` : 'no resources: the database holds none and none was declared with --resource');
-  }
-  if (!authenticated(config)) warn(`WARNING: authentication is OFF — anyone who can reach ${config.host} may read and write`);
-
   const shutdown = (signal: string): void => {
     if (draining) return;
     draining = true;
@@ -305,6 +296,16 @@ async function main(): Promise<void> {
   };
   process.on('SIGTERM', () => shutdown('SIGTERM'));
   process.on('SIGINT', () => shutdown('SIGINT'));
+  // Announced only once SIGTERM and SIGINT are handled: a supervisor (or a test) that signals as
+  // soon as it reads the address must get a clean drain, not the default disposition (killed).
+  const address = server.address() as AddressInfo;
+  const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  out.write(`halserve listening on http://${host}:${address.port}\n`);
+  // Said once serving, so that a start-up failure stays the one line it is.
+  if (names.length === 0) {
+    warn(config.store === undefined ? `no resources: ${config.data} has no *.jsonl files and none was declared with --resource` : 'no resources: the database holds none and none was declared with --resource');
+  }
+  if (!authenticated(config)) warn(`WARNING: authentication is OFF — anyone who can reach ${config.host} may read and write`);
 }
 
 const [subcommand] = process.argv.slice(2);
