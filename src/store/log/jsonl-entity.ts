@@ -140,6 +140,11 @@ export class LoadedEntity implements StoredEntity, HeldChange {
   valuesAt(paths: readonly (readonly string[])[]): unknown[] {
     return valuesAt(this.#buffer, this.#start, this.#end, paths);
   }
+
+  /** The object's bytes up to its stamp (which is not part of its JSON). */
+  jsonBytes<T>(read: (bytes: Uint8Array, start: number, end: number) => T): T {
+    return read(this.#buffer, this.#start, this.#stampAt < 0 ? this.#end : this.#stampAt);
+  }
 }
 
 /** A line that had no stamp (written before stamps, or by hand), given one at start-up. */
@@ -180,6 +185,12 @@ export class RestampedEntity implements StoredEntity, HeldChange {
     if (inner instanceof LoadedEntity) return inner.valuesAt(paths);
     const record = inner.record;
     return paths.map((path) => valueAt(record, path));
+  }
+  jsonBytes<T>(read: (bytes: Uint8Array, start: number, end: number) => T): T {
+    const inner = this.#inner;
+    if (inner instanceof LoadedEntity) return inner.jsonBytes(read);
+    const bytes = Buffer.from(inner.json, 'utf8');
+    return read(bytes, 0, bytes.length);
   }
   bytes(): Uint8Array {
     return Buffer.from(stampedLine(this.#inner.json, this.#stamp));
