@@ -141,20 +141,32 @@ export class LoadedEntity implements StoredEntity, HeldChange {
     return valuesAt(this.#buffer, this.#start, this.#end, paths);
   }
 
+  /** The line with `stamp` in place of its own (`stampedLine` of its JSON), from its bytes. */
+  stampedBytes(stamp: ChangeStamp): Buffer {
+    const body = this.#buffer.subarray(this.#start, this.#stampAt < 0 ? this.#end - 1 : this.#stampAt);
+    return Buffer.concat([body, Buffer.from(stampedLine('}', stamp), 'latin1')]);
+  }
+
   /** The object's bytes up to its stamp (which is not part of its JSON). */
   jsonBytes<T>(read: (bytes: Uint8Array, start: number, end: number) => T): T {
     return read(this.#buffer, this.#start, this.#stampAt < 0 ? this.#end : this.#stampAt);
   }
 }
 
-/** A line that had no stamp (written before stamps, or by hand), given one at start-up. */
+/**
+ * A line that had no stamp (written before stamps, or by hand), given one at start-up: a create
+ * numbered `seq` at `at`. The two numbers are kept as they are, not as a stamp object: a file of
+ * a million such lines makes a million of these.
+ */
 export class RestampedEntity implements StoredEntity, HeldChange {
   readonly #inner: WrittenEntity | LoadedEntity;
-  readonly #stamp: ChangeStamp;
+  readonly #seq: number;
+  readonly #at: number;
 
-  constructor(inner: WrittenEntity | LoadedEntity, stamp: ChangeStamp) {
+  constructor(inner: WrittenEntity | LoadedEntity, seq: number, at: number) {
     this.#inner = inner;
-    this.#stamp = stamp;
+    this.#seq = seq;
+    this.#at = at;
   }
   get id(): string {
     return this.#inner.id;
@@ -169,13 +181,13 @@ export class RestampedEntity implements StoredEntity, HeldChange {
     return this.#inner.version;
   }
   get seq(): number {
-    return this.#stamp.seq;
+    return this.#seq;
   }
   get type(): ChangeType {
-    return this.#stamp.type;
+    return 'created';
   }
   get at(): number {
-    return this.#stamp.at;
+    return this.#at;
   }
   get entity(): StoredEntity {
     return this;
@@ -192,8 +204,11 @@ export class RestampedEntity implements StoredEntity, HeldChange {
     const bytes = Buffer.from(inner.json, 'utf8');
     return read(bytes, 0, bytes.length);
   }
+  /** The stamped line; for a loaded line, its bytes and the stamp, without decoding it. */
   bytes(): Uint8Array {
-    return Buffer.from(stampedLine(this.#inner.json, this.#stamp));
+    const stamp: ChangeStamp = { seq: this.#seq, type: 'created', at: this.#at };
+    const inner = this.#inner;
+    return inner instanceof LoadedEntity ? inner.stampedBytes(stamp) : Buffer.from(stampedLine(inner.json, stamp));
   }
 }
 

@@ -53,6 +53,13 @@ export class JsonlFile {
     this.needsNewline = false;
   }
 
+  /** Appends `count` whole lines given as bytes (each ending in a newline), durably, as `append` does. */
+  async appendBytes(bytes: Buffer, count: number): Promise<void> {
+    await this.#append(this.needsNewline ? Buffer.concat([Buffer.from('\n'), bytes]) : bytes);
+    this.lines += count;
+    this.needsNewline = false;
+  }
+
   async #append(bytes: Buffer): Promise<void> {
     const fsys = this.#fs;
     try {
