@@ -4,6 +4,22 @@ import { CHECK_EVERY, type Slice, type Work } from './slices.js';
 export const FNV_OFFSET = 0x811c9dc5;
 export const FNV_PRIME = 16777619;
 
+/**
+ * Each byte's class for the tokenizer (json-tokens.ts): an ASCII letter or digit folded as `fold`
+ * (src/conventions/query.ts) folds it (all above 1); 0 for any other ASCII character (a
+ * separator); 1 for what needs a closer look: a quote, a backslash, a byte of a non-ASCII
+ * character.
+ */
+export const ASCII_FOLD: Uint8Array = ((): Uint8Array => {
+  const table = new Uint8Array(256).fill(1, 0x80);
+  for (let c = 0x30; c <= 0x39; c++) table[c] = c;
+  for (let c = 0x61; c <= 0x7a; c++) table[c] = c;
+  for (let c = 0x41; c <= 0x5a; c++) table[c] = c + 0x20;
+  table[0x22] = 1;
+  table[0x5c] = 1;
+  return table;
+})();
+
 /** Between two tokens in the pool: no token byte is 0 (tokens are letters and digits). */
 const SEPARATOR = 0;
 
@@ -49,6 +65,21 @@ export class Vocabulary {
       const id = table[p]!;
       if (id < 0) return this.#add(bytes, start, end, h, p);
       if (this.#hashes[id] === h && this.#equal(id, bytes, start, end)) return id;
+    }
+  }
+
+  /**
+   * `intern` of the ASCII letters and digits `bytes[start, end)` folded (`ASCII_FOLD`), `hash`
+   * being that of the folded bytes: the tokenizer numbers a token straight from the record's text.
+   */
+  internAscii(bytes: Uint8Array, start: number, end: number, hash: number): number {
+    const table = this.#table;
+    const mask = table.length - 1;
+    const h = mix(hash);
+    for (let p = h & mask; ; p = (p + 1) & mask) {
+      const id = table[p]!;
+      if (id < 0) return this.#add(bytes, start, end, h, p, true);
+      if (this.#hashes[id] === h && this.#equalFolded(id, bytes, start, end)) return id;
     }
   }
 
@@ -132,7 +163,15 @@ export class Vocabulary {
     return true;
   }
 
-  #add(bytes: Uint8Array, start: number, end: number, h: number, p: number): number {
+  #equalFolded(id: number, bytes: Uint8Array, start: number, end: number): boolean {
+    const from = this.#starts[id]!;
+    if (this.#starts[id + 1]! - 1 - from !== end - start) return false;
+    const pool = this.#pool;
+    for (let i = 0; i < end - start; i++) if (pool[from + i] !== ASCII_FOLD[bytes[start + i]!]) return false;
+    return true;
+  }
+
+  #add(bytes: Uint8Array, start: number, end: number, h: number, p: number, fold = false): number {
     const id = this.#size;
     const length = end - start;
     if (this.#used + length + 1 > this.#pool.length) {
@@ -141,7 +180,8 @@ export class Vocabulary {
       this.#pool = pool;
     }
     const pool = this.#pool;
-    for (let i = 0; i < length; i++) pool[this.#used + i] = bytes[start + i]!;
+    if (fold) for (let i = 0; i < length; i++) pool[this.#used + i] = ASCII_FOLD[bytes[start + i]!]!;
+    else for (let i = 0; i < length; i++) pool[this.#used + i] = bytes[start + i]!;
     this.#used += length;
     pool[this.#used++] = SEPARATOR;
     if (id + 1 >= this.#hashes.length) {
