@@ -47,6 +47,9 @@ async function withServer<T>(file: string, gcLog: string | undefined, run: (serv
   await fs.copyFile(file, path.join(dir, `${PRODUCTS}.jsonl`));
   const config = readConfig();
   const nodeArgs = gcLog === undefined ? [] : ['--import', path.join(root, 'bench', 'gc-observer.mjs')];
+  // BENCH_FAIR_PROFILE=<dir>: a CPU profile of the loaded server there (where the loop is held).
+  const profileDir = process.env['BENCH_FAIR_PROFILE'];
+  if (gcLog !== undefined && profileDir) nodeArgs.push('--cpu-prof', '--cpu-prof-interval', '250', '--cpu-prof-dir', profileDir);
   if (gcLog !== undefined) process.env['BENCH_GC_LOG'] = gcLog;
   const server = await startHalserve(config.root, dir, config.pin, nodeArgs, ['--durability', 'full']);
   delete process.env['BENCH_GC_LOG'];
@@ -151,6 +154,7 @@ async function underLoad(file: string, ids: readonly string[], seconds: number):
     const loops = Array.from({ length: 8 }, heavyLoop);
     await new Promise((r) => setTimeout(r, 200));
     window = [Date.now(), Date.now() + seconds * 1000];
+    process.kill(server.pid, 'SIGUSR2'); // the observer's loop-delay histogram starts here
     const got = await probe(server.port, seconds, ids, readConfig().pin);
     await Promise.all(loops);
     const gets = got.latencies;
@@ -165,7 +169,7 @@ async function underLoad(file: string, ids: readonly string[], seconds: number):
       'load average': loadAverage,
     };
   });
-  const gc = JSON.parse(await fs.readFile(gcLog, 'utf8')) as [number, number, number][];
+  const { gc, delay } = JSON.parse(await fs.readFile(gcLog, 'utf8')) as { gc: [number, number, number][]; delay: Record<string, number> };
   await fs.rm(gcLog, { force: true });
   const during = gc.filter(([at]) => at >= window[0] && at <= window[1]);
   const pauses = during.map(([, ms]) => ms);
@@ -179,6 +183,8 @@ async function underLoad(file: string, ids: readonly string[], seconds: number):
     'GC total ms': pauses.reduce((a, b) => a + b, 0),
     'major GCs': major.length,
     'major GC max ms': major.length > 0 ? Math.max(...major) : 0,
+    'loop delay p99 ms': delay['p99']!,
+    'loop delay max ms': delay['max']!,
   };
 }
 
