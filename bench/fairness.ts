@@ -5,7 +5,8 @@
  *
  * (also the last section of `npm run bench:queries`). On the `queries` workload's products
  * (`bench/products.ts`), each round starts fresh servers of the built `dist/cli.js`
- * (`BENCH_HALSERVE` for another build) on a copy of the products with their change stamps, as a
+ * (`BENCH_HALSERVE` for another build; `BENCH_FAIR_ENTRIES=a/cli.js,b/cli.js` for builds side by side,
+ * interleaved) on a copy of the products with their change stamps, as a
  * server writes its file (`stampLines`), and measures:
  *
  * - **first search**: the first `q` on a fresh server (its status, and when a 200 came from the
@@ -230,22 +231,31 @@ export async function runFairness(entities: number, rounds: number, log: (m: str
     const stamped = path.join(tmp, 'stamped.jsonl');
     const fileMiB = (await stampLines(products.jsonl, stamped)) / 2 ** 20;
     log(`fairness: ${fmt(entities)} products, ${fmt(fileMiB)} MiB (${fmt(unstampedMiB)} MiB without stamps), load average ${os.loadavg().map((l) => fmt(l, 2)).join(' ')}`);
-    const all: Figures[] = [];
+    // BENCH_FAIR_ENTRIES=a/cli.js,b/cli.js: builds side by side, interleaved (A B, B A, …).
+    const entries = (process.env['BENCH_FAIR_ENTRIES'] ?? process.env['BENCH_HALSERVE'] ?? 'dist/cli.js').split(',');
+    const all = new Map<string, Figures[]>(entries.map((entry) => [entry, []]));
     for (let round = 1; round <= rounds; round++) {
-      const figures: Figures = {
-        ...(parts.includes('search') ? await withServer(stamped, undefined, firstSearch) : {}),
-        ...(parts.includes('rss') ? await withServer(stamped, undefined, rss) : {}),
-        ...(parts.includes('rss') ? prefixed('unstamped ', await withServer(products.jsonl, undefined, rss)) : {}),
-        ...(parts.includes('load') ? await underLoad(stamped, products.sampleIds, seconds) : {}),
-      };
-      all.push(figures);
-      log(`fairness round ${round}/${rounds}: ${Object.entries(figures).map(([k, v]) => `${k} ${fmt(v, 2)}`).join(', ')}`);
+      for (const entry of round % 2 === 1 ? entries : [...entries].reverse()) {
+        process.env['BENCH_HALSERVE'] = entry;
+        const figures: Figures = {
+          ...(parts.includes('search') ? await withServer(stamped, undefined, firstSearch) : {}),
+          ...(parts.includes('rss') ? await withServer(stamped, undefined, rss) : {}),
+          ...(parts.includes('rss') ? prefixed('unstamped ', await withServer(products.jsonl, undefined, rss)) : {}),
+          ...(parts.includes('load') ? await underLoad(stamped, products.sampleIds, seconds) : {}),
+        };
+        all.get(entry)!.push(figures);
+        log(`fairness round ${round}/${rounds} ${entry}: ${Object.entries(figures).map(([k, v]) => `${k} ${fmt(v, 2)}`).join(', ')}`);
+      }
     }
-    const medians: Figures = {};
-    for (const k of Object.keys(all[0]!)) medians[k] = median(all.map((f) => f[k]!));
-    log(`fairness medians: ${Object.entries(medians).map(([k, v]) => `${k} ${fmt(v, 2)}`).join(', ')}; load average after ${os.loadavg().map((l) => fmt(l, 2)).join(' ')}`);
-    const lines = verdicts(medians, fileMiB, unstampedMiB);
-    for (const line of lines) log(`fairness: ${line}`);
+    let medians: Figures = {};
+    let lines: string[] = [];
+    for (const [entry, list] of all) {
+      medians = {};
+      for (const k of Object.keys(list[0]!)) medians[k] = median(list.map((f) => f[k]!));
+      log(`fairness medians ${entry}: ${Object.entries(medians).map(([k, v]) => `${k} ${fmt(v, 2)}`).join(', ')}; load average after ${os.loadavg().map((l) => fmt(l, 2)).join(' ')}`);
+      lines = verdicts(medians, fileMiB, unstampedMiB);
+      for (const line of lines) log(`fairness ${entry}: ${line}`);
+    }
     return { medians, verdicts: lines, fileMiB };
   } finally {
     if (affinity && readConfig().pin) execFileSync('taskset', ['-a', '-p', '-c', affinity, String(process.pid)], { stdio: 'ignore' });
