@@ -217,7 +217,37 @@ function verdicts(m: Figures, fileMiB: number, unstampedMiB: number): string[] {
   return rows.filter(([, value]) => value !== undefined).map(([name, value, target]) => `${name}: ${fmt(value, 2)} (target ≤ ${fmt(target, 1)}) ${value <= target ? 'met' : 'MISSED'}`);
 }
 
-export async function runFairness(entities: number, rounds: number, log: (m: string) => void): Promise<{ medians: Figures; verdicts: string[]; fileMiB: number }> {
+export interface FairnessResult {
+  readonly entities: number;
+  readonly rounds: number;
+  readonly fileMiB: number;
+  /** Medians per build (one unless BENCH_FAIR_ENTRIES names several). */
+  readonly medians: Readonly<Record<string, Figures>>;
+  readonly verdicts: Readonly<Record<string, readonly string[]>>;
+  readonly load: { readonly before: readonly number[]; readonly after: readonly number[] };
+}
+
+export const FAIRNESS_BEGIN = '<!-- fairness:begin -->';
+export const FAIRNESS_END = '<!-- fairness:end -->';
+
+/** The section of `RESULTS.md`: each build's medians, the targets beside them. */
+export function renderFairness(r: FairnessResult, date: string): string {
+  const lines = [
+    FAIRNESS_BEGIN,
+    `## Fairness, first search, memory (issue 15, points 4-6): ${fmt(r.entities)} products`,
+    '',
+    `${date}, \`bench/fairness.ts\`, ${r.rounds} rounds (medians), file ${fmt(r.fileMiB)} MiB with its change stamps; load average ${r.load.before.map((l) => fmt(l, 2)).join(' ')} before, ${r.load.after.map((l) => fmt(l, 2)).join(' ')} after. How it measures: the top of \`bench/fairness.ts\`.`,
+    '',
+  ];
+  for (const [entry, medians] of Object.entries(r.medians)) {
+    lines.push(`**${entry}**`, '', ...r.verdicts[entry]!.map((v) => `- ${v}`), '', `All medians: ${Object.entries(medians).map(([k, v]) => `${k} ${fmt(v, 2)}`).join(', ')}`, '');
+  }
+  lines.push(FAIRNESS_END);
+  return lines.join('\n');
+}
+
+export async function runFairness(entities: number, rounds: number, log: (m: string) => void): Promise<FairnessResult> {
+  const loadBefore = os.loadavg();
   const tmp = await fs.mkdtemp(path.join(os.tmpdir(), 'halserve-fair-data-'));
   const seconds = Number(process.env['BENCH_AB_SECONDS'] ?? 10);
   // BENCH_FAIR_ONLY=search,rss,load: some of the three measures.
@@ -247,16 +277,17 @@ export async function runFairness(entities: number, rounds: number, log: (m: str
         log(`fairness round ${round}/${rounds} ${entry}: ${Object.entries(figures).map(([k, v]) => `${k} ${fmt(v, 2)}`).join(', ')}`);
       }
     }
-    let medians: Figures = {};
-    let lines: string[] = [];
+    const byEntry: Record<string, Figures> = {};
+    const verdictsOf: Record<string, string[]> = {};
     for (const [entry, list] of all) {
-      medians = {};
+      const medians: Figures = {};
       for (const k of Object.keys(list[0]!)) medians[k] = median(list.map((f) => f[k]!));
       log(`fairness medians ${entry}: ${Object.entries(medians).map(([k, v]) => `${k} ${fmt(v, 2)}`).join(', ')}; load average after ${os.loadavg().map((l) => fmt(l, 2)).join(' ')}`);
-      lines = verdicts(medians, fileMiB, unstampedMiB);
-      for (const line of lines) log(`fairness ${entry}: ${line}`);
+      byEntry[entry] = medians;
+      verdictsOf[entry] = verdicts(medians, fileMiB, unstampedMiB);
+      for (const line of verdictsOf[entry]) log(`fairness ${entry}: ${line}`);
     }
-    return { medians, verdicts: lines, fileMiB };
+    return { entities, rounds, fileMiB, medians: byEntry, verdicts: verdictsOf, load: { before: loadBefore, after: os.loadavg() } };
   } finally {
     if (affinity && readConfig().pin) execFileSync('taskset', ['-a', '-p', '-c', affinity, String(process.pid)], { stdio: 'ignore' });
     await fs.rm(tmp, { recursive: true, force: true });
