@@ -120,13 +120,14 @@ test('lines without stamps (written by hand) -> numbered above every stamped one
   await second.close();
 });
 
-test('more unstamped lines than one append holds (several megabytes) -> each stamped once, in file order, its JSON unchanged', async () => {
+test('more unstamped lines than one append holds (several megabytes, one line longer than an append) -> each stamped once, in file order, its JSON unchanged', async () => {
   const dir = await tempDir();
   const clock = manualClock();
-  const pad = 'x'.repeat(300);
+  // One line longer than a whole append (4 MiB) goes on its own.
+  const pad = (i: number): string => (i === 100 ? 'y'.repeat(5 * 2 ** 20) : 'x'.repeat(300));
   // An id with an escape and one with non-ASCII text load as written entities, not from their bytes.
   const ids = Array.from({ length: 20_000 }, (_, i) => (i === 7 ? 'q"7' : i === 9 ? 'ü9' : `h${i}`));
-  const json = (i: number): string => JSON.stringify({ id: ids[i], createdAt: 1, updatedAt: 1, n: i, pad });
+  const json = (i: number): string => JSON.stringify({ id: ids[i], createdAt: 1, updatedAt: 1, n: i, pad: pad(i) });
   await fs.writeFile(path.join(dir, 'items.jsonl'), `${ids.map((_, i) => json(i)).join('\n')}\n`);
   const first = await open(dir, clock);
   const listed = everyChange(first);

@@ -141,6 +141,18 @@ export class LoadedEntity implements StoredEntity, HeldChange {
     return valuesAt(this.#buffer, this.#start, this.#end, paths);
   }
 
+  /** `writeLine` of the line with `stamp` in place of its own, copied from its bytes. */
+  writeStamped(target: Buffer, at: number, stamp: ChangeStamp): number {
+    const end = this.#stampAt < 0 ? this.#end - 1 : this.#stampAt;
+    const suffix = stampedLine('}', stamp);
+    const next = at + (end - this.#start) + suffix.length + 1;
+    if (next > target.length) return -1;
+    this.#buffer.copy(target, at, this.#start, end);
+    target.write(suffix, next - suffix.length - 1, 'latin1');
+    target[next - 1] = 0x0a;
+    return next;
+  }
+
   /** The line with `stamp` in place of its own (`stampedLine` of its JSON), from its bytes. */
   stampedBytes(stamp: ChangeStamp): Buffer {
     const body = this.#buffer.subarray(this.#start, this.#stampAt < 0 ? this.#end - 1 : this.#stampAt);
@@ -204,6 +216,13 @@ export class RestampedEntity implements StoredEntity, HeldChange {
     const bytes = Buffer.from(inner.json, 'utf8');
     return read(bytes, 0, bytes.length);
   }
+  /** `writeLine` of the stamped line; a loaded line's bytes are copied, not decoded. */
+  writeLine(target: Buffer, at: number): number {
+    const stamp: ChangeStamp = { seq: this.#seq, type: 'created', at: this.#at };
+    const inner = this.#inner;
+    return inner instanceof LoadedEntity ? inner.writeStamped(target, at, stamp) : writeLine(target, at, stampedLine(inner.json, stamp));
+  }
+
   /** The stamped line; for a loaded line, its bytes and the stamp, without decoding it. */
   bytes(): Uint8Array {
     const stamp: ChangeStamp = { seq: this.#seq, type: 'created', at: this.#at };
@@ -213,6 +232,15 @@ export class RestampedEntity implements StoredEntity, HeldChange {
 }
 
 export type LogEntity = WrittenEntity | LoadedEntity | RestampedEntity;
+
+/** Writes `line` and a newline into `target` at `at` (UTF-8): the end, or -1 when it does not fit. */
+export function writeLine(target: Buffer, at: number, line: string): number {
+  const next = at + Buffer.byteLength(line) + 1;
+  if (next > target.length) return -1;
+  target.write(line, at, 'utf8');
+  target[next - 1] = 0x0a;
+  return next;
+}
 
 /** `<line>.<53-bit hash of json>` (cyrb53: cheap, and well spread for short strings). */
 export function versionOf(line: number, json: string): string {
