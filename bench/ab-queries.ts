@@ -26,7 +26,9 @@ type Figures = Record<string, number>;
 
 async function withServer(entry: string, file: string, run: (server: Running, agent: Agent) => Promise<Figures>): Promise<Figures> {
   const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'halserve-ab-'));
-  await fs.link(file, path.join(dir, `${PRODUCTS}.jsonl`));
+  // A copy, not a link: a server's first start appends a stamped copy of every unstamped line to
+  // its file, which would change the data of every later round.
+  await fs.copyFile(file, path.join(dir, `${PRODUCTS}.jsonl`));
   process.env['BENCH_HALSERVE'] = entry;
   const server = await startHalserve(readConfig().root, dir, readConfig().pin, [], ['--durability', 'full']);
   const agent = new Agent({ keepAlive: true, maxSockets: 1 });

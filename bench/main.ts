@@ -18,6 +18,7 @@ import { startHalserve, startHalserveWithJwt, startHalserveWithToken, startJsonS
 import { fmt } from './stats.js';
 import { workloads, type Workload } from './workloads.js';
 import { runQueries, type QueriesResult } from './queries.js';
+import { FAIRNESS_BEGIN, FAIRNESS_END, renderFairness, runFairness, type FairnessResult } from './fairness.js';
 import { renderQueries, spliceQueries, spliceSection } from './queries-report.js';
 import { runDeployed, type DeployedResult } from './deployed.js';
 import { BEGIN as REPLICAS_BEGIN, END as REPLICAS_END, renderReplicas, runReplicas, type ReplicasResult } from './replicas.js';
@@ -198,13 +199,14 @@ async function main(): Promise<void> {
   let store: { file: string; output: string }[] = [];
   let auth: { file: string; output: string } | undefined;
   let queries: QueriesResult | undefined;
+  let fairness: FairnessResult | undefined;
   let replicas: ReplicasResult | { skipped: string } | undefined;
   let deployed: DeployedResult | undefined;
   let lru: string | undefined;
   let streams: StreamsBench | undefined;
   let small: Dataset | undefined;
-  // `BENCH_ONLY=queries`, `replicas` and/or `streams` (or `node bench/run.mjs queries`) replaces only their sections of the report.
-  const sectionsOnly = config.only.length > 0 && config.only.every((name) => name === 'queries' || name === 'replicas' || name === 'streams');
+  // `BENCH_ONLY=queries`, `replicas`, `streams` and/or `fairness` (or `node bench/run.mjs queries`) replaces only their sections of the report.
+  const sectionsOnly = config.only.length > 0 && config.only.every((name) => name === 'queries' || name === 'replicas' || name === 'streams' || name === 'fairness');
   try {
     // The side-by-side data set is made only when one of its workloads is wanted (their names
     // do not depend on the data).
@@ -237,6 +239,8 @@ async function main(): Promise<void> {
       await fs.rm(data.dir, { recursive: true, force: true });
     }
     if (wanted(config, 'queries')) queries = await runQueries(config, tmp, log);
+    // Issue 15's targets 4-6 (fairness under heavy queries, the first search, RSS): with the queries, or alone.
+    if (wanted(config, 'queries') || wanted(config, 'fairness')) fairness = await runFairness(config.queryEntities, config.rounds, (m) => log(`queries: ${m}`));
     if (wanted(config, 'replicas')) replicas = await runReplicas(config, tmp, log);
     if (wanted(config, 'streams')) streams = await streamsBench(config);
     if (wanted(config, 'store')) store = await storeBench(config);
@@ -281,12 +285,13 @@ async function main(): Promise<void> {
     if (queries) report = spliceQueries(report, renderQueries(queries, config, result.date));
     if (replicas) report = spliceSection(report, renderReplicas(replicas, config, result.date), REPLICAS_BEGIN, REPLICAS_END);
     if (streams) report = spliceSection(report, renderStreams(streams, result.date), STREAMS_BEGIN, STREAMS_END);
+    if (fairness) report = spliceSection(report, renderFairness(fairness, result.date), FAIRNESS_BEGIN, FAIRNESS_END);
     await fs.writeFile(config.out, report);
     log(`wrote the ${config.only.join(' and ')} section of ${path.relative(config.root, config.out)} (raw figures: ${path.relative(config.root, rawOut)}) in ${fmt(result.wallSeconds)} s`);
     return;
   }
   await fs.writeFile(config.rawOut, JSON.stringify(result, null, 2));
-  await fs.writeFile(config.out, renderReport(result));
+  await fs.writeFile(config.out, fairness ? spliceSection(renderReport(result), renderFairness(fairness, result.date), FAIRNESS_BEGIN, FAIRNESS_END) : renderReport(result));
   log(`wrote ${path.relative(config.root, config.out)} (raw figures: ${path.relative(config.root, config.rawOut)}) in ${fmt(result.wallSeconds)} s`);
 }
 

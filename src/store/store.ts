@@ -36,6 +36,12 @@ export interface StoredEntity {
    * them more cheaply than by parsing the whole record: index builds call it once per entity.
    */
   valuesAt?(paths: readonly (readonly string[])[]): unknown[];
+  /**
+   * Hands `read` the UTF-8 bytes of the stored JSON object (`bytes[start, end)`; the closing brace
+   * may be left out), for a store that holds them: the text index reads its tokens from them
+   * without parsing the record.
+   */
+  jsonBytes?<T>(read: (bytes: Uint8Array, start: number, end: number) => T): T;
 }
 
 /**

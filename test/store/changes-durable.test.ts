@@ -19,6 +19,16 @@ const open = (dir: string, clock = manualClock(), resources = ['items', 'orders'
 /** What a feed answer says, in a comparable form. */
 const shown = (changes: readonly StoreChange[]): string[] => changes.map((c) => `${c.cursor} ${c.type} ${c.resource}/${c.id} ${c.entity?.json ?? '-'} @${c.at}`);
 const all = (data: DataDir, since?: string): string[] => shown(data.changes.read(since, 1000).changes);
+/** Every change, a page of 1,000 at a time. */
+function everyChange(data: DataDir): string[] {
+  const out: string[] = [];
+  for (let since: string | undefined; ; ) {
+    const { changes } = data.changes.read(since, 1000);
+    out.push(...shown(changes));
+    if (changes.length < 1000) return out;
+    since = String(changes.at(-1)!.cursor);
+  }
+}
 const store = (data: DataDir, name: string): JsonlStore => data.stores.get(name) as JsonlStore;
 
 test('writes to two resources, reopen -> the same changes with the same cursors; new ones above them', async () => {
@@ -107,6 +117,27 @@ test('lines without stamps (written by hand) -> numbered above every stamped one
   await first.close();
   const second = await open(dir, clock);
   assert.deepEqual(all(second), listed);
+  await second.close();
+});
+
+test('more unstamped lines than one append holds (several megabytes, one line longer than an append) -> each stamped once, in file order, its JSON unchanged', async () => {
+  const dir = await tempDir();
+  const clock = manualClock();
+  // One line longer than a whole append (4 MiB) goes on its own.
+  const pad = (i: number): string => (i === 100 ? 'y'.repeat(5 * 2 ** 20) : 'x'.repeat(300));
+  // An id with an escape and one with non-ASCII text load as written entities, not from their bytes.
+  const ids = Array.from({ length: 20_000 }, (_, i) => (i === 7 ? 'q"7' : i === 9 ? 'ü9' : `h${i}`));
+  const json = (i: number): string => JSON.stringify({ id: ids[i], createdAt: 1, updatedAt: 1, n: i, pad: pad(i) });
+  await fs.writeFile(path.join(dir, 'items.jsonl'), `${ids.map((_, i) => json(i)).join('\n')}\n`);
+  const first = await open(dir, clock);
+  const listed = everyChange(first);
+  assert.equal(listed.length, ids.length);
+  listed.forEach((line, i) => assert.equal(line.slice(0, line.lastIndexOf(' @')), `${i + 1} created items/${ids[i]} ${json(i)}`));
+  await first.close();
+  const text = await fs.readFile(path.join(dir, 'items.jsonl'), 'utf8');
+  assert.equal(text.split('\n').filter((l) => l !== '').length, 2 * ids.length, 'a stamped copy of every line appended');
+  const second = await open(dir, clock);
+  assert.deepEqual(everyChange(second), listed);
   await second.close();
 });
 

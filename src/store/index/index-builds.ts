@@ -3,11 +3,11 @@ import type { StoredEntity } from '../store.js';
 import { FieldIndex, NO_ROW } from './field-index.js';
 import type { Rows } from './rows.js';
 import { CHECK_EVERY, runSliced, type Slice, type Work } from './slices.js';
-import { TextIndex } from './text-index.js';
+import { TextBuilder, type TextIndex } from './text-index.js';
 
 /** A text index being built. */
 interface TextFill<E> {
-  readonly text: TextIndex;
+  readonly text: TextBuilder;
   /** Rows below it have been indexed. */
   cursor: number;
   /** For rows written after the build indexed them: the entity it indexed (undefined: none). */
@@ -83,7 +83,7 @@ export class IndexBuilds<E extends StoredEntity> {
   remap(moved: Int32Array): void {
     const slots = this.#rows.slotCount;
     for (const field of this.#fields.values()) field.remap(moved, slots);
-    this.#text?.remap(moved);
+    this.#text?.remap(moved, slots);
     if (this.#touched) this.#touched = new Set([...this.#touched].map((row) => moved[row]!));
   }
 
@@ -164,31 +164,30 @@ export class IndexBuilds<E extends StoredEntity> {
 
   async #buildText(): Promise<void> {
     this.#touched ??= new Set();
-    const fill = await runSliced((slice) => this.#fillText(slice), Infinity, () => this.#rows.layout);
+    const { text, seen } = await runSliced((slice) => this.#fillText(slice), Infinity, () => this.#rows.layout);
     for (const row of this.#touched) {
       // What the build indexed for a row written after it passed; adding the current state is
       // idempotent for a row it reached after its writes.
-      const before = fill.seen.get(row);
-      if (before) fill.text.remove(row, before.record);
+      const before = seen.get(row);
+      if (before) text.remove(row, before.record);
       const entity = this.#rows.at(row);
-      if (entity) fill.text.add(row, entity.record);
+      if (entity) text.add(row, entity.record);
     }
-    this.#text = fill.text;
+    this.#text = text;
     this.#textFill = undefined;
   }
 
-  *#fillText(slice: Slice): Work<TextFill<E>> {
-    const fill: TextFill<E> = { text: new TextIndex(), cursor: 0, seen: new Map() };
-    this.#textFill = fill;
+  *#fillText(slice: Slice): Work<{ text: TextIndex; seen: Map<number, E | undefined> }> {
     const slots = this.#rows.slotCount;
+    const fill: TextFill<E> = { text: new TextBuilder(slots), cursor: 0, seen: new Map() };
+    this.#textFill = fill;
     for (let row = 0; row < slots; row++) {
-      const entity = this.#rows.at(row);
-      if (entity !== undefined) fill.text.add(row, entity.record);
+      fill.text.add(row, this.#rows.at(row));
       fill.cursor = row + 1;
-      // A record is parsed and split into tokens here (a few microseconds): look at the clock often.
+      // A record's tokens are read here (a microsecond or two): look at the clock often.
       if (row % 128 === 0 && slice.due) yield;
     }
-    return fill;
+    return { text: yield* fill.text.finish(slice), seen: fill.seen };
   }
 }
 

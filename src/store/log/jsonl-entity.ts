@@ -140,16 +140,45 @@ export class LoadedEntity implements StoredEntity, HeldChange {
   valuesAt(paths: readonly (readonly string[])[]): unknown[] {
     return valuesAt(this.#buffer, this.#start, this.#end, paths);
   }
+
+  /** `writeLine` of the line with `stamp` in place of its own, copied from its bytes. */
+  writeStamped(target: Buffer, at: number, stamp: ChangeStamp): number {
+    const end = this.#stampAt < 0 ? this.#end - 1 : this.#stampAt;
+    const suffix = stampedLine('}', stamp);
+    const next = at + (end - this.#start) + suffix.length + 1;
+    if (next > target.length) return -1;
+    this.#buffer.copy(target, at, this.#start, end);
+    target.write(suffix, next - suffix.length - 1, 'latin1');
+    target[next - 1] = 0x0a;
+    return next;
+  }
+
+  /** The line with `stamp` in place of its own (`stampedLine` of its JSON), from its bytes. */
+  stampedBytes(stamp: ChangeStamp): Buffer {
+    const body = this.#buffer.subarray(this.#start, this.#stampAt < 0 ? this.#end - 1 : this.#stampAt);
+    return Buffer.concat([body, Buffer.from(stampedLine('}', stamp), 'latin1')]);
+  }
+
+  /** The object's bytes up to its stamp (which is not part of its JSON). */
+  jsonBytes<T>(read: (bytes: Uint8Array, start: number, end: number) => T): T {
+    return read(this.#buffer, this.#start, this.#stampAt < 0 ? this.#end : this.#stampAt);
+  }
 }
 
-/** A line that had no stamp (written before stamps, or by hand), given one at start-up. */
+/**
+ * A line that had no stamp (written before stamps, or by hand), given one at start-up: a create
+ * numbered `seq` at `at`. The two numbers are kept as they are, not as a stamp object: a file of
+ * a million such lines makes a million of these.
+ */
 export class RestampedEntity implements StoredEntity, HeldChange {
   readonly #inner: WrittenEntity | LoadedEntity;
-  readonly #stamp: ChangeStamp;
+  readonly #seq: number;
+  readonly #at: number;
 
-  constructor(inner: WrittenEntity | LoadedEntity, stamp: ChangeStamp) {
+  constructor(inner: WrittenEntity | LoadedEntity, seq: number, at: number) {
     this.#inner = inner;
-    this.#stamp = stamp;
+    this.#seq = seq;
+    this.#at = at;
   }
   get id(): string {
     return this.#inner.id;
@@ -164,13 +193,13 @@ export class RestampedEntity implements StoredEntity, HeldChange {
     return this.#inner.version;
   }
   get seq(): number {
-    return this.#stamp.seq;
+    return this.#seq;
   }
   get type(): ChangeType {
-    return this.#stamp.type;
+    return 'created';
   }
   get at(): number {
-    return this.#stamp.at;
+    return this.#at;
   }
   get entity(): StoredEntity {
     return this;
@@ -181,12 +210,37 @@ export class RestampedEntity implements StoredEntity, HeldChange {
     const record = inner.record;
     return paths.map((path) => valueAt(record, path));
   }
+  jsonBytes<T>(read: (bytes: Uint8Array, start: number, end: number) => T): T {
+    const inner = this.#inner;
+    if (inner instanceof LoadedEntity) return inner.jsonBytes(read);
+    const bytes = Buffer.from(inner.json, 'utf8');
+    return read(bytes, 0, bytes.length);
+  }
+  /** `writeLine` of the stamped line; a loaded line's bytes are copied, not decoded. */
+  writeLine(target: Buffer, at: number): number {
+    const stamp: ChangeStamp = { seq: this.#seq, type: 'created', at: this.#at };
+    const inner = this.#inner;
+    return inner instanceof LoadedEntity ? inner.writeStamped(target, at, stamp) : writeLine(target, at, stampedLine(inner.json, stamp));
+  }
+
+  /** The stamped line; for a loaded line, its bytes and the stamp, without decoding it. */
   bytes(): Uint8Array {
-    return Buffer.from(stampedLine(this.#inner.json, this.#stamp));
+    const stamp: ChangeStamp = { seq: this.#seq, type: 'created', at: this.#at };
+    const inner = this.#inner;
+    return inner instanceof LoadedEntity ? inner.stampedBytes(stamp) : Buffer.from(stampedLine(inner.json, stamp));
   }
 }
 
 export type LogEntity = WrittenEntity | LoadedEntity | RestampedEntity;
+
+/** Writes `line` and a newline into `target` at `at` (UTF-8): the end, or -1 when it does not fit. */
+export function writeLine(target: Buffer, at: number, line: string): number {
+  const next = at + Buffer.byteLength(line) + 1;
+  if (next > target.length) return -1;
+  target.write(line, at, 'utf8');
+  target[next - 1] = 0x0a;
+  return next;
+}
 
 /** `<line>.<53-bit hash of json>` (cyrb53: cheap, and well spread for short strings). */
 export function versionOf(line: number, json: string): string {

@@ -11,6 +11,8 @@ export interface FileView {
   release(): Promise<void>;
 }
 
+const NEWLINE = Buffer.from('\n');
+
 /**
  * The log file of one resource: its descriptor, how many bytes and lines are acknowledged, and
  * durable appends (docs/storage.md §1). Bytes past `size` are the debris of a failed write: appends are
@@ -104,13 +106,22 @@ export class JsonlFile {
     await this.commit(beside);
   }
 
+  /** Appends `count` whole lines given as bytes (each ending in a newline), durably, as `append` does. */
+  async appendBytes(bytes: Buffer, count: number): Promise<void> {
+    await this.#write(this.needsNewline ? Buffer.concat([NEWLINE, bytes]) : bytes, count);
+    await this.commit();
+  }
+
   /**
    * The first half of `append`: writes the lines after the acknowledged bytes, not yet synced nor
    * counted. A process that dies after it leaves them in the page cache, so it orders this file's
    * bytes before any file written after it; `commit` makes them durable (or drops them).
    */
-  async write(lines: readonly string[]): Promise<void> {
-    const bytes = Buffer.from((this.needsNewline ? '\n' : '') + lines.join('\n') + '\n');
+  write(lines: readonly string[]): Promise<void> {
+    return this.#write(Buffer.from((this.needsNewline ? '\n' : '') + lines.join('\n') + '\n'), lines.length);
+  }
+
+  async #write(bytes: Buffer, lines: number): Promise<void> {
     const fsys = this.#fs;
     try {
       if (this.#fd === undefined) {
@@ -123,7 +134,7 @@ export class JsonlFile {
       }
       this.#dirtyTail = true;
       await writeAll(fsys, this.#fd, bytes, this.size);
-      this.#written = { bytes: bytes.length, lines: lines.length };
+      this.#written = { bytes: bytes.length, lines };
     } catch (error) {
       await this.#dropTail();
       throw error;

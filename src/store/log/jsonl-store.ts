@@ -20,7 +20,7 @@ import { ChangesFile } from './changes-file.js';
 import { AnswerBook, type AnswerBookOptions, type Claim, type IdempotencyLedger, type KeyedWrite } from '../idempotency.js';
 import { AnswerFile, answerFileOf, lineHash, type LineRange, type Recorded } from './answer-file.js';
 import { Compaction, TMP_SUFFIX } from './jsonl-compaction.js';
-import { RestampedEntity, WrittenEntity, type LoadedEntity, type LogEntity } from './jsonl-entity.js';
+import { RestampedEntity, WrittenEntity, writeLine, type LoadedEntity, type LogEntity } from './jsonl-entity.js';
 import { JsonlFile, type FileView } from './jsonl-file.js';
 import { loadLog, type LoadResult } from './jsonl-load.js';
 import { appendDurably, nodeFs, type StoreFs } from './store-fs.js';
@@ -86,6 +86,10 @@ export interface JsonlStore extends LocalStore {
   /** The log's acknowledged bytes as they are now, held readable until released (`JsonlFile.retain`); undefined while there is no file. */
   retainLog(): FileView | undefined;
 }
+
+/** Stamped copies of unstamped lines are appended this many bytes at a time (`stampUnstamped`). */
+const STAMP_CHUNK_BYTES = 4 * 1024 * 1024;
+const NEWLINE = Buffer.from('\n');
 
 /** Suffixes of the files a store keeps beside its log (docs/storage.md §1). */
 export { TMP_SUFFIX } from './jsonl-compaction.js';
@@ -380,21 +384,51 @@ class JsonlLogStore implements JsonlStore {
     const log = this.#log;
     const at = log.nowSeconds();
     const held: HeldChange[] = [];
-    const lines: string[] = [];
     const stamped: RestampedEntity[] = [];
-    for (const entity of live) {
-      const restamped = new RestampedEntity(entity as WrittenEntity | LoadedEntity, { seq: log.take(), type: 'created', at });
-      stamped.push(restamped);
-      held.push(restamped);
-      lines.push(Buffer.from(restamped.bytes()).toString('utf8'));
-    }
-    for (const id of deletes) {
-      const seq = log.take();
-      held.push(new HeldDelete(id, seq, at));
-      lines.push(tombstoneLine(id, { seq, type: 'deleted', at }));
-    }
+    // Appended a few megabytes at a time, each line written into one reused buffer from its bytes:
+    // a million lines joined into one string and one buffer held three copies of the file at
+    // once, and a buffer per line left as many small allocations, garbage that stayed in the
+    // process's memory long after.
+    const chunk = Buffer.allocUnsafeSlow(STAMP_CHUNK_BYTES);
+    let used = 0;
+    let count = 0;
+    const flush = async (): Promise<void> => {
+      if (count === 0) return;
+      const bytes = chunk.subarray(0, used);
+      const lines = count;
+      used = 0;
+      count = 0;
+      await this.#file.appendBytes(bytes, lines);
+    };
+    /** One line into the chunk by `write` (which answers the new end, or -1 when it does not fit); false if it did not. */
+    const put = (write: (target: Buffer, at: number) => number): boolean => {
+      const end = write(chunk, used);
+      if (end < 0) return false;
+      used = end;
+      count++;
+      return true;
+    };
+    /** A line that did not fit: after the chunk, in the next one, or on its own when longer than a chunk. */
+    const overflow = async (write: (target: Buffer, at: number) => number, whole: () => Uint8Array): Promise<void> => {
+      await flush();
+      if (!put(write)) await this.#file.appendBytes(Buffer.concat([whole(), NEWLINE]), 1);
+    };
     try {
-      await this.#file.append(lines);
+      for (const entity of live) {
+        const restamped = new RestampedEntity(entity as WrittenEntity | LoadedEntity, log.take(), at);
+        stamped.push(restamped);
+        held.push(restamped);
+        const write = (target: Buffer, from: number): number => restamped.writeLine(target, from);
+        if (!put(write)) await overflow(write, () => restamped.bytes());
+      }
+      for (const id of deletes) {
+        const seq = log.take();
+        held.push(new HeldDelete(id, seq, at));
+        const line = tombstoneLine(id, { seq, type: 'deleted', at });
+        const write = (target: Buffer, from: number): number => writeLine(target, from, line);
+        if (!put(write)) await overflow(write, () => Buffer.from(line));
+      }
+      await flush();
     } catch (error) {
       throw new StoreOpenError(`${this.#path}: could not append the change numbers of its ${held.length} unnumbered lines: ${(error as Error).message}`);
     }
