@@ -6,6 +6,7 @@ import { after } from 'node:test';
 import { openPostgres, type PostgresOptions, type PostgresStores } from '../../src/store/pg/open.js';
 import { findPostgres, startCluster, type PgCluster } from '../helpers/pg-cluster.js';
 import { eventually } from '../helpers/process.js';
+import { StoreConflictError, StoreUnavailableError } from '../../src/store/store.js';
 
 const found = findPostgres();
 /** Why the PostgreSQL tests cannot run here, or false: `test(name, { skip: pgMissing }, …)`. */
@@ -49,3 +50,23 @@ export async function openStores(url: string, resources: readonly string[] = ['i
 
 /** Waits until `condition` holds (polling), or fails after `ms` with `what`. */
 export const until = eventually;
+
+/**
+ * Tries a write until it is in, for tests that give the store a short deadline on purpose: on a
+ * loaded machine a try may pass it (StoreUnavailableError) and is tried again; a try cut off after
+ * its commit makes the next one a conflict, which means it is in. Any other error fails the test.
+ */
+export function untilWritten(write: () => Promise<unknown>, what: string): Promise<void> {
+  return until(
+    () =>
+      write().then(
+        () => true,
+        (error: unknown) => {
+          if (error instanceof StoreConflictError) return true;
+          if (error instanceof StoreUnavailableError) return false;
+          throw error;
+        },
+      ),
+    what,
+  );
+}

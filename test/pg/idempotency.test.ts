@@ -4,7 +4,7 @@ import { after, describe, test } from 'node:test';
 import postgres from 'postgres';
 import { ReplayedAnswer, type KeyedWrite, type StoredAnswer } from '../../src/store/idempotency.js';
 import { SCHEMA } from '../../src/store/pg/layout.js';
-import { StoreConflictError, StoreUnavailableError } from '../../src/store/store.js';
+import { StoreUnavailableError } from '../../src/store/store.js';
 import { relationGraph } from '../../src/conventions/relations.js';
 import { compileSchema } from '../../src/conventions/schema.js';
 import type { ServedResource } from '../../src/http/app.js';
@@ -13,7 +13,7 @@ import type { Store } from '../../src/store/store.js';
 import { record } from '../store/store-suite.js';
 import { startServer } from '../helpers/server.js';
 import { startCli, tempDir } from '../helpers/process.js';
-import { freshDatabase, openStores, pgCluster, pgMissing, until } from './helpers.js';
+import { freshDatabase, openStores, pgCluster, pgMissing, until, untilWritten } from './helpers.js';
 
 /*
  * Idempotency-Key on PostgreSQL: the answer is inserted by the statement that makes the write, so
@@ -107,20 +107,8 @@ describe('Idempotency-Key on PostgreSQL', { skip: pgMissing }, () => {
     through.port = String(proxy.port);
     const opened = await openStores(through.toString(), ['items'], { deadlineMs: 400 });
     const store = opened.stores.get('items')!;
-    // On a loaded machine the first write (new connections through the proxy) may pass the short
-    // deadline: tried until it is in (a try cut off after its commit makes the next a conflict).
-    await until(
-      () =>
-        store.create(record('warm-up')).then(
-          () => true,
-          (error: unknown) => {
-            if (error instanceof StoreConflictError) return true;
-            if (error instanceof StoreUnavailableError) return false;
-            throw error;
-          },
-        ),
-      'the warm-up write',
-    );
+    // On a loaded machine the first write (new connections through the proxy) may pass the short deadline.
+    await untilWritten(() => store.create(record('warm-up')), 'the warm-up write');
     // The write's statement reaches the database and commits; its reply never comes back.
     await assert.rejects(store.create(record('a', { n: 1 }), key('k')), StoreUnavailableError);
     assert.equal(proxy.dropped(), true);
