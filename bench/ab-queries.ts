@@ -18,7 +18,7 @@ import path from 'node:path';
 import { readConfig } from './config.js';
 import { memoryMiB } from './proc.js';
 import { generateProducts, PRODUCTS, prng } from './products.js';
-import { FILTERS, halserveQuery, kinds, percentile, underLoadHalserve, untilOkSpec, url } from './queries.js';
+import { FILTERS, halserveQuery, heavyQueries, percentile, underLoadHalserve, untilOkSpec, url } from './queries.js';
 import { startHalserve, type Running } from './servers.js';
 import { fmt, median } from './stats.js';
 
@@ -55,20 +55,9 @@ async function rss(server: Running, agent: Agent): Promise<Figures> {
 }
 
 async function load(server: Running, agent: Agent, ids: readonly string[]): Promise<Figures> {
-  const random = prng(8);
-  const list = kinds();
-  const totals: number[] = [];
-  for (const kind of list) {
-    const ready = await untilOkSpec(agent, server.port, () => kind.base);
-    totals.push(ready.answer.total ?? 0);
-    for (const spec of kind.prime ?? []) await halserveQuery(agent, server.port, spec);
-  }
-  const heavy = () => {
-    const k = Math.floor(random() * list.length);
-    return list[k]!.make(Math.floor(random() * 4000), totals[k]!, random);
-  };
+  const heavy = await heavyQueries(agent, server.port);
   const loadAverage = os.loadavg()[0]!;
-  const r = await underLoadHalserve(server, Number(process.env['BENCH_AB_SECONDS'] ?? 10), heavy, ids, random);
+  const r = await underLoadHalserve(server, Number(process.env['BENCH_AB_SECONDS'] ?? 10), heavy, ids, prng(9));
   return { gets: r.gets.length, 'GET p50 ms': median(r.gets), 'GET p99 ms': percentile(r.gets, 99), 'GET max ms': Math.max(...r.gets), heavy: r.heavyDone, 'load average': loadAverage };
 }
 

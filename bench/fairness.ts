@@ -33,8 +33,8 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { readConfig } from './config.js';
 import { memoryMiB, runNanoseconds } from './proc.js';
-import { generateProducts, NOUNS, PRODUCTS, prng } from './products.js';
-import { FILTERS, halserveQuery, kinds, percentile, untilOkSpec, url, type QuerySpec } from './queries.js';
+import { generateProducts, NOUNS, PRODUCTS } from './products.js';
+import { FILTERS, halserveQuery, heavyQueries, percentile, untilOkSpec, url, type QuerySpec } from './queries.js';
 import { LOAD_CPU, startHalserve, type Running } from './servers.js';
 import { fmt, median } from './stats.js';
 
@@ -127,18 +127,7 @@ async function underLoad(file: string, ids: readonly string[], seconds: number):
   const gcLog = path.join(os.tmpdir(), `halserve-gc-${process.pid}-${Date.now()}.json`);
   let window: [number, number] = [0, 0];
   const result = await withServer(file, gcLog, async (server, agent) => {
-    const random = prng(8);
-    const list = kinds();
-    const totals: number[] = [];
-    for (const kind of list) {
-      const ready = await untilOkSpec(agent, server.port, () => kind.base);
-      totals.push(ready.answer.total ?? 0);
-      for (const spec of kind.prime ?? []) await halserveQuery(agent, server.port, spec);
-    }
-    const heavy = (): QuerySpec => {
-      const k = Math.floor(random() * list.length);
-      return list[k]!.make(Math.floor(random() * 4000), totals[k]!, random);
-    };
+    const heavy = await heavyQueries(agent, server.port);
     const loadAverage = os.loadavg()[0]!;
     const end = performance.now() + seconds * 1000 + 300;
     let heavyDone = 0;

@@ -978,3 +978,23 @@ export function percentile(values: readonly number[], p: number): number {
   if (sorted.length === 0) return NaN;
   return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!;
 }
+
+/**
+ * The heavy queries of the fairness runs (ab-queries.ts, fairness.ts): waits until each kind's base
+ * query answers, primes it, and returns a generator of random heavy queries (seeded: every build
+ * gets the same sequence).
+ */
+export async function heavyQueries(agent: Agent, port: number, seed = 8): Promise<() => QuerySpec> {
+  const random = prng(seed);
+  const list = kinds();
+  const totals: number[] = [];
+  for (const kind of list) {
+    const ready = await untilOkSpec(agent, port, () => kind.base);
+    totals.push(ready.answer.total ?? 0);
+    for (const spec of kind.prime ?? []) await halserveQuery(agent, port, spec);
+  }
+  return () => {
+    const k = Math.floor(random() * list.length);
+    return list[k]!.make(Math.floor(random() * 4000), totals[k]!, random);
+  };
+}

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { spawnCli, startCli, tempDir, type CliProcess } from '../helpers/process.js';
 import { BACKUP_SOCKET } from '../../src/store/log/backup-protocol.js';
-import { maxStamp, opOf, startWriter, stateAfter, stateOfFiles } from '../helpers/writer.js';
+import { maxStamp, startWriter, stateAfter, stateOfFiles, touchedAfter } from '../helpers/writer.js';
 
 const JSON_HEADERS = { 'content-type': 'application/json' };
 
@@ -83,15 +83,7 @@ describe('halserve backup (docs/storage.md §4)', () => {
     assert.equal(Math.max(maxStamp(orders), maxStamp(items)), Number(cursor), 'its latest change is the cursor printed');
     // The original's changes after the cursor are those of the writes after k (each entity's
     // latest, as the feed coalesces): no gap between the copy and the feed, no overlap.
-    const touched = new Set<string>();
-    for (let n = k + 1; n <= writer.acked(); n++) {
-      const op = opOf(n);
-      if (op.kind === 'count') touched.add('orders/counter');
-      else {
-        const written = writer.ids.get(op.kind === 'create' ? n : op.of)!;
-        touched.add(`${written.resource}/${written.id}`);
-      }
-    }
+    const touched = touchedAfter(k, writer);
     const fed = new Set<string>();
     for (let since = cursor; ; ) {
       const page = (await (await fetch(`${server.url}/changes?since=${since}&limit=200`)).json()) as { cursor: string; _embedded: { changes: { resource: string; id: string }[] } };

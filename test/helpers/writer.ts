@@ -85,3 +85,17 @@ export function startWriter(url: string): { sent: () => number; acked: () => num
   return { sent: () => sent, acked: () => acked, ids, stop: async () => { stopping = true; await run; } };
 }
 
+
+/** The entities (`resource/id`) that the writer's acknowledged writes after write `k` touched: what a feed from the copy's cursor must bring. */
+export function touchedAfter(k: number, writer: { acked: () => number; ids: ReadonlyMap<number, { resource: string; id: string }> }): Set<string> {
+  const touched = new Set<string>();
+  for (let n = k + 1; n <= writer.acked(); n++) {
+    const op = opOf(n);
+    if (op.kind === 'count') touched.add('orders/counter');
+    else {
+      const written = writer.ids.get(op.kind === 'create' ? n : op.of)!;
+      touched.add(`${written.resource}/${written.id}`);
+    }
+  }
+  return touched;
+}

@@ -9,7 +9,7 @@ import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { eventually, spawnCli, startCli, tempDir } from '../helpers/process.js';
-import { opOf, startWriter, stateAfter, stateOfFiles } from '../helpers/writer.js';
+import { startWriter, stateAfter, stateOfFiles, touchedAfter } from '../helpers/writer.js';
 import { freshDatabase, pgMissing } from './helpers.js';
 
 async function halserve(args: readonly string[]): Promise<{ code: number | string; stdout: string; stderr: string }> {
@@ -48,15 +48,7 @@ test('a writer running on PostgreSQL -> the copy is one cursor of the feed; hals
   assert.ok(k >= ackedBefore && k < sentAfter, `${ackedBefore} <= ${k} < ${sentAfter}`);
 
   // The database's feed after the cursor: exactly the entities the writes after k touched.
-  const touched = new Set<string>();
-  for (let n = k + 1; n <= writer.acked(); n++) {
-    const op = opOf(n);
-    if (op.kind === 'count') touched.add('orders/counter');
-    else {
-      const written = writer.ids.get(op.kind === 'create' ? n : op.of)!;
-      touched.add(`${written.resource}/${written.id}`);
-    }
-  }
+  const touched = touchedAfter(k, writer);
   const fed = new Set<string>();
   await eventually(async () => {
     fed.clear();
