@@ -51,6 +51,8 @@ CLASSES[0x2c] = COMMA;
 CLASSES[0x3a] = COLON;
 
 const BACKSLASH = 0x5c;
+/** The nesting a scanner makes room for at first. */
+const INITIAL_DEPTH_ROOM = 16;
 const DOUBLE_QUOTE = 0x22;
 
 /** An incremental counter of a JSON text's values, members per object and depth. */
@@ -60,9 +62,9 @@ export class BodyShapeScanner {
   #values = 0;
   #depth = 0;
   /** Per open container (index = depth): 1 for an object, 0 for an array. */
-  readonly #isObject: Uint8Array;
+  #isObject: Uint8Array;
   /** Per open object (index = depth): its members so far. */
-  readonly #members: Uint32Array;
+  #members: Uint32Array;
   #inString = false;
   /** The last byte of the previous chunk was a backslash inside a string: the next byte is escaped. */
   #escaped = false;
@@ -74,9 +76,12 @@ export class BodyShapeScanner {
 
   constructor(limits: BodyShapeLimits) {
     this.#limits = limits;
-    // Depth is refused one level past the limit, so the stacks never need more room than this.
-    this.#isObject = new Uint8Array(limits.depth + 2);
-    this.#members = new Uint32Array(limits.depth + 2);
+    // The stacks start small and double as a body goes deeper (a scanner is made per request, and
+    // almost every body is a few levels deep); depth is refused one level past the limit, so they
+    // never need more room than `depth + 2`.
+    const room = Math.min(limits.depth + 2, INITIAL_DEPTH_ROOM);
+    this.#isObject = new Uint8Array(room);
+    this.#members = new Uint32Array(room);
   }
 
   /** Values counted so far. */
@@ -145,6 +150,7 @@ export class BodyShapeScanner {
         case OPEN_ARRAY:
           if (!this.#value()) return this.#violation;
           if (++this.#depth > this.#limits.depth) return this.#refuse('depth');
+          if (this.#depth >= this.#isObject.length) this.#grow();
           this.#isObject[this.#depth] = kind === OPEN_OBJECT ? 1 : 0;
           this.#members[this.#depth] = 0;
           this.#expectName = kind === OPEN_OBJECT;
@@ -161,6 +167,17 @@ export class BodyShapeScanner {
       }
     }
     return undefined;
+  }
+
+  /** Doubles the stacks' room (up to what the depth limit can need), keeping what they hold. */
+  #grow(): void {
+    const room = Math.min(this.#isObject.length * 2, this.#limits.depth + 2);
+    const isObject = new Uint8Array(room);
+    isObject.set(this.#isObject);
+    const members = new Uint32Array(room);
+    members.set(this.#members);
+    this.#isObject = isObject;
+    this.#members = members;
   }
 
   /** Counts one value; false once the body holds too many. */

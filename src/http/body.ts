@@ -160,14 +160,20 @@ export function parseJsonObject(body: Uint8Array): JsonObject {
 
 /** Walks a parsed value without recursion, so that no depth can overflow the walk itself. */
 function checkJsonValue(root: unknown): void {
-  const stack: [unknown, number][] = [[root, 1]];
-  while (stack.length > 0) {
-    const [value, depth] = stack.pop() as [unknown, number];
+  // Two stacks side by side (a value and its depth): no pair allocated per value.
+  const values: unknown[] = [root];
+  const depths: number[] = [1];
+  while (values.length > 0) {
+    const value = values.pop();
+    const depth = depths.pop() as number;
     if (typeof value === 'number') {
       if (!Number.isFinite(value)) throw badRequest('Request body holds a number too large to represent');
     } else if (typeof value === 'object' && value !== null) {
       if (depth > MAX_BODY_DEPTH) throw badRequest(`Request body is nested deeper than ${MAX_BODY_DEPTH} levels`);
-      for (const child of Object.values(value)) stack.push([child, depth + 1]);
+      for (const child of Object.values(value)) {
+        values.push(child);
+        depths.push(depth + 1);
+      }
     }
   }
 }

@@ -77,6 +77,13 @@ describe('body shape: counts equal the parsed value (values, members of the larg
     test(`${JSON.stringify(text)} -> exact at every split`, () => assertExact(text));
   }
 
+  test('a body nested 40 deep, with members after each deep child -> exact at every split (the scanner\'s stacks grow past their first 16 levels and keep what they held)', () => {
+    const nest = (n: number): string => (n === 0 ? '1' : n % 2 === 1 ? `{"x${n}":${nest(n - 1)},"y${n}":[${n}],"z${n}":{}}` : `[${nest(n - 1)},{"w":${n}}]`);
+    const text = nest(40);
+    assert.equal(shapeOf(JSON.parse(text)).depth > 16, true);
+    assertExact(text);
+  });
+
   test('random bodies with escapes, nesting and unicode (seeded) -> exact at every split', () => {
     let seed = 20261122;
     const random = (n: number): number => {
