@@ -123,8 +123,11 @@ async function generateLinked(dir: string, size: number): Promise<void> {
   await once(out, 'finish');
 }
 
-/** A fresh copy of a data set, so that writes of one workload never reach the next. */
+/**
+ * A fresh copy of a data set, so that writes of one workload never reach the next. A running
+ * server's Unix socket (`_backup.sock`, for `halserve backup`) is not data and cannot be copied: skipped.
+ */
 export async function copyDataset(data: Dataset, dir: string): Promise<Dataset> {
-  await fs.cp(data.dir, dir, { recursive: true });
+  await fs.cp(data.dir, dir, { recursive: true, filter: async (source) => !(await fs.lstat(source)).isSocket() });
   return { ...data, dir };
 }

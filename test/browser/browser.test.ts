@@ -26,6 +26,17 @@ const products = dataFile('products.jsonl').split('\n').filter((l) => l.trim() !
 const categories = dataFile('categories.jsonl').split('\n').filter((l) => l.trim() !== '').map((l) => JSON.parse(l) as EntityRecord);
 const schema = JSON.parse(dataFile('products.schema.json')) as Record<string, unknown>;
 
+/** Chromium with a profile of its own in a temporary directory, closed and removed after the test; its first page. */
+async function openChromium(viewport?: { width: number; height: number }): Promise<Page> {
+  const profile = await mkdtemp(join(tmpdir(), 'halserve-chromium-'));
+  const context = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, headless: true, args: FLAGS, ...(viewport ? { viewport } : {}) });
+  after(async () => {
+    await context.close();
+    await rm(profile, { recursive: true, force: true });
+  });
+  return context.pages()[0] ?? (await context.newPage());
+}
+
 describe('HAL browser in Chromium (docs/conventions.md §4.1)', () => {
   test('open /, enter a token, click into a collection, page to the last page, open an entity, edit a field, see a validation problem beside its field, delete one', async (t) => {
     if (!existsSync(CHROMIUM)) {
@@ -41,13 +52,7 @@ describe('HAL browser in Chromium (docs/conventions.md §4.1)', () => {
       tokens: [TOKEN],
     });
     const shots = await mkdtemp(join(tmpdir(), 'halserve-browser-'));
-    const profile = await mkdtemp(join(tmpdir(), 'halserve-chromium-'));
-    const context = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, headless: true, args: FLAGS, viewport: { width: 1280, height: 860 } });
-    after(async () => {
-      await context.close();
-      await rm(profile, { recursive: true, force: true });
-    });
-    const page: Page = context.pages()[0] ?? (await context.newPage());
+    const page = await openChromium({ width: 1280, height: 860 });
     const errors: string[] = [];
     page.on('pageerror', (error) => errors.push(String(error)));
     page.on('console', (message) => {
@@ -209,13 +214,7 @@ describe('HAL browser in Chromium (docs/conventions.md §4.1)', () => {
     const changes = new LocalChangeLog();
     const store = createMemoryStore(products.slice(0, 5), { resource: 'products', changes });
     const s = await startServer({ resources: [{ name: 'products', store }], tokens: [TOKEN], changes, newId: () => 'watched-1' });
-    const profile = await mkdtemp(join(tmpdir(), 'halserve-chromium-'));
-    const context = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, headless: true, args: FLAGS });
-    after(async () => {
-      await context.close();
-      await rm(profile, { recursive: true, force: true });
-    });
-    const page: Page = context.pages()[0] ?? (await context.newPage());
+    const page = await openChromium();
     const errors: string[] = [];
     page.on('pageerror', (error) => errors.push(String(error)));
     const headers = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' };

@@ -15,7 +15,7 @@
  */
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import type { Sql } from './driver.js';
+import { eachBatch, type Sql } from './driver.js';
 import { SCHEMA } from './layout.js';
 import { PG_CURSOR_ORIGIN } from './pg-changes.js';
 import { LOG_EXTENSION } from '../log/data-dir.js';
@@ -66,8 +66,7 @@ export async function copyDatabase(sql: Sql, dir: string, nameProblem: (name: st
     }
     return file;
   };
-  /** The batches' writes, one after another, whether or not the driver waits for each. */
-  let written: Promise<void> = Promise.resolve();
+  /** One batch of rows into the files (eachBatch runs them one after another). */
   const take = async (rows: readonly unknown[][]): Promise<void> => {
     // Lines gathered per resource, then written: one write per resource per batch of rows.
     const parts = new Map<string, Buffer[]>();
@@ -89,16 +88,7 @@ export async function copyDatabase(sql: Sql, dir: string, nameProblem: (name: st
     }
   };
   try {
-    await sql
-      .unsafe(COPY_STATEMENT)
-      .raw()
-      .cursor(CURSOR_ROWS, (rows) => {
-        written = written.then(() => take(rows as unknown as unknown[][]));
-        // A failed write is reported once the statement is done (below), not as an unhandled rejection.
-        written.catch(() => {});
-        return written;
-      });
-    await written;
+    await eachBatch(sql, COPY_STATEMENT, CURSOR_ROWS, take);
     if (header === undefined) throw new Error('the copy statement returned no header');
     if (header.late) {
       for (const [name, file] of files) {

@@ -61,3 +61,24 @@ export function isPostgresUrl(location: string): boolean {
 export function textArray(values: readonly (string | null)[]): string {
   return `{${values.map((v) => (v === null ? 'NULL' : `"${v.replace(/[\\"]/g, '\\$&')}"`)).join(',')}}`;
 }
+
+/**
+ * Reads a raw statement's rows `rows` at a time through a cursor and hands each batch to `take`,
+ * one batch after another; resolves once the last batch is taken. Postgres.js awaits the callback
+ * between batches but not for a statement's last one (it calls it and resolves the statement), so
+ * the batches are chained here and the chain awaited: nothing after this sees a batch half written.
+ */
+export async function eachBatch(sql: Sql, statement: string, rows: number, take: (batch: readonly unknown[][]) => Promise<void>): Promise<void> {
+  let taken: Promise<void> = Promise.resolve();
+  // raw(): each column as the bytes PostgreSQL sent, never decoded into a string and back.
+  await sql
+    .unsafe(statement)
+    .raw()
+    .cursor(rows, (batch) => {
+      taken = taken.then(() => take(batch as unknown as unknown[][]));
+      // A failed batch is reported once the statement is done (below), not as an unhandled rejection.
+      taken.catch(() => {});
+      return taken;
+    });
+  await taken;
+}

@@ -11,7 +11,7 @@
  */
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import type { Sql } from './driver.js';
+import { eachBatch, type Sql } from './driver.js';
 import { SCHEMA } from './layout.js';
 import { TransferError } from './transfer-db.js';
 import { LOG_EXTENSION } from '../log/data-dir.js';
@@ -56,30 +56,27 @@ export async function exportResources(sql: Sql, options: ExportOptions): Promise
     let written = 0;
     let current: ResourceFile | undefined;
     let currentName = '';
-    // raw(): each body as the bytes PostgreSQL sent, never decoded into a string and back.
-    await sql
-      .unsafe(`SELECT resource, body FROM ${SCHEMA}.entities WHERE body IS NOT NULL ORDER BY resource, pos`)
-      .raw()
-      .cursor(CURSOR_ROWS, async (batch) => {
-        for (const [resourceBytes, body] of batch) {
-          const name = (resourceBytes as Buffer).toString('utf8');
-          if (name !== currentName || current === undefined) {
-            await current?.flush();
-            currentName = name;
-            current = files.get(name);
-            if (current === undefined) {
-              // A resource created after the first look.
-              const resource = { name, file: path.join(dir, name + LOG_EXTENSION), entities: 0 };
-              await checkTargets([resource], options);
-              files.set(name, (current = await ResourceFile.open(resource.file)));
-            }
+    // Each body as the bytes PostgreSQL sent, never decoded into a string and back.
+    await eachBatch(sql, `SELECT resource, body FROM ${SCHEMA}.entities WHERE body IS NOT NULL ORDER BY resource, pos`, CURSOR_ROWS, async (batch) => {
+      for (const [resourceBytes, body] of batch) {
+        const name = (resourceBytes as Buffer).toString('utf8');
+        if (name !== currentName || current === undefined) {
+          await current?.flush();
+          currentName = name;
+          current = files.get(name);
+          if (current === undefined) {
+            // A resource created after the first look.
+            const resource = { name, file: path.join(dir, name + LOG_EXTENSION), entities: 0 };
+            await checkTargets([resource], options);
+            files.set(name, (current = await ResourceFile.open(resource.file)));
           }
-          current.add(body as Buffer);
         }
-        await current?.flush();
-        written += batch.length;
-        options.progress?.(written);
-      });
+        current.add(body as Buffer);
+      }
+      await current?.flush();
+      written += batch.length;
+      options.progress?.(written);
+    });
     for (const file of files.values()) await file.close();
     // Every file is whole: now they take their places.
     for (const file of files.values()) await fs.rename(file.tmp, file.target);
