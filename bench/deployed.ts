@@ -12,6 +12,7 @@ import path from 'node:path';
 import type { BenchConfig } from './config.js';
 import { capture, type BenchRequest } from './capture.js';
 import { copyDataset, generateDataset, postBody, prng, RESOURCE, type Dataset } from './dataset.js';
+import { untilQuiet } from './proc.js';
 import { measure, type RequestOrder, type Sample } from './measure.js';
 import type { WorkloadResult } from './report.js';
 import { BENCH_AUTHORIZATION, startHalserveWithToken, startLimit, type Running, type ServerKind } from './servers.js';
@@ -57,6 +58,8 @@ async function rounds(config: BenchConfig, name: string, title: string, columns:
     for (const [i, column] of columns.entries()) {
       const server = column.running ?? (await column.perRound!());
       try {
+        // Every server of the workload at rest first (proc.ts untilQuiet).
+        await untilQuiet([...columns.flatMap((c) => (c.running ? [c.running.pid] : [])), server.pid]);
         const sample = await measure(runConfig, server, column.requests, column.label, column.order);
         samples[i]!.push(sample);
         log(`${name} round ${round}/${config.rounds} ${column.label}: ${fmt(sample.rps)} req/s, ${fmt(sample.cpuUs, 1)} µs/req${sample.problem ? ` INVALID: ${sample.problem}` : ''}`);

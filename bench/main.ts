@@ -12,7 +12,7 @@ import { capture, maskDate, rawExchange } from './capture.js';
 import { readConfig, type BenchConfig } from './config.js';
 import { copyDataset, generateDataset, RESOURCE, type Dataset } from './dataset.js';
 import { measure, type Sample } from './measure.js';
-import { memoryMiB } from './proc.js';
+import { memoryMiB, untilQuiet } from './proc.js';
 import { renderReport, renderStreams, STREAMS_BEGIN, STREAMS_END, type RunResult, type StartupResult, type StreamsBench, type WorkloadResult } from './report.js';
 import { startHalserve, startHalserveWithJwt, startHalserveWithToken, startJsonServer, startLimit, type Running, type ServerKind } from './servers.js';
 import { fmt } from './stats.js';
@@ -106,6 +106,8 @@ async function runWorkload(config: BenchConfig, tmp: string, workload: Workload,
       for (const [i, contender] of workload.contenders.entries()) {
         const server = servers.get(contender.server);
         if (!server) throw new Error(`no ${contender.server} server`);
+        // Every server of the workload at rest first (proc.ts untilQuiet): none still busy with the last run's queue.
+        await untilQuiet([...servers.values()].map((s) => s.pid));
         const sample = await measure(config, server, contender.requests, contender.label, contender.order);
         samples[i]!.push(sample);
         log(

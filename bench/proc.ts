@@ -54,3 +54,28 @@ export function runNanoseconds(pid: number): number {
   }
   return total;
 }
+
+/**
+ * Waits until none of `pids` has used more than `share` of a core over a `windowMs` window, or
+ * `maxMs` have passed; returns the milliseconds waited. A contender is measured only once the ones
+ * before it have finished what they still had queued: json-server goes on answering the requests
+ * it had accepted for a second or more after its load generator stops, on the core the next server
+ * is pinned to, and the first contender of every round paid for it. A process that has exited
+ * counts as quiet.
+ */
+export async function untilQuiet(pids: readonly number[], maxMs = 15_000, share = 0.05, windowMs = 250): Promise<number> {
+  const started = Date.now();
+  const cpuOf = (pid: number): number => {
+    try {
+      return runNanoseconds(pid) / 1e9;
+    } catch {
+      return NaN;
+    }
+  };
+  for (;;) {
+    const before = pids.map(cpuOf);
+    await new Promise((resolve) => setTimeout(resolve, windowMs));
+    const busy = pids.some((pid, i) => cpuOf(pid) - before[i]! > (share * windowMs) / 1000);
+    if (!busy || Date.now() - started >= maxMs) return Date.now() - started;
+  }
+}
