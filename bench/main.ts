@@ -12,7 +12,7 @@ import { capture, maskDate, rawExchange } from './capture.js';
 import { readConfig, type BenchConfig } from './config.js';
 import { copyDataset, generateDataset, RESOURCE, type Dataset } from './dataset.js';
 import { measure, type Sample } from './measure.js';
-import { memoryMiB, untilQuiet } from './proc.js';
+import { memoryMiB, ownCpuList, restoreCpuList, untilQuiet } from './proc.js';
 import { renderReport, renderStreams, STREAMS_BEGIN, STREAMS_END, type RunResult, type StartupResult, type StreamsBench, type WorkloadResult } from './report.js';
 import { startHalserve, startHalserveWithJwt, startHalserveWithToken, startJsonServer, startLimit, type Running, type ServerKind } from './servers.js';
 import { fmt } from './stats.js';
@@ -191,6 +191,13 @@ async function main(): Promise<void> {
   const config = readConfig();
   const started = Date.now();
   const loadBefore = os.loadavg();
+  const cores = os.availableParallelism();
+  // The CPUs this run started on, kept for every section (proc.ts restoreCpuList).
+  const cpus = ownCpuList();
+  const keepCpus = (): void => {
+    const found = restoreCpuList(cpus);
+    if (found !== undefined) log(found);
+  };
   await fs.mkdir(config.work, { recursive: true });
   // The streams section runs halserve and its own clients only: no load generator, no json-server.
   if (!(config.only.length > 0 && config.only.every((name) => name === 'streams'))) ensurePeers(config);
@@ -241,8 +248,10 @@ async function main(): Promise<void> {
       await fs.rm(data.dir, { recursive: true, force: true });
     }
     if (wanted(config, 'queries')) queries = await runQueries(config, tmp, log);
+    keepCpus();
     // Issue 15's targets 4-6 (fairness under heavy queries, the first search, RSS): with the queries, or alone.
     if (wanted(config, 'queries') || wanted(config, 'fairness')) fairness = await runFairness(config.queryEntities, config.rounds, (m) => log(`queries: ${m}`));
+    keepCpus();
     if (wanted(config, 'replicas')) replicas = await runReplicas(config, tmp, log);
     if (wanted(config, 'streams')) streams = await streamsBench(config);
     if (wanted(config, 'store')) store = await storeBench(config);
@@ -252,12 +261,12 @@ async function main(): Promise<void> {
     await fs.rm(tmp, { recursive: true, force: true });
   }
 
-  const cpus = os.cpus();
+  const cpuInfo = os.cpus();
   const result: RunResult = {
     date: new Date().toISOString(),
     machine: {
-      cpuModel: cpus[0]?.model.trim() ?? 'unknown',
-      cores: os.availableParallelism(),
+      cpuModel: cpuInfo[0]?.model.trim() ?? 'unknown',
+      cores,
       node: process.version,
       os: `${os.type()} ${os.release()}`,
       memoryGiB: os.totalmem() / 2 ** 30,

@@ -79,3 +79,34 @@ export async function untilQuiet(pids: readonly number[], maxMs = 15_000, share 
     if (!busy || Date.now() - started >= maxMs) return Date.now() - started;
   }
 }
+
+/** This process's CPU list (`taskset -c -p`), e.g. `0,1` or `0-1`; undefined without taskset. */
+export function ownCpuList(): string | undefined {
+  try {
+    return /list:\s*(\S+)/.exec(execFileSync('taskset', ['-c', '-p', String(process.pid)], { encoding: 'utf8' }))?.[1];
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Puts this process back on `list` when a section left it elsewhere (the queries and fairness
+ * sections pin the harness to the load generator's core while they run, and a thread that ends
+ * while `taskset -a` walks them makes it fail without a word): every later section, and every
+ * process it starts, would inherit one core. Returns a line saying what was found, or undefined
+ * when nothing was wrong.
+ */
+export function restoreCpuList(list: string | undefined): string | undefined {
+  if (list === undefined) return undefined;
+  const found = ownCpuList();
+  if (found === undefined || found === list) return undefined;
+  for (const args of [['-a', '-p', '-c', list, String(process.pid)], ['-p', '-c', list, String(process.pid)]]) {
+    try {
+      execFileSync('taskset', args, { stdio: 'ignore' });
+    } catch {
+      // Tried again without -a below; checked after.
+    }
+    if (ownCpuList() === list) break;
+  }
+  return `the harness was left on CPUs ${found} (of ${list}); now on ${ownCpuList() ?? 'unknown'}`;
+}
