@@ -141,6 +141,25 @@ test('more unstamped lines than one append holds (several megabytes, one line lo
   await second.close();
 });
 
+test('a first start on unstamped lines, compaction on -> the stamped copies compacted away in the background: one line per entity and per delete, every line stamped, a reopen gives the same changes', async () => {
+  const dir = await tempDir();
+  const clock = manualClock();
+  const ids = Array.from({ length: 2_000 }, (_, i) => `h${i}`);
+  await fs.writeFile(path.join(dir, 'items.jsonl'), `${ids.map((id) => plainLine(id)).join('\n')}\n{"id":"gone","_deleted":true}\n`);
+  const first = await openDataDir({ dir, resources: ['items'], durability: 'full', repair: false, warn: () => {}, now: clock.now, compaction: { minBytes: 0 } });
+  const listed = everyChange(first);
+  assert.equal(listed.length, ids.length + 1);
+  await store(first, 'items').settled();
+  const lines = (await fs.readFile(path.join(dir, 'items.jsonl'), 'utf8')).split('\n').filter((l) => l !== '');
+  assert.equal(lines.length, ids.length + 1, 'one line per entity and one for the delete, not two each');
+  assert.equal(lines.every((l) => l.includes('"_change":"')), true, 'every line kept is a stamped one');
+  assert.deepEqual(everyChange(first), listed);
+  await first.close();
+  const second = await open(dir, clock, ['items']);
+  assert.deepEqual(everyChange(second), listed);
+  await second.close();
+});
+
 test('a follower of the data set -> told of every resource\'s changes in cursor order', async () => {
   const dir = await tempDir();
   const data = await open(dir);

@@ -434,6 +434,10 @@ class JsonlLogStore implements JsonlStore {
     }
     for (const entity of stamped) this.#index.put(entity);
     this.#changes.load(held);
+    // The file now holds each of these lines twice, unstamped and stamped: without a compaction
+    // every later start would read both (a file of only unstamped lines sits exactly at the ratio
+    // the policy compacts above, so no number of reads would ever trigger one).
+    if (this.#autoCompact && this.#file.size >= this.#minBytes) void this.compact();
   }
 
   /** Truncates a torn final line away, keeping its bytes in the `.rejected` file. */
