@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { spawnCli, startCli, tempDir, type CliProcess } from '../helpers/process.js';
 import { BACKUP_SOCKET } from '../../src/store/log/backup-protocol.js';
-import { maxStamp, startWriter, stateAfter, stateOfFiles, touchedAfter } from '../helpers/writer.js';
+import { lastWriteIn, maxStamp, startWriter, stateAfter, stateOfFiles, touchedAfter } from '../helpers/writer.js';
 
 const JSON_HEADERS = { 'content-type': 'application/json' };
 
@@ -76,7 +76,7 @@ describe('halserve backup (docs/storage.md §4)', () => {
 
     // One cursor: the copy is the state after exactly the first k writes, in both resources at once.
     const copied = stateOfFiles(orders, items);
-    const k = Math.max(copied.counter, ...copied.orders, ...copied.items);
+    const k = lastWriteIn(copied);
     assert.deepEqual(copied, stateAfter(k), `the state after write ${k}, no skew between resources`);
     assert.ok(k >= ackedBefore, `every write acknowledged before the backup started is in the copy (${k} >= ${ackedBefore})`);
     assert.ok(k < sentAfter, `no write sent after the backup ended is in it (${k} < ${sentAfter})`);

@@ -3,6 +3,7 @@
  * the first k writes is known for every k, and a copy can be checked to be exactly one of them.
  */
 import assert from 'node:assert/strict';
+import { isDeepStrictEqual } from 'node:util';
 
 const JSON_HEADERS = { 'content-type': 'application/json' };
 
@@ -43,6 +44,17 @@ export function stateAfter(k: number): { orders: number[]; items: number[]; coun
   }
   const of = (resource: string): number[] => [...live].filter(([, r]) => r === resource).map(([n]) => n);
   return { orders: of('orders'), items: of('items'), counter };
+}
+
+/**
+ * The write a copy ends with: the largest `n` its entities show, or the write after it when that
+ * one is a delete and the copy already lacks what it deleted (a delete leaves no `n` behind, so a
+ * copy taken right after one shows the `n` of the write before it).
+ */
+export function lastWriteIn(copied: { orders: number[]; items: number[]; counter: number }): number {
+  const shown = Math.max(copied.counter, ...copied.orders, ...copied.items);
+  const next = opOf(shown + 1);
+  return next.kind === 'delete' && isDeepStrictEqual(copied, stateAfter(shown + 1)) ? shown + 1 : shown;
 }
 
 /** The same state read from a copy's files. */
