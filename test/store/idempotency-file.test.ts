@@ -69,6 +69,33 @@ async function crashCopy(dir: string): Promise<string> {
 
 const open = (dir: string, extra: Partial<JsonlStoreOptions> = {}): Promise<JsonlStore> => openJsonlStore({ file: path.join(dir, 'items.jsonl'), ...extra });
 
+/**
+ * A keyed write whose `file`'s fdatasync fails (`failed` checks more right after, given the log's
+ * size before it): the write fails, its answer is not kept before or after reopening, and the
+ * retry with the same key is processed. Resolves with the reopened store, still open.
+ */
+async function syncFailsThenRetry(file: string, failed: (dir: string, logSize: number) => Promise<void> = async () => {}): Promise<JsonlStore> {
+  const dir = await tempDir();
+  const { fs: fsys, fault } = seam(file);
+  let store = await open(dir, { fs: fsys });
+  await store.create(record('first'));
+  const { size } = await fs.stat(path.join(dir, 'items.jsonl'));
+  fault.fdatasync = () => Promise.reject(new Error('EIO'));
+  await assert.rejects(store.create(record('a'), key('k')), StoreWriteError);
+  delete fault.fdatasync;
+  await failed(dir, size);
+  assert.equal(store.get('a'), undefined);
+  assert.equal(await replayOf(store, 'k'), undefined);
+  await store.create(record('other'));
+  await store.close();
+  store = await open(dir);
+  assert.equal(await replayOf(store, 'k'), undefined);
+  assert.equal(store.get('a'), undefined);
+  await store.create(record('a2'), key('k'));
+  assert.equal((await replayOf(store, 'k'))?.headers['location'], '/items/a2');
+  return store;
+}
+
 describe('Idempotency-Key answers in the JSON-lines store', () => {
   test('keyed create, reopen -> the key replays the same answer and writes nothing; the answers file is no resource', async () => {
     const dir = await tempDir();
@@ -86,21 +113,7 @@ describe('Idempotency-Key answers in the JSON-lines store', () => {
   });
 
   test('the log append fails -> the write fails, its answer is not kept, before or after reopening; the retry is processed', async () => {
-    const dir = await tempDir();
-    const { fs: fsys, fault } = seam('items.jsonl');
-    let store = await open(dir, { fs: fsys });
-    await store.create(record('first'));
-    fault.fdatasync = () => Promise.reject(new Error('EIO'));
-    await assert.rejects(store.create(record('a'), key('k')), StoreWriteError);
-    delete fault.fdatasync;
-    assert.equal(await replayOf(store, 'k'), undefined);
-    await store.create(record('other'));
-    await store.close();
-    store = await open(dir);
-    assert.equal(await replayOf(store, 'k'), undefined);
-    assert.equal(store.get('a'), undefined);
-    await store.create(record('a2'), key('k'));
-    assert.equal((await replayOf(store, 'k'))?.headers['location'], '/items/a2');
+    const store = await syncFailsThenRetry('items.jsonl');
     await store.close();
   });
 
@@ -147,24 +160,9 @@ describe('Idempotency-Key answers in the JSON-lines store', () => {
   });
 
   test('the answers file sync fails -> the write fails, the log keeps no line of it, no answer; the retry is processed', async () => {
-    const dir = await tempDir();
-    const { fs: fsys, fault } = seam('_idempotency.items');
-    let store = await open(dir, { fs: fsys });
-    await store.create(record('first'));
-    const { size } = await fs.stat(path.join(dir, 'items.jsonl'));
-    fault.fdatasync = () => Promise.reject(new Error('EIO'));
-    await assert.rejects(store.create(record('a'), key('k')), StoreWriteError);
-    delete fault.fdatasync;
-    assert.equal((await fs.stat(path.join(dir, 'items.jsonl'))).size, size);
-    assert.equal(store.get('a'), undefined);
-    assert.equal(await replayOf(store, 'k'), undefined);
-    await store.create(record('other'));
-    await store.close();
-    store = await open(dir);
-    assert.equal(await replayOf(store, 'k'), undefined);
-    assert.equal(store.get('a'), undefined);
-    await store.create(record('a2'), key('k'));
-    assert.equal((await replayOf(store, 'k'))?.headers['location'], '/items/a2');
+    const store = await syncFailsThenRetry('_idempotency.items', async (dir, size) => {
+      assert.equal((await fs.stat(path.join(dir, 'items.jsonl'))).size, size);
+    });
     assert.deepEqual([...store.values()].map((e) => e.id).sort(), ['a2', 'first', 'other']);
     await store.close();
   });
