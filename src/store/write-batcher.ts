@@ -14,15 +14,18 @@ export interface BatchAnswer {
 export interface BatchTarget<E extends StoredEntity> {
   /** The acknowledged state of an id. */
   get(id: string): E | undefined;
-  /** The entity `record` becomes as the `n`-th change (n ≥ 1) after those the log already holds. */
-  entity(record: EntityRecord, n: number): E;
+  /**
+   * The entity `record` becomes as the `n`-th change (n ≥ 1) after those the log already holds, in
+   * a batch that holds keyed writes (`answering`: its append will record their answers) or not.
+   */
+  entity(record: EntityRecord, n: number, answering: boolean): E;
   /**
    * Makes a batch of changes durable, in order: an entity, or the id of one deleted, with the type
    * of the write that made each, and the answers of its keyed writes (idempotency.ts), which the
    * target puts in `answers` once durable. All or none: on rejection the log holds none of them,
-   * and no answer is live.
+   * and no answer is live. `answering` is as `entity` was told, even when no answer came of it.
    */
-  append(changes: readonly (E | { readonly deleted: string })[], types: readonly ChangeType[], answers: readonly BatchAnswer[]): Promise<void>;
+  append(changes: readonly (E | { readonly deleted: string })[], types: readonly ChangeType[], answers: readonly BatchAnswer[], answering: boolean): Promise<void>;
   /** The remembered answers of keyed writes; without it, keys are not kept. */
   readonly answers?: AnswerBook;
   /** Applies a durable change to the index; `record` is the entity's record, already parsed. */
@@ -115,6 +118,8 @@ export class WriteBatcher<E extends StoredEntity> {
     /** The answers of the batch's keyed writes, recorded with it; `answered` holds them by key, for later writes of the batch. */
     const recorded: BatchAnswer[] = [];
     const answered = new Map<string, Remembered>();
+    /** Known before any write is decided: the target may lay out its lines by it (an entity's version can depend on where it lands). */
+    const answering = book !== undefined && batch.some((op) => keyOf(op) !== undefined);
     for (const op of batch) {
       const keyed = keyOf(op);
       let outcome: WriteOutcome;
@@ -134,7 +139,7 @@ export class WriteBatcher<E extends StoredEntity> {
           pending.set(id!, null);
           outcomes.push(() => settleWrite(op, undefined, true));
         } else {
-          const entity = target.entity(decision.record, changes.length + 1);
+          const entity = target.entity(decision.record, changes.length + 1, answering);
           outcome = { entity };
           change = changes.length;
           changes.push(entity);
@@ -162,7 +167,7 @@ export class WriteBatcher<E extends StoredEntity> {
     }
     if (changes.length > 0 || recorded.length > 0) {
       try {
-        await target.append(changes, types, recorded);
+        await target.append(changes, types, recorded, answering);
       } catch (error) {
         const failure = new StoreWriteError(`${this.#name}: write failed: ${(error as Error).message}`);
         // Every op of the batch fails, even one that wrote nothing (a 404, a refused change): its

@@ -6,6 +6,7 @@ import { after, describe, test } from 'node:test';
 import { ReplayedAnswer, type KeyedWrite, type StoredAnswer } from '../../src/store/idempotency.js';
 import { discoverResources } from '../../src/store/log/data-dir.js';
 import { openJsonlStore, type JsonlStore, type JsonlStoreOptions } from '../../src/store/log/jsonl-store.js';
+import { lineHash } from '../../src/store/log/answer-file.js';
 import { nodeFs, type StoreFs } from '../../src/store/log/store-fs.js';
 import { StoreWriteError, type EntityRecord } from '../../src/store/store.js';
 import { eventually } from '../helpers/process.js';
@@ -97,19 +98,26 @@ async function syncFailsThenRetry(file: string, failed: (dir: string, logSize: n
 }
 
 describe('Idempotency-Key answers in the JSON-lines store', () => {
-  test('keyed create, reopen -> the key replays the same answer and writes nothing; the answers file is no resource', async () => {
+  test('keyed create, reopen -> the key replays the same answer and writes nothing; after a compaction the answers file holds it, and is no resource', async () => {
     const dir = await tempDir();
-    let store = await open(dir);
+    let store = await open(dir, { compaction: { auto: false } });
     const entity = await store.create(record('a'), key('k'));
     await store.close();
-    store = await open(dir);
-    const replay = await replayOf(store, 'k');
-    assert.deepEqual(replay, { status: 201, headers: { location: '/items/a' }, body: entity.json });
-    await assert.rejects(store.create(record('b'), key('k')), (e: unknown) => e instanceof ReplayedAnswer && e.answer.body === entity.json);
-    assert.equal(store.size, 1);
-    assert.deepEqual(await discoverResources(dir), ['items']);
-    assert.ok((await fs.readdir(dir)).includes('_idempotency.items'));
-    await store.close();
+    for (let round = 0; round < 3; round++) {
+      // Reopened three times: the answers file's rewrite at each open keeps its last answer too.
+      store = await open(dir, { compaction: { auto: false } });
+      const replay = await replayOf(store, 'k');
+      assert.deepEqual(replay, { status: 201, headers: { location: '/items/a' }, body: entity.json }, `open ${round + 1}`);
+      await assert.rejects(store.create(record('b'), key('k')), (e: unknown) => e instanceof ReplayedAnswer && e.answer.body === entity.json);
+      assert.equal(store.size, 1);
+      if (round === 0) {
+        assert.equal(await store.compact(), true);
+        assert.ok(!(await fs.readFile(path.join(dir, 'items.jsonl'), 'utf8')).includes('_answers'), 'the compacted log has no answers line');
+        assert.ok((await fs.readdir(dir)).includes('_idempotency.items'));
+        assert.deepEqual(await discoverResources(dir), ['items']);
+      }
+      await store.close();
+    }
   });
 
   test('the log append fails -> the write fails, its answer is not kept, before or after reopening; the retry is processed', async () => {
@@ -117,7 +125,7 @@ describe('Idempotency-Key answers in the JSON-lines store', () => {
     await store.close();
   });
 
-  test('keyed write -> its answer is written before its log line, both files are synced at once, and it is acknowledged after both', async () => {
+  test('keyed write -> its answer is in the same append as its write, before it: one file written, one sync, acknowledged after it', async () => {
     const dir = await tempDir();
     const names = new Map<number, string>();
     const events: string[] = [];
@@ -136,38 +144,56 @@ describe('Idempotency-Key answers in the JSON-lines store', () => {
       },
       async fdatasync(fd) {
         events.push(`sync ${names.get(fd)}`);
-        if (hold && names.get(fd) === '_idempotency.items') await new Promise<void>((resolve) => (release = resolve));
+        if (hold) await new Promise<void>((resolve) => (release = resolve));
         return nodeFs.fdatasync(fd);
       },
     };
     const store = await open(dir, { fs: fsys });
     await store.create(record('first'));
+    const { size } = await fs.stat(path.join(dir, 'items.jsonl'));
     events.length = 0;
     hold = true;
     let acknowledged = false;
     const write = store.create(record('a'), key('k')).then(() => (acknowledged = true));
-    // Both syncs begin while the answers' one is held: one sync's wait for the two files.
-    await eventually(() => events.length === 4, 'both syncs began');
-    assert.deepEqual(events.slice(0, 2), ['write _idempotency.items', 'write items.jsonl']);
-    assert.deepEqual(events.slice(2).sort(), ['sync _idempotency.items', 'sync items.jsonl']);
+    await eventually(() => events.length === 2, 'the sync began');
+    assert.deepEqual(events, ['write items.jsonl', 'sync items.jsonl']);
+    const appended = (await fs.readFile(path.join(dir, 'items.jsonl'))).subarray(size).toString('utf8').trimEnd().split('\n');
+    assert.equal(appended.length, 2);
+    assert.match(appended[0]!, /^\{"_answers":\d+,"last":\d+,"a":\[\{"k":"k",/);
+    assert.match(appended[1]!, /^\{"id":"a",/);
     await new Promise((resolve) => setImmediate(resolve));
     assert.equal(acknowledged, false);
+    assert.equal(await replayOf(store, 'k'), undefined, 'no replay before the sync');
     hold = false;
     release();
     await write;
     assert.equal((await replayOf(store, 'k'))?.headers['location'], '/items/a');
+    assert.deepEqual(events, ['write items.jsonl', 'sync items.jsonl']);
     await store.close();
   });
 
-  test('the answers file sync fails -> the write fails, the log keeps no line of it, no answer; the retry is processed', async () => {
-    const store = await syncFailsThenRetry('_idempotency.items', async (dir, size) => {
-      assert.equal((await fs.stat(path.join(dir, 'items.jsonl'))).size, size);
-    });
-    assert.deepEqual([...store.values()].map((e) => e.id).sort(), ['a2', 'first', 'other']);
+  test('the answers file cannot be written before a compaction -> the log is not replaced, and every answer still replays after reopening', async () => {
+    const dir = await tempDir();
+    const { fs: fsys, fault } = seam('_idempotency.items.tmp');
+    const store = await open(dir, { fs: fsys, compaction: { auto: false } });
+    for (let i = 0; i < 4; i++) await store.create(record(`x${i}`));
+    await store.create(record('a'), key('k'));
+    for (let i = 0; i < 4; i++) await store.delete(`x${i}`);
+    const before = await fs.readFile(path.join(dir, 'items.jsonl'));
+    fault.fdatasync = () => Promise.reject(new Error('EIO'));
+    assert.equal(await store.compact(), false);
+    delete fault.fdatasync;
+    assert.deepEqual(await fs.readFile(path.join(dir, 'items.jsonl')), before, 'the log is as it was');
+    assert.equal((await replayOf(store, 'k'))?.headers['location'], '/items/a');
     await store.close();
+    const reopened = await open(dir);
+    assert.equal((await replayOf(reopened, 'k'))?.headers['location'], '/items/a');
+    await assert.rejects(reopened.create(record('b'), key('k')), ReplayedAnswer);
+    assert.deepEqual([...reopened.values()].map((e) => e.id), ['a']);
+    await reopened.close();
   });
 
-  test('crash after the answer is durable, before the log has the write -> no answer, no entity: the retry is processed', async () => {
+  test('crash before the batch append reached the log -> no answer, no entity: the retry is processed', async () => {
     const dir = await tempDir();
     const { fs: fsys, fault } = seam('items.jsonl');
     const store = await open(dir, { fs: fsys });
@@ -226,6 +252,95 @@ describe('Idempotency-Key answers in the JSON-lines store', () => {
     await reopened.close();
   });
 
+  /**
+   * One batch of three keyed writes (create a, a PATCH of a missing id: 404, create c) whose sync
+   * never returns: the process dies there. Resolves with a copy of the directory as the crash left
+   * it, and where the batch's lines begin in its log.
+   */
+  async function crashedBatch(): Promise<{ copy: string; log: string; batchStart: number }> {
+    const dir = await tempDir();
+    const { fs: fsys, fault } = seam('items.jsonl');
+    const store = await open(dir, { fs: fsys });
+    await store.create(record('first'));
+    const batchStart = (await fs.stat(path.join(dir, 'items.jsonl'))).size;
+    let syncs = 0;
+    let release = (): void => {};
+    fault.fdatasync = () => {
+      syncs++;
+      // The first sync is held while the three queue behind it; the second is the crash.
+      return syncs === 1 ? new Promise<void>((resolve) => (release = resolve)).then(() => nodeFs.fdatasync(-1).catch(() => {})) : new Promise<void>(() => {});
+    };
+    const held = store.create(record('held'));
+    await eventually(() => syncs === 1, 'the first sync began');
+    void store.create(record('a'), key('ka'));
+    void store.update('missing', (c) => c.record, key('kb'));
+    void store.create(record('c'), key('kc'));
+    release();
+    await held;
+    await eventually(() => syncs === 2, 'the batch of three is being synced');
+    const copy = await crashCopy(dir);
+    const log = path.join(copy, 'items.jsonl');
+    const lines = (await fs.readFile(log, 'utf8')).slice(batchStart).trimEnd().split('\n');
+    assert.deepEqual(lines.map((l) => (l.startsWith('{"_answers":') ? 'answers' : (JSON.parse(l) as { id: string }).id)), ['held', 'answers', 'a', 'c'], 'one batch: its answers line, then its changes');
+    return { copy, log, batchStart: batchStart + Buffer.byteLength(lines[0]!) + 1 };
+  }
+
+  /** The log of `copy` cut `keep` bytes into its last batch, reopened: which keys replay, which entities exist. */
+  async function reopenCut(copy: string, log: string, cutAt: number): Promise<{ replays: string[]; ids: string[] }> {
+    await fs.truncate(log, cutAt);
+    const reopened = await open(copy);
+    const replays: string[] = [];
+    for (const k of ['ka', 'kb', 'kc']) if ((await replayOf(reopened, k)) !== undefined) replays.push(k);
+    const ids = [...reopened.values()].map((e) => e.id).sort();
+    await reopened.close();
+    return { replays, ids };
+  }
+
+  test('crash, the whole batch of keyed writes in the log -> every answer replays, the 404 too', async () => {
+    const { copy, log } = await crashedBatch();
+    const { size } = await fs.stat(log);
+    assert.deepEqual(await reopenCut(copy, log, size), { replays: ['ka', 'kb', 'kc'], ids: ['a', 'c', 'first', 'held'] });
+  });
+
+  test('crash mid-batch, its last line torn -> the made write replays; the torn one and the 404 are processed afresh', async () => {
+    const { copy, log } = await crashedBatch();
+    const { size } = await fs.stat(log);
+    assert.deepEqual(await reopenCut(copy, log, size - 5), { replays: ['ka'], ids: ['a', 'first', 'held'] });
+  });
+
+  test('crash with only the answers line of a batch in the log -> no answer, no entity of it', async () => {
+    const { copy, log, batchStart } = await crashedBatch();
+    const answers = (await fs.readFile(log, 'utf8')).slice(batchStart).split('\n')[0]!;
+    assert.deepEqual(await reopenCut(copy, log, batchStart + Buffer.byteLength(answers) + 1), { replays: [], ids: ['first', 'held'] });
+    // Torn inside the answers line itself: the same.
+    assert.deepEqual(await reopenCut(copy, log, batchStart + 20), { replays: [], ids: ['first', 'held'] });
+  });
+
+  test('an answers file of an earlier version (answers naming their lines) -> the batch in doubt keeps exactly the answers whose lines are in the log', async () => {
+    const dir = await tempDir();
+    const store = await open(dir, { compaction: { auto: false } });
+    const a = await store.create(record('a'));
+    await store.close();
+    const logText = await fs.readFile(path.join(dir, 'items.jsonl'), 'utf8');
+    const line = logText.trimEnd();
+    const range = [0, Buffer.byteLength(line), lineHash(Buffer.from(line))];
+    const entry = (k: string, r?: unknown[]) => ({ k, f: 'f', t: Date.now(), s: 201, h: { location: `/items/${k}` }, b: a.json, ...(r ? { r } : {}) });
+    const file = path.join(dir, '_idempotency.items');
+    // A settled batch, then the batch in doubt: one answer whose line is in the log, one whose line is not, one that wrote nothing.
+    await fs.writeFile(file, [
+      JSON.stringify({ a: [entry('settled', [0, 1, 'x'])] }), JSON.stringify({ done: 'ok' }),
+      JSON.stringify({ a: [entry('made', range), entry('lost', [range[1], (range[1] as number) + 40, 'y']), entry('nothing')] }),
+    ].join('\n') + '\n');
+    const reopened = await open(dir);
+    assert.deepEqual(await Promise.all(['settled', 'made', 'lost', 'nothing'].map(async (k) => (await replayOf(reopened, k)) !== undefined)), [true, true, false, false]);
+    await reopened.close();
+    // Rewritten without ranges at that open: the next keeps the same answers.
+    assert.ok(!(await fs.readFile(file, 'utf8')).includes('"r":'));
+    const again = await open(dir);
+    assert.deepEqual(await Promise.all(['settled', 'made', 'lost', 'nothing'].map(async (k) => (await replayOf(again, k)) !== undefined)), [true, true, false, false]);
+    await again.close();
+  });
+
   test('keyed write, compaction renumbers the log, crash -> the answer still replays', async () => {
     const dir = await tempDir();
     const store = await open(dir, { compaction: { auto: false } });
@@ -243,31 +358,51 @@ describe('Idempotency-Key answers in the JSON-lines store', () => {
     const dir = await tempDir();
     let now = 0;
     const idempotency = { now: () => now, ttlMs: 1000, maxAnswers: 3 };
-    let store = await open(dir, { idempotency });
+    const options = { idempotency, compaction: { auto: false } };
+    let store = await open(dir, options);
     for (let i = 0; i < 5; i++) await store.create(record(`e${i}`), key(`k${i}`));
     assert.equal(await replayOf(store, 'k0'), undefined);
     assert.ok(await replayOf(store, 'k4'));
     await store.close();
-    store = await open(dir, { idempotency });
+    store = await open(dir, options);
     assert.deepEqual(await Promise.all(['k1', 'k2', 'k3', 'k4'].map(async (k) => (await replayOf(store, k)) !== undefined)), [false, true, true, true]);
+    assert.equal(await store.compact(), true);
+    assert.equal((await fs.readFile(path.join(dir, '_idempotency.items'), 'utf8')).trimEnd().split('\n').length, 3);
     now = 1000;
     assert.equal(await replayOf(store, 'k4'), undefined);
+    await store.create(record('late'), key('k5'));
     await store.close();
-    store = await open(dir, { idempotency });
-    assert.equal((await fs.readFile(path.join(dir, '_idempotency.items'), 'utf8')), '');
+    store = await open(dir, options);
+    assert.equal(await replayOf(store, 'k4'), undefined, 'expired in the answers file');
+    assert.ok(await replayOf(store, 'k5'));
+    now = 2000;
+    await store.close();
+    store = await open(dir, options);
+    assert.equal(await replayOf(store, 'k5'), undefined, 'expired in the log');
+    assert.equal(await fs.readFile(path.join(dir, '_idempotency.items'), 'utf8'), '');
     await store.close();
   });
 
-  test('many keyed writes with few answers kept -> the answers file is rewritten, not grown without bound', async () => {
+  test("many keyed writes with few answers kept -> compactions drop the log's answers lines; the answers file holds the live ones", async () => {
     const dir = await tempDir();
-    const store = await open(dir, { idempotency: { maxAnswers: 4 } });
+    const options = { idempotency: { maxAnswers: 4 }, compaction: { minBytes: 0 } };
+    let store = await open(dir, options);
     for (let i = 0; i < 200; i++) await store.create(record(`e${i}`), key(`k${i}`));
     await store.settled();
-    const lines = (await fs.readFile(path.join(dir, '_idempotency.items'), 'utf8')).trimEnd().split('\n').length;
-    assert.ok(lines <= 2 * 64, `${lines} lines for 4 answers`);
+    const log = await fs.readFile(path.join(dir, 'items.jsonl'), 'utf8');
+    const answerLines = log.split('\n').filter((line) => line.startsWith('{"_answers":')).length;
+    // Each keyed create adds an answers line and an entity line; an answers line weighs two, so the
+    // log is compacted once the lines since the last compaction outnumber the entities before it.
+    assert.ok(answerLines <= store.size / 2 + 1, `${answerLines} answers lines for ${store.size} entities`);
+    assert.ok((await fs.readFile(path.join(dir, '_idempotency.items'), 'utf8')).trimEnd().split('\n').length <= 4);
+    await store.close();
+    store = await open(dir, options);
     assert.ok(await replayOf(store, 'k199'));
+    assert.equal(await replayOf(store, 'k0'), undefined);
+    assert.equal(store.size, 200);
     await store.close();
   });
+
 });
 
 describe('Idempotency-Key across kill -9 (a real server process)', () => {

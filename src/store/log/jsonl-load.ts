@@ -1,6 +1,7 @@
 import { findStamp, readStamp, type ChangeStamp } from '../changes/change-stamp.js';
 import { hashIdBytes } from '../index/entity-index.js';
 import type { IndexWriter } from '../index/materialised-index.js';
+import { AnswerLines, isAnswersLine } from './answer-lines.js';
 import { LoadedEntity, WrittenEntity, type LogEntity } from './jsonl-entity.js';
 import { LineScanner } from './line-scanner.js';
 import { OPEN_READ, type StoreFs } from './store-fs.js';
@@ -16,6 +17,10 @@ export interface LoadResult {
   needsNewline: boolean;
   /** A torn final line (a crash mid-append): its byte offset and bytes. */
   torn?: { offset: number; line: number; bytes: Buffer };
+  /** The answers of keyed writes its answers lines hold, as `AnswerLines` kept them (answer-lines.ts). */
+  answers: AnswerLines;
+  /** How many answers lines it holds. */
+  answerLines: number;
   /** Malformed lines set aside by `repair` (none without it). */
   rejected: { line: number; bytes: Buffer; reason: string }[];
   /** False when the file does not exist yet. */
@@ -34,7 +39,7 @@ interface Pending {
 
 /**
  * Reads a log file into `index` (last line per id wins; a tombstone removes, and is told to
- * `deleted` with its stamp). A malformed final
+ * `deleted` with its stamp), and its answers lines into `answers`. A malformed final
  * line is reported as torn; any other malformed line throws `StoreOpenError` naming `file:line`,
  * or is collected in `rejected` when `repair` is set.
  */
@@ -45,13 +50,14 @@ export async function loadLog(
   repair: boolean,
   chunkBytes = LOAD_CHUNK_BYTES,
   deleted?: (id: string, stamp: ChangeStamp | undefined) => void,
+  answers = new AnswerLines(),
 ): Promise<LoadResult> {
   let fd: number;
   try {
     fd = await fsys.open(file, OPEN_READ);
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') {
-      return { lines: 0, size: 0, needsNewline: false, rejected: [], exists: false };
+      return { lines: 0, size: 0, needsNewline: false, answers, answerLines: 0, rejected: [], exists: false };
     }
     throw new StoreOpenError(`${file}: ${(error as Error).message}`);
   }
@@ -62,6 +68,7 @@ export async function loadLog(
   let line = 0;
   let keptSize = 0;
   let needsNewline = false;
+  let answerLines = 0;
 
   /** Takes in the line `buffer[start, end)`, found at file offset `offset`. */
   const takeLine = (buffer: Buffer, start: number, end: number, offset: number, terminated: boolean): void => {
@@ -70,7 +77,9 @@ export async function loadLog(
       if (suspect) middleLine(suspect);
       suspect = undefined;
       const r = scanner.result;
-      if (r.idStart < 0 || r.idEnd === r.idStart) {
+      if (r.idStart < 0 && isAnswersLine(buffer, r.objectStart, r.objectEnd) && answers.answers(buffer, r.objectStart, r.objectEnd)) {
+        answerLines++;
+      } else if (r.idStart < 0 || r.idEnd === r.idStart) {
         const bytes = Buffer.from(buffer.subarray(start, end));
         const reason = r.idNotString ? 'id must be a string' : 'a line needs a non-empty string id';
         if (!repair) throw new StoreOpenError(`${file}:${line}: ${reason}`);
@@ -80,6 +89,7 @@ export async function loadLog(
         let stampAt = findStamp(buffer, r.objectStart, r.objectEnd);
         const stamp = stampAt < 0 ? undefined : readStamp(buffer, stampAt, r.objectEnd);
         if (stamp === undefined) stampAt = -1;
+        else answers.change(stamp.seq);
         if (idHash !== undefined) {
           index.put(new LoadedEntity(buffer, r.objectStart, r.objectEnd, line, r.idStart, r.idEnd, stampAt), idHash);
         } else {
@@ -178,7 +188,7 @@ export async function loadLog(
     rejected.push({ line: bad.line, bytes: bad.bytes, reason });
   }
 
-  const result: LoadResult = { lines: line, size: keptSize, needsNewline, rejected, exists: true };
+  const result: LoadResult = { lines: line, size: keptSize, needsNewline, answers, answerLines, rejected, exists: true };
   if (suspect) {
     result.torn = { offset: suspect.offset, line: suspect.line, bytes: suspect.bytes };
     result.lines = suspect.line - 1;

@@ -18,7 +18,8 @@ import {
 import { WriteBatcher } from '../write-batcher.js';
 import { ChangesFile } from './changes-file.js';
 import { AnswerBook, type AnswerBookOptions, type Claim, type IdempotencyLedger, type KeyedWrite } from '../idempotency.js';
-import { AnswerFile, answerFileOf, lineHash, type LineRange, type Recorded } from './answer-file.js';
+import { AnswerFile, answerFileOf } from './answer-file.js';
+import { AnswerLines, answersLine, entryOf, rememberedOf } from './answer-lines.js';
 import { Compaction, TMP_SUFFIX } from './jsonl-compaction.js';
 import { RestampedEntity, WrittenEntity, writeLine, type LoadedEntity, type LogEntity } from './jsonl-entity.js';
 import { JsonlFile, type FileView } from './jsonl-file.js';
@@ -144,8 +145,10 @@ class JsonlLogStore implements JsonlStore {
   #lastReserved = 0;
   /** Loaded entities and deletes that had no stamp: numbered by `stampUnstamped`. */
   #unstamped: { live: LogEntity[]; deletes: string[] } = { live: [], deletes: [] };
-  /** The answers of keyed writes, made durable with their writes (answer-file.ts). */
+  /** The answers of keyed writes the log no longer holds (answer-file.ts); the book of all of them. */
   readonly #answers: AnswerFile;
+  /** Answers lines in the log (answer-lines.ts): the compaction policy weighs each as two lines. */
+  #answerLines = 0;
   /** After a failed compaction, wait for the file to grow before trying again. */
   #compactAfterLines = 0;
   #open = false;
@@ -169,19 +172,18 @@ class JsonlLogStore implements JsonlStore {
     const log = (this.#log = shared?.log ?? new LocalChangeLog({ ...(options.now ? { now: options.now } : {}), ...(options.retentionMs === undefined ? {} : { retentionMs: options.retentionMs }), warn: this.#warn }));
     this.changesFile = shared?.file ?? new ChangesFile(dirname(this.#path), this.#fs);
     const changes = (this.#changes = log.resource(options.resource ?? basename(this.#path).replace(/\.jsonl$/, '')));
-    /** A rewrite of the answers file is queued or running: one at a time. */
-    let rewriting = false;
     const answers = (this.#answers = new AnswerFile(answerFileOf(this.#path), this.#fs, durable, new AnswerBook(options.idempotency)));
     this.#writes = new WriteBatcher<LogEntity>(
       {
         get: (id) => index.get(id),
-        entity: (record, n) => new WrittenEntity(record.id, JSON.stringify(record), file.lines + n),
+        // A batch of keyed writes begins with its answers line, so its changes' lines come one later.
+        entity: (record, n, answering) => new WrittenEntity(record.id, JSON.stringify(record), file.lines + n + (answering ? 1 : 0)),
         answers: answers.book,
-        append: async (batch, types, keyed) => {
+        append: async (batch, types, keyed, answering) => {
           const started = performance.now();
           // Numbered here, in the order batches reach the disk's queue; published in that order
           // once durable (LocalChangeLog), whichever store's sync returns first. A batch of answers
-          // alone (a refusal remembered) has no change to number.
+          // alone (refusals remembered) has no change to number.
           const first = batch.length === 0 ? 0 : log.reserve(batch.length);
           if (batch.length > 0) this.#lastReserved = first + batch.length - 1;
           const at = log.nowSeconds();
@@ -193,28 +195,28 @@ class JsonlLogStore implements JsonlStore {
             written.stamp(stamps[i]!);
             return written.line();
           });
-          // The answers written first, naming where their writes' lines go; both files are synced
-          // together by the log's append (answer-file.ts explains why that is safe).
-          const starts = keyed.length === 0 ? [] : lineStarts(file, lines);
-          const recorded = keyed.map((k): Recorded => ({ key: k.key, remembered: k.remembered, range: k.change === undefined ? undefined : rangeOf(lines[k.change]!, starts[k.change]!) }));
+          // The answers first, in the same append and the same sync (answer-lines.ts explains why
+          // that is safe). Written whenever `entity` counted it, so that the lines are where it said.
+          if (answering && (lines.length > 0 || keyed.length > 0)) {
+            const entries = keyed.map((k) => entryOf(k.key, k.remembered, k.change === undefined ? undefined : first + k.change));
+            lines.unshift(answersLine(entries, batch.length === 0 ? 0 : first + batch.length - 1));
+          }
+          if (lines.length === 0) return;
           try {
-            await answers.before(recorded, lines.length > 0);
+            await file.append(lines);
           } catch (error) {
             // Numbers reserved for lines that never reached the log are given back in order.
             if (batch.length > 0) log.settle(first, null);
             throw error;
           }
-          let ok = false;
-          try {
-            if (lines.length > 0) {
-              await file.append(lines, answers.durable);
-              this.#batch = { first, stamps, items: [] };
-              observer?.committed?.(batch.length, durable ? (performance.now() - started) / 1000 : 0);
-            }
-            ok = true;
-          } finally {
-            if (!ok && batch.length > 0) log.settle(first, null);
-            await answers.after(recorded, ok);
+          if (batch.length > 0) {
+            this.#batch = { first, stamps, items: [] };
+            observer?.committed?.(batch.length, durable ? (performance.now() - started) / 1000 : 0);
+          }
+          if (answering) {
+            this.#answerLines++;
+            for (const k of keyed) answers.book.put(k.key, k.remembered);
+            answers.gained();
           }
         },
         apply: (change, record) => {
@@ -237,22 +239,14 @@ class JsonlLogStore implements JsonlStore {
           this.#batch = undefined;
           log.settle(batch.first, batch.items);
         },
-        afterBatch: () => {
-          this.#maybeCompact();
-          if (!answers.wasteful || rewriting || this.#closing) return;
-          rewriting = true;
-          void this.#writes
-            .task(() => answers.compact())
-            .catch((error: unknown) => this.#warn(`${this.#path}: rewriting its idempotency answers failed: ${(error as Error).message}`))
-            .finally(() => (rewriting = false));
-        },
+        afterBatch: () => this.#maybeCompact(),
       },
       this.#path,
       this.#warn,
     );
-    // The log's bytes move in the swap: no answer may still be waiting for them (answer-file.ts).
+    // The swap drops the log's answers lines: every live answer is made durable beside it first (answer-file.ts).
     this.#compaction = new Compaction(file, this.#fs, (run) => this.#writes.task(async () => {
-      await answers.settle();
+      await answers.snapshot();
       await run();
     }), this.#warn);
   }
@@ -308,7 +302,10 @@ class JsonlLogStore implements JsonlStore {
     /** The latest stamp of each deleted id, or null for a delete without one; dropped if the id comes back. */
     const deletes = new Map<string, ChangeStamp | null>();
     try {
-      loaded = await loadLog(fsys, this.#path, this.#index, this.#repair, this.#loadChunkBytes, (id, stamp) => deletes.set(id, stamp ?? null));
+      const book = this.#answers.book;
+      // Lines whose answers all expired are not even parsed.
+      const answerLines = new AnswerLines(book.now() - book.ttlMs);
+      loaded = await loadLog(fsys, this.#path, this.#index, this.#repair, this.#loadChunkBytes, (id, stamp) => deletes.set(id, stamp ?? null), answerLines);
       this.#loadChanges(deletes);
     } catch (error) {
       throw error instanceof StoreOpenError ? error : openError(this.#path, error);
@@ -328,6 +325,11 @@ class JsonlLogStore implements JsonlStore {
       if (loaded.torn) await this.#dropTornTail(loaded.torn);
       if (loaded.rejected.length > 0) await this.#setAsideRejected(loaded.rejected);
       await this.#answers.open(this.#path, file.size);
+      // The log's answers are newer than the file's (it was written at the last compaction).
+      const fromLog = loaded.answers.kept();
+      for (const e of fromLog) this.#answers.book.put(e.k, rememberedOf(e));
+      if (fromLog.length > 0) this.#answers.gained();
+      this.#answerLines = loaded.answerLines;
     } catch (error) {
       await file.closeFd();
       throw error instanceof StoreOpenError ? error : openError(this.#path, error);
@@ -486,7 +488,8 @@ class JsonlLogStore implements JsonlStore {
   #maybeCompact(): void {
     if (!this.#autoCompact || this.#compacting || this.#closing) return;
     const file = this.#file;
-    if (file.size < this.#minBytes || file.lines <= this.#ratio * this.#index.size) return;
+    // An answers line weighs two: it holds a batch's answers, bodies and all, and nothing live.
+    if (file.size < this.#minBytes || file.lines + this.#answerLines <= this.#ratio * this.#index.size) return;
     if (file.lines < this.#compactAfterLines) return;
     // This store's last changes may still wait for another store's sync to be published (and its
     // deletes to be in the order the snapshot copies): then a later batch tries again.
@@ -553,6 +556,8 @@ class JsonlLogStore implements JsonlStore {
     })().then((done) => {
       this.#compacting = undefined;
       this.#observer?.compacted?.(done);
+      // Those the log gained during the compaction came with its tail, uncounted: the next one comes a little later, is all.
+      if (done) this.#answerLines = 0;
       if (!done) this.#compactAfterLines = Math.ceil(file.lines * 1.5);
       // Writes went on during the compaction: if they alone took the file past the ratio again, the
       // next compaction starts now rather than after some later write (whenever that comes).
@@ -579,22 +584,6 @@ class JsonlLogStore implements JsonlStore {
     await this.#answers.close(this.#warn);
     await this.#file.close(this.#warn);
   }
-}
-
-/** Where each of `lines` will start once appended to `file` (as `JsonlFile.append` lays them out). */
-function lineStarts(file: JsonlFile, lines: readonly string[]): number[] {
-  let at = file.size + (file.needsNewline ? 1 : 0);
-  return lines.map((line) => {
-    const start = at;
-    at += Buffer.byteLength(line) + 1;
-    return start;
-  });
-}
-
-/** The range a line starting at `start` takes, with its hash. */
-function rangeOf(line: string, start: number): LineRange {
-  const bytes = Buffer.from(line);
-  return [start, start + bytes.length, lineHash(bytes)];
 }
 
 function openError(file: string, error: unknown): StoreOpenError {

@@ -1,4 +1,5 @@
 import { findStamp, readStamp } from '../changes/change-stamp.js';
+import { isAnswersLine } from './answer-lines.js';
 
 /** How much of a log's tail is read at a time, looking back for the cut. */
 const WINDOW_BYTES = 64 * 1024;
@@ -17,7 +18,9 @@ export type ReadAt = (buffer: Buffer, length: number, position: number) => Promi
  * line without a stamp was read at start-up, before any number was handed out. So looking back
  * from the end, the first line at or below `seq` ends the prefix, and it is usually the last line
  * or one batch before it: the lines above `seq` are the batches durable but not yet published
- * when `seq` was read (local-feed.ts).
+ * when `seq` was read (local-feed.ts). An answers line (answer-lines.ts) is never where the
+ * prefix ends: it precedes its batch's changes, so it belongs with them, and one that made no
+ * change (the answers of refused writes alone) holds nothing a copy must have.
  */
 export async function prefixThrough(read: ReadAt, size: number, seq: number): Promise<number> {
   let end = size;
@@ -39,7 +42,7 @@ export async function prefixThrough(read: ReadAt, size: number, seq: number): Pr
       const start = newline + 1;
       const comma = findStamp(buffer, start, last);
       const stamp = comma < 0 ? undefined : readStamp(buffer, comma, last);
-      if (stamp === undefined || stamp.seq <= seq) return from + (last < buffer.length && buffer[last] === 0x0a ? last + 1 : last);
+      if (!isAnswersLine(buffer, start, last) && (stamp === undefined || stamp.seq <= seq)) return from + (last < buffer.length && buffer[last] === 0x0a ? last + 1 : last);
       end = from + start;
       if (start === 0) break;
       last = start;

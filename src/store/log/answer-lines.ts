@@ -1,0 +1,153 @@
+import type { Remembered } from '../idempotency.js';
+
+/**
+ * The answers of a batch's keyed writes (`Idempotency-Key`), as one line of the resource's own log,
+ * written first in the batch's append (docs/storage.md).
+ *
+ * ## Why a replayed answer is never separated from its write, and no key writes twice
+ *
+ * A batch that holds keyed writes is appended as one buffer: its answers line, then the lines of
+ * its changes, then one fdatasync. Only when that sync succeeds is any write of the batch
+ * acknowledged or its answer put in the in-memory table that replays read; when it fails, the
+ * log's lines (the answers line with them) are cut off again and the batch fails. So one file and
+ * one sync hold both, and nothing can come between them:
+ *
+ * - A process that dies (`kill -9`) loses nothing that was written (the page cache keeps it), but it
+ *   can die in the middle of the append, leaving a prefix of it: the answers line alone, or with the
+ *   first lines of the batch, the last one torn. Start-up drops the torn line and keeps, of that
+ *   batch's answers, exactly those whose change's line is in the file (each answer names its
+ *   change by sequence number; the line holds the batch's last one): a write that was made replays,
+ *   one that was not is processed afresh — never both, never neither. The answers of keyed writes
+ *   that wrote nothing (a 404, a 412) are kept only once the whole batch is in the file: whether
+ *   such a batch ended cannot be told otherwise, and a retry processed afresh is what an answer
+ *   never sent allows.
+ * - A machine that loses power keeps, of a batch never acknowledged, some prefix of it as well (the
+ *   log is appended to, never rewritten in place), and the same rule applies; an acknowledged
+ *   batch's line and its changes are on disk whole.
+ * - A compaction rewrites the log without its answers lines: before it replaces the log, every
+ *   live answer is written to `_idempotency.<name>` (answer-file.ts) and synced, and lines the
+ *   log gains during the compaction are copied to the new file as they are.
+ *
+ * A key cannot write twice: a retry is decided in the write order against every answer already
+ * recorded (write-rules.ts), and while a request holds its key no other with that key runs
+ * (`AnswerBook.claim`); after a crash, start-up has recovered every answer of a made write.
+ *
+ * The line is `{"_answers":<ms>,"last":<seq>,"a":[…]}`: the batch's time first, so that start-up
+ * skips a line whose answers have all expired without parsing it; `last` the sequence number of the
+ * batch's last change (0: it made none). It has no `id`, so it is never taken for an entity, and no
+ * stamp: it is no change of the feed, and a cut of the log at a cursor never ends on it
+ * (log-prefix.ts).
+ */
+
+/** An answer as a line holds it: key, fingerprint, time, status, headers, body; `n` the sequence number of its write's change, if it made one. */
+export interface AnswerEntry {
+  readonly k: string;
+  readonly f: string;
+  readonly t: number;
+  readonly s: number;
+  readonly h: Readonly<Record<string, string>>;
+  readonly b: string;
+  readonly n?: number;
+}
+
+/** What begins every answers line. */
+const PREFIX = '{"_answers":';
+const PREFIX_BYTES = Buffer.from(PREFIX, 'latin1');
+
+/** The entry of an answer (`n`: its change's sequence number, if it made one). */
+export function entryOf(key: string, remembered: Remembered, n?: number): AnswerEntry {
+  const { answer } = remembered;
+  const entry = { k: key, f: remembered.fingerprint, t: remembered.at, s: answer.status, h: answer.headers, b: answer.body };
+  return n === undefined ? entry : { ...entry, n };
+}
+
+/** The remembered answer an entry holds. */
+export function rememberedOf(e: AnswerEntry): Remembered {
+  return { fingerprint: e.f, at: e.t, answer: { status: e.s, headers: e.h, body: e.b } };
+}
+
+/** The answers line of a batch whose last change has sequence number `last` (0: none). */
+export function answersLine(entries: readonly AnswerEntry[], last: number): string {
+  const at = entries.reduce((latest, e) => Math.max(latest, e.t), 0);
+  return `${PREFIX}${at},"last":${last},"a":${JSON.stringify(entries)}}`;
+}
+
+/** True when the JSON object `buf[start, end)` is an answers line (it starts as only they do). */
+export function isAnswersLine(buf: Uint8Array, start: number, end: number): boolean {
+  if (end - start < PREFIX_BYTES.length) return false;
+  for (let i = 0; i < PREFIX_BYTES.length; i++) if (buf[start + i] !== PREFIX_BYTES[i]) return false;
+  return true;
+}
+
+/** The batch's time of the answers line `buf[start, end)` (the latest of its answers), read without parsing the line. */
+function timeOf(buf: Uint8Array, start: number, end: number): number {
+  let t = 0;
+  for (let i = start + PREFIX_BYTES.length; i < end; i++) {
+    const c = buf[i]!;
+    if (c < 0x30 || c > 0x39) break;
+    t = t * 10 + (c - 0x30);
+  }
+  return t;
+}
+
+/**
+ * Collects the answers of a log's answers lines as start-up reads it, keeping of each batch what
+ * the rule above keeps. Feed it every line in file order: `answers` for an answers line, `change`
+ * for each stamped line; then `kept()`.
+ */
+export class AnswerLines {
+  /** Lines whose answers are all older than this (ms) are skipped unparsed. */
+  readonly #since: number;
+  readonly #kept: AnswerEntry[] = [];
+  /** The batch whose lines are being read: its answers, its last change, the latest change seen since. */
+  #open: { entries: readonly AnswerEntry[]; last: number; seen: number } | undefined;
+
+  constructor(since = -Infinity) {
+    this.#since = since;
+  }
+
+  /**
+   * Takes the answers line `buf[start, end)` (a valid JSON object). Returns false when it is not
+   * an answers line after all (no `a` array, no `last`): the caller treats it as any line without
+   * an id.
+   */
+  answers(buf: Buffer, start: number, end: number): boolean {
+    this.#close();
+    if (timeOf(buf, start, end) <= this.#since) return true;
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(buf.toString('utf8', start, end));
+    } catch {
+      return false;
+    }
+    const line = parsed as { last?: unknown; a?: unknown };
+    if (typeof line.last !== 'number' || !Array.isArray(line.a)) return false;
+    const entries = (line.a as AnswerEntry[]).filter((e) => e.t > this.#since);
+    if (line.last === 0) this.#kept.push(...entries);
+    else this.#open = { entries, last: line.last, seen: 0 };
+    return true;
+  }
+
+  /** Takes a line stamped with sequence number `seq`. */
+  change(seq: number): void {
+    const open = this.#open;
+    if (open === undefined) return;
+    if (seq > open.last) return this.#close();
+    open.seen = Math.max(open.seen, seq);
+  }
+
+  /** The answers kept, in file order. */
+  kept(): AnswerEntry[] {
+    this.#close();
+    return this.#kept;
+  }
+
+  /** The open batch ends: its answers of made writes are kept; all of them if all its lines were read. */
+  #close(): void {
+    const open = this.#open;
+    if (open === undefined) return;
+    this.#open = undefined;
+    const whole = open.seen === open.last;
+    for (const e of open.entries) if (e.n === undefined ? whole : e.n <= open.seen) this.#kept.push(e);
+  }
+}
