@@ -3,7 +3,7 @@
  * start-up, and which failures mean "the database is away" (a 503) rather than a refused write.
  */
 import { StoreOpenError } from '../store.js';
-import { loadDriver, type PgOptions, type Sql } from './driver.js';
+import { DRIVER_OPTIONS, loadDriver, type PgOptions, type Sql } from './driver.js';
 import { ANSWERS_TABLE, ANSWERS_TABLE_DDL, DELETED_AT_DDL, DELETED_AT_QUERY, LAYOUT_DDL, LAYOUT_LOCK, LAYOUT_VERSION, LAYOUT_VERSION_QUERY, SCHEMA } from './layout.js';
 
 /** Connections of one process: the writers of every resource, the change feed and the loader share them. */
@@ -185,6 +185,8 @@ export async function connect({ url, driver = loadDriver, options = {} }: Connec
         connect_timeout: CONNECT_TIMEOUT_S,
         backoff,
         onnotice: () => {},
+        // No statement of the driver's own on a new connection: its failure would go unhandled (driver.ts).
+        ...DRIVER_OPTIONS,
         ...options,
         ...extra,
       }),

@@ -47,6 +47,21 @@ function importDriver(importer: Importer): Promise<Connect> {
   );
 }
 
+/**
+ * Options every connection halserve opens is made with (the server's pool, `import`, `export`).
+ *
+ * `fetch_types: false`: otherwise postgres 3.4.9 sends a statement of its own first on every new
+ * connection (the server's array types) and drops its promise: `ReadyForQuery` calls the async
+ * `fetchArrayTypes()` and nothing awaits it (porsager/postgres#1192, #1223). When that statement
+ * fails, nobody hears it: an unhandled rejection, which ends a server's process. It fails whenever
+ * the connection is lost while it runs — closed, and connecting again refused (`connect
+ * ECONNREFUSED`, seen when a proxy went away as the pool was being replaced after an outage),
+ * or the backend terminated (57P01) — so an outage would crash the server instead of answering
+ * 503. halserve needs none of those types: it sends arrays as text literals (`textArray`, cast
+ * with `::text[]` by the server) and reads no array column. A new connection saves the round trip too.
+ */
+export const DRIVER_OPTIONS = { fetch_types: false } as const satisfies PgOptions;
+
 /** True for a store location that names PostgreSQL rather than a data directory. */
 export function isPostgresUrl(location: string): boolean {
   return /^postgres(ql)?:\/\//i.test(location);

@@ -4,7 +4,7 @@
  * (connection.ts), and every failure turned into the one line a user sees.
  */
 import { describeUrl, prepareLayout, reason } from './connection.js';
-import { loadDriver, type Sql } from './driver.js';
+import { DRIVER_OPTIONS, loadDriver, type Sql } from './driver.js';
 
 /** A failure of `import` or `export`; the message is the one line a user sees. */
 export class TransferError extends Error {
@@ -22,7 +22,7 @@ export async function connectDatabase(url: string): Promise<Sql> {
   const connect = await loadDriver();
   let sql: Sql;
   try {
-    sql = connect(url, { max: 1, connect_timeout: CONNECT_TIMEOUT_S, onnotice: () => {} });
+    sql = connect(url, { max: 1, connect_timeout: CONNECT_TIMEOUT_S, onnotice: () => {}, ...DRIVER_OPTIONS });
   } catch (error) {
     throw new TransferError(`bad database URL ${describeUrl(url)}: ${reason(error)}`);
   }
