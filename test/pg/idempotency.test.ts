@@ -34,10 +34,11 @@ function key(name: string, fingerprint = 'f'): KeyedWrite {
 }
 
 /**
- * A TCP proxy to `port` that, on a connection whose client sent `marker` (a statement's text),
- * drops every byte of the database's replies from the statement's result on (the first reply
- * holding a `SELECT` command tag; the statement's description before it passes, so the driver
- * sends its execution): a commit whose answer is lost on the way back.
+ * A TCP proxy to `port` that, on the first connection whose client sent `marker` (a statement's
+ * text), drops every byte of the database's replies from the statement's result on (the first
+ * reply holding a `SELECT` command tag; the statement's description before it passes, so the
+ * driver sends its execution): a commit whose answer is lost on the way back. Once, so that a
+ * retry sending the same statement is answered.
  */
 async function replyDropper(port: number, marker: string): Promise<{ port: number; dropped(): boolean }> {
   const sockets: net.Socket[] = [];
@@ -48,7 +49,7 @@ async function replyDropper(port: number, marker: string): Promise<{ port: numbe
     let mute = false;
     sockets.push(client, upstream);
     client.on('data', (chunk: Buffer) => {
-      if (chunk.includes(marker)) armed = true;
+      if (!dropped && chunk.includes(marker)) armed = true;
       upstream.write(chunk);
     });
     upstream.on('data', (chunk: Buffer) => {

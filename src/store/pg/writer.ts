@@ -98,9 +98,14 @@ const ANSWER_SWEEP_MS = 10 * 60 * 1000;
  * entity is refused with `DanglingLinkError`, the delete of one still linked to with
  * `StillLinkedError`, decided in the database whatever other processes write at the same moment.
  *
- * Keyed writes (`Idempotency-Key`, idempotency.ts): a batch reads its keys' answers with its rows,
- * decides each keyed write against its key's answer first (write-rules.ts: a replay writes
- * nothing), and inserts the new answers in the same statement as the rows (write-statement.ts):
+ * Keyed writes (`Idempotency-Key`, idempotency.ts): a batch decides each keyed write against its
+ * key's answer first (write-rules.ts: a replay writes nothing), and inserts the new answers in the
+ * same statement as the rows (write-statement.ts). Its first try takes its keys for new, reading no
+ * answer: almost every key is (a retry is rare), and that saves a statement per batch, most of what
+ * a keyed write cost beyond an unkeyed one (bench/NOTES.md). A key that has an answer in the table (a retry, a key
+ * reused, or one expired and not yet deleted) breaks the answers' primary key, the statement is
+ * undone whole, and every later try reads its keys' answers with its rows (deleting expired ones
+ * first), so the retry replays. An answer goes into the table in the statement of its write:
  * an answer whose write is undone is undone with it, so a replayed answer is never separated from
  * its write — whichever process, whatever outage. Two processes writing one key at once: the second
  * statement to commit breaks the answers' primary key and is undone whole, and its batch runs again,
@@ -188,7 +193,7 @@ export class PgWriter {
     for (let attempt = 1; pending.length > 0; attempt++) {
       const tick = readers.begin();
       try {
-        pending = await this.#attempt(pending);
+        pending = await this.#attempt(pending, attempt > 1);
       } catch (error) {
         const code = (error as { code?: unknown } | null)?.code;
         // The statement did nothing (a deadlock or serialization failure): the whole batch runs again.
@@ -222,7 +227,7 @@ export class PgWriter {
    * ids another process wrote meanwhile, and of ids a refused write shared: they run again,
    * against the database's state.
    */
-  async #attempt(batch: readonly WriteOp[]): Promise<WriteOp[]> {
+  async #attempt(batch: readonly WriteOp[], retry: boolean): Promise<WriteOp[]> {
     const { replica, resource } = this.#options;
     const sql = this.#options.sql();
     const ids = new Set<string>();
@@ -233,7 +238,8 @@ export class PgWriter {
       ids.add(id);
       if (op.kind === 'create') creates++;
     }
-    const keys = [...new Set(batch.flatMap((op) => keyOf(op)?.key ?? []))];
+    // A first try takes its keys for new (see the class comment): a key with an answer sends it round again.
+    const keys = retry ? [...new Set(batch.flatMap((op) => keyOf(op)?.key ?? []))] : [];
     const now = this.#now();
     const cutoff = now - this.#ttlMs;
     const sweep = now - this.#swept >= ANSWER_SWEEP_MS;
