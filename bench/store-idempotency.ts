@@ -6,12 +6,13 @@
  * One process: a server over a durable JSON-lines store (fdatasync) in a temporary directory, and
  * clients over HTTP on loopback sending POSTs for `ROUND_MS` each round, keyed (a fresh key per
  * request) and unkeyed in alternating rounds, at 1 and at 16 requests in flight. Prints requests per
- * second (the median of the rounds) and keyed / unkeyed. A keyed batch writes its answers, then
- * its log lines, and syncs the two files at once (answer-file.ts): one sync's wait, as an unkeyed batch.
+ * second (the median of the rounds) and keyed / unkeyed. A keyed batch appends a line of its
+ * answers before its changes' lines, in one write and one sync (answer-lines.ts), as an unkeyed batch.
  *
  * Then the same over the PostgreSQL store (a throwaway cluster, bench/pg.ts; skipped without root
  * or PostgreSQL 15, or with BENCH_IDEM_PG=0), where a keyed write's answer goes into
- * `halserve.answers` in the write's own statement (pg/write-statement.ts).
+ * `halserve.answers` in the write's own statement (pg/write-statement.ts); a batch's first try
+ * reads no answer (pg/writer.ts).
  */
 import fs from 'node:fs/promises';
 import http from 'node:http';
