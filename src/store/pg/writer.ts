@@ -103,13 +103,14 @@ const ANSWER_SWEEP_MS = 10 * 60 * 1000;
  * same statement as the rows (write-statement.ts). Its first try takes its keys for new, reading no
  * answer: almost every key is (a retry is rare), and that saves a statement per batch. A key that
  * has an answer in the table (a retry, a key reused, or one expired and not yet deleted) breaks the
- * answers' primary key, the statement is undone whole, and every later try reads its keys'
- * answers with its rows (deleting expired ones first), so the retry replays. An answer goes into
- * the table in the statement of its write: an answer whose write is undone is undone with it, so a
- * replayed answer is never separated from its write — whichever process, whatever outage. Two processes writing one key at once: the second
- * statement to commit breaks the answers' primary key and is undone whole, and its batch runs again,
- * now finding the answer (a replay): no key writes twice. A statement cut off by an outage (503)
- * either committed, answer included, or did nothing: the retry replays or is processed.
+ * answers' primary key, the statement is undone whole, and every later try reads its keys' answers
+ * with its rows (deleting expired ones first), so the retry replays. An answer goes into the table
+ * in the statement of its write: an answer whose write is undone is undone with it, so a replayed
+ * answer is never separated from its write — whichever process, whatever outage. Two processes
+ * writing one key at once: the second statement to commit breaks the answers' primary key and is
+ * undone whole, and its batch runs again, now finding the answer (a replay): no key writes twice. A
+ * statement cut off by an outage (503) either committed, answer included, or did nothing: the retry
+ * replays or is processed.
  *
  * No transaction spans two round trips: a connection lost in the middle of one would leave the
  * driver (postgres 3.4.9) writing its ROLLBACK to a closed socket, which ends the process. A try
