@@ -19,8 +19,8 @@ export interface LoadResult {
   torn?: { offset: number; line: number; bytes: Buffer };
   /** The answers of keyed writes its answers lines hold, as `AnswerLines` kept them (answer-lines.ts). */
   answers: AnswerLines;
-  /** How many answers lines it holds. */
-  answerLines: number;
+  /** Bytes of its answers lines. */
+  answerBytes: number;
   /** Malformed lines set aside by `repair` (none without it). */
   rejected: { line: number; bytes: Buffer; reason: string }[];
   /** False when the file does not exist yet. */
@@ -57,7 +57,7 @@ export async function loadLog(
     fd = await fsys.open(file, OPEN_READ);
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') {
-      return { lines: 0, size: 0, needsNewline: false, answers, answerLines: 0, rejected: [], exists: false };
+      return { lines: 0, size: 0, needsNewline: false, answers, answerBytes: 0, rejected: [], exists: false };
     }
     throw new StoreOpenError(`${file}: ${(error as Error).message}`);
   }
@@ -68,7 +68,7 @@ export async function loadLog(
   let line = 0;
   let keptSize = 0;
   let needsNewline = false;
-  let answerLines = 0;
+  let answerBytes = 0;
 
   /** Takes in the line `buffer[start, end)`, found at file offset `offset`. */
   const takeLine = (buffer: Buffer, start: number, end: number, offset: number, terminated: boolean): void => {
@@ -78,7 +78,7 @@ export async function loadLog(
       suspect = undefined;
       const r = scanner.result;
       if (r.idStart < 0 && isAnswersLine(buffer, r.objectStart, r.objectEnd) && answers.answers(buffer, r.objectStart, r.objectEnd)) {
-        answerLines++;
+        answerBytes += end - start + 1;
       } else if (r.idStart < 0 || r.idEnd === r.idStart) {
         const bytes = Buffer.from(buffer.subarray(start, end));
         const reason = r.idNotString ? 'id must be a string' : 'a line needs a non-empty string id';
@@ -188,7 +188,7 @@ export async function loadLog(
     rejected.push({ line: bad.line, bytes: bad.bytes, reason });
   }
 
-  const result: LoadResult = { lines: line, size: keptSize, needsNewline, answers, answerLines, rejected, exists: true };
+  const result: LoadResult = { lines: line, size: keptSize, needsNewline, answers, answerBytes, rejected, exists: true };
   if (suspect) {
     result.torn = { offset: suspect.offset, line: suspect.line, bytes: suspect.bytes };
     result.lines = suspect.line - 1;

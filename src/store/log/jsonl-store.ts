@@ -147,8 +147,8 @@ class JsonlLogStore implements JsonlStore {
   #unstamped: { live: LogEntity[]; deletes: string[] } = { live: [], deletes: [] };
   /** The answers of keyed writes the log no longer holds (answer-file.ts); the book of all of them. */
   readonly #answers: AnswerFile;
-  /** Answers lines in the log (answer-lines.ts): the compaction policy weighs each as two lines. */
-  #answerLines = 0;
+  /** Bytes of the log's answers lines (answer-lines.ts): the compaction policy counts them as waste. */
+  #answerBytes = 0;
   /** After a failed compaction, wait for the file to grow before trying again. */
   #compactAfterLines = 0;
   #open = false;
@@ -197,9 +197,12 @@ class JsonlLogStore implements JsonlStore {
           });
           // The answers first, in the same append and the same sync (answer-lines.ts explains why
           // that is safe). Written whenever `entity` counted it, so that the lines are where it said.
+          let answerBytes = 0;
           if (answering && (lines.length > 0 || keyed.length > 0)) {
             const entries = keyed.map((k) => entryOf(k.key, k.remembered, k.change === undefined ? undefined : first + k.change));
-            lines.unshift(answersLine(entries, batch.length === 0 ? 0 : first + batch.length - 1));
+            const line = answersLine(entries, batch.length === 0 ? 0 : first + batch.length - 1);
+            answerBytes = Buffer.byteLength(line) + 1;
+            lines.unshift(line);
           }
           if (lines.length === 0) return;
           try {
@@ -214,7 +217,7 @@ class JsonlLogStore implements JsonlStore {
             observer?.committed?.(batch.length, durable ? (performance.now() - started) / 1000 : 0);
           }
           if (answering) {
-            this.#answerLines++;
+            this.#answerBytes += answerBytes;
             for (const k of keyed) answers.book.put(k.key, k.remembered);
             answers.gained();
           }
@@ -329,7 +332,7 @@ class JsonlLogStore implements JsonlStore {
       const fromLog = loaded.answers.kept();
       for (const e of fromLog) this.#answers.book.put(e.k, rememberedOf(e));
       if (fromLog.length > 0) this.#answers.gained();
-      this.#answerLines = loaded.answerLines;
+      this.#answerBytes = loaded.answerBytes;
     } catch (error) {
       await file.closeFd();
       throw error instanceof StoreOpenError ? error : openError(this.#path, error);
@@ -488,8 +491,10 @@ class JsonlLogStore implements JsonlStore {
   #maybeCompact(): void {
     if (!this.#autoCompact || this.#compacting || this.#closing) return;
     const file = this.#file;
-    // An answers line weighs two: it holds a batch's answers, bodies and all, and nothing live.
-    if (file.size < this.#minBytes || file.lines + this.#answerLines <= this.#ratio * this.#index.size) return;
+    if (file.size < this.#minBytes) return;
+    // More lines than the ratio allows per live entity, or answers lines (bodies and all, nothing
+    // live) for more than half the file's bytes: a log of keyed creates alone has few lines to spare.
+    if (file.lines <= this.#ratio * this.#index.size && this.#answerBytes * 2 <= file.size) return;
     if (file.lines < this.#compactAfterLines) return;
     // This store's last changes may still wait for another store's sync to be published (and its
     // deletes to be in the order the snapshot copies): then a later batch tries again.
@@ -557,7 +562,7 @@ class JsonlLogStore implements JsonlStore {
       this.#compacting = undefined;
       this.#observer?.compacted?.(done);
       // Those the log gained during the compaction came with its tail, uncounted: the next one comes a little later, is all.
-      if (done) this.#answerLines = 0;
+      if (done) this.#answerBytes = 0;
       if (!done) this.#compactAfterLines = Math.ceil(file.lines * 1.5);
       // Writes went on during the compaction: if they alone took the file past the ratio again, the
       // next compaction starts now rather than after some later write (whenever that comes).
