@@ -104,6 +104,24 @@ describe('JsonTokens: the tokens of JSON text without parsing it', () => {
     }
     assert.ok(parsed < 1000, `${parsed} of 2000 left to the parse`);
   });
+  test('whitespace anywhere, empty objects and arrays, literals, exponents, a record cut before its closing brace -> the same tokens', () => {
+    const records = [
+      { id: 'k1', e: {}, a: [], n: [[], [{}], { x: [] }], s: 'Deep  Blue', t: true, f: false, z: null, x: -1.5e-7, y: 2e10 },
+      { id: 'k2', list: [1, 'one', [2, 'Two', { three: 'THREE' }], null], last: 'end' },
+      { id: 'k3', o: { a: { b: { c: 'nested Word' } } }, after: 'after it' },
+    ];
+    for (const record of records) {
+      const want = tokensOf(record);
+      for (const json of [JSON.stringify(record), JSON.stringify(record, null, 2), JSON.stringify(record, null, '\t').replaceAll('\n', '\r\n'), ` ${JSON.stringify(record)}\n`]) {
+        assert.deepEqual(scanned(json), want, json);
+      }
+      // As a stamped line's bytes reach the scan: up to the stamp's comma, no closing brace.
+      const json = JSON.stringify(record);
+      assert.deepEqual(scanned(json.slice(0, -1)), want, `${json} without its closing brace`);
+    }
+    assert.deepEqual(scanned('{}'), new Set());
+    assert.deepEqual(scanned('{"a":{},"b":"x"}'), new Set(['x']));
+  });
 });
 
 /** Entities for the builder: some hand their bytes, some only their JSON. */

@@ -13,6 +13,33 @@ const CLOSE_ARRAY = 0x5d;
 /** Nesting deeper than this is left to the parse. */
 const MAX_DEPTH = 64;
 
+/** Each byte's meaning outside strings (`STRUCTURE`): most are numbers, literals or whitespace. */
+const OTHER = 0;
+const STRING = 1;
+const OPEN = 2;
+const CLOSE = 3;
+const NEXT = 4;
+const AFTER_NAME = 5;
+const STRUCTURE: Uint8Array = ((): Uint8Array => {
+  const table = new Uint8Array(256);
+  table[QUOTE] = STRING;
+  table[OPEN_OBJECT] = OPEN;
+  table[OPEN_ARRAY] = OPEN;
+  table[CLOSE_OBJECT] = CLOSE;
+  table[CLOSE_ARRAY] = CLOSE;
+  table[COMMA] = NEXT;
+  table[COLON] = AFTER_NAME;
+  return table;
+})();
+
+/** 1 for the bytes that end a member name's plain bytes: its closing quote, or a backslash. */
+const NAME_END: Uint8Array = ((): Uint8Array => {
+  const table = new Uint8Array(256);
+  table[QUOTE] = 1;
+  table[BACKSLASH] = 1;
+  return table;
+})();
+
 /**
  * The search tokens of a JSON object read from its UTF-8 text without parsing it: what
  * `tokensOf(JSON.parse(text))` (text-index.ts) gives, for the common case of ASCII strings. A
@@ -49,16 +76,25 @@ export class JsonTokens {
     let ids = this.ids;
     let i = start;
     while (i < end) {
-      const c = bytes[i]!;
-      if (c === QUOTE) {
+      // Numbers, literals and whitespace are skipped a byte at a time with one look-up each: only
+      // quotes and the structure's punctuation mean something here.
+      const kind = STRUCTURE[bytes[i]!]!;
+      if (kind === OTHER) {
+        i++;
+        continue;
+      }
+      if (kind === STRING) {
         i++;
         if (name) {
           // A member name: not searched, but a repeated one means the parse keeps another value.
           let hash = FNV_OFFSET;
-          for (let b = bytes[i]!; b !== QUOTE; b = bytes[++i]!) {
-            if (b === BACKSLASH || i >= end) return -1;
+          let b = bytes[i]!;
+          // Up to a quote, a backslash, or past the buffer (where the look-up is undefined).
+          while (NAME_END[b] === 0) {
             hash = Math.imul(hash ^ b, FNV_PRIME);
+            b = bytes[++i]!;
           }
+          if (b !== QUOTE || i >= end) return -1;
           for (let k = this.#levels[depth - 1]!; k < names; k++) if (this.#names[k] === hash) return -1;
           if (names === this.#names.length) this.#names = growInts(this.#names);
           this.#names[names++] = hash;
@@ -66,60 +102,46 @@ export class JsonTokens {
           i++;
           continue;
         }
-        // A string value: its tokens, folded and hashed byte by byte, numbered as they end.
-        let tokenStart = -1;
-        let h = 0;
+        // A string value: separators skipped, each token's bytes folded and hashed in a loop of
+        // their own, the token numbered where it ends. ASCII_FOLD is 0 for a separator, above 1
+        // for a letter or digit, and 1 (or undefined past the buffer) for what ends the run.
         for (;;) {
-          const b = bytes[i]!;
-          const f = ASCII_FOLD[b]!;
+          let f = ASCII_FOLD[bytes[i]!]!;
+          while (f === 0) f = ASCII_FOLD[bytes[++i]!]!;
           if (f > 1) {
-            if (tokenStart < 0) {
-              tokenStart = i;
-              h = FNV_OFFSET;
-            }
-            h = Math.imul(h ^ f, FNV_PRIME);
-          } else if (f === 0) {
-            if (tokenStart >= 0) {
-              if (count === ids.length) ids = this.ids = growInts(ids);
-              ids[count++] = vocabulary.internAscii(bytes, tokenStart, i, h);
-              tokenStart = -1;
-            }
-          } else if (b === QUOTE) {
-            break;
-          } else if (b === BACKSLASH) {
-            if (bytes[i + 1] === U) return -1;
-            if (tokenStart >= 0) {
-              if (count === ids.length) ids = this.ids = growInts(ids);
-              ids[count++] = vocabulary.internAscii(bytes, tokenStart, i, h);
-              tokenStart = -1;
-            }
-            i++; // the escaped character, a separator
-          } else {
-            return -1; // not ASCII (or past the buffer)
+            const tokenStart = i;
+            let h = FNV_OFFSET;
+            do {
+              h = Math.imul(h ^ f, FNV_PRIME);
+              f = ASCII_FOLD[bytes[++i]!]!;
+            } while (f > 1);
+            if (count === ids.length) ids = this.ids = growInts(ids);
+            ids[count++] = vocabulary.internAscii(bytes, tokenStart, i, h);
+            if (f === 0) continue;
           }
-          i++;
+          const b = bytes[i];
+          if (b === QUOTE) break;
+          if (b !== BACKSLASH || bytes[i + 1] === U) return -1; // not ASCII, a \u escape, or past the buffer
+          i += 2; // the escape and the escaped character, a separator
         }
         if (i >= end) return -1;
-        if (tokenStart >= 0) {
-          if (count === ids.length) ids = this.ids = growInts(ids);
-          ids[count++] = vocabulary.internAscii(bytes, tokenStart, i, h);
-        }
         i++;
         continue;
       }
-      if (c === OPEN_OBJECT || c === OPEN_ARRAY) {
+      if (kind === OPEN) {
         if (depth === MAX_DEPTH) return -1;
-        this.#objects[depth] = c === OPEN_OBJECT ? 1 : 0;
+        const object = bytes[i] === OPEN_OBJECT;
+        this.#objects[depth] = object ? 1 : 0;
         this.#levels[depth++] = names;
-        name = c === OPEN_OBJECT;
-      } else if (c === CLOSE_OBJECT || c === CLOSE_ARRAY) {
+        name = object;
+      } else if (kind === CLOSE) {
         if (depth === 0) return -1;
         names = this.#levels[--depth]!;
         name = false;
-      } else if (c === COMMA) {
+      } else if (kind === NEXT) {
         name = depth > 0 && this.#objects[depth - 1] === 1;
-      } else if (c === COLON) {
-        name = false;
+      } else {
+        name = false; // a colon
       }
       i++;
     }

@@ -167,7 +167,8 @@ export class Vocabulary {
     const from = this.#starts[id]!;
     if (this.#starts[id + 1]! - 1 - from !== end - start) return false;
     const pool = this.#pool;
-    for (let i = 0; i < end - start; i++) if (pool[from + i] !== ASCII_FOLD[bytes[start + i]!]) return false;
+    // An ASCII letter or digit folds by setting bit 5 (`ASCII_FOLD`): digits and lower case have it.
+    for (let i = 0; i < end - start; i++) if (pool[from + i] !== (bytes[start + i]! | 0x20)) return false;
     return true;
   }
 
@@ -180,7 +181,7 @@ export class Vocabulary {
       this.#pool = pool;
     }
     const pool = this.#pool;
-    if (fold) for (let i = 0; i < length; i++) pool[this.#used + i] = ASCII_FOLD[bytes[start + i]!]!;
+    if (fold) for (let i = 0; i < length; i++) pool[this.#used + i] = bytes[start + i]! | 0x20;
     else for (let i = 0; i < length; i++) pool[this.#used + i] = bytes[start + i]!;
     this.#used += length;
     pool[this.#used++] = SEPARATOR;
