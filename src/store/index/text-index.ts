@@ -237,7 +237,7 @@ export class TextIndex {
  * and kept as one token number per (token, row) pair; `finish` then counts them into the postings.
  */
 export class TextBuilder {
-  readonly #vocabulary = new Vocabulary();
+  readonly #vocabulary: Vocabulary;
   readonly #tokens = new JsonTokens();
   readonly #slots: number;
   /** Token number of each (token, row) pair, rows in order; row r's pairs end at `#rowEnds[r]`. */
@@ -252,6 +252,7 @@ export class TextBuilder {
 
   constructor(slots: number) {
     this.#slots = slots;
+    this.#vocabulary = new Vocabulary(slots);
     this.#rowEnds = new Int32Array(slots);
   }
 

@@ -41,11 +41,30 @@ export class Vocabulary {
   #pool: Buffer = Buffer.allocUnsafeSlow(1 << 16);
   #used = 0;
   /** Where token `id` starts in the pool; `#starts[size]` is the end of the last one (plus its separator). */
-  #starts: Int32Array = new Int32Array(1025);
-  #hashes: Int32Array = new Int32Array(1024);
-  /** Open addressing, linear probing: token numbers, -1 for empty; a power of two, at most half full. */
-  #table: Int32Array = new Int32Array(2048).fill(-1);
+  #starts: Int32Array;
+  /**
+   * Open addressing, linear probing, a power of two of slots at most two thirds full. Slot `p` is
+   * `#table[2p]`, the token's hash (mixed), and `#table[2p + 1]`, its number plus one (0: empty).
+   * The hash beside the number: a probe reads one cache line, where a separate array of hashes
+   * cost a second miss per occupied slot probed (every new token probes at random: a collection's
+   * ids are tokens, a million of them).
+   */
+  #table: Int32Array;
   #size = 0;
+
+  /**
+   * `expected`: about how many tokens it will hold. A build passes its row count — every row's id
+   * is a token of its own, so a collection's vocabulary is rarely smaller — and the arrays are
+   * sized for it at once rather than doubled up to it, each doubling a copy (and a rehash) of
+   * what came before, and each allocation more external memory for V8 to collect the heap over.
+   */
+  constructor(expected = 1024) {
+    const tokens = Math.max(1024, expected);
+    let slots = 2048;
+    while (slots * 2 < tokens * 3) slots *= 2;
+    this.#table = new Int32Array(2 * slots);
+    this.#starts = new Int32Array(tokens + 1);
+  }
 
   get size(): number {
     return this.#size;
@@ -53,18 +72,18 @@ export class Vocabulary {
 
   /** Bytes held, for memory accounting in tests and benchmarks. */
   get bytes(): number {
-    return this.#pool.length + this.#starts.byteLength + this.#hashes.byteLength + this.#table.byteLength;
+    return this.#pool.length + this.#starts.byteLength + this.#table.byteLength;
   }
 
   /** The number of the token `bytes[start, end)` (hashed by `hashTokenBytes`), added if new. */
   intern(bytes: Uint8Array, start: number, end: number, hash: number): number {
     const table = this.#table;
-    const mask = table.length - 1;
+    const mask = (table.length >> 1) - 1;
     const h = mix(hash);
     for (let p = h & mask; ; p = (p + 1) & mask) {
-      const id = table[p]!;
+      const id = table[2 * p + 1]! - 1;
       if (id < 0) return this.#add(bytes, start, end, h, p);
-      if (this.#hashes[id] === h && this.#equal(id, bytes, start, end)) return id;
+      if (table[2 * p] === h && this.#equal(id, bytes, start, end)) return id;
     }
   }
 
@@ -74,12 +93,12 @@ export class Vocabulary {
    */
   internAscii(bytes: Uint8Array, start: number, end: number, hash: number): number {
     const table = this.#table;
-    const mask = table.length - 1;
+    const mask = (table.length >> 1) - 1;
     const h = mix(hash);
     for (let p = h & mask; ; p = (p + 1) & mask) {
-      const id = table[p]!;
+      const id = table[2 * p + 1]! - 1;
       if (id < 0) return this.#add(bytes, start, end, h, p, true);
-      if (this.#hashes[id] === h && this.#equalFolded(id, bytes, start, end)) return id;
+      if (table[2 * p] === h && this.#equalFolded(id, bytes, start, end)) return id;
     }
   }
 
@@ -88,11 +107,11 @@ export class Vocabulary {
     const bytes = encoder.encode(token);
     const h = mix(hashTokenBytes(bytes, 0, bytes.length));
     const table = this.#table;
-    const mask = table.length - 1;
+    const mask = (table.length >> 1) - 1;
     for (let p = h & mask; ; p = (p + 1) & mask) {
-      const id = table[p]!;
+      const id = table[2 * p + 1]! - 1;
       if (id < 0) return -1;
-      if (this.#hashes[id] === h && this.#equal(id, bytes, 0, bytes.length)) return id;
+      if (table[2 * p] === h && this.#equal(id, bytes, 0, bytes.length)) return id;
     }
   }
 
@@ -185,27 +204,33 @@ export class Vocabulary {
     else for (let i = 0; i < length; i++) pool[this.#used + i] = bytes[start + i]!;
     this.#used += length;
     pool[this.#used++] = SEPARATOR;
-    if (id + 1 >= this.#hashes.length) {
-      this.#hashes = grow(this.#hashes);
-      const starts = new Int32Array(this.#hashes.length + 1);
+    if (id + 2 > this.#starts.length) {
+      const starts = new Int32Array(2 * (this.#starts.length - 1) + 1);
       starts.set(this.#starts);
       this.#starts = starts;
     }
-    this.#hashes[id] = h;
     this.#starts[id + 1] = this.#used;
     this.#size++;
-    this.#table[p] = id;
-    if (this.#size * 2 > this.#table.length) this.#rehash();
+    this.#table[2 * p] = h;
+    this.#table[2 * p + 1] = id + 1;
+    // Slots: `#table.length / 2`; more than two thirds of them taken, twice as many.
+    if (this.#size * 3 > this.#table.length) this.#rehash();
     return id;
   }
 
   #rehash(): void {
-    const table = new Int32Array(this.#table.length * 2).fill(-1);
-    const mask = table.length - 1;
-    for (let id = 0; id < this.#size; id++) {
-      let p = this.#hashes[id]! & mask;
-      while (table[p]! >= 0) p = (p + 1) & mask;
-      table[p] = id;
+    const old = this.#table;
+    const table = new Int32Array(old.length * 2);
+    const mask = (table.length >> 1) - 1;
+    // Where a token sits is no part of what it is: the slots are taken over in the old table's order.
+    for (let q = 0; q < old.length; q += 2) {
+      const number = old[q + 1]!;
+      if (number === 0) continue;
+      const h = old[q]!;
+      let p = h & mask;
+      while (table[2 * p + 1]! !== 0) p = (p + 1) & mask;
+      table[2 * p] = h;
+      table[2 * p + 1] = number;
     }
     this.#table = table;
   }
