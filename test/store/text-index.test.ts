@@ -184,6 +184,28 @@ describe('TextIndex: laid out once, then kept current by writes', () => {
     slots++;
     check('after a create past the re-pack');
   });
+  test('pairs kept in several chunks (rows with more tokens than a chunk holds, rows with none, repeats) -> the same index as one chunk', () => {
+    const records: (Record<string, unknown> | undefined)[] = Array.from({ length: 200 }, (_, i) => {
+      if (i % 23 === 7) return undefined;
+      if (i % 19 === 3) return { id: 'x', n: 1 };
+      const many = Array.from({ length: rnd(15) }, () => `w${rnd(40)}`).join(' ');
+      return { id: `r${i}`, text: `${many} ${many}`, tags: [words[rnd(words.length)]] };
+    });
+    const build = (pairsPerChunk?: number): TextIndex => {
+      const builder = new TextBuilder(records.length, pairsPerChunk);
+      records.forEach((r, row) => builder.add(row, r === undefined ? undefined : entity(r, row % 4 !== 0)));
+      return run(builder.finish(due()));
+    };
+    const one = build();
+    for (const size of [1, 5, 16]) {
+      const chunked = build(size);
+      for (const q of ['w1', 'w2', 'w39', 'w', 'lamp', 'x', 'r1', 'r', 'ü', 'zzz']) {
+        const want = records.flatMap((r, row) => (r !== undefined && matchesSearch(r, [fold(q)]) ? [row] : []));
+        assert.deepEqual(search(chunked, records.length, q), want, `chunks of ${size}: q=${q}`);
+        assert.deepEqual(search(chunked, records.length, q), search(one, records.length, q), `chunks of ${size}: q=${q}`);
+      }
+    }
+  });
   test('an empty index filled by writes', () => {
     const index = TextIndex.empty();
     index.add(0, { name: 'Oak desk' });

@@ -18,6 +18,9 @@ const GATHER_AT_MOST = 65_536;
 /** Rows indexed between two looks at the clock when the postings are laid out. */
 const ROWS_PER_CHECK = 4096;
 
+/** (token, row) pairs per chunk of a build (`TextBuilder`): 4 MiB. */
+const PAIRS_PER_CHUNK = 1 << 20;
+
 const EMPTY = new Int32Array(0);
 const encoder = new TextEncoder();
 
@@ -235,24 +238,44 @@ export class TextIndex {
  * Lays out a `TextIndex` over rows `[0, slots)`, given in order: each row's tokens are numbered
  * (`JsonTokens` over the stored JSON text when the entity hands its bytes, else the parsed record)
  * and kept as one token number per (token, row) pair; `finish` then counts them into the postings.
+ *
+ * The pairs (about 15 a record: 60 MB at a million) sit in chunks of `PAIRS_PER_CHUNK` rather
+ * than in one array grown by doubling: growing copies nothing, and `finish` lets each chunk go
+ * once it has read it. Each large buffer allocated counts towards the external memory that makes
+ * V8 collect the whole heap (a million entities' worth), so a build that allocates less collects
+ * less often.
  */
 export class TextBuilder {
   readonly #vocabulary: Vocabulary;
   readonly #tokens = new JsonTokens();
   readonly #slots: number;
-  /** Token number of each (token, row) pair, rows in order; row r's pairs end at `#rowEnds[r]`. */
-  #pairs: Int32Array = new Int32Array(1 << 16);
+  /** Token number of each (token, row) pair, rows in order, a row's pairs within one chunk. */
+  #chunks: Int32Array[] = [];
+  /** Pair number (over every chunk) of each chunk's first pair. */
+  #chunkStarts: number[] = [];
+  #chunk: Int32Array = EMPTY;
+  /** Pairs in the chunk being filled. */
+  #inChunk = 0;
   #pairCount = 0;
+  /** Row r's pairs end at pair number `#rowEnds[r]`. */
   readonly #rowEnds: Int32Array;
-  /** Per token: rows holding it; the last row (plus one) that did, to count a row once. */
-  #counts: Int32Array = new Int32Array(1024);
-  #last: Int32Array = new Int32Array(1024);
+  /**
+   * Per token: rows holding it. A row counts a token once: while the row is added, the tokens it
+   * has counted are marked by holding their count complemented (negative), and unmarked at its
+   * end — no second array of the last row per token.
+   */
+  #counts: Int32Array;
   #parsed: Int32Array = new Int32Array(64);
   readonly #scan = (bytes: Uint8Array, start: number, end: number): number => this.#tokens.scan(bytes, start, end, this.#vocabulary);
 
-  constructor(slots: number) {
+  readonly #pairsPerChunk: number;
+
+  /** `pairsPerChunk`: smaller in tests, so that a few rows fill several chunks. */
+  constructor(slots: number, pairsPerChunk = PAIRS_PER_CHUNK) {
     this.#slots = slots;
+    this.#pairsPerChunk = pairsPerChunk;
     this.#vocabulary = new Vocabulary(slots);
+    this.#counts = new Int32Array(Math.max(1024, slots));
     this.#rowEnds = new Int32Array(slots);
   }
 
@@ -266,25 +289,35 @@ export class TextBuilder {
         ids = this.#parsed;
       }
       const size = this.#vocabulary.size;
-      if (size > this.#counts.length) {
-        this.#counts = grown(this.#counts, size);
-        this.#last = grown(this.#last, size);
-      }
-      if (this.#pairCount + n > this.#pairs.length) this.#pairs = grown(this.#pairs, this.#pairCount + n);
+      if (size > this.#counts.length) this.#counts = grown(this.#counts, size);
+      if (this.#inChunk + n > this.#chunk.length) this.#newChunk(n);
       const counts = this.#counts;
-      const last = this.#last;
-      const pairs = this.#pairs;
-      let k = this.#pairCount;
+      const chunk = this.#chunk;
+      const first = this.#inChunk;
+      let k = first;
       for (let i = 0; i < n; i++) {
         const id = ids[i]!;
-        if (last[id] === row + 1) continue;
-        last[id] = row + 1;
-        counts[id]!++;
-        pairs[k++] = id;
+        const count = counts[id]!;
+        if (count < 0) continue; // already counted for this row
+        counts[id] = ~count;
+        chunk[k++] = id;
       }
-      this.#pairCount = k;
+      for (let j = first; j < k; j++) {
+        const id = chunk[j]!;
+        counts[id] = ~counts[id]! + 1;
+      }
+      this.#inChunk = k;
+      this.#pairCount += k - first;
     }
     this.#rowEnds[row] = this.#pairCount;
+  }
+
+  /** A chunk for at least `n` more pairs: a row's pairs are never split between two. */
+  #newChunk(n: number): void {
+    this.#chunk = new Int32Array(Math.max(this.#pairsPerChunk, n));
+    this.#chunks.push(this.#chunk);
+    this.#chunkStarts.push(this.#pairCount);
+    this.#inChunk = 0;
   }
 
   /** The index, once every row has been added. */
@@ -296,16 +329,29 @@ export class TextBuilder {
       offsets[t + 1] = offsets[t]! + cursor[t]!;
       cursor[t] = offsets[t]!;
     }
-    this.#last = EMPTY;
     const postings = new Int32Array(this.#pairCount);
-    const pairs = this.#pairs;
     const rowEnds = this.#rowEnds;
-    let k = 0;
-    for (let row = 0; row < this.#slots; row++) {
-      for (const end = rowEnds[row]!; k < end; k++) postings[cursor[pairs[k]!]!++] = row;
-      if (row % ROWS_PER_CHECK === 0 && slice.due) yield;
+    const chunks = this.#chunks;
+    this.#chunk = EMPTY;
+    let row = 0;
+    let since = 0;
+    for (let c = 0; c < chunks.length; c++) {
+      const chunk = chunks[c]!;
+      const base = this.#chunkStarts[c]!;
+      const stop = c + 1 < chunks.length ? this.#chunkStarts[c + 1]! : this.#pairCount;
+      // The rows whose pairs this chunk holds (rows without pairs pass by on the way).
+      let k = base;
+      while (k < stop) {
+        for (const end = rowEnds[row]!; k < end; k++) postings[cursor[chunk[k - base]!]!++] = row;
+        row++;
+        if (++since === ROWS_PER_CHECK) {
+          since = 0;
+          if (slice.due) yield;
+        }
+      }
+      chunks[c] = EMPTY; // read: let it go
     }
-    this.#pairs = EMPTY;
+    this.#chunks = [];
     this.#counts = EMPTY;
     return new TextIndex(this.#vocabulary, offsets, postings, this.#slots);
   }
