@@ -312,9 +312,12 @@ export class TextBuilder {
     this.#rowEnds[row] = this.#pairCount;
   }
 
-  /** A chunk for at least `n` more pairs: a row's pairs are never split between two. */
+  /**
+   * A chunk for at least `n` more pairs: a row's pairs are never split between two. A small
+   * collection's chunk is sized for about 16 tokens a row, not the 4 MiB a large one fills.
+   */
   #newChunk(n: number): void {
-    this.#chunk = new Int32Array(Math.max(this.#pairsPerChunk, n));
+    this.#chunk = new Int32Array(Math.max(n, Math.min(this.#pairsPerChunk, 16 * this.#slots + 1024)));
     this.#chunks.push(this.#chunk);
     this.#chunkStarts.push(this.#pairCount);
     this.#inChunk = 0;
