@@ -95,14 +95,19 @@ async function main(): Promise<void> {
     // As deployed: the workloads' requests send BENCH_TOKEN.
     const halserve = await startHalserve(config.root, data.dir, config.pin, ofLimit ? [] : profiling, ['--token', BENCH_TOKEN]);
     let server = halserve;
-    if (ofLimit) {
-      const file = path.join(tmp, 'capture.json');
-      await fs.writeFile(file, JSON.stringify(await capture(halserve.port, contender.requests)));
-      server = await startLimit(config.root, file, config.pin, profiling);
+    let sample: Awaited<ReturnType<typeof measure>>;
+    try {
+      if (ofLimit) {
+        const file = path.join(tmp, 'capture.json');
+        await fs.writeFile(file, JSON.stringify(await capture(halserve.port, contender.requests)));
+        server = await startLimit(config.root, file, config.pin, profiling);
+      }
+      sample = await measure({ ...config, duration: seconds, warmup: 1 }, server, contender.requests, name, contender.order);
+    } finally {
+      // Stopped whatever happened: a failed load generator once left a profiled server running for an hour.
+      await server.stop();
+      if (server !== halserve) await halserve.stop();
     }
-    const sample = await measure({ ...config, duration: seconds, warmup: 1 }, server, contender.requests, name, contender.order);
-    await server.stop();
-    if (server !== halserve) await halserve.stop();
     const file = (await fs.readdir(profiles)).find((f) => !before.has(f) && f.endsWith('.cpuprofile'));
     if (!file) throw new Error('no profile written (did halserve exit cleanly on SIGTERM?)');
     const target = path.join(profiles, `${name}-${ofLimit ? 'limit' : 'halserve'}-${file}`);

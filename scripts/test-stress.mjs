@@ -17,8 +17,17 @@ const cores = availableParallelism();
 function startHog() {
   const stressNg = spawnSync('stress-ng', ['--version'], { stdio: 'ignore' }).status === 0;
   if (stressNg && process.env.STRESS_HOG !== 'node') {
-    const child = spawn('stress-ng', ['--cpu', String(cores), '--cpu-method', 'matrixprod', '--quiet'], { stdio: 'ignore' });
-    return { name: `stress-ng --cpu ${cores}`, stop: () => child.kill('SIGTERM') };
+    // A group of its own, ended whole: a SIGTERM to stress-ng alone left its workers spinning after
+    // the runs (seen on 2026-11-26, eating both cores of every benchmark that came after).
+    const child = spawn('stress-ng', ['--cpu', String(cores), '--cpu-method', 'matrixprod', '--quiet'], { stdio: 'ignore', detached: true });
+    const stop = () => {
+      try {
+        process.kill(-child.pid, 'SIGKILL');
+      } catch {
+        // already gone
+      }
+    };
+    return { name: `stress-ng --cpu ${cores}`, stop };
   }
   const children = Array.from({ length: cores }, () => spawn(process.execPath, ['-e', 'for (;;);'], { stdio: 'ignore' }));
   return { name: `${cores} busy-looping node processes`, stop: () => children.forEach((child) => child.kill('SIGKILL')) };
