@@ -21,9 +21,11 @@ import type { Remembered } from '../idempotency.js';
  *   that wrote nothing (a 404, a 412) are kept only once the whole batch is in the file: whether
  *   such a batch ended cannot be told otherwise, and a retry processed afresh is what an answer
  *   never sent allows.
- * - A machine that loses power keeps, of a batch never acknowledged, some prefix of it as well (the
- *   log is appended to, never rewritten in place), and the same rule applies; an acknowledged
- *   batch's line and its changes are on disk whole.
+ * - A machine that loses power keeps an acknowledged batch whole (its sync returned). Of a batch
+ *   never acknowledged it keeps what the file system kept of the append: on a file system that
+ *   keeps a prefix of an appended file (ext4's default `data=ordered` extends a file's size only
+ *   with its data), the same rule applies; one that could keep a later page without an earlier
+ *   one could keep a change of that unacknowledged batch without its answers line.
  * - A compaction rewrites the log without its answers lines: before it replaces the log, every
  *   live answer is written to `_idempotency.<name>` (answer-file.ts) and synced, and lines the
  *   log gains during the compaction are copied to the new file as they are.
