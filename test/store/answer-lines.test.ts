@@ -9,13 +9,15 @@ const entity = (id: string, seq: number): string => stampedLine(JSON.stringify({
 
 /** Feeds `lines` to an `AnswerLines` as start-up does; the keys it keeps. */
 function kept(lines: readonly string[], since?: number): string[] {
-  const collector = new AnswerLines(since);
+  const keys: string[] = [];
+  const collector = new AnswerLines((e) => keys.push(e.k), since);
   for (const line of lines) {
     const buf = Buffer.from(line);
     if (isAnswersLine(buf, 0, buf.length)) assert.ok(collector.answers(buf, 0, buf.length));
     else collector.change(Number(/"_change":"(\d+)\./.exec(line)![1]));
   }
-  return collector.kept().map((e) => e.k);
+  collector.end();
+  return keys;
 }
 
 describe('answers lines of the log (answer-lines.ts)', () => {
@@ -26,11 +28,13 @@ describe('answers lines of the log (answer-lines.ts)', () => {
     assert.ok(!line.includes('\n'));
     assert.ok(isAnswersLine(Buffer.from(line), 0, line.length));
     assert.ok(!isAnswersLine(Buffer.from(entity('a', 1)), 0, entity('a', 1).length));
-    const collector = new AnswerLines();
+    const kept: AnswerEntry[] = [];
+    const collector = new AnswerLines((e) => kept.push(e));
     collector.answers(Buffer.from(line), 0, Buffer.byteLength(line));
     collector.change(5);
     collector.change(6);
-    assert.deepEqual(collector.kept(), [answer('a', 10, 5), answer('none', 10), answer('c', 10, 6)]);
+    collector.end();
+    assert.deepEqual(kept, [answer('a', 10, 5), answer('none', 10), answer('c', 10, 6)]);
   });
 
   test('a whole batch keeps every answer; a cut one those of the changes read, not those that wrote nothing', () => {
@@ -50,7 +54,7 @@ describe('answers lines of the log (answer-lines.ts)', () => {
 
   test('a line that only begins like one (no "a" array) is no answers line: the caller refuses it as a line without an id', () => {
     const line = Buffer.from('{"_answers":1,"note":"hand-written"}');
-    assert.equal(new AnswerLines().answers(line, 0, line.length), false);
+    assert.equal(new AnswerLines(() => {}).answers(line, 0, line.length), false);
   });
 
   test('a cut of the log at a cursor never ends on an answers line', async () => {

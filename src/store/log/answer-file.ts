@@ -3,8 +3,7 @@ import path from 'node:path';
 import type { AnswerBook } from '../idempotency.js';
 import { entryOf, rememberedOf, type AnswerEntry } from './answer-lines.js';
 import { StoreOpenError } from '../store.js';
-import { JsonlFile } from './jsonl-file.js';
-import { OPEN_READ, OPEN_TRUNCATE, writeAll, type StoreFs } from './store-fs.js';
+import { OPEN_READ, OPEN_TRUNCATE, syncDirectory, writeAll, type StoreFs } from './store-fs.js';
 
 /**
  * The remembered answers of one resource's keyed writes (`Idempotency-Key`) that its log no
@@ -55,7 +54,6 @@ export class AnswerFile {
   readonly #fs: StoreFs;
   readonly #sync: boolean;
   readonly #book: AnswerBook;
-  readonly #file: JsonlFile;
   /** The book holds answers this file does not (new ones, or the log's read at start-up): `snapshot` has work to do. */
   #behind = false;
 
@@ -64,7 +62,6 @@ export class AnswerFile {
     this.#fs = fsys;
     this.#sync = sync;
     this.#book = book;
-    this.#file = new JsonlFile(file, fsys, sync);
   }
 
   get book(): AnswerBook {
@@ -172,28 +169,22 @@ export class AnswerFile {
     if (this.#behind) await this.#rewrite();
   }
 
+  /** The file replaced by one of the live answers: temporary file, synced, renamed, directory synced. Rejects if any step fails. */
   async #rewrite(): Promise<void> {
     const entries = [...this.#book.entries()];
     const fsys = this.#fs;
     const tmp = `${this.#path}.tmp`;
     // One answer a line, no ranges: every answer kept is of a write known to be made.
-    const text = entries.map(([k, r]) => JSON.stringify({ a: [entryOf(k, r)] }) + '\n').join('');
-    const bytes = Buffer.from(text);
+    const bytes = Buffer.from(entries.map(([k, r]) => JSON.stringify({ a: [entryOf(k, r)] }) + '\n').join(''));
     const fd = await fsys.open(tmp, OPEN_TRUNCATE, 0o644);
     try {
       await writeAll(fsys, fd, bytes, 0);
       if (this.#sync) await fsys.fdatasync(fd);
-      await fsys.rename(tmp, this.#path);
-    } catch (error) {
-      await fsys.close(fd).catch(() => {});
-      throw error;
+    } finally {
+      await fsys.close(fd);
     }
-    // It syncs the directory, so the rename is durable (or the next append retries that).
-    await this.#file.replace(fd, bytes.length, entries.length, () => {});
+    await fsys.rename(tmp, this.#path);
+    if (this.#sync) await syncDirectory(fsys, path.dirname(this.#path));
     this.#behind = false;
-  }
-
-  async close(warn: (message: string) => void): Promise<void> {
-    await this.#file.close(warn);
   }
 }

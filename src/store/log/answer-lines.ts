@@ -95,16 +95,18 @@ function timeOf(buf: Uint8Array, start: number, end: number): number {
 /**
  * Collects the answers of a log's answers lines as start-up reads it, keeping of each batch what
  * the rule above keeps. Feed it every line in file order: `answers` for an answers line, `change`
- * for each stamped line; then `kept()`.
+ * for each stamped line; then `end()`. Each answer kept goes to `keep` as soon as its batch is
+ * settled, in file order, so that start-up holds no more of them than the in-memory table keeps.
  */
 export class AnswerLines {
   /** Lines whose answers are all older than this (ms) are skipped unparsed. */
   readonly #since: number;
-  readonly #kept: AnswerEntry[] = [];
+  readonly #keep: (entry: AnswerEntry) => void;
   /** The batch whose lines are being read: its answers, its last change, the latest change seen since. */
   #open: { entries: readonly AnswerEntry[]; last: number; seen: number } | undefined;
 
-  constructor(since = -Infinity) {
+  constructor(keep: (entry: AnswerEntry) => void, since = -Infinity) {
+    this.#keep = keep;
     this.#since = since;
   }
 
@@ -125,7 +127,7 @@ export class AnswerLines {
     const line = parsed as { last?: unknown; a?: unknown };
     if (typeof line.last !== 'number' || !Array.isArray(line.a)) return false;
     const entries = (line.a as AnswerEntry[]).filter((e) => e.t > this.#since);
-    if (line.last === 0) this.#kept.push(...entries);
+    if (line.last === 0) entries.forEach(this.#keep);
     else this.#open = { entries, last: line.last, seen: 0 };
     return true;
   }
@@ -138,10 +140,9 @@ export class AnswerLines {
     open.seen = Math.max(open.seen, seq);
   }
 
-  /** The answers kept, in file order. */
-  kept(): AnswerEntry[] {
+  /** The log has been read: the batch still open (its last) is settled. */
+  end(): void {
     this.#close();
-    return this.#kept;
   }
 
   /** The open batch ends: its answers of made writes are kept; all of them if all its lines were read. */
@@ -150,6 +151,6 @@ export class AnswerLines {
     if (open === undefined) return;
     this.#open = undefined;
     const whole = open.seen === open.last;
-    for (const e of open.entries) if (e.n === undefined ? whole : e.n <= open.seen) this.#kept.push(e);
+    for (const e of open.entries) if (e.n === undefined ? whole : e.n <= open.seen) this.#keep(e);
   }
 }

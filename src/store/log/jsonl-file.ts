@@ -13,6 +13,12 @@ export interface FileView {
 
 const NEWLINE = Buffer.from('\n');
 
+/** What an append wrote and, once synced, counts. */
+interface Written {
+  readonly bytes: number;
+  readonly lines: number;
+}
+
 /**
  * The log file of one resource: its descriptor, how many bytes and lines are acknowledged, and
  * durable appends (docs/storage.md §1). Bytes past `size` are the debris of a failed write: appends are
@@ -38,8 +44,6 @@ export class JsonlFile {
   readonly #retained = new Map<number, number>();
   /** Retained descriptors the file no longer uses: closed when their last reader lets go. */
   readonly #retired = new Set<number>();
-  /** Written by `write`, not yet counted: what `commit` adds. */
-  #written: { readonly bytes: number; readonly lines: number } | undefined;
 
   constructor(file: string, fsys: StoreFs, sync: boolean) {
     this.file = file;
@@ -96,32 +100,18 @@ export class JsonlFile {
     await this.#fs.fsync(this.#fd!);
   }
 
-  /**
-   * Appends lines and makes them durable (fdatasync unless durability is off); on failure nothing
-   * counts. `beside` (another file's sync) runs while this file syncs, after its bytes are written:
-   * the lines count only if both succeed, so a batch pays one sync's latency for two files.
-   */
-  async append(lines: readonly string[], beside?: () => Promise<void>): Promise<void> {
-    await this.write(lines);
-    await this.commit(beside);
+  /** Appends lines and makes them durable (fdatasync unless durability is off); on failure nothing counts. */
+  async append(lines: readonly string[]): Promise<void> {
+    await this.#commit(await this.#write(Buffer.from((this.needsNewline ? '\n' : '') + lines.join('\n') + '\n'), lines.length));
   }
 
   /** Appends `count` whole lines given as bytes (each ending in a newline), durably, as `append` does. */
   async appendBytes(bytes: Buffer, count: number): Promise<void> {
-    await this.#write(this.needsNewline ? Buffer.concat([NEWLINE, bytes]) : bytes, count);
-    await this.commit();
+    await this.#commit(await this.#write(this.needsNewline ? Buffer.concat([NEWLINE, bytes]) : bytes, count));
   }
 
-  /**
-   * The first half of `append`: writes the lines after the acknowledged bytes, not yet synced nor
-   * counted. A process that dies after it leaves them in the page cache, so it orders this file's
-   * bytes before any file written after it; `commit` makes them durable (or drops them).
-   */
-  write(lines: readonly string[]): Promise<void> {
-    return this.#write(Buffer.from((this.needsNewline ? '\n' : '') + lines.join('\n') + '\n'), lines.length);
-  }
-
-  async #write(bytes: Buffer, lines: number): Promise<void> {
+  /** Writes bytes after the acknowledged ones, not yet synced nor counted; resolves with what it wrote. */
+  async #write(bytes: Buffer, lines: number): Promise<Written> {
     const fsys = this.#fs;
     try {
       if (this.#fd === undefined) {
@@ -134,35 +124,18 @@ export class JsonlFile {
       }
       this.#dirtyTail = true;
       await writeAll(fsys, this.#fd, bytes, this.size);
-      this.#written = { bytes: bytes.length, lines };
+      return { bytes: bytes.length, lines };
     } catch (error) {
       await this.#dropTail();
       throw error;
     }
   }
 
-  /** True between `write` and `commit`. */
-  get written(): boolean {
-    return this.#written !== undefined;
-  }
-
-  /**
-   * The second half of `append`: syncs what `write` wrote (and runs `beside` meanwhile), then counts
-   * it. On failure the written bytes are cut off now, or with `keepTail` left for the next write to
-   * cut (a caller that must first undo what depends on them).
-   */
-  async commit(beside?: () => Promise<void>, keepTail = false): Promise<void> {
-    const written = this.#written;
-    this.#written = undefined;
-    if (written === undefined) throw new Error(`${this.file}: commit without a write`);
+  /** Syncs what `#write` wrote, then counts it; on failure the written bytes are cut off. */
+  async #commit(written: Written): Promise<void> {
     const fsys = this.#fs;
     try {
-      const own = this.#sync ? fsys.fdatasync(this.#fd!) : undefined;
-      const other = beside?.();
-      // Both settle before either's failure is reported: the tail is dropped only once no sync of it runs.
-      const [a, b] = await Promise.allSettled([own, other]);
-      if (a.status === 'rejected') throw a.reason;
-      if (b.status === 'rejected') throw b.reason;
+      if (this.#sync) await fsys.fdatasync(this.#fd!);
       if (this.#dirSyncNeeded) {
         await syncDirectory(fsys, this.#dir);
         this.#dirSyncNeeded = false;
@@ -172,7 +145,7 @@ export class JsonlFile {
       this.lines += written.lines;
       this.needsNewline = false;
     } catch (error) {
-      if (!keepTail) await this.#dropTail();
+      await this.#dropTail();
       throw error;
     }
   }

@@ -17,8 +17,6 @@ export interface LoadResult {
   needsNewline: boolean;
   /** A torn final line (a crash mid-append): its byte offset and bytes. */
   torn?: { offset: number; line: number; bytes: Buffer };
-  /** The answers of keyed writes its answers lines hold, as `AnswerLines` kept them (answer-lines.ts). */
-  answers: AnswerLines;
   /** Bytes of its answers lines. */
   answerBytes: number;
   /** Malformed lines set aside by `repair` (none without it). */
@@ -50,14 +48,14 @@ export async function loadLog(
   repair: boolean,
   chunkBytes = LOAD_CHUNK_BYTES,
   deleted?: (id: string, stamp: ChangeStamp | undefined) => void,
-  answers = new AnswerLines(),
+  answers = new AnswerLines(() => {}),
 ): Promise<LoadResult> {
   let fd: number;
   try {
     fd = await fsys.open(file, OPEN_READ);
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') {
-      return { lines: 0, size: 0, needsNewline: false, answers, answerBytes: 0, rejected: [], exists: false };
+      return { lines: 0, size: 0, needsNewline: false, answerBytes: 0, rejected: [], exists: false };
     }
     throw new StoreOpenError(`${file}: ${(error as Error).message}`);
   }
@@ -188,7 +186,8 @@ export async function loadLog(
     rejected.push({ line: bad.line, bytes: bad.bytes, reason });
   }
 
-  const result: LoadResult = { lines: line, size: keptSize, needsNewline, answers, answerBytes, rejected, exists: true };
+  answers.end();
+  const result: LoadResult = { lines: line, size: keptSize, needsNewline, answerBytes, rejected, exists: true };
   if (suspect) {
     result.torn = { offset: suspect.offset, line: suspect.line, bytes: suspect.bytes };
     result.lines = suspect.line - 1;

@@ -147,6 +147,8 @@ class JsonlLogStore implements JsonlStore {
   #unstamped: { live: LogEntity[]; deletes: string[] } = { live: [], deletes: [] };
   /** The answers of keyed writes the log no longer holds (answer-file.ts); the book of all of them. */
   readonly #answers: AnswerFile;
+  /** The answers' clock, time to live and bounds (idempotency.ts). */
+  readonly #idempotency: AnswerBookOptions | undefined;
   /** Bytes of the log's answers lines (answer-lines.ts): the compaction policy counts them as waste. */
   #answerBytes = 0;
   /** After a failed compaction, wait for the file to grow before trying again. */
@@ -172,6 +174,7 @@ class JsonlLogStore implements JsonlStore {
     const log = (this.#log = shared?.log ?? new LocalChangeLog({ ...(options.now ? { now: options.now } : {}), ...(options.retentionMs === undefined ? {} : { retentionMs: options.retentionMs }), warn: this.#warn }));
     this.changesFile = shared?.file ?? new ChangesFile(dirname(this.#path), this.#fs);
     const changes = (this.#changes = log.resource(options.resource ?? basename(this.#path).replace(/\.jsonl$/, '')));
+    this.#idempotency = options.idempotency;
     const answers = (this.#answers = new AnswerFile(answerFileOf(this.#path), this.#fs, durable, new AnswerBook(options.idempotency)));
     this.#writes = new WriteBatcher<LogEntity>(
       {
@@ -304,10 +307,12 @@ class JsonlLogStore implements JsonlStore {
     let loaded: LoadResult;
     /** The latest stamp of each deleted id, or null for a delete without one; dropped if the id comes back. */
     const deletes = new Map<string, ChangeStamp | null>();
+    // The log's answers, newer than the answers file's (written at the last compaction), which is
+    // read later: held meanwhile in a book of the same bounds, so that no more of them are held.
+    const fromLog = new AnswerBook(this.#idempotency);
     try {
-      const book = this.#answers.book;
       // Lines whose answers all expired are not even parsed.
-      const answerLines = new AnswerLines(book.now() - book.ttlMs);
+      const answerLines = new AnswerLines((e) => fromLog.put(e.k, rememberedOf(e)), fromLog.now() - fromLog.ttlMs);
       loaded = await loadLog(fsys, this.#path, this.#index, this.#repair, this.#loadChunkBytes, (id, stamp) => deletes.set(id, stamp ?? null), answerLines);
       this.#loadChanges(deletes);
     } catch (error) {
@@ -328,10 +333,8 @@ class JsonlLogStore implements JsonlStore {
       if (loaded.torn) await this.#dropTornTail(loaded.torn);
       if (loaded.rejected.length > 0) await this.#setAsideRejected(loaded.rejected);
       await this.#answers.open(this.#path, file.size);
-      // The log's answers are newer than the file's (it was written at the last compaction).
-      const fromLog = loaded.answers.kept();
-      for (const e of fromLog) this.#answers.book.put(e.k, rememberedOf(e));
-      if (fromLog.length > 0) this.#answers.gained();
+      for (const [key, remembered] of fromLog.entries()) this.#answers.book.put(key, remembered);
+      if (fromLog.size > 0) this.#answers.gained();
       this.#answerBytes = loaded.answerBytes;
     } catch (error) {
       await file.closeFd();
@@ -586,7 +589,6 @@ class JsonlLogStore implements JsonlStore {
     await this.#compacting;
     while (this.#writes.busy) await this.#writes.busy;
     this.#open = false;
-    await this.#answers.close(this.#warn);
     await this.#file.close(this.#warn);
   }
 }
