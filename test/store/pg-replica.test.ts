@@ -61,6 +61,31 @@ describe('Replica: rows into the index', () => {
     assert.deepEqual(order(replica), ['b@2', 'a@7']);
   });
 
+  test("this process's own versions reported by the feed after its delete was applied and forgotten -> reported, not applied", () => {
+    const readers = new Readers();
+    const replica = new Replica(readers, 'items');
+    const heard: string[] = [];
+    replica.followers.add((change) => heard.push(`${change.type} ${change.id}`));
+    // The writer applies each batch when it commits: a create, then (next batch) its delete.
+    const created = live('a', 1, 1);
+    replica.apply([created, live('b', 2, 1)]);
+    replica.apply([gone('a', 1, 2)]);
+    // A later write batch applies: no reader is under way, so the delete is forgotten.
+    replica.apply([live('b', 2, 2)]);
+    assert.equal(replica.revOf('a'), 0);
+    // The feed now reports the versions this process wrote, in cursor order.
+    replica.fromFeed(
+      [
+        { state: created, tx: '10', at: 1, type: 'created' },
+        { state: gone('a', 1, 2), tx: '11', at: 1, type: 'deleted' },
+      ],
+      true,
+    );
+    assert.equal(replica.index.get('a'), undefined, 'the create reported late does not bring the entity back');
+    assert.deepEqual(order(replica), ['b@2']);
+    assert.deepEqual(heard, ['created a', 'deleted a']);
+  });
+
   test('a tombstone for an id never held -> nothing removed, the rev remembered while readers run', () => {
     const readers = new Readers();
     const replica = new Replica(readers);

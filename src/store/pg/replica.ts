@@ -107,16 +107,19 @@ export class Replica {
   }
 
   /**
-   * Changes the change feed read, in cursor order (`tx`, then `pos`): applied by the rules above,
-   * then reported to the followers — every one, whatever the index did with it, since each is a
-   * change of the database (this process's own writes are already in its index). A change's type:
+   * Changes the change feed read, in cursor order (`tx`, then `pos`): another process's applied by
+   * the rules above, then every one reported to the followers, whatever the index did with it,
+   * since each is a change of the database. This process's own versions (`type` set) are not
+   * applied: its writer put each in the index when it committed, and a version reported later is
+   * older than what the index may hold since — a create reported after its entity's delete was
+   * applied and forgotten (no reader older than it left) would bring the entity back. A change's type:
    * its write's when this process made it (`type`); else `deleted` for a tombstone, and for a live
    * row `created` when its `rev` is 1 or its `pos` is not the one held (a re-create takes a new
    * one), else `updated`. `exact`: no write of this process to the resource is left unreported.
    */
   fromFeed(changes: readonly FedChange[], exact: boolean): void {
     const types = changes.map(({ state, type }) => type ?? this.#typeOf(state));
-    this.apply(changes.map((r) => r.state));
+    this.apply(changes.filter((r) => r.type === undefined).map((r) => r.state));
     const last = changes[changes.length - 1];
     if (last !== undefined) {
       this.#exact = exact ? { revision: this.index.revision, cursor: formatPgCursor(last.tx, last.state.pos) } : undefined;
