@@ -8,7 +8,7 @@
  *
  * Usage: node --import tsx bench/lru-bench.ts [quick]   (prints a Markdown table)
  */
-import { LruMap } from '../src/http/lru-map.js';
+import { LruMap } from '../src/structures/lru-map.js';
 import { prng } from '../test/helpers/prng.js';
 
 /** What each implementation must offer the bench. */

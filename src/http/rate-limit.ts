@@ -9,7 +9,7 @@
  * is full again, so dropping it changes nothing; only a flood of `maxClients` distinct clients within
  * that time can give an evicted one a fresh burst, which is the price of a bound.
  */
-import { LruMap } from './lru-map.js';
+import { LruMap } from '../structures/lru-map.js';
 
 /** What the limiter decided for one request. */
 export interface RateDecision {

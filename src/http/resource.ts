@@ -14,7 +14,7 @@ import type { KeyedWrite } from '../store/idempotency.js';
 import { QueryTimeoutError, StoreConflictError, type MaybePromise, type QueryResult, type Store, type StoredEntity } from '../store/store.js';
 import { collectionTemplates, entityTemplates, templateProperties, withTemplates, type TemplateProperty } from '../representations/hal-forms.js';
 import type { JsonSchema } from '../representations/openapi.js';
-import { LruMap } from './lru-map.js';
+import { LruMap } from '../structures/lru-map.js';
 import { HAL_FORMS, HAL_JSON } from './negotiation.js';
 import { all, then } from './maybe-promise.js';
 import type { Related } from './related.js';

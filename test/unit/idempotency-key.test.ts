@@ -56,3 +56,31 @@ test('AnswerBook past its byte bound -> the oldest answers go first, the newest 
   book.put('d', { fingerprint: 'f', at: 0, answer: big });
   assert.equal(book.size, 2);
 });
+
+test('AnswerBook over a long run past its bound -> exactly the newest answers, in the order recorded; one recorded again moves to the end; expired ones go as new ones come', () => {
+  let now = 0;
+  const book = new AnswerBook({ now: () => now, maxAnswers: 100, ttlMs: 50_000 });
+  const answer = { status: 201, headers: { location: '/x' }, body: 'x' };
+  for (let i = 0; i < 10_000; i++) book.put(`k${i}`, { fingerprint: 'f', at: now++, answer });
+  assert.deepEqual([...book.entries()].map(([k]) => k), Array.from({ length: 100 }, (_, i) => `k${9900 + i}`));
+  book.put('k9950', { fingerprint: 'g', at: now, answer });
+  const keys = [...book.entries()].map(([k]) => k);
+  assert.equal(keys.length, 100);
+  assert.equal(keys.at(-1), 'k9950');
+  assert.equal(book.get('k9950')!.fingerprint, 'g');
+  // The 20 oldest pass their time to live: the next answer recorded drops them.
+  now = 9919 + 50_000;
+  book.put('new', { fingerprint: 'f', at: now, answer });
+  assert.equal(book.size, 81);
+  assert.equal([...book.entries()][0]![0], 'k9920');
+});
+
+test('AnswerBook with maxAnswers 0 -> keys in flight only, no answer kept', () => {
+  const book = new AnswerBook({ maxAnswers: 0 });
+  book.put('k', { fingerprint: 'f', at: Date.now(), answer: { status: 201, headers: {}, body: '' } });
+  assert.equal(book.size, 0);
+  assert.deepEqual([...book.entries()], []);
+  const claim = book.claim('k', 'f');
+  assert.equal(claim.kind, 'fresh');
+  assert.throws(() => book.claim('k', 'f'), KeyInFlightError);
+});

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { LruMap, type LruMapOptions } from '../../src/http/lru-map.js';
+import { LruMap, type LruMapOptions } from '../../src/structures/lru-map.js';
 import { prng } from '../helpers/prng.js';
 
 /**
@@ -60,6 +60,21 @@ describe('LruMap', () => {
     assert.equal(m.size, 2);
     assert.equal(m.weight, 10);
     assert.deepEqual(m.keys(), ['b', 'a']);
+  });
+
+  test('oldestKey and entries -> the order from the least recently used, unchanged by reading them or by peek', () => {
+    const m = new LruMap<number>({ maxEntries: 10 });
+    assert.equal(m.oldestKey(), undefined);
+    assert.deepEqual([...m.entries()], []);
+    for (const [i, k] of ['a', 'b', 'c'].entries()) m.set(k, i);
+    m.get('a');
+    m.peek('b');
+    assert.equal(m.oldestKey(), 'b');
+    assert.equal(m.oldestKey(), 'b');
+    assert.deepEqual([...m.entries()], [['b', 1], ['c', 2], ['a', 0]]);
+    m.delete('b');
+    assert.equal(m.oldestKey(), 'c');
+    assert.deepEqual(m.keys(), ['c', 'a']);
   });
 
   test('past the weight bound -> the least recently used go first, until it fits', () => {

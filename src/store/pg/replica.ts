@@ -1,3 +1,4 @@
+import { LruMap } from '../../structures/lru-map.js';
 import { Followers } from '../followers.js';
 import { MaterialisedIndex } from '../index/materialised-index.js';
 import type { ChangeType, EntityRecord, QueryResult } from '../store.js';
@@ -73,8 +74,12 @@ export class Readers {
 export class Replica {
   readonly index = new MaterialisedIndex<PgEntity>();
   readonly #readers: Readers;
-  /** Deleted ids → rev and tick of the delete, oldest first. */
-  readonly #removed = new Map<string, { rev: number; tick: number }>();
+  /**
+   * Deleted ids → rev and tick of the delete, oldest first: an `LruMap` read with `peek` only, so
+   * that forgetting the oldest costs O(1) (walking a `Map` from its start walks every entry deleted
+   * since its table was last rebuilt).
+   */
+  readonly #removed = new LruMap<{ rev: number; tick: number }>({ maxEntries: Infinity });
   readonly resource: string;
   /** `Store.follow`: told of each change the change feed reports, after the index took it. */
   readonly followers: Followers;
@@ -145,7 +150,7 @@ export class Replica {
 
   /** The rev this process holds for `id`: its entity's, a remembered delete's, or 0. */
   revOf(id: string): number {
-    return this.index.get(id)?.rev ?? this.#removed.get(id)?.rev ?? 0;
+    return this.index.get(id)?.rev ?? this.#removed.peek(id)?.rev ?? 0;
   }
 
   /** Applies rows (at most one per id); `records` holds the parsed records of written entities. */
@@ -155,10 +160,10 @@ export class Replica {
     const placed: PgEntity[] = [];
     for (const row of rows) {
       const held = index.get(row.id);
-      if (row.rev <= (held?.rev ?? this.#removed.get(row.id)?.rev ?? 0)) continue;
+      if (row.rev <= (held?.rev ?? this.#removed.peek(row.id)?.rev ?? 0)) continue;
       if (isTombstone(row)) {
         if (held) index.remove(row.id);
-        this.#removed.delete(row.id);
+        // Set again, it moves to the end: the order stays that of the ticks.
         this.#removed.set(row.id, { rev: row.rev, tick: this.#readers.now() });
         continue;
       }
@@ -201,9 +206,13 @@ export class Replica {
 
   #forgetOldDeletes(): void {
     const oldest = this.#readers.oldest;
-    for (const [id, removed] of this.#removed) {
-      if (removed.tick >= oldest) break;
+    let forgot = false;
+    for (let id = this.#removed.oldestKey(); id !== undefined; id = this.#removed.oldestKey()) {
+      if (this.#removed.peek(id)!.tick >= oldest) break;
       this.#removed.delete(id);
+      forgot = true;
     }
+    // Its arrays keep their size after a burst of deletes until cleared.
+    if (forgot && this.#removed.size === 0) this.#removed.clear();
   }
 }

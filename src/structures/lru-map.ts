@@ -1,7 +1,9 @@
 /**
  * A map with exact least-recently-used eviction, bounded in entries and in weight (bytes for the
  * caches of representations, 1 a client for the rate limiter), whose hit, insert, delete and
- * eviction each cost O(1) whatever its size and whatever the access pattern.
+ * eviction each cost O(1) whatever its size and whatever the access pattern. Read with `peek` only,
+ * it is a map in insertion order (a `set` of a held key moves it to the end) whose oldest entry is
+ * found in O(1): the store's remembered answers and remembered deletes use it so.
  *
  * **Eviction rule (exact LRU).** An entry is *used* when `get` finds it or `set` stores it (`peek`
  * does not count). When a `set` takes the map past either bound, the entries used least recently
@@ -134,6 +136,19 @@ export class LruMap<V> {
     this.#newest = NONE;
     this.#oldest = NONE;
     this.#weight = 0;
+  }
+
+  /** The least recently used key (the next to be evicted), or undefined when empty; the order is left as it is. */
+  oldestKey(): string | undefined {
+    return this.#oldest === NONE ? undefined : this.#keys[this.#oldest];
+  }
+
+  /**
+   * The entries from the least recently used to the most, leaving the order as it is. The map must
+   * not change while they are walked.
+   */
+  *entries(): IterableIterator<[string, V]> {
+    for (let slot = this.#oldest; slot !== NONE; slot = this.#links[2 * slot]!) yield [this.#keys[slot]!, this.#values[slot]!];
   }
 
   /** The keys from the least recently used to the most (O(n): for tests and diagnostics). */
