@@ -69,3 +69,5 @@ for (let run = 1; run <= runs; run++) {
 }
 console.log(failures === 0 ? `test:stress: all ${runs} runs green under load` : `test:stress: ${failures} of ${runs} runs failed`);
 process.exitCode = failures === 0 ? 0 : 1;
+// The hog's child process keeps the event loop alive: ended here, or the script never exits.
+stop();
