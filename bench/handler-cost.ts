@@ -6,7 +6,9 @@
  * One process: a JSON-lines store of 10,000 entities (durability none), `createHandler` with a
  * static token, and stand-ins for node:http's request (fresh header strings each time, as the
  * parser makes them) and response (its `writeHead` joins the header list as Node does, its `end`
- * takes the body). Prints CPU ns per request, the median of 7 runs of 300,000 requests.
+ * takes the body). Prints CPU ns per request, the median of 7 runs of 300,000 requests, beside a
+ * null listener that writes the same head and body through the same stand-ins (runs interleaved):
+ * the difference is halserve's own work per request.
  */
 import fs from 'node:fs/promises';
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -33,17 +35,21 @@ const urls =
   : Array.from({ length: 20 }, (_, i) => `/items?page=${1 + i * 10}&limit=${kind === 'page-200' ? 200 : 20}`);
 let written = 0;
 let status = 0;
+let lastHead: readonly string[] = [];
+let lastBody: Buffer | undefined;
 const res = {
   headersSent: false,
   statusCode: 200,
   writeHead(code: number, headers: readonly string[]) {
     status = code;
+    lastHead = headers;
     let text = '';
     for (let i = 0; i < headers.length; i += 2) text += `${headers[i]}: ${headers[i + 1]}\r\n`;
     written += Buffer.byteLength(text);
     return this;
   },
   end(body?: Buffer) {
+    lastBody = body;
     written += body ? body.length : 0;
   },
   once() {},
@@ -52,7 +58,7 @@ const res = {
 } as unknown as ServerResponse;
 const requests = urls.map((url) => ({ method: 'GET', url, httpVersionMinor: 1, complete: true, socket: { remoteAddress: '127.0.0.1' } }));
 const N = 300_000;
-const run = async (): Promise<void> => {
+const run = async (handler: Handler): Promise<void> => {
   for (let i = 0; i < N; i++) {
     const r = requests[i % requests.length]!;
     const authorization = `Bearer ${token}`;
@@ -61,16 +67,35 @@ const run = async (): Promise<void> => {
     if ((i & 1023) === 0) await null;
   }
 };
-await run();
-const times: number[] = [];
-for (let k = 0; k < 7; k++) {
+await run(handler);
+// The null listener: the last response's head and body, written again for every request.
+const nullHead = [...lastHead];
+const nullBody = lastBody;
+const nullListener: Handler = (_req, out) => {
+  out.writeHead(200, nullHead as string[]);
+  out.end(nullBody);
+};
+await run(nullListener);
+const cpu = async (listener: Handler): Promise<number> => {
   const before = process.cpuUsage();
-  await run();
+  await run(listener);
   await new Promise((resolve) => setImmediate(resolve));
   const used = process.cpuUsage(before);
-  times.push(((used.user + used.system) * 1000) / N);
+  return ((used.user + used.system) * 1000) / N;
+};
+const times: number[] = [];
+const nulls: number[] = [];
+const own: number[] = [];
+for (let k = 0; k < 7; k++) {
+  const t = await cpu(handler);
+  const z = await cpu(nullListener);
+  times.push(t);
+  nulls.push(z);
+  own.push(t - z);
 }
-times.sort((a, b) => a - b);
-console.log(`${kind}: ${times[3]!.toFixed(0)} ns/req (min ${times[0]!.toFixed(0)}), status ${status}, ${written > 0 ? 'written' : 'nothing written'}`);
+const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[3]!;
+console.log(
+  `${kind}: ${median(times).toFixed(0)} ns/req (min ${Math.min(...times).toFixed(0)}), null listener ${median(nulls).toFixed(0)}, halserve's own ${median(own).toFixed(0)} ns/req; status ${status}, ${written > 0 ? 'written' : 'nothing written'}`,
+);
 await store.close();
 await fs.rm(dir, { recursive: true, force: true });

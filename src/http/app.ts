@@ -18,6 +18,7 @@ import { serverAuthentication } from './credentials.js';
 import type { JwtOptions } from './jwt-authenticator.js';
 import { RateLimiter, waitText } from './rate-limit.js';
 import { rateLimitFields } from './rate-limit-fields.js';
+import { KeptReplies } from './kept-replies.js';
 import { jsonReply, type Reply } from './reply.js';
 import { accepted, normaliseBasePath, originForm, repeatsHost, routeSegments } from './request.js';
 import { addResourceRoutes, resourceOf } from './resource-routes.js';
@@ -165,6 +166,13 @@ export function createHandler(options: HandlerOptions): Handler {
       ? undefined
       : new RateLimiter({ rate: options.rateLimit, burst: options.rateLimitBurst ?? Math.max(1, Math.floor(options.rateLimit)), ...(options.clock === undefined ? {} : { now: options.clock }) });
 
+  // kept-replies.ts: not with a rate limit (each answer carries its own fields) nor an embedder's
+  // authenticator (which may read any header).
+  const kept =
+    limiter === undefined && options.authenticator === undefined
+      ? new KeptReplies(auth.enabled ? (authorization) => auth.authenticate({ authorization }) : undefined)
+      : undefined;
+
   const router = createRouter<RouteHandler>();
   const indexBody = JSON.stringify(indexDocument(basePath, names));
   router.add('GET', '/', ({ req, principal }) => {
@@ -247,7 +255,9 @@ export function createHandler(options: HandlerOptions): Handler {
     // docs/forms.md: templates are on collections and entities; elsewhere a client that takes only HAL-FORMS learns so.
     if ((method === 'GET' || method === 'HEAD') && !TEMPLATE_PATTERNS.has(match.pattern) && admitsOnlyForms(req.headers.accept)) throw formsNotHere();
     const context: Context = { req, res, params: match.params, query, principal };
-    return match.handler(context);
+    const reply = match.handler(context);
+    if (kept !== undefined && !(reply instanceof Promise) && reply.current !== undefined) kept.keep(req, principal, exchange.route, reply);
+    return reply;
   };
 
   const warn = options.warn ?? ((message: string) => process.stderr.write(`halserve: ${message}\n`));
@@ -259,6 +269,7 @@ export function createHandler(options: HandlerOptions): Handler {
     operationalLog: createOperationalLog(warn),
     scrub: createTokenScrubber(options.tokens ?? []),
     streams,
+    kept,
   });
 }
 

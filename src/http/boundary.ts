@@ -8,6 +8,7 @@ import type { Exchange } from './context.js';
 import type { Cors } from './cors.js';
 import { failureCause } from './operational-log.js';
 import type { Streams } from './event-stream.js';
+import type { KeptReplies } from './kept-replies.js';
 import { problemReply, send, type Reply } from './reply.js';
 
 /** One line of the access log (docs/conventions.md §8). Never holds a token. */
@@ -35,6 +36,8 @@ export interface BoundaryOptions {
   readonly scrub: (text: string) => string;
   /** Where streaming replies go (event streams): they are logged and counted when they end. */
   readonly streams: Streams;
+  /** Replies answered again without dispatching (kept-replies.ts); none: every request is dispatched. */
+  readonly kept?: KeptReplies | undefined;
 }
 
 type Dispatch = (req: IncomingMessage, res: ServerResponse, exchange: Exchange) => Reply | Promise<Reply>;
@@ -44,7 +47,24 @@ type Dispatch = (req: IncomingMessage, res: ServerResponse, exchange: Exchange) 
  * document here, then the reply is written, logged and counted.
  */
 export function createBoundary(dispatch: Dispatch, options: BoundaryOptions): (req: IncomingMessage, res: ServerResponse) => void {
-  const { cors, metrics, accessLog, errorLog, operationalLog, scrub, streams } = options;
+  const { cors, metrics, accessLog, errorLog, operationalLog, scrub, streams, kept } = options;
+
+  /** Logs a finished exchange (when there is an access log). */
+  const log = (req: IncomingMessage, res: ServerResponse, started: number, bytes: number): void => {
+    if (!accessLog) return;
+    const target = req.url ?? '';
+    const mark = target.indexOf('?');
+    const query = mark === -1 ? '' : redactQuery(target.slice(mark + 1));
+    accessLog({
+      time: new Date().toISOString(),
+      method: req.method ?? '',
+      path: scrub(mark === -1 ? target : target.slice(0, mark)),
+      ...(query === '' ? {} : { query: scrub(query) }),
+      status: res.statusCode,
+      ms: Math.round((performance.now() - started) * 1000) / 1000,
+      bytes,
+    });
+  };
 
   const fail = (error: unknown, exchange: Exchange): Reply => {
     if (error instanceof HttpProblem) return problemReply(error);
@@ -72,26 +92,21 @@ export function createBoundary(dispatch: Dispatch, options: BoundaryOptions): (r
 
   return (req, res) => {
     const started = performance.now();
+    const again = kept?.answer(req);
+    if (again !== undefined) {
+      // Counted and logged as the full path would: the same route, status and bytes.
+      const { reply, route } = again;
+      res.writeHead(reply.status, reply.head as string[]);
+      res.end(reply.body);
+      metrics.request('GET', route, reply.status, (performance.now() - started) / 1000);
+      if (accessLog) res.once('finish', () => log(req, res, started, reply.body.length));
+      return;
+    }
     const exchange: Exchange = { route: 'unmatched', resource: undefined, headers: undefined };
     // A response that cannot be written (a header Node refuses) ends this exchange, not the process.
     const unwritable = (error: unknown): void => {
       errorLog?.(error);
       res.destroy();
-    };
-    const log = (bytes: number): void => {
-      if (!accessLog) return;
-      const target = req.url ?? '';
-      const mark = target.indexOf('?');
-      const query = mark === -1 ? '' : redactQuery(target.slice(mark + 1));
-      accessLog({
-        time: new Date().toISOString(),
-        method: req.method ?? '',
-        path: scrub(mark === -1 ? target : target.slice(0, mark)),
-        ...(query === '' ? {} : { query: scrub(query) }),
-        status: res.statusCode,
-        ms: Math.round((performance.now() - started) * 1000) / 1000,
-        bytes,
-      });
     };
     const finish = (reply: Reply): void => {
       let bytes = 0;
@@ -102,7 +117,7 @@ export function createBoundary(dispatch: Dispatch, options: BoundaryOptions): (r
         try {
           streams.start(req, res, reply, extra ?? {}, (sent) => {
             metrics.request(req.method ?? '', exchange.route, res.statusCode, (performance.now() - started) / 1000);
-            log(sent);
+            log(req, res, started, sent);
           });
         } catch (error) {
           unwritable(error);
@@ -125,7 +140,7 @@ export function createBoundary(dispatch: Dispatch, options: BoundaryOptions): (r
         unwritable(error);
         return;
       }
-      if (accessLog) res.once('finish', () => log(bytes));
+      if (accessLog) res.once('finish', () => log(req, res, started, bytes));
     };
     let reply: Reply | Promise<Reply>;
     try {

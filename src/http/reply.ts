@@ -21,6 +21,11 @@ export interface Reply {
    * building anything when nothing is to be added to it.
    */
   readonly head?: readonly string[];
+  /**
+   * For a reply kept and sent again without asking its route (src/http/kept-replies.ts): true
+   * while it is still the route's answer (an entity's, while its store serves that version).
+   */
+  readonly current?: () => boolean;
 }
 
 const CRLF = Buffer.from('\r\n');

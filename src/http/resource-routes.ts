@@ -223,15 +223,25 @@ function entityBody(mediaType: string, resource: Resource, entity: StoredEntity,
   return mediaType === HAL_FORMS ? resource.withTemplates(entity, hal) : hal;
 }
 
-/** GET of one entity, with its tag and conditions. */
+/** GET of one entity, with its tag and conditions; the unconditional answer is made once per version and media type. */
 function entityRead(req: IncomingMessage, mediaType: string, resource: Resource, entity: StoredEntity): Reply {
-  const { body: hal, version } = resource.representation(entity);
+  const representation = resource.representation(entity);
+  const { body: hal, version } = representation;
   const ifMatch = req.headers['if-match'];
   if (ifMatch !== undefined) checkIfMatch(ifMatch, versionTags(version, HAL_JSON));
+  const ifNoneMatch = req.headers['if-none-match'];
+  if (ifNoneMatch === undefined) {
+    const kept = representation.ok.get(mediaType);
+    if (kept !== undefined) return kept;
+  }
   const etag = resource.etag(version, mediaType);
-  if (notModified(req.headers['if-none-match'], etag)) return { status: 304, headers: { etag, vary: 'Accept' } };
-  // jsonReply's headers, written out: this runs for every entity GET.
-  return { status: 200, headers: { 'content-type': mediaType, vary: 'Accept', etag }, body: entityBody(mediaType, resource, entity, hal) };
+  if (notModified(ifNoneMatch, etag)) return { status: 304, headers: { etag, vary: 'Accept' } };
+  const reply: Reply = { status: 200, headers: { 'content-type': mediaType, vary: 'Accept', etag }, body: entityBody(mediaType, resource, entity, hal) };
+  // A HAL-FORMS body is other bytes than the ones the entity cache weighs: made each time, not kept.
+  if (mediaType === HAL_FORMS) return reply;
+  const ok: Reply = { ...prepared(reply), current: resource.stillServes(entity) };
+  representation.ok.set(mediaType, ok);
+  return ok;
 }
 
 /**

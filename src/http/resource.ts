@@ -59,6 +59,11 @@ export interface Page {
 export interface Representation {
   readonly body: Buffer;
   readonly version: string;
+  /**
+   * Its 200 answers by media type, each made by the first unconditional GET that wants it
+   * (resource-routes.ts `entityRead`) and sent as it is while this version stays the one served.
+   */
+  readonly ok: Map<string, Reply>;
 }
 
 /** An entity with embedded relations: its tag names its version and every state it shows, or none when writes landed while it was made. */
@@ -209,9 +214,23 @@ export class Resource {
     // The same entity object is the same version, known without reading `version` (which a store
     // may compute by hashing the entity's text); the reference is weak, so it keeps nothing alive.
     if (cached !== undefined && (cached.of.deref() === entity || cached.version === entity.version)) return cached;
-    const representation: CachedRepresentation = { body: Buffer.from(this.json(entity)), version: entity.version, of: new WeakRef(entity) };
+    const representation: CachedRepresentation = { body: Buffer.from(this.json(entity)), version: entity.version, of: new WeakRef(entity), ok: new Map() };
     this.#entities.set(id, representation, representation.body.length + id.length);
     return representation;
+  }
+
+  /**
+   * True while the store serves this very entity object (so this version), asked without keeping
+   * the entity alive: what makes a reply made from it `current` (reply.ts).
+   */
+  stillServes(entity: StoredEntity): () => boolean {
+    const { id } = entity;
+    const shown = new WeakRef(entity);
+    const store = this.store;
+    return () => {
+      const served = store.get(id);
+      return served !== undefined && served === shown.deref();
+    };
   }
 
   etag(version: string, mediaType: string): string {

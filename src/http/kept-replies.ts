@@ -1,0 +1,181 @@
+import type { IncomingMessage } from 'node:http';
+import { HttpProblem } from '../conventions/problem.js';
+import { LruMap } from '../structures/lru-map.js';
+import type { Principal } from './auth.js';
+import { COMPRESSION_THRESHOLD_BYTES } from './encoding.js';
+import type { Reply } from './reply.js';
+
+/**
+ * Replies kept per request target, answered again without routing, negotiation or building a
+ * reply: the fast lane of a GET that asks again what was asked before (a popular entity).
+ *
+ * **What is kept.** Only a reply that says when it stops being the answer (`Reply.current`: an
+ * entity's 200, while its store still serves that very version; resource-routes.ts `entityRead`),
+ * made by the full path for a request whose answer depends on nothing but its target, its
+ * `Authorization` and its `Accept`. It is kept under the target as sent, with that
+ * `Authorization`, `Accept`, the principal the credential gave and the route's metric label.
+ *
+ * **When it is answered.** A GET whose target, `Authorization` and `Accept` are those of a kept
+ * reply, that carries only the headers in `SHAPE` (each at most once, Host exactly once), whose
+ * credential gives the same principal object now (a static token's is the same for the life of the
+ * process; a JWT's until its `exp`, after which it is checked again or refused), and whose reply is
+ * still `current`. Anything else — a conditional or CORS request, a body, an unknown header,
+ * another principal, a changed entity — takes the full path, which keeps its reply again.
+ * Conditional requests, `Origin` and compression (a body at or over the compression threshold with
+ * `Accept-Encoding`) are not answered here, so the bytes sent are the full path's, header for
+ * header (`send`'s prepared branch).
+ *
+ * **Why it pays.** Node builds `req.headers` on first use, and the full path reads it many times
+ * over; the lane reads `rawHeaders` once and nothing else of the request.
+ *
+ * **Bounds.** At most `MAX_TARGETS` targets, `MAX_VARIANTS` credential/`Accept` pairs each, and
+ * `MAX_BYTES` of bodies (a body is shared with the entity cache while both hold it, and weighed
+ * here again); least recently used targets go first (`LruMap`). A variant is replaced in place,
+ * never deleted and added again.
+ *
+ * The server does not use the lane with a rate limit (every request then carries its own
+ * rate-limit fields) or with an embedder's authenticator (which may read any header).
+ */
+
+/** Most targets kept. */
+const MAX_TARGETS = 16_384;
+/** Most credential and `Accept` pairs kept for one target: the oldest is replaced by a new one. */
+const MAX_VARIANTS = 4;
+/** Most bytes of bodies kept. */
+const MAX_BYTES = 16 * 1024 * 1024;
+
+/**
+ * The request headers a kept reply may ignore or is kept by (lower case): the answer to a GET of
+ * an entity does not depend on the others being absent, but on these it depends only through the
+ * key. Any other header sends the request the full way.
+ */
+const SHAPE: ReadonlySet<string> = new Set(['host', 'authorization', 'accept', 'accept-encoding', 'connection', 'user-agent', 'accept-language']);
+
+/** SHAPE's names as clients write them (lower case, Title-Case, upper case), to their lower case: most names are read without making a string. */
+const CASINGS: ReadonlyMap<string, string> = new Map(
+  [...SHAPE].flatMap((name) => {
+    const title = name.replace(/(^|-)([a-z])/g, (_, dash: string, c: string) => dash + c.toUpperCase());
+    return [name, title, name.toUpperCase()].map((written) => [written, name] as const);
+  }),
+);
+
+/** A kept reply that is sent as it is: its head is made, its body is bytes, it says when it is stale. */
+interface SendableReply extends Reply {
+  readonly head: readonly string[];
+  readonly body: Buffer;
+  readonly current: () => boolean;
+}
+
+interface Variant {
+  readonly authorization: string | undefined;
+  readonly accept: string | undefined;
+  readonly principal: Principal | undefined;
+  readonly reply: SendableReply;
+  /** The route's metric label (`/products/{id}`). */
+  readonly route: string;
+}
+
+/** The headers of a request that the lane reads, or why it may not answer it. */
+interface Shape {
+  ok: boolean;
+  authorization: string | undefined;
+  accept: string | undefined;
+  acceptEncoding: boolean;
+}
+
+/** The outcome of asking the server's authentication for a credential's principal. */
+export type Authenticate = (authorization: string | undefined) => Principal | HttpProblem | Promise<Principal | HttpProblem> | undefined;
+
+/** What the lane answers: the reply to write, and its route for the metrics. */
+export interface KeptAnswer {
+  readonly reply: Reply & { readonly head: readonly string[]; readonly body: Buffer };
+  readonly route: string;
+}
+
+/** The headers of `raw` (`rawHeaders`) the lane reads; `ok` false when one it does not know, or a repeat, is there. */
+export function requestShape(raw: readonly string[], into: Shape = { ok: false, authorization: undefined, accept: undefined, acceptEncoding: false }): Shape {
+  into.ok = false;
+  into.authorization = undefined;
+  into.accept = undefined;
+  into.acceptEncoding = false;
+  let hosts = 0;
+  for (let i = 0; i < raw.length; i += 2) {
+    const written = raw[i] as string;
+    const name = CASINGS.get(written) ?? written.toLowerCase();
+    if (!SHAPE.has(name)) return into;
+    if (name === 'host') hosts++;
+    else if (name === 'authorization') {
+      if (into.authorization !== undefined) return into;
+      into.authorization = raw[i + 1];
+    } else if (name === 'accept') {
+      if (into.accept !== undefined) return into;
+      into.accept = raw[i + 1];
+    } else if (name === 'accept-encoding') {
+      if (into.acceptEncoding) return into;
+      into.acceptEncoding = true;
+    }
+  }
+  into.ok = hosts === 1;
+  return into;
+}
+
+/** See the rules above. */
+export class KeptReplies {
+  readonly #targets = new LruMap<Variant[]>({ maxEntries: MAX_TARGETS, maxWeight: MAX_BYTES });
+  readonly #authenticate: Authenticate | undefined;
+  /** One shape, read again by every request: the lane runs to its end before another can. */
+  readonly #shape: Shape = { ok: false, authorization: undefined, accept: undefined, acceptEncoding: false };
+
+  /** `authenticate`: the server's authentication, or none when it has none (every principal is undefined). */
+  constructor(authenticate: Authenticate | undefined) {
+    this.#authenticate = authenticate;
+  }
+
+  /** Targets kept now. */
+  get size(): number {
+    return this.#targets.size;
+  }
+
+  /** The kept reply that answers `req` now, or undefined: the full path answers it. */
+  answer(req: IncomingMessage): KeptAnswer | undefined {
+    if (req.method !== 'GET') return undefined;
+    const variants = this.#targets.get(req.url ?? '');
+    if (variants === undefined) return undefined;
+    const shape = requestShape(req.rawHeaders, this.#shape);
+    if (!shape.ok) return undefined;
+    let found: Variant | undefined;
+    for (const variant of variants) {
+      if (variant.authorization === shape.authorization && variant.accept === shape.accept) {
+        found = variant;
+        break;
+      }
+    }
+    if (found === undefined) return undefined;
+    if (shape.acceptEncoding && found.reply.body.length >= COMPRESSION_THRESHOLD_BYTES) return undefined;
+    if (this.#authenticate !== undefined && this.#authenticate(shape.authorization) !== found.principal) return undefined;
+    if (!found.reply.current()) return undefined;
+    return found;
+  }
+
+  /**
+   * Keeps the full path's `reply` to `req` (a GET by `principal`, routed to `route`) when it may be
+   * answered again as it is: see the rules above.
+   */
+  keep(req: IncomingMessage, principal: Principal | undefined, route: string, reply: Reply): void {
+    const { head, body, current } = reply;
+    if (req.method !== 'GET' || reply.status !== 200 || head === undefined || current === undefined || !(body instanceof Buffer)) return;
+    const shape = requestShape(req.rawHeaders, this.#shape);
+    if (!shape.ok || (shape.acceptEncoding && body.length >= COMPRESSION_THRESHOLD_BYTES)) return;
+    const url = req.url ?? '';
+    const variant: Variant = { authorization: shape.authorization, accept: shape.accept, principal, reply: { ...reply, head, body, current }, route };
+    const held = this.#targets.peek(url);
+    const variants = held === undefined ? [] : [...held];
+    const same = variants.findIndex((v) => v.authorization === variant.authorization && v.accept === variant.accept);
+    if (same !== -1) variants[same] = variant;
+    else {
+      if (variants.length >= MAX_VARIANTS) variants.shift();
+      variants.push(variant);
+    }
+    this.#targets.set(url, variants, variants.reduce((bytes, v) => bytes + v.reply.body.length, url.length));
+  }
+}

@@ -1,0 +1,174 @@
+import assert from 'node:assert/strict';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { request as httpRequest } from 'node:http';
+import { describe, test } from 'node:test';
+import { createHandler, type AccessLogEntry } from '../../src/http/app.js';
+import { createMemoryStore } from '../../src/store/memory-store.js';
+import { sample } from '../helpers/metrics.js';
+import { records, startItems } from '../helpers/server.js';
+
+/**
+ * The fast lane of a GET asked again (src/http/kept-replies.ts): what it answers is what the full
+ * path answers, whatever happened to the entity, the credential or the request in between.
+ */
+
+const TOKEN = 'lane-token-0123456789';
+const AUTH = { authorization: `Bearer ${TOKEN}` } as const;
+
+/** One response as written to `res`: status, header list and body. */
+interface Written {
+  status: number;
+  head: string[];
+  body: Buffer | undefined;
+}
+
+/**
+ * A GET handed to the handler as Node's parser would (`rawHeaders`; `headers` built from them),
+ * counting the reads of `req.headers`: the full path reads them, the lane never does.
+ */
+function call(handler: (req: IncomingMessage, res: ServerResponse) => void, url: string, raw: string[]): Promise<Written & { headerReads: number }> {
+  let headerReads = 0;
+  const headers: Record<string, string> = {};
+  for (let i = 0; i < raw.length; i += 2) headers[raw[i]!.toLowerCase()] = raw[i + 1]!;
+  return new Promise((resolve) => {
+    const written: Written = { status: 0, head: [], body: undefined };
+    const req = {
+      method: 'GET',
+      url,
+      rawHeaders: raw,
+      httpVersionMinor: 1,
+      complete: true,
+      socket: { remoteAddress: '127.0.0.1' },
+      get headers() {
+        headerReads++;
+        return headers;
+      },
+    } as unknown as IncomingMessage;
+    const res = {
+      headersSent: false,
+      statusCode: 200,
+      writeHead(status: number, head: string[]) {
+        written.status = status;
+        written.head = [...head];
+        return this;
+      },
+      end(body?: Buffer) {
+        written.body = body;
+        resolve({ ...written, headerReads });
+      },
+      once() {},
+      on() {},
+      destroy() {},
+    } as unknown as ServerResponse;
+    handler(req, res);
+  });
+}
+
+describe('the kept-reply lane in the handler', () => {
+  test('an entity GET asked again -> answered without reading req.headers, with the same status, head and body as the first', async () => {
+    const store = createMemoryStore(records(3));
+    const handler = createHandler({ resources: [{ name: 'items', store }], tokens: [TOKEN] });
+    const raw = ['Host', 'h', 'Authorization', `Bearer ${TOKEN}`, 'Accept', 'application/json'];
+    const first = await call(handler, '/items/e001', raw);
+    const second = await call(handler, '/items/e001', raw);
+    assert.ok(first.headerReads > 0, 'the first GET went the full way');
+    assert.equal(second.headerReads, 0, 'the second GET was answered by the lane');
+    assert.deepEqual({ status: second.status, head: second.head, body: second.body?.toString() }, { status: first.status, head: first.head, body: first.body?.toString() });
+    assert.equal(first.status, 200);
+  });
+
+  test('with a rate limit, or an embedder\'s authenticator -> no lane: every GET reads its headers', async () => {
+    const raw = ['Host', 'h', 'Authorization', `Bearer ${TOKEN}`];
+    for (const extra of [{ rateLimit: 1000 }, { authenticator: { authenticate: () => ({ key: 'embedder', access: 'read' as const }) } }]) {
+      const handler = createHandler({ resources: [{ name: 'items', store: createMemoryStore(records(1)) }], tokens: [TOKEN], ...extra });
+      await call(handler, '/items/e000', raw);
+      const second = await call(handler, '/items/e000', raw);
+      assert.ok(second.headerReads > 0, Object.keys(extra)[0]);
+      assert.equal(second.status, 200);
+    }
+  });
+
+  test('the entity replaced in the store behind the server -> the next GET goes the full way and shows the new version', async () => {
+    const store = createMemoryStore(records(1));
+    const handler = createHandler({ resources: [{ name: 'items', store }], tokens: [TOKEN] });
+    const raw = ['Host', 'h', 'Authorization', `Bearer ${TOKEN}`];
+    await call(handler, '/items/e000', raw);
+    await store.update('e000', (current) => ({ ...current.record, n: 42, updatedAt: 1_800_000_000 }));
+    const after = await call(handler, '/items/e000', raw);
+    assert.ok(after.headerReads > 0);
+    assert.equal(JSON.parse(after.body!.toString()).n, 42);
+    const again = await call(handler, '/items/e000', raw);
+    assert.equal(again.headerReads, 0, 'the new version is kept in its turn');
+    assert.equal(JSON.parse(again.body!.toString()).n, 42);
+  });
+});
+
+/** A GET over a real socket, with exactly these headers (Node's client adds Host and Connection). */
+function rawGet(url: string, path: string, headers: Record<string, string>): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(`${url}${path}`, { headers }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => (body += chunk));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+describe('the kept-reply lane over HTTP', () => {
+  test('GET, GET, PATCH, GET, DELETE, GET -> each answer is the current state', async () => {
+    const s = await startItems(records(2), { tokens: [TOKEN] });
+    const read = (): ReturnType<typeof rawGet> => rawGet(s.url, '/items/e000', AUTH);
+    const one = await read();
+    const two = await read();
+    assert.equal(two.body, one.body);
+    assert.equal(two.headers.etag, one.headers.etag);
+    const patched = await s.request('/items/e000', { method: 'PATCH', headers: { ...AUTH, 'content-type': 'application/merge-patch+json' }, body: '{"n":7}' });
+    assert.equal(patched.status, 200);
+    const three = await read();
+    assert.equal(JSON.parse(three.body).n, 7);
+    assert.notEqual(three.headers.etag, one.headers.etag);
+    assert.equal((await s.request('/items/e000', { method: 'DELETE', headers: AUTH })).status, 204);
+    assert.equal((await read()).status, 404);
+  });
+
+  test('a conditional GET, a cross-origin GET, another Accept after a kept answer -> each answered as its own headers ask', async () => {
+    const s = await startItems(records(1), { tokens: [TOKEN], corsOrigin: 'https://app.example' });
+    const first = await rawGet(s.url, '/items/e000', AUTH);
+    await rawGet(s.url, '/items/e000', AUTH);
+    const etag = String(first.headers.etag);
+    assert.equal((await rawGet(s.url, '/items/e000', { ...AUTH, 'if-none-match': etag })).status, 304);
+    const cors = await rawGet(s.url, '/items/e000', { ...AUTH, origin: 'https://app.example' });
+    assert.equal(cors.headers['access-control-allow-origin'], 'https://app.example');
+    const hal = await rawGet(s.url, '/items/e000', { ...AUTH, accept: 'application/hal+json' });
+    assert.equal(hal.headers['content-type'], 'application/hal+json');
+    const json = await rawGet(s.url, '/items/e000', { ...AUTH, accept: 'application/json' });
+    assert.equal(json.headers['content-type'], 'application/json');
+  });
+
+  test('a kept answer, then no token, a wrong token, a read-only token elsewhere -> 401, 401, and the read-only one reads', async () => {
+    const s = await startItems(records(1), { tokens: [TOKEN, 'read:reader-token-0123'] });
+    await rawGet(s.url, '/items/e000', AUTH);
+    await rawGet(s.url, '/items/e000', AUTH);
+    assert.equal((await rawGet(s.url, '/items/e000', {})).status, 401);
+    assert.equal((await rawGet(s.url, '/items/e000', { authorization: 'Bearer not-a-token' })).status, 401);
+    assert.equal((await rawGet(s.url, '/items/e000', { authorization: 'Bearer reader-token-0123' })).status, 200);
+  });
+
+  test('five GETs of one entity -> five requests in the metrics and five lines in the access log, each with the bytes sent', async () => {
+    const lines: AccessLogEntry[] = [];
+    const s = await startItems(records(1), { tokens: [TOKEN], accessLog: (entry) => lines.push(entry) });
+    const bodies: string[] = [];
+    for (let i = 0; i < 5; i++) bodies.push((await rawGet(s.url, '/items/e000', AUTH)).body);
+    const metrics = await (await s.request('/metrics', { headers: AUTH })).text();
+    assert.equal(sample(metrics, 'halserve_http_requests_total{method="GET",route="/items/{id}",status="200"}'), 5);
+    assert.equal(sample(metrics, 'halserve_http_request_duration_seconds_count{method="GET",route="/items/{id}"}'), 5);
+    const gets = lines.filter((l) => l.path === '/items/e000');
+    assert.deepEqual(
+      gets.map((l) => [l.method, l.status, l.bytes]),
+      bodies.map((b) => ['GET', 200, Buffer.byteLength(b)]),
+    );
+  });
+});

@@ -1,0 +1,171 @@
+import assert from 'node:assert/strict';
+import type { IncomingMessage } from 'node:http';
+import { describe, test } from 'node:test';
+import type { Principal } from '../../src/http/auth.js';
+import { KeptReplies, requestShape, type Authenticate } from '../../src/http/kept-replies.js';
+import { prepared, type Reply } from '../../src/http/reply.js';
+import { HttpProblem } from '../../src/conventions/problem.js';
+
+const alice: Principal = { key: 'token:alice', access: 'read' };
+const bob: Principal = { key: 'token:bob', access: 'write' };
+const TOKENS: Readonly<Record<string, Principal>> = { 'Bearer a': alice, 'Bearer b': bob };
+/** Static tokens: one principal object per credential, for the life of the process. */
+const staticTokens: Authenticate = (authorization) => (authorization === undefined ? undefined : (TOKENS[authorization] ?? new HttpProblem(401, 'no')));
+
+/** A GET as Node's parser leaves it: `rawHeaders` in the client's case and order. */
+function get(url: string, raw: readonly string[] = ['Host', 'h', 'Authorization', 'Bearer a', 'Accept', 'application/json'], method = 'GET'): IncomingMessage {
+  return {
+    method,
+    url,
+    rawHeaders: raw,
+    get headers(): never {
+      throw new Error('the lane read req.headers');
+    },
+  } as unknown as IncomingMessage;
+}
+
+/** An entity's 200 as `entityRead` makes it: prepared, and current while `state.current`. */
+function entityReply(body: string, state = { current: true }): Reply {
+  return { ...prepared({ status: 200, headers: { 'content-type': 'application/json', vary: 'Accept', etag: '"v1-json"' }, body: Buffer.from(body) }), current: () => state.current };
+}
+
+describe('requestShape', () => {
+  test('Host, Authorization and Accept in any case -> ok, with the credential and the media range', () => {
+    assert.deepEqual(requestShape(['HOST', 'h', 'authorization', 'Bearer x', 'ACCEPT', 'application/json', 'User-Agent', 'curl', 'Connection', 'keep-alive']), {
+      ok: true,
+      authorization: 'Bearer x',
+      accept: 'application/json',
+      acceptEncoding: false,
+    });
+  });
+
+  test('a header outside the known few (a condition, an Origin, a body, anything else) -> not ok', () => {
+    for (const name of ['If-None-Match', 'If-Match', 'Origin', 'Content-Length', 'Transfer-Encoding', 'Cookie', 'X-Anything', 'Last-Event-ID']) {
+      assert.equal(requestShape(['Host', 'h', name, 'v']).ok, false, name);
+    }
+  });
+
+  test('no Host, two Hosts, two Authorizations, two Accepts, two Accept-Encodings -> not ok', () => {
+    assert.equal(requestShape([]).ok, false);
+    assert.equal(requestShape(['Host', 'h', 'host', 'h']).ok, false);
+    assert.equal(requestShape(['Host', 'h', 'Authorization', 'Bearer a', 'Authorization', 'Bearer b']).ok, false);
+    assert.equal(requestShape(['Host', 'h', 'Accept', 'a/b', 'accept', 'c/d']).ok, false);
+    assert.equal(requestShape(['Host', 'h', 'Accept-Encoding', 'gzip', 'Accept-Encoding', 'br']).ok, false);
+  });
+});
+
+describe('KeptReplies', () => {
+  test('a reply kept for a GET -> answered for the same target, credential and Accept, without reading req.headers', () => {
+    const kept = new KeptReplies(staticTokens);
+    const reply = entityReply('{"id":"a"}');
+    kept.keep(get('/items/a'), alice, '/items/{id}', reply);
+    const again = kept.answer(get('/items/a'));
+    assert.equal(again?.route, '/items/{id}');
+    assert.deepEqual(again?.reply.head, reply.head);
+    assert.equal(again?.reply.body, reply.body);
+  });
+
+  test('another target, Accept or credential, or a HEAD -> not answered', () => {
+    const kept = new KeptReplies(staticTokens);
+    kept.keep(get('/items/a'), alice, '/items/{id}', entityReply('{"id":"a"}'));
+    assert.equal(kept.answer(get('/items/b')), undefined);
+    assert.equal(kept.answer(get('/items/a?embed=x')), undefined);
+    assert.equal(kept.answer(get('/items/a', ['Host', 'h', 'Authorization', 'Bearer a', 'Accept', 'application/hal+json'])), undefined);
+    assert.equal(kept.answer(get('/items/a', ['Host', 'h', 'Authorization', 'Bearer a'])), undefined);
+    assert.equal(kept.answer(get('/items/a', ['Host', 'h', 'Authorization', 'Bearer b', 'Accept', 'application/json'])), undefined);
+    assert.equal(kept.answer(get('/items/a', ['Host', 'h', 'Accept', 'application/json'])), undefined);
+    assert.equal(kept.answer(get('/items/a', undefined, 'HEAD')), undefined);
+  });
+
+  test('a credential that now gives another principal, or a refusal -> not answered', () => {
+    let principal: Principal | HttpProblem = alice;
+    const kept = new KeptReplies(() => principal);
+    kept.keep(get('/items/a'), alice, '/items/{id}', entityReply('{"id":"a"}'));
+    assert.notEqual(kept.answer(get('/items/a')), undefined);
+    // A JWT checked again after its `exp`: a new principal object, even with the same key.
+    principal = { ...alice };
+    assert.equal(kept.answer(get('/items/a')), undefined);
+    principal = new HttpProblem(401, 'expired');
+    assert.equal(kept.answer(get('/items/a')), undefined);
+  });
+
+  test('a reply no longer current (the entity changed) -> not answered; the next one kept replaces it', () => {
+    const kept = new KeptReplies(staticTokens);
+    const state = { current: true };
+    kept.keep(get('/items/a'), alice, '/items/{id}', entityReply('{"v":1}', state));
+    state.current = false;
+    assert.equal(kept.answer(get('/items/a')), undefined);
+    const newer = entityReply('{"v":2}');
+    kept.keep(get('/items/a'), alice, '/items/{id}', newer);
+    assert.equal(kept.answer(get('/items/a'))?.reply.body, newer.body);
+  });
+
+  test('a request with a header outside the known few -> not answered, and not kept', () => {
+    const kept = new KeptReplies(staticTokens);
+    const conditional = ['Host', 'h', 'Authorization', 'Bearer a', 'Accept', 'application/json', 'If-None-Match', '"x"'];
+    kept.keep(get('/items/a', conditional), alice, '/items/{id}', entityReply('{"id":"a"}'));
+    assert.equal(kept.size, 0);
+    kept.keep(get('/items/a'), alice, '/items/{id}', entityReply('{"id":"a"}'));
+    assert.equal(kept.answer(get('/items/a', conditional)), undefined);
+    assert.equal(kept.answer(get('/items/a', ['Host', 'h', 'Authorization', 'Bearer a', 'Accept', 'application/json', 'Origin', 'https://x.example'])), undefined);
+  });
+
+  test('Accept-Encoding with a body the full path would compress -> not kept, not answered; with a small body -> both', () => {
+    const kept = new KeptReplies(staticTokens);
+    const gzip = ['Host', 'h', 'Authorization', 'Bearer a', 'Accept', 'application/json', 'Accept-Encoding', 'gzip'];
+    kept.keep(get('/items/big', gzip), alice, '/items/{id}', entityReply(`{"x":"${'x'.repeat(2000)}"}`));
+    assert.equal(kept.size, 0);
+    kept.keep(get('/items/big'), alice, '/items/{id}', entityReply(`{"x":"${'x'.repeat(2000)}"}`));
+    assert.notEqual(kept.answer(get('/items/big')), undefined);
+    assert.equal(kept.answer(get('/items/big', gzip)), undefined);
+    kept.keep(get('/items/small', gzip), alice, '/items/{id}', entityReply('{"id":"small"}'));
+    assert.notEqual(kept.answer(get('/items/small', gzip)), undefined);
+  });
+
+  test('only replies that say when they are stale, of status 200, with a prepared head, are kept', () => {
+    const kept = new KeptReplies(staticTokens);
+    const body = Buffer.from('{}');
+    kept.keep(get('/items/a'), alice, '/items/{id}', prepared({ status: 200, headers: {}, body }));
+    kept.keep(get('/items/b'), alice, '/items/{id}', { status: 200, headers: {}, body, current: () => true });
+    kept.keep(get('/items/c'), alice, '/items/{id}', { ...prepared({ status: 201, headers: {}, body }), current: () => true });
+    kept.keep(get('/items/d', undefined, 'HEAD'), alice, '/items/{id}', entityReply('{}'));
+    assert.equal(kept.size, 0);
+  });
+
+  test('without authentication -> answered whatever the credential, which still keys it', () => {
+    const kept = new KeptReplies(undefined);
+    kept.keep(get('/items/a', ['Host', 'h']), undefined, '/items/{id}', entityReply('{}'));
+    assert.notEqual(kept.answer(get('/items/a', ['Host', 'h'])), undefined);
+    assert.equal(kept.answer(get('/items/a', ['Host', 'h', 'Authorization', 'Bearer a'])), undefined);
+  });
+
+  test('five credentials on one target -> the four latest answered, the first replaced', () => {
+    const many: Record<string, Principal> = {};
+    for (let i = 1; i <= 5; i++) many[`Bearer t${i}`] = { key: `token:t${i}`, access: 'read' };
+    const kept = new KeptReplies((authorization) => many[authorization ?? '']);
+    const raw = (i: number): string[] => ['Host', 'h', 'Authorization', `Bearer t${i}`];
+    for (let i = 1; i <= 5; i++) kept.keep(get('/items/a', raw(i)), many[`Bearer t${i}`], '/items/{id}', entityReply('{}'));
+    assert.deepEqual(
+      [1, 2, 3, 4, 5].map((i) => kept.answer(get('/items/a', raw(i))) !== undefined),
+      [false, true, true, true, true],
+    );
+    assert.equal(kept.size, 1);
+  });
+
+  test('the bounds: 20,000 targets kept -> at most 16,384 held, the latest answered, the earliest gone', () => {
+    const kept = new KeptReplies(staticTokens);
+    for (let i = 0; i < 20_000; i++) kept.keep(get(`/items/${i}`), alice, '/items/{id}', entityReply('{}'));
+    assert.equal(kept.size, 16_384);
+    assert.notEqual(kept.answer(get('/items/19999')), undefined);
+    assert.equal(kept.answer(get('/items/0')), undefined);
+  });
+
+  test('the bound in bytes: 40 bodies of 1 MiB -> at most 16 MiB of them held', () => {
+    const kept = new KeptReplies(staticTokens);
+    const big = (i: number): Reply => ({ ...prepared({ status: 200, headers: {}, body: Buffer.alloc(1024 * 1024, i) }), current: () => true });
+    for (let i = 0; i < 40; i++) kept.keep(get(`/items/${i}`), alice, '/items/{id}', big(i));
+    // Each weighs its body and its target (1 MiB + 9 bytes): 15 fit in 16 MiB, 16 do not.
+    const held = Array.from({ length: 40 }, (_, i) => i).filter((i) => kept.answer(get(`/items/${i}`)) !== undefined);
+    assert.deepEqual(held, Array.from({ length: 15 }, (_, i) => 25 + i));
+  });
+});
