@@ -32,6 +32,12 @@ export interface Principal {
   readonly subject?: string;
   /** The scope values halserve applied, shown by `/me`; undefined for a static token. */
   readonly scopes?: readonly string[];
+  /**
+   * The last second (Unix time, the server's clock) this principal answers for its credential: a
+   * JWT's `exp` plus the leeway. None: the same credential gives this principal for the life of the
+   * process (a static token). Kept replies (kept-replies.ts) rely on it.
+   */
+  readonly until?: number;
 }
 
 /** What an authenticator says of a request: its principal, a refusal, or nothing (not its kind of credential). */

@@ -95,10 +95,10 @@ export function createBoundary(dispatch: Dispatch, options: BoundaryOptions): (r
     const again = kept?.answer(req);
     if (again !== undefined) {
       // Counted and logged as the full path would: the same route, status and bytes.
-      const { reply, route } = again;
+      const { reply, record } = again;
       res.writeHead(reply.status, reply.head as string[]);
       res.end(reply.body);
-      metrics.request('GET', route, reply.status, (performance.now() - started) / 1000);
+      record((performance.now() - started) / 1000);
       if (accessLog) res.once('finish', () => log(req, res, started, reply.body.length));
       return;
     }

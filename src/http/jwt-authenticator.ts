@@ -38,12 +38,6 @@ export interface JwtContext {
   readonly now: () => number;
 }
 
-interface Remembered {
-  readonly principal: Principal;
-  /** `exp` plus the leeway: the last second the token is accepted. */
-  readonly until: number;
-}
-
 const hex = (text: string): string => createHash('sha256').update(text).digest('hex').slice(0, 32);
 
 /**
@@ -61,10 +55,10 @@ const NOT_A_JWT = 'The bearer token is not a valid JWT';
 export function jwtAuthenticator(options: JwtOptions, context: JwtContext): Authenticator {
   const { keys, issuer, audience } = options;
   const { resources, now } = context;
-  const known = new Map<string, Remembered>();
+  const known = new Map<string, Principal & { readonly until: number }>();
   const refuse = (reason: string): HttpProblem => invalidToken(`${NOT_A_JWT}: ${reason}`, true);
 
-  const principalOf = (decoded: DecodedJwt, token: string): Principal | HttpProblem => {
+  const principalOf = (decoded: DecodedJwt, token: string): (Principal & { readonly until: number }) | HttpProblem => {
     const values = scopeValues(decoded.claims);
     if (typeof values === 'string') return refuse(values);
     const { access, grants, applied } = scopePermissions(values, resources);
@@ -75,6 +69,7 @@ export function jwtAuthenticator(options: JwtOptions, context: JwtContext): Auth
       grants,
       ...(sub === undefined ? {} : { subject: sub }),
       scopes: applied,
+      until: (decoded.claims['exp'] as number) + CLOCK_LEEWAY_SECONDS,
     };
   };
 
@@ -84,7 +79,7 @@ export function jwtAuthenticator(options: JwtOptions, context: JwtContext): Auth
     const principal = principalOf(decoded, token);
     if (principal instanceof HttpProblem) return principal;
     if (known.size >= CACHE_ENTRIES) known.clear();
-    known.set(authorization, { principal, until: (decoded.claims['exp'] as number) + CLOCK_LEEWAY_SECONDS });
+    known.set(authorization, principal);
     return principal;
   };
 
@@ -95,7 +90,7 @@ export function jwtAuthenticator(options: JwtOptions, context: JwtContext): Auth
       if (authorization === undefined) return undefined;
       const remembered = known.get(authorization);
       if (remembered !== undefined) {
-        if (now() <= remembered.until) return remembered.principal;
+        if (now() <= remembered.until) return remembered;
         known.delete(authorization);
       }
       const token = bearerToken(authorization);

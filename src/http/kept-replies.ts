@@ -1,5 +1,4 @@
 import type { IncomingMessage } from 'node:http';
-import { HttpProblem } from '../conventions/problem.js';
 import { LruMap } from '../structures/lru-map.js';
 import type { Principal } from './auth.js';
 import { COMPRESSION_THRESHOLD_BYTES } from './encoding.js';
@@ -13,20 +12,24 @@ import type { Reply } from './reply.js';
  * entity's 200, while its store still serves that very version; resource-routes.ts `entityRead`),
  * made by the full path for a request whose answer depends on nothing but its target, its
  * `Authorization` and its `Accept`. It is kept under the target as sent, with that
- * `Authorization`, `Accept`, the principal the credential gave and the route's metric label.
+ * `Authorization`, `Accept`, the principal the credential gave and the route's metrics.
  *
  * **When it is answered.** A GET whose target, `Authorization` and `Accept` are those of a kept
  * reply, that carries only the headers in `SHAPE` (each at most once, Host exactly once), whose
- * credential gives the same principal object now (a static token's is the same for the life of the
- * process; a JWT's until its `exp`, after which it is checked again or refused), and whose reply is
- * still `current`. Anything else — a conditional or CORS request, a body, an unknown header,
- * another principal, a changed entity — takes the full path, which keeps its reply again.
+ * principal still answers for that credential (`Principal.until`: a static token's for the life of
+ * the process, a JWT's until its `exp` and the leeway, after which the full path checks it again),
+ * and whose reply is still `current`. The same `Authorization` text gives the same principal while
+ * it answers for it (the authenticators are fixed for the life of the process), so the credential
+ * is not checked again. Anything else — a conditional or CORS request, a body, an unknown header,
+ * an expired token, a changed entity — takes the full path, which keeps its reply again.
  * Conditional requests, `Origin` and compression (a body at or over the compression threshold with
  * `Accept-Encoding`) are not answered here, so the bytes sent are the full path's, header for
  * header (`send`'s prepared branch).
  *
- * **Why it pays.** Node builds `req.headers` on first use, and the full path reads it many times
- * over; the lane reads `rawHeaders` once and nothing else of the request.
+ * **What it saves.** Routing, the credential's lookup, negotiation, the scope check, the entity's
+ * representation lookup and the reply's headers: the lane reads `rawHeaders` once, finds the reply
+ * by the target, compares two strings, asks the store whether the entity is the same object, and
+ * counts the request in series it looked up when it kept the reply.
  *
  * **Bounds.** At most `MAX_TARGETS` targets, `MAX_VARIANTS` credential/`Accept` pairs each, and
  * `MAX_BYTES` of bodies (a body is shared with the entity cache while both hold it, and weighed
@@ -69,10 +72,11 @@ interface SendableReply extends Reply {
 interface Variant {
   readonly authorization: string | undefined;
   readonly accept: string | undefined;
-  readonly principal: Principal | undefined;
+  /** `Principal.until` of the credential's principal; Infinity for one that does not expire (or none). */
+  readonly until: number;
   readonly reply: SendableReply;
-  /** The route's metric label (`/products/{id}`). */
-  readonly route: string;
+  /** Counts one more answer of the reply in the request metrics (`ServerMetrics.recorder`), given its seconds. */
+  readonly record: (seconds: number) => void;
 }
 
 /** The headers of a request that the lane reads, or why it may not answer it. */
@@ -83,13 +87,10 @@ interface Shape {
   acceptEncoding: boolean;
 }
 
-/** The outcome of asking the server's authentication for a credential's principal. */
-export type Authenticate = (authorization: string | undefined) => Principal | HttpProblem | Promise<Principal | HttpProblem> | undefined;
-
-/** What the lane answers: the reply to write, and its route for the metrics. */
+/** What the lane answers: the reply to write, and how to count it. */
 export interface KeptAnswer {
   readonly reply: Reply & { readonly head: readonly string[]; readonly body: Buffer };
-  readonly route: string;
+  readonly record: (seconds: number) => void;
 }
 
 /** The headers of `raw` (`rawHeaders`) the lane reads; `ok` false when one it does not know, or a repeat, is there. */
@@ -122,13 +123,13 @@ export function requestShape(raw: readonly string[], into: Shape = { ok: false, 
 /** See the rules above. */
 export class KeptReplies {
   readonly #targets = new LruMap<Variant[]>({ maxEntries: MAX_TARGETS, maxWeight: MAX_BYTES });
-  readonly #authenticate: Authenticate | undefined;
+  /** The server's clock in Unix seconds, as the authenticators read it. */
+  readonly #now: () => number;
   /** One shape, read again by every request: the lane runs to its end before another can. */
   readonly #shape: Shape = { ok: false, authorization: undefined, accept: undefined, acceptEncoding: false };
 
-  /** `authenticate`: the server's authentication, or none when it has none (every principal is undefined). */
-  constructor(authenticate: Authenticate | undefined) {
-    this.#authenticate = authenticate;
+  constructor(now: () => number) {
+    this.#now = now;
   }
 
   /** Targets kept now. */
@@ -152,22 +153,22 @@ export class KeptReplies {
     }
     if (found === undefined) return undefined;
     if (shape.acceptEncoding && found.reply.body.length >= COMPRESSION_THRESHOLD_BYTES) return undefined;
-    if (this.#authenticate !== undefined && this.#authenticate(shape.authorization) !== found.principal) return undefined;
+    if (found.until !== Infinity && this.#now() > found.until) return undefined;
     if (!found.reply.current()) return undefined;
     return found;
   }
 
   /**
-   * Keeps the full path's `reply` to `req` (a GET by `principal`, routed to `route`) when it may be
+   * Keeps the full path's `reply` to `req` (a GET by `principal`, counted by `record`) when it may be
    * answered again as it is: see the rules above.
    */
-  keep(req: IncomingMessage, principal: Principal | undefined, route: string, reply: Reply): void {
+  keep(req: IncomingMessage, principal: Principal | undefined, record: (seconds: number) => void, reply: Reply): void {
     const { head, body, current } = reply;
     if (req.method !== 'GET' || reply.status !== 200 || head === undefined || current === undefined || !(body instanceof Buffer)) return;
     const shape = requestShape(req.rawHeaders, this.#shape);
     if (!shape.ok || (shape.acceptEncoding && body.length >= COMPRESSION_THRESHOLD_BYTES)) return;
     const url = req.url ?? '';
-    const variant: Variant = { authorization: shape.authorization, accept: shape.accept, principal, reply: { ...reply, head, body, current }, route };
+    const variant: Variant = { authorization: shape.authorization, accept: shape.accept, until: principal?.until ?? Infinity, reply: { ...reply, head, body, current }, record };
     const held = this.#targets.peek(url);
     const variants = held === undefined ? [] : [...held];
     const same = variants.findIndex((v) => v.authorization === variant.authorization && v.accept === variant.accept);

@@ -101,14 +101,28 @@ export class ServerMetrics {
 
   /** Counts one answered request and its latency. */
   request(method: string, route: string, status: number, seconds: number): void {
+    const { counter, latency } = this.#series(method, route, status);
+    counter.value++;
+    latency.observe(seconds);
+  }
+
+  /** `request` for one method, route and status, its series looked up once: for a reply answered many times (kept-replies.ts). */
+  recorder(method: string, route: string, status: number): (seconds: number) => void {
+    const { counter, latency } = this.#series(method, route, status);
+    return (seconds) => {
+      counter.value++;
+      latency.observe(seconds);
+    };
+  }
+
+  #series(method: string, route: string, status: number): { counter: { value: number }; latency: HistogramSeries } {
     let byRoute = this.#routes.get(method);
     if (byRoute === undefined) this.#routes.set(method, (byRoute = new Map()));
     let entry = byRoute.get(route);
     if (entry === undefined) byRoute.set(route, (entry = { latency: this.latency.series(method, route), byStatus: new Map() }));
     let counter = entry.byStatus.get(status);
     if (counter === undefined) entry.byStatus.set(status, (counter = this.requests.series(method, route, String(status))));
-    counter.value++;
-    entry.latency.observe(seconds);
+    return { counter, latency: entry.latency };
   }
 
   /** Makes `halserve_entities` report this resource's size when scraped. */

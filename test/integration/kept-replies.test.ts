@@ -2,7 +2,9 @@ import assert from 'node:assert/strict';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { request as httpRequest } from 'node:http';
 import { describe, test } from 'node:test';
+import { SignJWT, exportJWK, generateKeyPair } from 'jose';
 import { createHandler, type AccessLogEntry } from '../../src/http/app.js';
+import { staticKeySet } from '../../src/http/jwks.js';
 import { createMemoryStore } from '../../src/store/memory-store.js';
 import { sample } from '../helpers/metrics.js';
 import { records, startItems } from '../helpers/server.js';
@@ -170,5 +172,24 @@ describe('the kept-reply lane over HTTP', () => {
       gets.map((l) => [l.method, l.status, l.bytes]),
       bodies.map((b) => ['GET', 200, Buffer.byteLength(b)]),
     );
+  });
+
+  test('a JWT answered from the lane, then the clock past its exp and leeway -> 401, as on the full path', async () => {
+    const NOW = 1_800_000_000;
+    const { privateKey, publicKey } = await generateKeyPair('ES256', { extractable: true });
+    const jwk = { ...(await exportJWK(publicKey)), kid: 'k1' };
+    let now = NOW;
+    const s = await startItems(records(1), { jwt: { keys: staticKeySet({ keys: [jwk] }), issuer: 'https://idp.example/', audience: 'halserve' }, now: () => now });
+    const token = await new SignJWT({ iss: 'https://idp.example/', aud: 'halserve', sub: 'alice', exp: NOW + 10, iat: NOW, scope: 'read' })
+      .setProtectedHeader({ alg: 'ES256', kid: 'k1' })
+      .sign(privateKey);
+    const read = (): ReturnType<typeof rawGet> => rawGet(s.url, '/items/e000', { authorization: `Bearer ${token}` });
+    assert.equal((await read()).status, 200);
+    now = NOW + 70;
+    assert.equal((await read()).status, 200);
+    now = NOW + 71;
+    const expired = await read();
+    assert.equal(expired.status, 401);
+    assert.match(JSON.parse(expired.body).detail, /it expired at/);
   });
 });

@@ -18,14 +18,14 @@ const token = (claims: Record<string, unknown>, header: Record<string, unknown> 
 };
 
 describe('jwtAuthenticator', () => {
-  test('the same token twice -> verified once (the second from the cache), until exp + 60 s by the clock', () => {
+  test('the same token twice -> verified once (the second from the cache), until exp + 60 s by the clock, which its principal says (until)', () => {
     let now = NOW;
     let selects = 0;
     const counting: KeySet = { select: (kid, alg) => (selects++, selectKey(keys, kid, alg)) };
     const auth = jwtAuthenticator({ keys: counting, issuer: 'i', audience: 'a' }, { resources: new Set(['x']), now: () => now });
     const headers = { authorization: `Bearer ${token({ sub: 's', scope: 'x:read' })}` };
     const first = auth.authenticate(headers) as Principal;
-    assert.deepEqual({ ...first, grants: [...(first.grants ?? [])] }, { key: jwtPrincipalKey('i', 's', ''), access: undefined, grants: [['x', 'read']], subject: 's', scopes: ['x:read'] });
+    assert.deepEqual({ ...first, grants: [...(first.grants ?? [])] }, { key: jwtPrincipalKey('i', 's', ''), access: undefined, grants: [['x', 'read']], subject: 's', scopes: ['x:read'], until: NOW + 160 });
     assert.equal(auth.authenticate(headers), first);
     now = NOW + 160;
     assert.equal(auth.authenticate(headers), first);
