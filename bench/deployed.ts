@@ -227,6 +227,9 @@ async function loaded(config: BenchConfig, tmp: string, size: number, log: Log):
   }
 }
 
+/** The offered load of the rate-limit comparison, in requests a second (`BENCH_RATE` overrides it). */
+const RATE_LIMIT_LOAD = 15_000;
+
 /** `--rate-limit` with 10,000 known clients, one of them busy, against the same with that one client only. */
 async function rateLimited(config: BenchConfig, tmp: string, log: Log): Promise<WorkloadResult> {
   const dir = path.join(tmp, 'rate-limit');
@@ -243,6 +246,9 @@ async function rateLimited(config: BenchConfig, tmp: string, log: Log): Promise<
     log(`rate-limit: ${fmt(known - 1)} clients from their own addresses`);
     await seedClients(many.port, known - 1);
     const hot = withToken([entity(data.sampleIds[data.sampleIds.length >> 1]!)]);
+    // The target is a difference of CPU per request: both servers get the same offered load, so that
+    // neither figure moves with how fast the load generator happened to be in its round.
+    const rate = config.rate ?? RATE_LIMIT_LOAD;
     return await rounds(
       config,
       'rate-limit',
@@ -251,8 +257,12 @@ async function rateLimited(config: BenchConfig, tmp: string, log: Log): Promise<
         { label: `halserve --rate-limit, ${fmt(known)} known clients`, server: 'halserve', requests: hot, running: many },
         { label: 'halserve --rate-limit, 1 known client', server: 'halserve-fresh', requests: hot, running: one },
       ],
-      [`The ${fmt(known - 1)} other clients each made one request from an address of their own (127.1.x.y) before the rounds; the busy client is the bench's token.`],
+      [
+        `The ${fmt(known - 1)} other clients each made one request from an address of their own (127.1.x.y) before the rounds; the busy client is the bench's token.`,
+        `Both servers get the same offered load, ${fmt(rate)} requests a second (below what either reaches on this machine), so that CPU per request compares like with like.`,
+      ],
       log,
+      { ...config, rate },
     );
   } finally {
     for (const s of servers) await s.stop();
