@@ -231,7 +231,7 @@ function entityRead(req: IncomingMessage, mediaType: string, resource: Resource,
   if (ifMatch !== undefined) checkIfMatch(ifMatch, versionTags(version, HAL_JSON));
   const ifNoneMatch = req.headers['if-none-match'];
   if (ifNoneMatch === undefined) {
-    const kept = representation.ok.get(mediaType);
+    const kept = mediaType === HAL_JSON ? representation.okHal : mediaType === JSON_TYPE ? representation.okJson : undefined;
     if (kept !== undefined) return kept;
   }
   const etag = resource.etag(version, mediaType);
@@ -240,7 +240,8 @@ function entityRead(req: IncomingMessage, mediaType: string, resource: Resource,
   // A HAL-FORMS body is other bytes than the ones the entity cache weighs: made each time, not kept.
   if (mediaType === HAL_FORMS) return reply;
   const ok: Reply = { ...prepared(reply), current: resource.stillServes(entity) };
-  representation.ok.set(mediaType, ok);
+  if (mediaType === HAL_JSON) representation.okHal = ok;
+  else if (mediaType === JSON_TYPE) representation.okJson = ok;
   return ok;
 }
 

@@ -60,10 +60,12 @@ export interface Representation {
   readonly body: Buffer;
   readonly version: string;
   /**
-   * Its 200 answers by media type, each made by the first unconditional GET that wants it
-   * (resource-routes.ts `entityRead`) and sent as it is while this version stays the one served.
+   * Its 200 answers in HAL and in plain JSON, each made by the first unconditional GET that wants
+   * it (resource-routes.ts `entityRead`) and sent as it is while this version stays the one served.
+   * Two fields rather than a map: a representation is kept for each of up to 131,072 entities.
    */
-  readonly ok: Map<string, Reply>;
+  okHal: Reply | undefined;
+  okJson: Reply | undefined;
 }
 
 /** An entity with embedded relations: its tag names its version and every state it shows, or none when writes landed while it was made. */
@@ -214,7 +216,7 @@ export class Resource {
     // The same entity object is the same version, known without reading `version` (which a store
     // may compute by hashing the entity's text); the reference is weak, so it keeps nothing alive.
     if (cached !== undefined && (cached.of.deref() === entity || cached.version === entity.version)) return cached;
-    const representation: CachedRepresentation = { body: Buffer.from(this.json(entity)), version: entity.version, of: new WeakRef(entity), ok: new Map() };
+    const representation: CachedRepresentation = { body: Buffer.from(this.json(entity)), version: entity.version, of: new WeakRef(entity), okHal: undefined, okJson: undefined };
     this.#entities.set(id, representation, representation.body.length + id.length);
     return representation;
   }
