@@ -25,9 +25,14 @@ async function writes(clis: readonly CliProcess[], n: number, from = 0): Promise
   }
 }
 
-/** Every event of the feed acknowledged; how many deliveries were made for how many events. */
-async function allAcknowledged(url: string, receiver: Receiver): Promise<{ events: number; deliveries: number }> {
-  const cursors = await feedCursors(url);
+/**
+ * Every event of the feed acknowledged, once the feed `url` reads shows `expected` events: a process
+ * learns of the writes made through the others through the database, a moment later (under load,
+ * later than the last POST's answer). How many deliveries were made for how many events.
+ */
+async function allAcknowledged(url: string, receiver: Receiver, expected: number): Promise<{ events: number; deliveries: number }> {
+  let cursors: string[] = [];
+  await eventually(async () => (cursors = await feedCursors(url)).length >= expected, `${expected} events in ${url}/changes`);
   await eventually(() => {
     const acked = new Set(receiver.acknowledged());
     return cursors.every((cursor) => acked.has(cursor));
@@ -45,7 +50,7 @@ describe('webhooks on PostgreSQL: one deliverer per database', { skip: pgMissing
     for (let i = 0; i < 3; i++) clis.push(await startCli(args));
     await eventually(async () => (await Promise.all(clis.map(delivering))).filter(Boolean).length === 1, 'one process delivering');
     await writes(clis, 150);
-    const first = await allAcknowledged(clis[0]!.url, receiver);
+    const first = await allAcknowledged(clis[0]!.url, receiver, 150);
     assert.equal(first.events, 150);
     assert.ok(first.deliveries <= 150 * 1.05, `${first.deliveries} deliveries for 150 events`);
     assert.equal((await Promise.all(clis.map(delivering))).filter(Boolean).length, 1, 'still one deliverer');
@@ -56,7 +61,7 @@ describe('webhooks on PostgreSQL: one deliverer per database', { skip: pgMissing
     await deliverer.exited;
     const survivors = clis.filter((cli) => cli !== deliverer);
     await writes(survivors, 60, 150);
-    const second = await allAcknowledged(survivors[0]!.url, receiver);
+    const second = await allAcknowledged(survivors[0]!.url, receiver, 210);
     assert.equal(second.events, 210);
     assert.ok(second.deliveries <= 210 * 1.05, `${second.deliveries} deliveries for 210 events`);
     await eventually(async () => (await Promise.all(survivors.map(delivering))).filter(Boolean).length === 1, 'one survivor delivering');
