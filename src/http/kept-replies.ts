@@ -34,7 +34,9 @@ import type { Reply } from './reply.js';
  * **Bounds.** At most `MAX_TARGETS` targets, `MAX_VARIANTS` credential/`Accept` pairs each, and
  * `MAX_BYTES` of bodies (a body is shared with the entity cache while both hold it, and weighed
  * here again); least recently used targets go first (`LruMap`). A variant is replaced in place,
- * never deleted and added again.
+ * never deleted and added again. A variant found stale is dropped from its target's list (the
+ * target's weight is set again when a reply is next kept for it), so a replaced or deleted
+ * version's bytes are held only until its target is next asked for, or evicted.
  *
  * The server does not use the lane with a rate limit (every request then carries its own
  * rate-limit fields) or with an embedder's authenticator (which may read any header).
@@ -154,7 +156,11 @@ export class KeptReplies {
     if (found === undefined) return undefined;
     if (shape.acceptEncoding && found.reply.body.length >= COMPRESSION_THRESHOLD_BYTES) return undefined;
     if (found.until !== Infinity && this.#now() > found.until) return undefined;
-    if (!found.reply.current()) return undefined;
+    if (!found.reply.current()) {
+      // Its version was replaced or deleted: let go of its bytes now (the target stays, holding no variant).
+      variants.splice(variants.indexOf(found), 1);
+      return undefined;
+    }
     return found;
   }
 

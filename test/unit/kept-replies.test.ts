@@ -98,6 +98,8 @@ describe('KeptReplies', () => {
     kept.keep(get('/items/a'), alice, record, entityReply('{"v":1}', state));
     state.current = false;
     assert.equal(kept.answer(get('/items/a')), undefined);
+    state.current = true;
+    assert.equal(kept.answer(get('/items/a')), undefined, 'the stale variant was let go, not kept for later');
     const newer = entityReply('{"v":2}');
     kept.keep(get('/items/a'), alice, record, newer);
     assert.equal(kept.answer(get('/items/a'))?.reply.body, newer.body);
