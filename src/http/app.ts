@@ -170,7 +170,7 @@ export function createHandler(options: HandlerOptions): Handler {
   // authenticator (which may read any header).
   const kept =
     limiter === undefined && options.authenticator === undefined
-      ? new KeptReplies(now)
+      ? new KeptReplies(now, metrics)
       : undefined;
 
   const router = createRouter<RouteHandler>();
@@ -256,7 +256,7 @@ export function createHandler(options: HandlerOptions): Handler {
     if ((method === 'GET' || method === 'HEAD') && !TEMPLATE_PATTERNS.has(match.pattern) && admitsOnlyForms(req.headers.accept)) throw formsNotHere();
     const context: Context = { req, res, params: match.params, query, principal };
     const reply = match.handler(context);
-    if (kept !== undefined && !(reply instanceof Promise) && reply.current !== undefined) kept.keep(req, principal, metrics.recorder(method, exchange.route, reply.status), reply);
+    if (kept !== undefined && !(reply instanceof Promise) && reply.current !== undefined) kept.keep(req, principal, exchange.route, reply);
     return reply;
   };
 

@@ -1,4 +1,5 @@
 import type { IncomingMessage } from 'node:http';
+import type { ServerMetrics } from '../metrics/server-metrics.js';
 import { LruMap } from '../structures/lru-map.js';
 import type { Principal } from './auth.js';
 import { COMPRESSION_THRESHOLD_BYTES } from './encoding.js';
@@ -127,11 +128,14 @@ export class KeptReplies {
   readonly #targets = new LruMap<Variant[]>({ maxEntries: MAX_TARGETS, maxWeight: MAX_BYTES });
   /** The server's clock in Unix seconds, as the authenticators read it. */
   readonly #now: () => number;
+  /** Where each kept reply's answers are counted (`ServerMetrics.recorder`). */
+  readonly #metrics: Pick<ServerMetrics, 'recorder'>;
   /** One shape, read again by every request: the lane runs to its end before another can. */
   readonly #shape: Shape = { ok: false, authorization: undefined, accept: undefined, acceptEncoding: false };
 
-  constructor(now: () => number) {
+  constructor(now: () => number, metrics: Pick<ServerMetrics, 'recorder'>) {
     this.#now = now;
+    this.#metrics = metrics;
   }
 
   /** Targets kept now. */
@@ -165,16 +169,16 @@ export class KeptReplies {
   }
 
   /**
-   * Keeps the full path's `reply` to `req` (a GET by `principal`, counted by `record`) when it may be
-   * answered again as it is: see the rules above.
+   * Keeps the full path's `reply` to `req` (a GET by `principal`, counted under `route`) when it may
+   * be answered again as it is: see the rules above.
    */
-  keep(req: IncomingMessage, principal: Principal | undefined, record: (seconds: number) => void, reply: Reply): void {
+  keep(req: IncomingMessage, principal: Principal | undefined, route: string, reply: Reply): void {
     const { head, body, current } = reply;
     if (req.method !== 'GET' || reply.status !== 200 || head === undefined || current === undefined || !(body instanceof Buffer)) return;
     const shape = requestShape(req.rawHeaders, this.#shape);
     if (!shape.ok || (shape.acceptEncoding && body.length >= COMPRESSION_THRESHOLD_BYTES)) return;
     const url = req.url ?? '';
-    const variant: Variant = { authorization: shape.authorization, accept: shape.accept, until: principal?.until ?? Infinity, reply: { ...reply, head, body, current }, record };
+    const variant: Variant = { authorization: shape.authorization, accept: shape.accept, until: principal?.until ?? Infinity, reply: reply as SendableReply, record: this.#metrics.recorder('GET', route, 200) };
     const held = this.#targets.peek(url);
     const variants = held === undefined ? [] : [...held];
     const same = variants.findIndex((v) => v.authorization === variant.authorization && v.accept === variant.accept);

@@ -32,6 +32,12 @@ export type QueryKind = 'plain' | 'filter' | 'sort' | 'search';
  * singleton); the handler follows every store's changes (`follow`), and the CLI hands
  * `storeObserver` to the file logs for their syncs and compactions.
  */
+/** The request series of one method and route: its latency, and a counter per status. */
+interface RouteSeries {
+  readonly latency: HistogramSeries;
+  readonly byStatus: Map<number, { value: number }>;
+}
+
 export class ServerMetrics {
   readonly registry = new Registry();
   readonly requests = this.registry.add(
@@ -76,7 +82,7 @@ export class ServerMetrics {
 
   readonly #sizes = new Map<string, () => number>();
   /** Series of the request metrics by method, route and status: every request records into them, with no string built. */
-  readonly #routes = new Map<string, Map<string, { latency: HistogramSeries; byStatus: Map<number, { value: number }> }>>();
+  readonly #routes = new Map<string, Map<string, RouteSeries>>();
 
   constructor() {
     this.registry.add(
@@ -101,28 +107,33 @@ export class ServerMetrics {
 
   /** Counts one answered request and its latency. */
   request(method: string, route: string, status: number, seconds: number): void {
-    const { counter, latency } = this.#series(method, route, status);
-    counter.value++;
-    latency.observe(seconds);
+    const entry = this.#entry(method, route);
+    this.#counter(entry, method, route, status).value++;
+    entry.latency.observe(seconds);
   }
 
   /** `request` for one method, route and status, its series looked up once: for a reply answered many times (kept-replies.ts). */
   recorder(method: string, route: string, status: number): (seconds: number) => void {
-    const { counter, latency } = this.#series(method, route, status);
+    const entry = this.#entry(method, route);
+    const counter = this.#counter(entry, method, route, status);
     return (seconds) => {
       counter.value++;
-      latency.observe(seconds);
+      entry.latency.observe(seconds);
     };
   }
 
-  #series(method: string, route: string, status: number): { counter: { value: number }; latency: HistogramSeries } {
+  #entry(method: string, route: string): RouteSeries {
     let byRoute = this.#routes.get(method);
     if (byRoute === undefined) this.#routes.set(method, (byRoute = new Map()));
     let entry = byRoute.get(route);
     if (entry === undefined) byRoute.set(route, (entry = { latency: this.latency.series(method, route), byStatus: new Map() }));
+    return entry;
+  }
+
+  #counter(entry: RouteSeries, method: string, route: string, status: number): { value: number } {
     let counter = entry.byStatus.get(status);
     if (counter === undefined) entry.byStatus.set(status, (counter = this.requests.series(method, route, String(status))));
-    return { counter, latency: entry.latency };
+    return counter;
   }
 
   /** Makes `halserve_entities` report this resource's size when scraped. */

@@ -12,6 +12,7 @@ const NOW = 1_800_000_000;
 const clock = (): number => NOW;
 /** Counts nothing: the metrics are the boundary's (test/integration/kept-replies.test.ts). */
 const record = (): void => {};
+const metrics = { recorder: () => record };
 
 /** A GET as Node's parser leaves it: `rawHeaders` in the client's case and order. */
 function get(url: string, raw: readonly string[] = ['Host', 'h', 'Authorization', 'Bearer a', 'Accept', 'application/json'], method = 'GET'): IncomingMessage {
@@ -57,9 +58,9 @@ describe('requestShape', () => {
 
 describe('KeptReplies', () => {
   test('a reply kept for a GET -> answered for the same target, credential and Accept, without reading req.headers', () => {
-    const kept = new KeptReplies(clock);
+    const kept = new KeptReplies(clock, metrics);
     const reply = entityReply('{"id":"a"}');
-    kept.keep(get('/items/a'), alice, record, reply);
+    kept.keep(get('/items/a'), alice, '/items/{id}', reply);
     const again = kept.answer(get('/items/a'));
     assert.equal(again?.record, record);
     assert.deepEqual(again?.reply.head, reply.head);
@@ -67,8 +68,8 @@ describe('KeptReplies', () => {
   });
 
   test('another target, Accept or credential, or a HEAD -> not answered', () => {
-    const kept = new KeptReplies(clock);
-    kept.keep(get('/items/a'), alice, record, entityReply('{"id":"a"}'));
+    const kept = new KeptReplies(clock, metrics);
+    kept.keep(get('/items/a'), alice, '/items/{id}', entityReply('{"id":"a"}'));
     assert.equal(kept.answer(get('/items/b')), undefined);
     assert.equal(kept.answer(get('/items/a?embed=x')), undefined);
     assert.equal(kept.answer(get('/items/a', ['Host', 'h', 'Authorization', 'Bearer a', 'Accept', 'application/hal+json'])), undefined);
@@ -80,10 +81,10 @@ describe('KeptReplies', () => {
 
   test('a JWT principal past its `until` -> not answered from then on; a static token\'s never expires', () => {
     let now = NOW;
-    const kept = new KeptReplies(() => now);
+    const kept = new KeptReplies(() => now, metrics);
     const jwt: Principal = { key: 'jwt:x', access: 'read', until: NOW + 60 };
-    kept.keep(get('/items/a'), jwt, record, entityReply('{"id":"a"}'));
-    kept.keep(get('/items/b'), alice, record, entityReply('{"id":"b"}'));
+    kept.keep(get('/items/a'), jwt, '/items/{id}', entityReply('{"id":"a"}'));
+    kept.keep(get('/items/b'), alice, '/items/{id}', entityReply('{"id":"b"}'));
     now = NOW + 60;
     assert.notEqual(kept.answer(get('/items/a')), undefined, 'the last second it answers for its token');
     now = NOW + 61;
@@ -93,61 +94,61 @@ describe('KeptReplies', () => {
   });
 
   test('a reply no longer current (the entity changed) -> not answered; the next one kept replaces it', () => {
-    const kept = new KeptReplies(clock);
+    const kept = new KeptReplies(clock, metrics);
     const state = { current: true };
-    kept.keep(get('/items/a'), alice, record, entityReply('{"v":1}', state));
+    kept.keep(get('/items/a'), alice, '/items/{id}', entityReply('{"v":1}', state));
     state.current = false;
     assert.equal(kept.answer(get('/items/a')), undefined);
     state.current = true;
     assert.equal(kept.answer(get('/items/a')), undefined, 'the stale variant was let go, not kept for later');
     const newer = entityReply('{"v":2}');
-    kept.keep(get('/items/a'), alice, record, newer);
+    kept.keep(get('/items/a'), alice, '/items/{id}', newer);
     assert.equal(kept.answer(get('/items/a'))?.reply.body, newer.body);
   });
 
   test('a request with a header outside the known few -> not answered, and not kept', () => {
-    const kept = new KeptReplies(clock);
+    const kept = new KeptReplies(clock, metrics);
     const conditional = ['Host', 'h', 'Authorization', 'Bearer a', 'Accept', 'application/json', 'If-None-Match', '"x"'];
-    kept.keep(get('/items/a', conditional), alice, record, entityReply('{"id":"a"}'));
+    kept.keep(get('/items/a', conditional), alice, '/items/{id}', entityReply('{"id":"a"}'));
     assert.equal(kept.size, 0);
-    kept.keep(get('/items/a'), alice, record, entityReply('{"id":"a"}'));
+    kept.keep(get('/items/a'), alice, '/items/{id}', entityReply('{"id":"a"}'));
     assert.equal(kept.answer(get('/items/a', conditional)), undefined);
     assert.equal(kept.answer(get('/items/a', ['Host', 'h', 'Authorization', 'Bearer a', 'Accept', 'application/json', 'Origin', 'https://x.example'])), undefined);
   });
 
   test('Accept-Encoding with a body the full path would compress -> not kept, not answered; with a small body -> both', () => {
-    const kept = new KeptReplies(clock);
+    const kept = new KeptReplies(clock, metrics);
     const gzip = ['Host', 'h', 'Authorization', 'Bearer a', 'Accept', 'application/json', 'Accept-Encoding', 'gzip'];
-    kept.keep(get('/items/big', gzip), alice, record, entityReply(`{"x":"${'x'.repeat(2000)}"}`));
+    kept.keep(get('/items/big', gzip), alice, '/items/{id}', entityReply(`{"x":"${'x'.repeat(2000)}"}`));
     assert.equal(kept.size, 0);
-    kept.keep(get('/items/big'), alice, record, entityReply(`{"x":"${'x'.repeat(2000)}"}`));
+    kept.keep(get('/items/big'), alice, '/items/{id}', entityReply(`{"x":"${'x'.repeat(2000)}"}`));
     assert.notEqual(kept.answer(get('/items/big')), undefined);
     assert.equal(kept.answer(get('/items/big', gzip)), undefined);
-    kept.keep(get('/items/small', gzip), alice, record, entityReply('{"id":"small"}'));
+    kept.keep(get('/items/small', gzip), alice, '/items/{id}', entityReply('{"id":"small"}'));
     assert.notEqual(kept.answer(get('/items/small', gzip)), undefined);
   });
 
   test('only replies that say when they are stale, of status 200, with a prepared head, are kept', () => {
-    const kept = new KeptReplies(clock);
+    const kept = new KeptReplies(clock, metrics);
     const body = Buffer.from('{}');
-    kept.keep(get('/items/a'), alice, record, prepared({ status: 200, headers: {}, body }));
-    kept.keep(get('/items/b'), alice, record, { status: 200, headers: {}, body, current: () => true });
-    kept.keep(get('/items/c'), alice, record, { ...prepared({ status: 201, headers: {}, body }), current: () => true });
-    kept.keep(get('/items/d', undefined, 'HEAD'), alice, record, entityReply('{}'));
+    kept.keep(get('/items/a'), alice, '/items/{id}', prepared({ status: 200, headers: {}, body }));
+    kept.keep(get('/items/b'), alice, '/items/{id}', { status: 200, headers: {}, body, current: () => true });
+    kept.keep(get('/items/c'), alice, '/items/{id}', { ...prepared({ status: 201, headers: {}, body }), current: () => true });
+    kept.keep(get('/items/d', undefined, 'HEAD'), alice, '/items/{id}', entityReply('{}'));
     assert.equal(kept.size, 0);
   });
 
   test('no principal (no authentication) -> answered for the same credential text only, which still keys it', () => {
-    const kept = new KeptReplies(clock);
-    kept.keep(get('/items/a', ['Host', 'h']), undefined, record, entityReply('{}'));
+    const kept = new KeptReplies(clock, metrics);
+    kept.keep(get('/items/a', ['Host', 'h']), undefined, '/items/{id}', entityReply('{}'));
     assert.notEqual(kept.answer(get('/items/a', ['Host', 'h'])), undefined);
     assert.equal(kept.answer(get('/items/a', ['Host', 'h', 'Authorization', 'Bearer a'])), undefined);
   });
 
   test('five credentials on one target -> the four latest answered, the first replaced', () => {
-    const kept = new KeptReplies(clock);
+    const kept = new KeptReplies(clock, metrics);
     const raw = (i: number): string[] => ['Host', 'h', 'Authorization', `Bearer t${i}`];
-    for (let i = 1; i <= 5; i++) kept.keep(get('/items/a', raw(i)), { key: `token:t${i}`, access: 'read' }, record, entityReply('{}'));
+    for (let i = 1; i <= 5; i++) kept.keep(get('/items/a', raw(i)), { key: `token:t${i}`, access: 'read' }, '/items/{id}', entityReply('{}'));
     assert.deepEqual(
       [1, 2, 3, 4, 5].map((i) => kept.answer(get('/items/a', raw(i))) !== undefined),
       [false, true, true, true, true],
@@ -156,17 +157,17 @@ describe('KeptReplies', () => {
   });
 
   test('the bounds: 20,000 targets kept -> at most 16,384 held, the latest answered, the earliest gone', () => {
-    const kept = new KeptReplies(clock);
-    for (let i = 0; i < 20_000; i++) kept.keep(get(`/items/${i}`), alice, record, entityReply('{}'));
+    const kept = new KeptReplies(clock, metrics);
+    for (let i = 0; i < 20_000; i++) kept.keep(get(`/items/${i}`), alice, '/items/{id}', entityReply('{}'));
     assert.equal(kept.size, 16_384);
     assert.notEqual(kept.answer(get('/items/19999')), undefined);
     assert.equal(kept.answer(get('/items/0')), undefined);
   });
 
   test('the bound in bytes: 40 bodies of 1 MiB -> at most 16 MiB of them held', () => {
-    const kept = new KeptReplies(clock);
+    const kept = new KeptReplies(clock, metrics);
     const big = (i: number): Reply => ({ ...prepared({ status: 200, headers: {}, body: Buffer.alloc(1024 * 1024, i) }), current: () => true });
-    for (let i = 0; i < 40; i++) kept.keep(get(`/items/${i}`), alice, record, big(i));
+    for (let i = 0; i < 40; i++) kept.keep(get(`/items/${i}`), alice, '/items/{id}', big(i));
     // Each weighs its body and its target (1 MiB + 9 bytes): 15 fit in 16 MiB, 16 do not.
     const held = Array.from({ length: 40 }, (_, i) => i).filter((i) => kept.answer(get(`/items/${i}`)) !== undefined);
     assert.deepEqual(held, Array.from({ length: 15 }, (_, i) => 25 + i));
