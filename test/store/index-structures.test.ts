@@ -258,4 +258,37 @@ describe('runSliced: long work in turns of the event loop', () => {
     );
     await assert.rejects(Promise.resolve(result), QueryTimeoutError);
   });
+  /** A work of `slices` slices, each one a step named `name i` in `order`. */
+  const named = (order: string[], name: string, slices: number) =>
+    function* (slice: Slice): Work<string> {
+      for (let i = 0; i < slices; i++) {
+        order.push(`${name} ${i}`);
+        while (!slice.due);
+        if (i < slices - 1) yield;
+      }
+      return name;
+    };
+  test('a background work -> never synchronous; a turn goes to it only when no other work waits', async () => {
+    const order: string[] = [];
+    const back = runSliced(named(order, 'back', 3), Infinity, () => 0, ticking(), 'background');
+    assert.ok(back instanceof Promise);
+    assert.deepEqual(order, [], 'its first slice waits for a turn');
+    const front = runSliced(named(order, 'front', 4), Infinity, () => 0, ticking());
+    assert.deepEqual(await Promise.all([back, front]), ['back', 'front']);
+    // The foreground work ran its first slice at once and then had every turn while it waited.
+    assert.deepEqual(order, ['front 0', 'front 1', 'front 2', 'front 3', 'back 0', 'back 1', 'back 2']);
+  });
+  test('a background work under works that never stop coming -> one turn in every 9', async () => {
+    const order: string[] = [];
+    const back = runSliced(named(order, 'back', 2), Infinity, () => 0, ticking(), 'background');
+    // Foreground works, each of 30 slices, three at once: the queue never empties before back is done.
+    const fronts = [0, 1, 2].map((n) => runSliced(named(order, `front${n}`, 30), Infinity, () => 0, ticking()));
+    await back;
+    const firstBack = order.indexOf('back 0');
+    const secondBack = order.indexOf('back 1');
+    assert.ok(firstBack > 0 && secondBack > firstBack, order.join(', '));
+    // Between two background turns, exactly BACKGROUND_EVERY (8) turns of the others.
+    assert.equal(secondBack - firstBack - 1, 8, order.join(', '));
+    await Promise.all(fronts);
+  });
 });

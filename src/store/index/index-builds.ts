@@ -2,7 +2,7 @@ import { valueAt } from '../../conventions/query.js';
 import type { StoredEntity } from '../store.js';
 import { FieldIndex, NO_ROW } from './field-index.js';
 import type { Rows } from './rows.js';
-import { CHECK_EVERY, runSliced, type Slice, type Work } from './slices.js';
+import { CHECK_EVERY, runSliced, type Priority, type Slice, type Work } from './slices.js';
 import { TextBuilder, type TextIndex } from './text-index.js';
 
 /** A text index being built. */
@@ -62,6 +62,15 @@ export class IndexBuilds<E extends StoredEntity> {
    */
   wait(paths: readonly (readonly string[])[], text: boolean): Promise<void> | undefined {
     return this.#ensure(paths) ?? (text ? this.#ensureText() : undefined);
+  }
+
+  /**
+   * Starts the text index's build, if it is neither built nor being built, without waiting for it
+   * (a search answered by a scan meanwhile: text-scan.ts).
+   */
+  startText(): void {
+    // A build that fails is started again by the next search that needs it.
+    this.#ensureText('background')?.catch(() => undefined);
   }
 
   // ---- keeping indexes current ----
@@ -153,18 +162,19 @@ export class IndexBuilds<E extends StoredEntity> {
     return fields;
   }
 
-  #ensureText(): Promise<void> | undefined {
+  /** `priority`: of a build this starts (one under way goes on as it began). */
+  #ensureText(priority: Priority = 'foreground'): Promise<void> | undefined {
     if (this.#text) return undefined;
-    this.#textBuilding ??= this.#buildText().finally(() => {
+    this.#textBuilding ??= this.#buildText(priority).finally(() => {
       this.#textBuilding = undefined;
       if (this.#building.size === 0) this.#touched = undefined;
     });
     return this.#textBuilding;
   }
 
-  async #buildText(): Promise<void> {
+  async #buildText(priority: Priority): Promise<void> {
     this.#touched ??= new Set();
-    const { text, seen } = await runSliced((slice) => this.#fillText(slice), Infinity, () => this.#rows.layout);
+    const { text, seen } = await runSliced((slice) => this.#fillText(slice), Infinity, () => this.#rows.layout, undefined, priority);
     for (const row of this.#touched) {
       // What the build indexed for a row written after it passed; adding the current state is
       // idempotent for a row it reached after its writes.

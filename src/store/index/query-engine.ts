@@ -9,6 +9,7 @@ import { rowOrder, sortRows } from './row-sort.js';
 import { comparator, predicates, restComparator } from './row-tests.js';
 import type { Rows } from './rows.js';
 import { runSliced, type Slice, type Work } from './slices.js';
+import { scanCandidates, scanPlan } from './text-scan.js';
 
 export type { Rows } from './rows.js';
 
@@ -48,6 +49,11 @@ export class QueryEngine<E extends StoredEntity> {
   constructor(rows: Rows<E>) {
     this.#rows = rows;
     this.#builds = new IndexBuilds(rows);
+  }
+
+  /** True once `q` is answered from the text index (until then, by a scan: text-scan.ts). */
+  get searchIndexed(): boolean {
+    return this.#builds.text !== undefined;
   }
 
   /** True when a write must tell the engine (some index exists or is being built). */
@@ -102,7 +108,8 @@ export class QueryEngine<E extends StoredEntity> {
     const { filters, sort, search, offset, limit } = query;
     const builds = this.#builds;
     const paths = [...filters.map((f) => f.path), ...sort.map((k) => k.path), ...(query.facets ?? [])];
-    for (let wait = builds.wait(paths, search.length > 0); wait !== undefined; wait = builds.wait(paths, search.length > 0)) yield wait;
+    // The text index is not waited for here: a search without it is answered by a scan (`#searched`).
+    for (let wait = builds.wait(paths, false); wait !== undefined; wait = builds.wait(paths, false)) yield wait;
     const revision = this.#rows.revision;
     const key = resultKey(query);
     const cached = this.#cache.matches(key);
@@ -160,15 +167,23 @@ export class QueryEngine<E extends StoredEntity> {
     return window(rows, offset, limit);
   }
 
-  /** The search's candidate rows, kept per revision. */
+  /**
+   * The search's candidate rows, kept per revision: from the text index once it is built; until
+   * then from a scan of the stored bytes (text-scan.ts) for words whose pieces are ASCII letters
+   * and digits, the build started in the background once the scan has answered; other words wait
+   * for the build.
+   */
   *#searched(search: readonly string[], slice: Slice): Work<Candidates> {
-    const revision = this.#rows.revision;
     const key = searchKey(search);
-    let searched = this.#cache.search(key);
-    if (searched === undefined) {
-      searched = yield* this.#builds.text!.candidates(search, this.#rows.slotCount, slice);
-      if (this.#rows.revision === revision) this.#cache.keepSearch(key, searched);
-    }
+    const kept = this.#cache.search(key);
+    if (kept !== undefined) return kept;
+    const builds = this.#builds;
+    const plan = builds.text === undefined ? scanPlan(search) : undefined;
+    if (plan === undefined) for (let wait = builds.wait([], true); wait !== undefined; wait = builds.wait([], true)) yield wait;
+    const revision = this.#rows.revision;
+    const searched = plan === undefined ? yield* builds.text!.candidates(search, this.#rows.slotCount, slice) : yield* scanCandidates(search, plan, this.#rows, slice);
+    if (plan !== undefined) builds.startText();
+    if (this.#rows.revision === revision) this.#cache.keepSearch(key, searched);
     return searched;
   }
 
@@ -178,7 +193,7 @@ export class QueryEngine<E extends StoredEntity> {
   *#facets(query: StoreQuery, slice: Slice): Work<FacetCount[][]> {
     const paths = query.facets ?? [];
     for (;;) {
-      const wait = this.#builds.wait([...query.filters.map((f) => f.path), ...paths], query.search.length > 0);
+      const wait = this.#builds.wait([...query.filters.map((f) => f.path), ...paths], false);
       if (wait === undefined) break;
       yield wait;
     }

@@ -50,11 +50,23 @@ export type Work<T> = Generator<Promise<unknown> | undefined, T, undefined>;
  * that a request arriving meanwhile waits for at most one slice, not one slice of every work.
  */
 const waiting: (() => void)[] = [];
+/**
+ * Works nobody waits for (an index built ahead of need): a turn goes to one of them only when no
+ * other work waits, or when `BACKGROUND_EVERY` turns in a row went to others, so that they end
+ * even while requests keep the queue busy.
+ */
+const background: (() => void)[] = [];
+const BACKGROUND_EVERY = 8;
+/** Turns given to other works while a background work waited. */
+let sinceBackground = 0;
 let scheduled = false;
 
-function nextTurn(): Promise<void> {
+/** How a sliced work shares the loop: `background` works take the turns others leave (see above). */
+export type Priority = 'foreground' | 'background';
+
+function nextTurn(priority: Priority = 'foreground'): Promise<void> {
   return new Promise((resolve) => {
-    waiting.push(resolve);
+    (priority === 'background' ? background : waiting).push(resolve);
     if (!scheduled) {
       scheduled = true;
       setImmediate(runOne);
@@ -75,8 +87,15 @@ function runOne(): void {
   scheduled = false;
   firstSpent = 0;
   // Its slice runs in this turn's microtasks; it queues itself again for a later turn if needed.
-  waiting.shift()?.();
-  if (waiting.length > 0 && !scheduled) {
+  if (background.length > 0 && (waiting.length === 0 || sinceBackground >= BACKGROUND_EVERY)) {
+    sinceBackground = 0;
+    background.shift()!();
+  } else {
+    // Counted only while a background work waits for a turn.
+    sinceBackground = background.length > 0 ? sinceBackground + 1 : 0;
+    waiting.shift()?.();
+  }
+  if (waiting.length + background.length > 0 && !scheduled) {
     scheduled = true;
     setImmediate(runOne);
   }
@@ -85,27 +104,41 @@ function runOne(): void {
 /**
  * Runs `start(slice)` to completion: synchronously if it never yields, else asynchronously. Past
  * `deadline` (a time of `clock`) it stops with `QueryTimeoutError`. When `layout()` changes while
- * the work waits (row numbers were renumbered), the work starts over.
+ * the work waits (row numbers were renumbered), the work starts over. A `background` work never
+ * runs synchronously: its first slice, like every other, waits for a turn others leave.
  */
-export function runSliced<T>(start: (slice: Slice) => Work<T>, deadline = Infinity, layout: () => number = () => 0, clock: Clock = systemClock): T | Promise<T> {
+export function runSliced<T>(
+  start: (slice: Slice) => Work<T>,
+  deadline = Infinity,
+  layout: () => number = () => 0,
+  clock: Clock = systemClock,
+  priority: Priority = 'foreground',
+): T | Promise<T> {
   // While other works wait their turn, the new ones of this turn share a short first slice.
   const begun = clock();
   const slice = new Slice(Math.max(0, (waiting.length > 0 ? FIRST_SLICES_MS : SLICE_MS) - firstSpent), clock);
   let laidOut = layout();
   let work = start(slice);
-  const first = work.next();
-  firstSpent += clock() - begun;
-  if (!resetScheduled) {
-    resetScheduled = true;
-    setImmediate(resetFirst);
+  const first: IteratorResult<Promise<unknown> | undefined, T> | undefined = priority === 'background' ? undefined : work.next();
+  if (first !== undefined) {
+    firstSpent += clock() - begun;
+    if (!resetScheduled) {
+      resetScheduled = true;
+      setImmediate(resetFirst);
+    }
+    if (first.done) return first.value;
   }
-  if (first.done) return first.value;
   return (async (): Promise<T> => {
-    let step: IteratorResult<Promise<unknown> | undefined, T> = first;
+    if (first === undefined) {
+      await nextTurn(priority);
+      slice.renew();
+      laidOut = layout();
+    }
+    let step: IteratorResult<Promise<unknown> | undefined, T> = first ?? work.next();
     for (;;) {
       if (step.done) return step.value;
       if (step.value !== undefined) await waitUntil(step.value, deadline, clock);
-      else await nextTurn();
+      else await nextTurn(priority);
       if (clock() > deadline) {
         work.return(undefined as T);
         throw new QueryTimeoutError('the query ran past its deadline');

@@ -10,7 +10,7 @@ import { hashTokenBytes, Vocabulary } from './vocabulary.js';
 const MAX_PIECES = 1024;
 
 /** Letters and digits: the text between two of anything else is one token. */
-const SEPARATORS = /[^\p{L}\p{N}]+/u;
+export const SEPARATORS = /[^\p{L}\p{N}]+/u;
 
 /** Base rows of a piece gathered and sorted up to this many; more are marked over the slots. */
 const GATHER_AT_MOST = 65_536;
