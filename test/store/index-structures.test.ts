@@ -278,6 +278,23 @@ describe('runSliced: long work in turns of the event loop', () => {
     // The foreground work ran its first slice at once and then had every turn while it waited.
     assert.deepEqual(order, ['front 0', 'front 1', 'front 2', 'front 3', 'back 0', 'back 1', 'back 2']);
   });
+  test('a background work promoted (its priority read before each turn) -> it takes turns with the others from then on', async () => {
+    const order: string[] = [];
+    let priority: 'foreground' | 'background' = 'background';
+    const back = runSliced(named(order, 'back', 4), Infinity, () => 0, ticking(), () => priority);
+    const front = runSliced(named(order, 'front', 20), Infinity, () => 0, ticking());
+    // Nine turns of the other work first (background: one in nine), then the promotion.
+    await new Promise<void>((resolve) => {
+      const check = (): void => (order.length >= 5 ? resolve() : void setImmediate(check));
+      check();
+    });
+    priority = 'foreground';
+    await Promise.all([back, front]);
+    const at = (step: string): number => order.indexOf(step);
+    // Promoted, it gets every other turn: its later slices are at most two steps apart.
+    assert.ok(at('back 3') - at('back 1') <= 4, order.join(', '));
+    assert.ok(at('back 3') < at('front 19'), order.join(', '));
+  });
   test('a background work under works that never stop coming -> one turn in every 9', async () => {
     const order: string[] = [];
     const back = runSliced(named(order, 'back', 2), Infinity, () => 0, ticking(), 'background');

@@ -226,4 +226,15 @@ describe('QueryEngine: the first q is answered by a scan, and the text index is 
     }
     assert.deepEqual(await ask(engine, 'phone'), first);
   });
+
+  test('a search while the build runs -> it waits for the index (no second scan), and the answer is the same', async () => {
+    const rows = rowsOf(Array.from({ length: 3000 }, (_, i) => textOf(`p${i}`, record())));
+    const engine = new QueryEngine(rows);
+    const total = async (on: QueryEngine<StoredEntity>, q: string): Promise<number> => (await on.query({ filters: [], sort: [], search: searchWords(q), offset: 0, limit: 10 })).total;
+    await total(engine, 'kilo');
+    assert.equal(engine.searchIndexed, false, 'the first search was answered before the build');
+    const during = await total(engine, 'lamp');
+    assert.equal(engine.searchIndexed, true, 'the second search waited for the index');
+    assert.equal(during, await total(new QueryEngine(rows), 'lamp'));
+  });
 });

@@ -33,6 +33,8 @@ export class IndexBuilds<E extends StoredEntity> {
   #touched: Set<number> | undefined;
   #text: TextIndex | undefined;
   #textBuilding: Promise<void> | undefined;
+  /** How the text index's build takes turns (slices.ts): in the background until a search waits for it. */
+  #textPriority: Priority = 'foreground';
   /** The text index being filled: how far, and what it indexed for rows written after it passed them. */
   #textFill: TextFill<E> | undefined;
 
@@ -162,19 +164,29 @@ export class IndexBuilds<E extends StoredEntity> {
     return fields;
   }
 
-  /** `priority`: of a build this starts (one under way goes on as it began). */
+  /** True while the text index is being built. */
+  get textBuilding(): boolean {
+    return this.#textBuilding !== undefined;
+  }
+
+  /**
+   * `priority`: a `foreground` call (a search waiting for the index) also promotes a build under
+   * way in the background, so that it takes turns like the work waiting for it.
+   */
   #ensureText(priority: Priority = 'foreground'): Promise<void> | undefined {
     if (this.#text) return undefined;
-    this.#textBuilding ??= this.#buildText(priority).finally(() => {
+    if (priority === 'foreground') this.#textPriority = 'foreground';
+    else if (this.#textBuilding === undefined) this.#textPriority = priority;
+    this.#textBuilding ??= this.#buildText().finally(() => {
       this.#textBuilding = undefined;
       if (this.#building.size === 0) this.#touched = undefined;
     });
     return this.#textBuilding;
   }
 
-  async #buildText(priority: Priority): Promise<void> {
+  async #buildText(): Promise<void> {
     this.#touched ??= new Set();
-    const { text, seen } = await runSliced((slice) => this.#fillText(slice), Infinity, () => this.#rows.layout, undefined, priority);
+    const { text, seen } = await runSliced((slice) => this.#fillText(slice), Infinity, () => this.#rows.layout, undefined, () => this.#textPriority);
     for (const row of this.#touched) {
       // What the build indexed for a row written after it passed; adding the current state is
       // idempotent for a row it reached after its writes.

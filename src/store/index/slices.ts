@@ -105,21 +105,23 @@ function runOne(): void {
  * Runs `start(slice)` to completion: synchronously if it never yields, else asynchronously. Past
  * `deadline` (a time of `clock`) it stops with `QueryTimeoutError`. When `layout()` changes while
  * the work waits (row numbers were renumbered), the work starts over. A `background` work never
- * runs synchronously: its first slice, like every other, waits for a turn others leave.
+ * runs synchronously: its first slice, like every other, waits for a turn others leave. `priority`
+ * may be a function, read before each turn: a work someone comes to wait for is promoted.
  */
 export function runSliced<T>(
   start: (slice: Slice) => Work<T>,
   deadline = Infinity,
   layout: () => number = () => 0,
   clock: Clock = systemClock,
-  priority: Priority = 'foreground',
+  priority: Priority | (() => Priority) = 'foreground',
 ): T | Promise<T> {
+  const now = typeof priority === 'function' ? priority : () => priority;
   // While other works wait their turn, the new ones of this turn share a short first slice.
   const begun = clock();
   const slice = new Slice(Math.max(0, (waiting.length > 0 ? FIRST_SLICES_MS : SLICE_MS) - firstSpent), clock);
   let laidOut = layout();
   let work = start(slice);
-  const first: IteratorResult<Promise<unknown> | undefined, T> | undefined = priority === 'background' ? undefined : work.next();
+  const first: IteratorResult<Promise<unknown> | undefined, T> | undefined = now() === 'background' ? undefined : work.next();
   if (first !== undefined) {
     firstSpent += clock() - begun;
     if (!resetScheduled) {
@@ -130,7 +132,7 @@ export function runSliced<T>(
   }
   return (async (): Promise<T> => {
     if (first === undefined) {
-      await nextTurn(priority);
+      await nextTurn(now());
       slice.renew();
       laidOut = layout();
     }
@@ -138,7 +140,7 @@ export function runSliced<T>(
     for (;;) {
       if (step.done) return step.value;
       if (step.value !== undefined) await waitUntil(step.value, deadline, clock);
-      else await nextTurn(priority);
+      else await nextTurn(now());
       if (clock() > deadline) {
         work.return(undefined as T);
         throw new QueryTimeoutError('the query ran past its deadline');
