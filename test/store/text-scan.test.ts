@@ -5,7 +5,7 @@ import { fold, matchesSearch, searchWords } from '../../src/conventions/query.js
 import { QueryEngine } from '../../src/store/index/query-engine.js';
 import type { Rows } from '../../src/store/index/rows.js';
 import { Slice, type Work } from '../../src/store/index/slices.js';
-import { FOLDS_TO_ASCII, repeatsAName, scanCandidates, scanPlan } from '../../src/store/index/text-scan.js';
+import { FOLDS_TO_ASCII, repeatsAName, scanCandidates, scanPlan, valueStringEnd } from '../../src/store/index/text-scan.js';
 import type { StoredEntity } from '../../src/store/store.js';
 
 let seed = 11;
@@ -188,6 +188,13 @@ describe('scanCandidates: q over the stored bytes, without the text index', () =
     assert.deepEqual(found, [...FOLDS_TO_ASCII]);
   });
 
+  test('valueStringEnd: the closing quote of a value string; minus where to look on otherwise, never past the row', () => {
+    const at = (json: string, piece: string, end = Buffer.byteLength(json)): number => valueStringEnd(Buffer.from(json), 0, json.indexOf(piece), end);
+    assert.equal(at('{"a":"xy z"}', 'y'), 10);
+    assert.equal(at('{"xy" : 1}', 'y'), -5, 'a member name: on after its closing quote');
+    assert.equal(at('{"a":123}', '2'), -7, 'a number: on after the hit');
+    assert.equal(at('{"a":"xyz', 'y', 9), -9, 'a string the row does not close: on at its end');
+  });
   test('repeatsAName: per object, nested objects and arrays apart, spaced text', () => {
     const r = (json: string): boolean => {
       const bytes = Buffer.from(json);

@@ -187,7 +187,7 @@ class Scan {
           pattern.lastIndex = ends[i]! - base;
           continue;
         }
-        const close = valueStringEnd(buf, starts[i]!, at);
+        const close = valueStringEnd(buf, starts[i]!, at, ends[i]!);
         if (close < 0) {
           // Not in a value's string: look again after it.
           pattern.lastIndex = -close - base;
@@ -237,16 +237,18 @@ class Scan {
 }
 
 /**
- * For a hit at `at` in a clean row starting at `start`: the position of the closing quote of the
+ * For a hit at `at` in a clean row `[start, end)`: the position of the closing quote of the
  * value string that holds it; or, when it is in no string or in a member name, minus the position
  * to search on from (a negative number).
  */
-export function valueStringEnd(bytes: Uint8Array, start: number, at: number): number {
+export function valueStringEnd(bytes: Uint8Array, start: number, at: number, end: number): number {
   let quotes = 0;
   for (let i = start; i < at; i++) if (bytes[i] === QUOTE) quotes++;
   if ((quotes & 1) === 0) return -(at + 1);
   let close = at;
-  while (bytes[close] !== QUOTE) close++;
+  while (close < end && bytes[close] !== QUOTE) close++;
+  // A string the row does not close (never in a stored line): no value of it.
+  if (close === end) return -end;
   let next = close + 1;
   while (bytes[next] === 0x20 || bytes[next] === 0x09 || bytes[next] === 0x0a || bytes[next] === 0x0d) next++;
   return bytes[next] === COLON ? -(close + 1) : close;
