@@ -111,6 +111,9 @@ class Scan {
   #ends = new Int32Array(64);
   /** Per batch row: how many of the pieces, in order, were found in it (a clean row), or -1 (unsure). */
   #hits = new Int32Array(64);
+  /** The batch's rows held as text only (see `#addText`), and their bytes so far with a line end each. */
+  #texts: string[] = [];
+  #textBytes = 0;
   // What `jsonBytes` hands over, read without a closure per row.
   #readBytes: Uint8Array | undefined;
   #readStart = 0;
@@ -130,23 +133,39 @@ class Scan {
 
   /** Adds a row to the batch (searching the batch first when the row cannot join it); returns a weight for the clock checks. */
   add(row: number, entity: StoredEntity): number {
-    if (entity.jsonBytes) entity.jsonBytes(this.#read);
-    else {
-      const bytes = Buffer.from(entity.json, 'utf8');
-      this.#read(bytes, 0, bytes.length);
-    }
+    if (entity.jsonBytes === undefined) return this.#addText(row, entity.json);
+    if (this.#texts.length > 0) this.flush();
+    entity.jsonBytes(this.#read);
     const bytes = this.#readBytes!;
     const start = this.#readStart;
     const end = this.#readEnd;
     const size = this.#size;
     if (size > 0 && ((bytes !== this.#bytes && !sameMemory(bytes, this.#bytes!)) || start < this.#ends[size - 1]! || end - this.#starts[0]! > BATCH_BYTES)) this.flush();
     if (this.#size === 0) this.#bytes = asBuffer(bytes);
+    this.#enter(row, start, end);
+    return 1 + ((end - start) >> 8);
+  }
+
+  /**
+   * A row held only as JSON text (a store without the bytes: memory, PostgreSQL): the batch's texts
+   * are joined by line ends (never raw in JSON text) and encoded once when it is searched.
+   */
+  #addText(row: number, json: string): number {
+    if (this.#size > 0 && (this.#texts.length === 0 || this.#textBytes + json.length > BATCH_BYTES)) this.flush();
+    const length = Buffer.byteLength(json, 'utf8');
+    this.#enter(row, this.#textBytes, this.#textBytes + length);
+    this.#texts.push(json);
+    this.#textBytes += length + 1;
+    return 1 + (length >> 8);
+  }
+
+  /** Puts a row in the batch. */
+  #enter(row: number, start: number, end: number): void {
     if (this.#size === this.#batchRows.length) this.#grow();
     const i = this.#size++;
     this.#batchRows[i] = row;
     this.#starts[i] = start;
     this.#ends[i] = end;
-    return 1 + ((end - start) >> 8);
   }
 
   /** Searches the batch gathered, and empties it. */
@@ -154,6 +173,11 @@ class Scan {
     const n = this.#size;
     if (n === 0) return;
     this.#size = 0;
+    if (this.#texts.length > 0) {
+      this.#bytes = Buffer.from(this.#texts.join('\n'), 'utf8');
+      this.#texts = [];
+      this.#textBytes = 0;
+    }
     const buf = this.#bytes!;
     this.#bytes = undefined;
     const starts = this.#starts;
