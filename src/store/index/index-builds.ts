@@ -206,8 +206,9 @@ export class IndexBuilds<E extends StoredEntity> {
     for (let row = 0; row < slots; row++) {
       fill.text.add(row, this.#rows.at(row));
       fill.cursor = row + 1;
-      // A record's tokens are read here (a microsecond or two): look at the clock often.
-      if (row % 128 === 0 && slice.due) yield;
+      // A record's tokens are read here (a microsecond or two; 3 µs on a 300-byte product here): look
+      // at the clock every 32 rows, so that a slice overruns its 0.5 ms by about 0.1 ms, not 0.4.
+      if (row % 32 === 0 && slice.due) yield;
     }
     return { text: yield* fill.text.finish(slice), seen: fill.seen };
   }
