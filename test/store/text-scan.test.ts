@@ -6,7 +6,7 @@ import { QueryEngine } from '../../src/store/index/query-engine.js';
 import type { Rows } from '../../src/store/index/rows.js';
 import { Slice, type Work } from '../../src/store/index/slices.js';
 import { FOLDS_TO_ASCII, repeatsAName, scanCandidates, scanPlan, valueStringEnd } from '../../src/store/index/text-scan.js';
-import type { StoredEntity } from '../../src/store/store.js';
+import { QueryTimeoutError, type StoredEntity } from '../../src/store/store.js';
 
 let seed = 11;
 const rnd = (n: number): number => ((seed = (seed * 1103515245 + 12345) & 0x7fffffff) >>> 8) % n;
@@ -232,6 +232,18 @@ describe('QueryEngine: the first q is answered by a scan, and the text index is 
       assert.deepEqual(await ask(engine, q), await ask(fresh, q), q);
     }
     assert.deepEqual(await ask(engine, 'phone'), first);
+  });
+
+  test('a first search cut off by its budget -> the build starts all the same, and the retry waits for it', async () => {
+    // 20,000 rows (about 3 MB of JSON): more than one 0.5 ms slice of scanning on any machine, so the
+    // query, already past its deadline, is cut off at its first yield.
+    const rows = rowsOf(Array.from({ length: 20_000 }, (_, i) => textOf(`p${i}`, record())));
+    const engine = new QueryEngine(rows);
+    const ask = (deadline?: number) => engine.query({ filters: [], sort: [], search: ['kilo'], offset: 0, limit: 10, ...(deadline === undefined ? {} : { deadline }) });
+    await assert.rejects(Promise.resolve(ask(performance.now() - 1)), QueryTimeoutError);
+    const retry = await ask();
+    assert.equal(engine.searchIndexed, true, 'the retry was answered from the index the cut-off scan started');
+    assert.equal(retry.total, (await new QueryEngine(rows).query({ filters: [], sort: [], search: ['kilo'], offset: 0, limit: 10 })).total);
   });
 
   test('a search while the build runs -> it waits for the index (no second scan), and the answer is the same', async () => {

@@ -183,8 +183,17 @@ export class QueryEngine<E extends StoredEntity> {
     const plan = builds.text === undefined && !builds.textBuilding ? scanPlan(search) : undefined;
     if (plan === undefined) for (let wait = builds.wait([], true); wait !== undefined; wait = builds.wait([], true)) yield wait;
     const revision = this.#rows.revision;
-    const searched = plan === undefined ? yield* builds.text!.candidates(search, this.#rows.slotCount, slice) : yield* scanCandidates(search, plan, this.#rows, slice);
-    if (plan !== undefined) builds.startText();
+    let searched: Candidates;
+    if (plan === undefined) searched = yield* builds.text!.candidates(search, this.#rows.slotCount, slice);
+    else {
+      try {
+        searched = yield* scanCandidates(search, plan, this.#rows, slice);
+      } finally {
+        // Also when the scan is cut off (past the query's budget, or started over after a re-pack):
+        // the build begun then is what the retry waits for, as with any index.
+        builds.startText();
+      }
+    }
     if (this.#rows.revision === revision) this.#cache.keepSearch(key, searched);
     return searched;
   }
