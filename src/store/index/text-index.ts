@@ -10,7 +10,7 @@ import { hashTokenBytes, Vocabulary } from './vocabulary.js';
 const MAX_PIECES = 1024;
 
 /** Letters and digits: the text between two of anything else is one token. */
-export const SEPARATORS = /[^\p{L}\p{N}]+/u;
+const SEPARATORS = /[^\p{L}\p{N}]+/u;
 
 /** Base rows of a piece gathered and sorted up to this many; more are marked over the slots. */
 const GATHER_AT_MOST = 65_536;
@@ -32,6 +32,21 @@ export function tokensOf(record: unknown): Set<string> {
     return false;
   });
   return tokens;
+}
+
+/**
+ * The distinct letter-and-digit pieces of search words (case-folded), and whether rows holding every
+ * piece are exactly the matches: true when every word is a single piece.
+ */
+export function searchPieces(words: readonly string[]): { pieces: string[]; exact: boolean } {
+  const pieces = new Set<string>();
+  let exact = true;
+  for (const word of words) {
+    const parts = word.split(SEPARATORS).filter((piece) => piece !== '');
+    if (parts.length !== 1 || parts[0] !== word) exact = false;
+    for (const part of parts) pieces.add(part);
+  }
+  return { pieces: [...pieces], exact };
 }
 
 /** The tokens of a search piece: those of the built vocabulary by number, and those written since by name. */
@@ -199,15 +214,9 @@ export class TextIndex {
    * allocates nothing the size of the collection.
    */
   *candidates(words: readonly string[], slots: number, slice: Slice): Work<{ rows: Int32Array; exact: boolean }> {
-    const pieces: string[] = [];
-    let exact = true;
-    for (const word of words) {
-      const parts = word.split(SEPARATORS).filter((piece) => piece !== '');
-      if (parts.length !== 1 || parts[0] !== word) exact = false;
-      pieces.push(...parts);
-    }
+    const { pieces, exact } = searchPieces(words);
     let rows: Int32Array | undefined;
-    for (const piece of new Set(pieces)) {
+    for (const piece of pieces) {
       const tokens = yield* this.#tokensContaining(piece, slice);
       let found = yield* this.#baseRows(tokens.base, slots, slice);
       if (tokens.added.size > 0) {

@@ -3,7 +3,7 @@ import { matchesSearch } from '../../conventions/query.js';
 import type { StoredEntity } from '../store.js';
 import type { Rows } from './rows.js';
 import type { Slice, Work } from './slices.js';
-import { SEPARATORS } from './text-index.js';
+import { searchPieces } from './text-index.js';
 
 /**
  * `q` answered without the text index, from the stored JSON bytes: what the engine does while the
@@ -61,17 +61,8 @@ export interface ScanPlan {
 
 /** The plan of a scan for `words` (case-folded), or undefined when a piece is not ASCII letters and digits, or there is none. */
 export function scanPlan(words: readonly string[]): ScanPlan | undefined {
-  const pieces = new Set<string>();
-  let exact = true;
-  for (const word of words) {
-    const parts = word.split(SEPARATORS).filter((piece) => piece !== '');
-    if (parts.length !== 1 || parts[0] !== word) exact = false;
-    for (const part of parts) {
-      if (!/^[a-z0-9]+$/.test(part)) return undefined;
-      pieces.add(part);
-    }
-  }
-  return pieces.size === 0 ? undefined : { pieces: [...pieces], exact };
+  const plan = searchPieces(words);
+  return plan.pieces.length === 0 || !plan.pieces.every((piece) => /^[a-z0-9]+$/.test(piece)) ? undefined : plan;
 }
 
 /**
@@ -103,8 +94,10 @@ class Scan {
   readonly #rows: Rows<StoredEntity>;
   found = new Int32Array(1024);
   count = 0;
-  // The batch: rows `#batchRows[0..#size)` with bytes `[#starts[i], #ends[i])` of `#bytes`.
+  // The batch: rows `#batchRows[0..#size)` with bytes `[#starts[i], #ends[i])` of `#bytes`, a
+  // Buffer over `#source`, the array the entities handed.
   #bytes: Buffer | undefined;
+  #source: Uint8Array | undefined;
   #size = 0;
   #batchRows = new Int32Array(64);
   #starts = new Int32Array(64);
@@ -140,8 +133,11 @@ class Scan {
     const start = this.#readStart;
     const end = this.#readEnd;
     const size = this.#size;
-    if (size > 0 && ((bytes !== this.#bytes && !sameMemory(bytes, this.#bytes!)) || start < this.#ends[size - 1]! || end - this.#starts[0]! > BATCH_BYTES)) this.flush();
-    if (this.#size === 0) this.#bytes = asBuffer(bytes);
+    if (size > 0 && (bytes !== this.#source || start < this.#ends[size - 1]! || end - this.#starts[0]! > BATCH_BYTES)) this.flush();
+    if (this.#size === 0) {
+      this.#source = bytes;
+      this.#bytes = asBuffer(bytes);
+    }
     this.#enter(row, start, end);
     return 1 + ((end - start) >> 8);
   }
@@ -180,6 +176,7 @@ class Scan {
     }
     const buf = this.#bytes!;
     this.#bytes = undefined;
+    this.#source = undefined;
     const starts = this.#starts;
     const ends = this.#ends;
     const hits = this.#hits;
@@ -325,9 +322,4 @@ export function repeatsAName(bytes: Uint8Array, start: number, end: number): boo
 
 function asBuffer(bytes: Uint8Array): Buffer {
   return Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-}
-
-/** Two views of the same memory from the same offset (a Uint8Array handed again as a new Buffer view). */
-function sameMemory(a: Uint8Array, b: Uint8Array): boolean {
-  return a.buffer === b.buffer && a.byteOffset === b.byteOffset && a.byteLength === b.byteLength;
 }
