@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { sha256Base64url } from '../structures/sha256.js';
 import { badRequest } from './problem.js';
 
 /**
@@ -73,5 +73,5 @@ export function ledgerKey(principal: string, method: string, path: string, key: 
 
 /** A digest of a request's JSON body: the same key with another body is a 422. */
 export function requestFingerprint(body: unknown): string {
-  return createHash('sha256').update(JSON.stringify(body)).digest('base64url');
+  return sha256Base64url(JSON.stringify(body));
 }

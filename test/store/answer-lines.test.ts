@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { stampedLine } from '../../src/store/changes/change-stamp.js';
-import { AnswerLines, answersLine, entryOf, isAnswersLine, type AnswerEntry } from '../../src/store/log/answer-lines.js';
+import { AnswerLines, answersLine, entryOf, entryText, isAnswersLine, type AnswerEntry } from '../../src/store/log/answer-lines.js';
 import { prefixThrough } from '../../src/store/log/log-prefix.js';
 
 const answer = (k: string, t: number, n?: number): AnswerEntry => entryOf(k, { fingerprint: 'f', at: t, answer: { status: n === undefined ? 404 : 201, headers: { a: '"quoted"' }, body: '{"id":"x"}\n' } }, n);
@@ -35,6 +35,19 @@ describe('answers lines of the log (answer-lines.ts)', () => {
     collector.change(6);
     collector.end();
     assert.deepEqual(kept, [answer('a', 10, 5), answer('none', 10), answer('c', 10, 6)]);
+  });
+
+  test('an entry is written as JSON.stringify writes it, whatever its strings hold, and the line as one JSON object', () => {
+    const awkward = ['', 'plain', '"quoted" \\ back\nslash', '\u2028\u2029 é 𝄞', '\ud800 lone', '\u0000\u001f\u007f', '</script>'];
+    for (const text of awkward) {
+      for (const n of [undefined, 0, 7]) {
+        const e = entryOf(`["p","POST","/x",${JSON.stringify(text)}]`, { fingerprint: text, at: 1_795_742_908_771, answer: { status: 201, headers: { [text || 'h']: text }, body: text } }, n);
+        assert.equal(entryText(e), JSON.stringify(e));
+      }
+    }
+    const entries = [answer('a', 10, 5), answer('b', 30), answer('c', 20, 6)];
+    assert.deepEqual(JSON.parse(answersLine(entries, 6)), { _answers: 30, last: 6, a: entries });
+    assert.deepEqual(JSON.parse(answersLine([], 0)), { _answers: 0, last: 0, a: [] });
   });
 
   test('a whole batch keeps every answer; a cut one those of the changes read, not those that wrote nothing', () => {

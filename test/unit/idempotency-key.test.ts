@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { HttpProblem } from '../../src/conventions/problem.js';
-import { ledgerKey, parseIdempotencyKey } from '../../src/conventions/idempotency-key.js';
+import { createHash } from 'node:crypto';
+import { ledgerKey, parseIdempotencyKey, requestFingerprint } from '../../src/conventions/idempotency-key.js';
 import { AnswerBook, KeyInFlightError, KeyReusedError } from '../../src/store/idempotency.js';
 
 test('Idempotency-Key as an sf-string, with escapes, or bare (a UUID starting with a digit) -> the key', () => {
@@ -83,4 +84,14 @@ test('AnswerBook with maxAnswers 0 -> keys in flight only, no answer kept', () =
   const claim = book.claim('k', 'f');
   assert.equal(claim.kind, 'fresh');
   assert.throws(() => book.claim('k', 'f'), KeyInFlightError);
+});
+
+test('a fingerprint is the SHA-256 (base64url) of the body as JSON, as earlier versions stored it', () => {
+  // Logs and answer files hold fingerprints: a retry after an upgrade must match the one stored before it.
+  const body = { sku: 'LMP-1', name: 'Lampe à poser', price: 39.9 };
+  assert.equal(requestFingerprint(body), '2e7mSjxWGLZFXGL6FOWFpNduFnR8lLNTq7KwK1U1Gi8');
+  for (const other of [{}, [], 'text \ud800', { a: [1, { b: null }], '𝄞': '\u2028' }]) {
+    assert.equal(requestFingerprint(other), createHash('sha256').update(JSON.stringify(other)).digest('base64url'));
+  }
+  assert.notEqual(requestFingerprint({ a: 1, b: 2 }), requestFingerprint({ b: 2, a: 1 }));
 });

@@ -59,8 +59,19 @@ const PREFIX_BYTES = Buffer.from(PREFIX, 'latin1');
 /** The entry of an answer (`n`: its change's sequence number, if it made one). */
 export function entryOf(key: string, remembered: Remembered, n?: number): AnswerEntry {
   const { answer } = remembered;
-  const entry = { k: key, f: remembered.fingerprint, t: remembered.at, s: answer.status, h: answer.headers, b: answer.body };
-  return n === undefined ? entry : { ...entry, n };
+  return n === undefined
+    ? { k: key, f: remembered.fingerprint, t: remembered.at, s: answer.status, h: answer.headers, b: answer.body }
+    : { k: key, f: remembered.fingerprint, t: remembered.at, s: answer.status, h: answer.headers, b: answer.body, n };
+}
+
+/**
+ * `JSON.stringify(e)`, written out member by member: the same text (the members in the same order;
+ * the numbers are integers), without the generic walk over an object of two shapes (with `n` and
+ * without), which cost a keyed write about 2 µs more.
+ */
+export function entryText(e: AnswerEntry): string {
+  const n = e.n === undefined ? '' : `,"n":${e.n}`;
+  return `{"k":${JSON.stringify(e.k)},"f":${JSON.stringify(e.f)},"t":${e.t},"s":${e.s},"h":${JSON.stringify(e.h)},"b":${JSON.stringify(e.b)}${n}}`;
 }
 
 /** The remembered answer an entry holds. */
@@ -70,8 +81,13 @@ export function rememberedOf(e: AnswerEntry): Remembered {
 
 /** The answers line of a batch whose last change has sequence number `last` (0: none). */
 export function answersLine(entries: readonly AnswerEntry[], last: number): string {
-  const at = entries.reduce((latest, e) => Math.max(latest, e.t), 0);
-  return `${PREFIX}${at},"last":${last},"a":${JSON.stringify(entries)}}`;
+  let at = 0;
+  let list = '';
+  for (const e of entries) {
+    if (e.t > at) at = e.t;
+    list += list === '' ? entryText(e) : `,${entryText(e)}`;
+  }
+  return `${PREFIX}${at},"last":${last},"a":[${list}]}`;
 }
 
 /** True when the JSON object `buf[start, end)` is an answers line (it starts as only they do). */
