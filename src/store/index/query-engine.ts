@@ -9,9 +9,13 @@ import { rowOrder, sortRows } from './row-sort.js';
 import { comparator, predicates, restComparator } from './row-tests.js';
 import type { Rows } from './rows.js';
 import { runSliced, type Slice, type Work } from './slices.js';
+import { SpareRows } from './spare-rows.js';
 import { scanCandidates, scanPlan } from './text-scan.js';
 
 export type { Rows } from './rows.js';
+
+/** Rows copied for a facet count (`#matches`); two wait at most, shared by every engine of the process. */
+const spareRows = new SpareRows(2);
 
 /** A query's answer before its rows become entities. */
 interface Answer {
@@ -208,31 +212,42 @@ export class QueryEngine<E extends StoredEntity> {
       if (wait === undefined) break;
       yield wait;
     }
-    const rows = yield* this.#matches(query, slice);
-    const out: FacetCount[][] = [];
-    for (const path of paths) out.push(yield* facetCounts(this.#builds.field(path), rows, this.#rows.slotCount, slice));
-    return out;
+    const { rows, lent } = yield* this.#matches(query, slice);
+    try {
+      const out: FacetCount[][] = [];
+      for (const path of paths) out.push(yield* facetCounts(this.#builds.field(path), rows, this.#rows.slotCount, slice));
+      return out;
+    } finally {
+      if (lent) spareRows.give(rows!);
+    }
   }
 
   /**
    * Every row matching the query's filters and search, in no particular order, or undefined for
-   * every live row (no filter, no search). Indexes must be built. A kept result is reused.
+   * every live row (no filter, no search). Indexes must be built. A kept result is reused. The rows
+   * of a range with nothing else to test (`status=paused`: one value's range of its order) are
+   * copied at once, so that every facet counts the same rows, into a buffer `lent` from
+   * `spareRows`, which the caller gives back.
    */
-  *#matches(query: StoreQuery, slice: Slice): Work<Int32Array | undefined> {
+  *#matches(query: StoreQuery, slice: Slice): Work<{ rows: Int32Array | undefined; lent: boolean }> {
     const { filters, search } = query;
-    if (filters.length === 0 && search.length === 0) return undefined;
+    if (filters.length === 0 && search.length === 0) return { rows: undefined, lent: false };
     const kept = this.#cache.matches(resultKey(query));
-    if (kept) return kept;
+    if (kept) return { rows: kept, lent: false };
     const field = this.#builds.field;
     const searched = search.length > 0 ? yield* this.#searched(search, slice) : undefined;
     const driver = yield* openDriver(filters, searched, field, this.#rows, slice);
     const tests = rowTests(filters, search, searched, driver, field, this.#rows);
     if (tests.length === 0) {
-      if (driver.kind === 'rows') return driver.rows;
-      if (driver.kind === 'range') return driver.field.order.copy(driver.lo, driver.hi);
-      if (search.length === 0) return undefined;
+      if (driver.kind === 'rows') return { rows: driver.rows, lent: false };
+      if (driver.kind === 'range') {
+        const rows = spareRows.borrow(driver.hi - driver.lo);
+        driver.field.order.copyInto(rows, driver.lo);
+        return { rows, lent: true };
+      }
+      if (search.length === 0) return { rows: undefined, lent: false };
     }
-    return yield* collectRows(driver, tests, this.#rows, slice);
+    return { rows: yield* collectRows(driver, tests, this.#rows, slice), lent: false };
   }
 }
 
