@@ -1,13 +1,15 @@
 /**
  * Buffers of rows lent to one piece of query work and taken back when it ends, so that a large
  * temporary copy of rows is not a new `Int32Array` per query. An `ArrayBuffer` is memory outside
- * the JavaScript heap that V8 counts as it is allocated: a megabyte or more of them per query
- * (a facet count over a third of a million products copied its rows, 1.3 MB a query) starts a full
- * collection every second or so under heavy queries, each one a pause every request waits out.
+ * the JavaScript heap that V8 counts as it is allocated, and enough of it starts a full collection.
+ * A facet count over a third of a million products copied its rows into a new one, 1.3 MB a query:
+ * 179 of the 512 MiB of large typed arrays made under bench/fairness.ts's heavy clients (30 MiB
+ * with this pool; bench/NOTES.md, 2026-11-27).
  *
- * At most `keep` buffers wait to be lent again (the largest kept), each a little larger than asked
- * for, so that a range that grows by a few rows still fits. A buffer is lent to one borrower at a
- * time: what `borrow` answers is the borrower's until it `give`s it back, and not after.
+ * At most `keep` buffers wait to be lent again (the largest kept), each an eighth larger than asked
+ * for, so that a range that grows by a few rows still fits: 4.5 bytes a row, 9 MB for two copies of
+ * a million rows, held for the life of the process. A buffer is lent to one borrower at a time:
+ * what `borrow` answers is the borrower's until it `give`s it back, and not after.
  */
 export class SpareRows {
   readonly #keep: number;
