@@ -28,7 +28,10 @@ import type { Store } from '../src/store/store.js';
 import { findPostgres, startCluster } from './pg.js';
 
 /** A module of the compiled server, typed by its source (which typechecks without a build). */
-const built = <M>(file: string): Promise<M> => import(new URL(`../dist/${file}`, import.meta.url).href) as Promise<M>;
+const built = <M>(file: string): Promise<M> =>
+  (import(new URL(`../dist/${file}`, import.meta.url).href) as Promise<M>).catch((error: unknown) => {
+    throw new Error(`bench/store-idempotency.ts measures the compiled server: run \`npm run build\` first (${(error as Error).message})`);
+  });
 const { createHalServer } = await built<typeof import('../src/http/server.js')>('http/server.js');
 const { openJsonlStore } = await built<typeof import('../src/store/log/jsonl-store.js')>('store/log/jsonl-store.js');
 const { openPostgres } = await built<typeof import('../src/store/pg/open.js')>('store/pg/open.js');
