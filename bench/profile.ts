@@ -1,6 +1,7 @@
 /**
  * Profiles halserve under one workload: `node --import tsx bench/profile.ts [workload] [seconds] [limit]`.
- * With `limit` as third argument it profiles the limit server instead, over halserve's captured answers.
+ * With `limit` as third argument it profiles the limit server instead, over halserve's captured answers
+ * (`durable`: the durable limit, which also parses, appends and syncs each write).
  * Runs halserve with `node --cpu-prof`, drives it with the same load generator as the harness, and
  * prints where its CPU time goes: self time, and inclusive time of halserve's own functions.
  * The .cpuprofile is kept in .bench/profiles/ (open it in Chrome DevTools or speedscope).
@@ -91,7 +92,8 @@ async function main(): Promise<void> {
     const data = await copyDataset(small, path.join(tmp, 'halserve'));
     const before = new Set(await fs.readdir(profiles));
     const profiling = ['--cpu-prof', '--cpu-prof-dir', profiles, '--cpu-prof-interval', '200'];
-    const ofLimit = process.argv[4] === 'limit';
+    const ofLimit = process.argv[4] === 'limit' || process.argv[4] === 'durable';
+    const durable = process.argv[4] === 'durable' ? path.join(tmp, 'durable.jsonl') : undefined;
     // As deployed: the workloads' requests send BENCH_TOKEN.
     const halserve = await startHalserve(config.root, data.dir, config.pin, ofLimit ? [] : profiling, ['--token', BENCH_TOKEN]);
     let server = halserve;
@@ -100,7 +102,7 @@ async function main(): Promise<void> {
       if (ofLimit) {
         const file = path.join(tmp, 'capture.json');
         await fs.writeFile(file, JSON.stringify(await capture(halserve.port, contender.requests)));
-        server = await startLimit(config.root, file, config.pin, profiling);
+        server = await startLimit(config.root, file, config.pin, profiling, durable);
       }
       sample = await measure({ ...config, duration: seconds, warmup: 1 }, server, contender.requests, name, contender.order);
     } finally {
@@ -110,7 +112,7 @@ async function main(): Promise<void> {
     }
     const file = (await fs.readdir(profiles)).find((f) => !before.has(f) && f.endsWith('.cpuprofile'));
     if (!file) throw new Error('no profile written (did halserve exit cleanly on SIGTERM?)');
-    const target = path.join(profiles, `${name}-${ofLimit ? 'limit' : 'halserve'}-${file}`);
+    const target = path.join(profiles, `${name}-${ofLimit ? (process.argv[4] ?? 'limit') : 'halserve'}-${file}`);
     await fs.rename(path.join(profiles, file), target);
     const summary = summarise(JSON.parse(await fs.readFile(target, 'utf8')) as CpuProfile);
     const own = (n: string): boolean => n.includes(' dist/') || n.includes(' src/') || n.includes('limit-server');

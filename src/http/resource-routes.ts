@@ -258,8 +258,8 @@ function embeddedRead(req: IncomingMessage, mediaType: string, resource: Resourc
   return jsonReply(200, mediaType, body, { etag: tag });
 }
 
-/** An entity with its tag; `extra` adds headers such as `Location`. */
+/** The answer of a write: the entity it made, with its tag; `extra` adds headers such as `Location`. */
 function entityReply(status: number, mediaType: string, resource: Resource, entity: StoredEntity, extra: Readonly<Record<string, string>> = {}): Reply {
-  const { body, version } = resource.representation(entity);
+  const { body, version } = resource.written(entity);
   return jsonReply(status, mediaType, entityBody(mediaType, resource, entity, body), { etag: resource.etag(version, mediaType), ...extra });
 }

@@ -209,6 +209,15 @@ export class Resource {
     });
   }
 
+  /**
+   * The HAL bytes and version of an entity a write just made, for its answer: not kept. The entity
+   * cache admits what is read (`representation`); a bulk load would otherwise fill it with entities
+   * nobody reads yet, pushing out the ones that are, and pay for each insert and eviction.
+   */
+  written(entity: StoredEntity): { readonly body: Buffer; readonly version: string } {
+    return { body: Buffer.from(this.json(entity)), version: entity.version };
+  }
+
   /** The entity's HAL bytes and version, made once while the entity is among the recently served. */
   representation(entity: StoredEntity): Representation {
     const id = entity.id;

@@ -3,6 +3,7 @@ import { readStamp, stampedLine, type ChangeStamp } from '../changes/change-stam
 import type { HeldChange } from '../changes/local-feed.js';
 import { valueAt } from '../../conventions/query.js';
 import { valuesAt } from './json-fields.js';
+import { base36 } from '../../structures/base36.js';
 
 /**
  * Entities of the JSON-lines store. Each keeps its line as the source of truth and parses its
@@ -254,5 +255,5 @@ export function versionOf(line: number, json: string): string {
   h1 = Math.imul(h1 ^ (h1 >>> 16), 2246822507) ^ Math.imul(h2 ^ (h2 >>> 13), 3266489909);
   h2 = Math.imul(h2 ^ (h2 >>> 16), 2246822507) ^ Math.imul(h1 ^ (h1 >>> 13), 3266489909);
   const hash = 4294967296 * (2097151 & h2) + (h1 >>> 0);
-  return `${line.toString(36)}.${hash.toString(36)}`;
+  return `${line.toString(36)}.${base36(hash)}`;
 }
