@@ -1,7 +1,8 @@
 /**
  * What halserve's own request listener costs, without node:http's path around it:
  * `node --import tsx bench/handler-cost.ts hot|uniform|page-20|page-200` (`SRC=<dir>` times another
- * build's `dist/`, e.g. a copy made before a change; `RL=1` turns the rate limiter on).
+ * build's `dist/`, e.g. a copy made before a change; `RL=1` turns the rate limiter on; `LOADED=1` serves
+ * entities loaded from the file, as a restarted server does, instead of written by the process).
  *
  * One process: a JSON-lines store of 10,000 entities (durability none), `createHandler` with a
  * static token, and stand-ins for node:http's request (fresh header strings each time, as the
@@ -20,11 +21,17 @@ const src = process.env['SRC'] ?? new URL('../dist', import.meta.url).pathname;
 const { createHandler } = (await import(`${src}/http/app.js`)) as { createHandler: (options: unknown) => Handler };
 const { openJsonlStore } = (await import(`${src}/store/log/jsonl-store.js`)) as typeof import('../src/store/log/jsonl-store.js');
 const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'halserve-handler-cost-'));
-const store = await openJsonlStore({ file: path.join(dir, 'items.jsonl'), durability: 'none', compaction: { auto: false } });
+const file = path.join(dir, 'items.jsonl');
+let store = await openJsonlStore({ file, durability: 'none', compaction: { auto: false } });
 const ids: string[] = [];
 for (let i = 0; i < 10_000; i++) {
   const entity = await store.create({ id: `id${i}x${(i * 7919).toString(36)}abcdefgh`, createdAt: 1, updatedAt: 1, name: `item ${i}`, price: i, tags: ['a', 'b'], description: 'x'.repeat(150) });
   ids.push(entity.id);
+}
+if (process.env['LOADED']) {
+  // As a restarted server holds them: entities read from the file, not written by this process.
+  await store.close();
+  store = await openJsonlStore({ file, durability: 'none', compaction: { auto: false } });
 }
 const token = 'bench-3f9c2a7d41e85b06c1d9e4f2a8b7c530';
 const handler = createHandler({ resources: [{ name: 'items', store }], tokens: [token], ...(process.env['RL'] ? { rateLimit: 1e6 } : {}) });

@@ -98,3 +98,46 @@ test('set with a precomputed hash -> found by get, replaced in place by a later 
   assert.deepEqual(index.get('h5'), { id: 'h5', n: -5 });
   assert.deepEqual(index.page(5, 1), [{ id: 'h5', n: -5 }]);
 });
+
+test('an entity that tells its own id (hasId) is asked instead of building .id, and is told apart from one of the same hash', () => {
+  /** An entity whose `id` getter must never run on a lookup: it counts the calls. */
+  class Telling {
+    readonly #id: string;
+    built = 0;
+    constructor(id: string) {
+      this.#id = id;
+    }
+    get id(): string {
+      this.built++;
+      return this.#id;
+    }
+    hasId(id: string): boolean {
+      return id === this.#id;
+    }
+  }
+  const index = new EntityIndex<Telling>();
+  const entities = Array.from({ length: 2000 }, (_, i) => new Telling(`t${i}`));
+  for (const e of entities) index.set(e);
+  for (const e of entities) e.built = 0;
+  for (let i = 0; i < 2000; i++) assert.equal(index.get(`t${i}`), entities[i]);
+  assert.equal(index.get('t2000'), undefined);
+  assert.equal(entities.reduce((n, e) => n + e.built, 0), 0);
+  // Two ids of one hash (found by search: 32 bits collide within ~100,000 ids) share a probe run,
+  // and only the id comparison tells them apart.
+  const seen = new Map<number, string>();
+  let pair: [string, string] | undefined;
+  for (let i = 0; pair === undefined; i++) {
+    const id = `c${i}`;
+    const other = seen.get(hashId(id));
+    if (other !== undefined) pair = [other, id];
+    else seen.set(hashId(id), id);
+  }
+  const twins = new EntityIndex<Telling>();
+  const [first, second] = pair.map((id) => new Telling(id)) as [Telling, Telling];
+  twins.set(first);
+  assert.equal(twins.get(pair[1]), undefined);
+  twins.set(second);
+  assert.equal(twins.size, 2);
+  assert.equal(twins.get(pair[0]), first);
+  assert.equal(twins.get(pair[1]), second);
+});

@@ -17,6 +17,16 @@
 /** What the index needs of an entity. */
 export interface Identified {
   readonly id: string;
+  /**
+   * Whether this entity's id is `id`, when telling costs less than building `id` (an entity that
+   * points into the bytes it was loaded from): every lookup whose hash matches asks it.
+   */
+  hasId?(id: string): boolean;
+}
+
+/** Whether `entity`'s id is `id`, without building its id string where the entity can tell. */
+function isId(entity: Identified, id: string): boolean {
+  return entity.hasId === undefined ? entity.id === id : entity.hasId(id);
 }
 
 const EMPTY = -1;
@@ -259,7 +269,7 @@ export class EntityIndex<E extends Identified> {
     for (let p = h & mask; ; p = (p + 1) & mask) {
       const slot = table[2 * p]!;
       if (slot === EMPTY) return 2 * p;
-      if (table[2 * p + 1] === h && slots[slot]!.id === (typeof key === 'string' ? key : key.id)) return 2 * p;
+      if (table[2 * p + 1] === h && isId(slots[slot]!, typeof key === 'string' ? key : key.id)) return 2 * p;
     }
   }
 

@@ -104,6 +104,16 @@ export class LoadedEntity implements StoredEntity, HeldChange {
     return this.#buffer.toString('latin1', this.#idStart, this.#idEnd); // ASCII, see above
   }
 
+  /** `id === this.id`, compared with the id's bytes (ASCII, see above) instead of a string built from them. */
+  hasId(id: string): boolean {
+    const start = this.#idStart;
+    const length = this.#idEnd - start;
+    if (id.length !== length) return false;
+    const buffer = this.#buffer;
+    for (let i = 0; i < length; i++) if (buffer[start + i] !== id.charCodeAt(i)) return false;
+    return true;
+  }
+
   get json(): string {
     return this.#stampAt < 0
       ? this.#buffer.toString('utf8', this.#start, this.#end)
@@ -183,6 +193,10 @@ export class RestampedEntity implements StoredEntity, HeldChange {
   }
   get id(): string {
     return this.#inner.id;
+  }
+  hasId(id: string): boolean {
+    const inner = this.#inner;
+    return inner instanceof LoadedEntity ? inner.hasId(id) : inner.id === id;
   }
   get json(): string {
     return this.#inner.json;
