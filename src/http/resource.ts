@@ -275,15 +275,13 @@ export class Resource {
   create(body: ClientFields, now: number, newId: () => string, keyed?: KeyedWrite): Promise<StoredEntity> {
     const fields = clientFields(body);
     this.#check(fields);
-    return this.#linking(fields, async () => {
-      for (let attempt = 1; ; attempt++) {
-        try {
-          return await this.store.create(createdRecord(newId(), now, fields), keyed);
-        } catch (error) {
-          if (!(error instanceof StoreConflictError) || attempt >= 3) throw error;
-        }
-      }
-    });
+    // No async frame per POST for a retry that all but never happens: it hangs off the promise.
+    const attempt = (n: number): Promise<StoredEntity> =>
+      this.store.create(createdRecord(newId(), now, fields), keyed).catch((error: unknown) => {
+        if (!(error instanceof StoreConflictError) || n >= 3) throw error;
+        return attempt(n + 1);
+      });
+    return this.#linking(fields, () => attempt(1));
   }
 
   /** PUT: the client fields replaced. */

@@ -26,6 +26,20 @@ describe('POST /<name>', () => {
     assert.deepEqual(await (await s.request('/items/new0000000000001')).json(), expected);
   });
 
+  test('a new id that is taken -> drawn again, up to three times; a third taken id is a 500 and writes nothing', async () => {
+    const taken = { id: 'taken00000000001', createdAt: 1, updatedAt: 1, name: 'old' };
+    const drawn = ['taken00000000001', 'taken00000000001', 'fresh00000000001', 'taken00000000001', 'taken00000000001', 'taken00000000001'];
+    const s = await startItems([taken], { now: () => NOW, newId: () => drawn.shift() ?? 'none' });
+    const res = await s.request('/items', { method: 'POST', headers: JSON_HEADERS, body: '{"name":"new"}' });
+    assert.equal(res.status, 201);
+    assert.equal((await res.json()).id, 'fresh00000000001');
+    const refused = await s.request('/items', { method: 'POST', headers: JSON_HEADERS, body: '{"name":"newer"}' });
+    assert.equal(refused.status, 500);
+    assert.equal(drawn.length, 0);
+    const list = (await (await s.request('/items')).json()) as { _embedded: { items: { name: string }[] } };
+    assert.deepEqual(list._embedded.items.map((e) => e.name).sort(), ['new', 'old']);
+  });
+
   test('800 POSTs -> 800 distinct ids of 16 URL-safe characters', async () => {
     const s = await startItems();
     const ids = new Set<string>();
