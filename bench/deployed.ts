@@ -121,7 +121,7 @@ export async function bulkLoad(port: number, count: number, concurrency = 32): P
  * GETs every entity of `ids` once, `concurrency` at a time: writes do not enter the entity cache
  * (it admits what GETs read), so this is what fills it, as the readers of a catalogue would.
  */
-async function readAll(port: number, ids: readonly string[], concurrency = 32): Promise<void> {
+export async function readAll(port: number, ids: readonly string[], concurrency = 32): Promise<void> {
   await eachOver(ids.length, concurrency, (n, agent) =>
     new Promise((resolve, reject) => {
       const req = request({ host: '127.0.0.1', port, path: `/${RESOURCE}/${ids[n]}`, headers: { accept: 'application/json', authorization: BENCH_AUTHORIZATION }, agent }, (res) => {
@@ -159,7 +159,7 @@ export async function emptyData(dir: string): Promise<Dataset> {
 }
 
 /** A copy of the data of a running server, without its lock (the copy is for another process). */
-async function copyInUse(data: Dataset, dir: string): Promise<Dataset> {
+export async function copyInUse(data: Dataset, dir: string): Promise<Dataset> {
   const copy = await copyDataset(data, dir);
   await fs.rm(path.join(dir, '.halserve.lock'), { force: true });
   return copy;
