@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createTokenScrubber } from './access-log.js';
 import type { Authenticator, Principal } from './auth.js';
-import { bodyLimits, withEntityLimits } from './body.js';
+import { bodyLimits } from './body.js';
 import { createBoundary, type AccessLogEntry } from './boundary.js';
 import type { Context, Exchange, RouteHandler } from './context.js';
 import { createCors } from './cors.js';
@@ -145,7 +145,7 @@ export function createHandler(options: HandlerOptions): Handler {
   for (const r of options.resources) {
     const relations = graph.get(r.name);
     const links = relations !== undefined && relations.forward.length + relations.reverse.length > 0 ? { related: new Related(relations, basePath, resources), integrity } : undefined;
-    resources.set(r.name, new Resource(withEntityLimits(r, maxBody), basePath, options.queryBudgetMs, links));
+    resources.set(r.name, new Resource({ ...r, mergedLimits: maxBody }, basePath, options.queryBudgetMs, links));
   }
   for (const [name, resource] of resources) {
     metrics.track(name, () => resource.store.size);

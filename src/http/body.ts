@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { badRequest, payloadTooLarge, unsupportedMediaType, type HttpProblem } from '../conventions/problem.js';
 import { BodyShapeScanner, checkValueShape, type ShapeViolation } from './body-shape.js';
-import type { Validator } from '../conventions/schema.js';
+import type { ClientFields } from '../conventions/entity.js';
 
 /** docs/conventions.md §5: bodies are at most 1 MiB unless `--max-body` says otherwise. */
 export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
@@ -35,23 +35,17 @@ export function bodyLimits(options: { readonly maxBodyBytes?: number; readonly m
 }
 
 /**
- * `resource` with its entities held to the values and members of `limits` as well as to its schema:
- * a body is already counted as it arrives, but a merge patch adds to what the entity holds, so the
- * merged entity is counted too (a 400 problem, like a merged entity its schema refuses).
+ * Holds an entity a merge patch made to the values and members of `limits` (a 400 problem, like a
+ * merged entity its schema refuses). A body is counted as it arrives (`readBody`), and a POST's or
+ * PUT's fields are part of their body, so they are within the limits already; a merge patch adds to
+ * what the entity held, so its result is counted again.
  */
-export function withEntityLimits<R extends { readonly validate?: Validator }>(resource: R, limits: BodyLimits): R {
-  const validate = resource.validate;
-  return {
-    ...resource,
-    validate: (fields) => {
-      const violation = checkValueShape(fields, limits);
-      if (violation) {
-        const what = violation.limit === 'values' ? `${violation.max} values` : `${violation.max} members in one object`;
-        throw badRequest(`The entity would be larger than the limit of ${what}`);
-      }
-      return validate?.(fields);
-    },
-  };
+export function checkMergedLimits(fields: ClientFields, limits: BodyLimits): void {
+  const violation = checkValueShape(fields, limits);
+  if (violation) {
+    const what = violation.limit === 'values' ? `${violation.max} values` : `${violation.max} members in one object`;
+    throw badRequest(`The entity would be larger than the limit of ${what}`);
+  }
 }
 
 /** The problem for a body whose shape broke a limit: too many values or members is a 413, too deep a 400 as before. */

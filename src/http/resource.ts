@@ -17,6 +17,7 @@ import type { JsonSchema } from '../representations/openapi.js';
 import { LruMap } from '../structures/lru-map.js';
 import { HAL_FORMS, HAL_JSON } from './negotiation.js';
 import { all, then } from './maybe-promise.js';
+import { checkMergedLimits, type BodyLimits } from './body.js';
 import type { Related } from './related.js';
 import type { Reply } from './reply.js';
 
@@ -31,6 +32,8 @@ export interface ResourceOptions {
   readonly declared?: PathCheck;
   /** The JSON schema of its client fields: the HAL-FORMS templates' properties come from it. */
   readonly schema?: JsonSchema | undefined;
+  /** The values and members an entity a merge patch makes may hold (`checkMergedLimits`); bodies are counted as they arrive. */
+  readonly mergedLimits?: BodyLimits | undefined;
 }
 
 /** A resource's relations as served, and what keeps its links from dangling. */
@@ -112,6 +115,7 @@ export class Resource {
   readonly name: string;
   readonly store: Store;
   readonly #validate: Validator | undefined;
+  readonly #mergedLimits: BodyLimits | undefined;
   readonly #declared: PathCheck | undefined;
   readonly #path: string;
   readonly #budgetMs: number;
@@ -139,6 +143,7 @@ export class Resource {
     this.name = options.name;
     this.store = options.store;
     this.#validate = options.validate;
+    this.#mergedLimits = options.mergedLimits;
     this.#declared = options.declared;
     this.#path = `${basePath}/${options.name}`;
     this.#basePath = basePath;
@@ -302,6 +307,7 @@ export class Resource {
         // A store may parse the record on every access: once is enough.
         const record = current.record;
         const merged = mergePatch(clientFields(record), patch) as ClientFields;
+        if (this.#mergedLimits !== undefined) checkMergedLimits(merged, this.#mergedLimits);
         this.#check(merged);
         return replacedRecord(record, now, merged);
       }, keyed),
