@@ -73,24 +73,29 @@ export async function keyedWrite(request: KeyedRequest): Promise<Reply> {
   const fingerprint = requestFingerprint(request.body);
   let claim;
   try {
-    claim = await ledger.claim(key, fingerprint);
+    // A local store answers at once: no turn of the microtask queue for it.
+    const claimed = ledger.claim(key, fingerprint);
+    claim = claimed instanceof Promise ? await claimed : claimed;
   } catch (error) {
     throw keyProblem(error);
   }
   if (claim.kind === 'replay') return replayReply(claim.answer);
   /** Whether the store's write order saw the request (and recorded its answer, or chose not to). */
   let decided = false;
-  /** The answer the store recorded: sent as it was recorded, so a replay is byte for byte the same. */
-  let given: StoredAnswer | undefined;
+  /**
+   * The reply whose answer the store recorded: sent as it is, so a replay (the recorded copy, its
+   * body decoded from these bytes) is byte for byte the same.
+   */
+  let given: Reply | undefined;
   const answer = (outcome: WriteOutcome): StoredAnswer | undefined => {
     decided = true;
-    if ('error' in outcome) given = outcome.error instanceof HttpProblem && remembered(outcome.error) ? storedAnswer(problemReply(outcome.error)) : undefined;
-    else given = storedAnswer(outcome.entity === undefined ? problemReply(request.missing()) : request.reply(outcome.entity));
-    return given;
+    if ('error' in outcome) given = outcome.error instanceof HttpProblem && remembered(outcome.error) ? problemReply(outcome.error) : undefined;
+    else given = outcome.entity === undefined ? problemReply(request.missing()) : request.reply(outcome.entity);
+    return given === undefined ? undefined : storedAnswer(given);
   };
   try {
     const entity = await request.write({ key, fingerprint, answer });
-    return given === undefined ? request.reply(entity) : { status: given.status, headers: given.headers, body: given.body };
+    return given ?? request.reply(entity);
   } catch (error) {
     if (error instanceof ReplayedAnswer) return replayReply(error.answer);
     if (error instanceof KeyReusedError || error instanceof KeyInFlightError) throw keyProblem(error);

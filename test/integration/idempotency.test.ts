@@ -47,6 +47,18 @@ function gatedStore(): { store: LocalStore; entered: () => number; open: () => v
 }
 
 describe('Idempotency-Key on POST and PATCH (memory store)', () => {
+  test('a body outside ASCII (accents, an emoji, an escaped lone surrogate) -> the replay is the first answer byte for byte, Content-Length included', async () => {
+    const s = await startItems();
+    const body = JSON.stringify({ name: 'Lampe à poser', icon: '💡', odd: '\ud800' });
+    const first = await s.request('/items', { method: 'POST', headers: keyed('k-utf8'), body });
+    const again = await s.request('/items', { method: 'POST', headers: keyed('k-utf8'), body });
+    assert.equal(first.status, 201);
+    assert.equal(again.headers.get('idempotency-replayed'), 'true');
+    assert.equal(again.headers.get('content-length'), first.headers.get('content-length'));
+    assert.deepEqual(Buffer.from(await again.arrayBuffer()), Buffer.from(await first.arrayBuffer()));
+    assert.equal(s.store.size, 1);
+  });
+
   test('POST with a key, then the same POST -> the first answer again (status, Location, ETag, body), Idempotency-Replayed: true, one entity', async () => {
     const s = await startItems();
     const first = await answer(await s.request('/items', { method: 'POST', headers: keyed('k-1'), body: '{"name":"a"}' }));
