@@ -7,6 +7,8 @@ import type { EntityRecord } from '../store/store.js';
  */
 export const SERVER_MANAGED: ReadonlySet<string> = new Set(['id', 'createdAt', 'updatedAt', '_links', '_embedded', '_deleted', '_change']);
 
+const MANAGED_NAMES: readonly string[] = [...SERVER_MANAGED];
+
 /** The client's fields of a record or request body. */
 export type ClientFields = Readonly<Record<string, unknown>>;
 
@@ -15,6 +17,9 @@ export type ClientFields = Readonly<Record<string, unknown>>;
  * defined, not assigned, so a `__proto__` member stays plain data and never reaches a prototype.
  */
 export function clientFields(source: Readonly<Record<string, unknown>>): Record<string, unknown> {
+  // Almost every body holds none of them: then a spread copies it (it defines members too), the
+  // fastest copy V8 has, at a third of the cost of the loop below.
+  if (!MANAGED_NAMES.some((name) => Object.hasOwn(source, name))) return { ...source };
   const fields: Record<string, unknown> = {};
   for (const key of Object.keys(source)) {
     if (SERVER_MANAGED.has(key)) continue;

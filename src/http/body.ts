@@ -64,49 +64,62 @@ export class ClientAbortedError extends Error {
 }
 
 /**
+ * The largest body that no text can make break `limits`' shape: the scanner counts at most one
+ * value and one level of depth per byte, and a member takes at least two (its quote and the `{` or
+ * `,` before it). A body this small is not scanned at all (almost every body is this small).
+ */
+export function unscannedBytes(limits: Pick<BodyLimits, 'values' | 'members'>, depth = MAX_BODY_DEPTH): number {
+  return Math.min(limits.values, 2 * limits.members, depth);
+}
+
+/**
  * Reads a request body of at most `limits` bytes (a number), or within `BodyLimits`, whose shape is
- * then counted chunk by chunk as it arrives. A declared or actual size over the limit is a 413
- * problem, and so are too many values or members, raised as soon as it is known, so such a body is
- * never buffered whole nor parsed. A client that sent `Expect: 100-continue` is told to go on only
- * once the body is wanted (RFC 9110 §10.1.1).
+ * then counted chunk by chunk as it arrives, once it is larger than `unscannedBytes`. A declared or
+ * actual size over the limit is a 413 problem, and so are too many values or members, raised as
+ * soon as it is known, so such a body is never buffered whole nor parsed. A client that sent
+ * `Expect: 100-continue` is told to go on only once the body is wanted (RFC 9110 §10.1.1).
  */
 export function readBody(req: IncomingMessage, limits: number | BodyLimits, res?: ServerResponse): Promise<Buffer> {
   const limit = typeof limits === 'number' ? limits : limits.bytes;
-  const shape = typeof limits === 'number' ? undefined : new BodyShapeScanner({ values: limits.values, members: limits.members, depth: MAX_BODY_DEPTH });
   const declared = Number(req.headers['content-length']);
   if (declared > limit) return Promise.reject(payloadTooLarge(limit));
   if (res && req.headers.expect?.toLowerCase() === '100-continue') res.writeContinue();
+  const unscanned = typeof limits === 'number' ? Infinity : unscannedBytes(limits);
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
+    let shape: BodyShapeScanner | undefined;
+    // Settled once; the listeners stay (a request is read once) and do nothing after.
+    let done = false;
     const refuse = (problem: HttpProblem): void => {
-      cleanup();
+      done = true;
       req.resume(); // drain the rest without keeping it
       reject(problem);
     };
-    const onData = (chunk: Buffer): void => {
+    req.on('data', (chunk: Buffer): void => {
+      if (done) return;
       size += chunk.length;
       if (size > limit) return refuse(payloadTooLarge(limit));
-      const violation = shape?.write(chunk);
-      if (violation) return refuse(shapeProblem(violation));
       chunks.push(chunk);
-    };
-    const onEnd = (): void => {
-      cleanup();
+      if (size <= unscanned) return;
+      let violation: ShapeViolation | undefined;
+      if (shape === undefined) {
+        // Past the size no shape can break the limits in: counted from the first byte on.
+        shape = new BodyShapeScanner({ values: (limits as BodyLimits).values, members: (limits as BodyLimits).members, depth: MAX_BODY_DEPTH });
+        for (const earlier of chunks) violation ??= shape.write(earlier);
+      } else violation = shape.write(chunk);
+      if (violation) refuse(shapeProblem(violation));
+    });
+    req.on('end', (): void => {
+      if (done) return;
+      done = true;
       resolve(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size));
-    };
+    });
     const onAbort = (): void => {
-      cleanup();
+      if (done) return;
+      done = true;
       reject(new ClientAbortedError('the client closed the connection before its body was complete'));
     };
-    const cleanup = (): void => {
-      req.off('data', onData);
-      req.off('end', onEnd);
-      req.off('error', onAbort);
-      req.off('aborted', onAbort);
-    };
-    req.on('data', onData);
-    req.on('end', onEnd);
     req.on('error', onAbort);
     req.on('aborted', onAbort);
   });
@@ -152,22 +165,21 @@ export function parseJsonObject(body: Uint8Array): JsonObject {
   return value as JsonObject;
 }
 
-/** Walks a parsed value without recursion, so that no depth can overflow the walk itself. */
-function checkJsonValue(root: unknown): void {
-  // Two stacks side by side (a value and its depth): no pair allocated per value.
-  const values: unknown[] = [root];
-  const depths: number[] = [1];
-  while (values.length > 0) {
-    const value = values.pop();
-    const depth = depths.pop() as number;
-    if (typeof value === 'number') {
-      if (!Number.isFinite(value)) throw badRequest('Request body holds a number too large to represent');
-    } else if (typeof value === 'object' && value !== null) {
-      if (depth > MAX_BODY_DEPTH) throw badRequest(`Request body is nested deeper than ${MAX_BODY_DEPTH} levels`);
-      for (const child of Object.values(value)) {
-        values.push(child);
-        depths.push(depth + 1);
-      }
-    }
+/**
+ * Checks a parsed value's numbers and depth. Recursive, and it refuses a level past
+ * `MAX_BODY_DEPTH` before descending into it, so that the walk itself never goes deeper than that
+ * (V8's stack holds far more frames). Allocates nothing: it runs for every body.
+ */
+function checkJsonValue(value: unknown, depth = 1): void {
+  if (typeof value === 'number') {
+    if (!Number.isFinite(value)) throw badRequest('Request body holds a number too large to represent');
+    return;
   }
+  if (typeof value !== 'object' || value === null) return;
+  if (depth > MAX_BODY_DEPTH) throw badRequest(`Request body is nested deeper than ${MAX_BODY_DEPTH} levels`);
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) checkJsonValue(value[i], depth + 1);
+    return;
+  }
+  for (const key in value) checkJsonValue((value as Record<string, unknown>)[key], depth + 1);
 }

@@ -65,9 +65,13 @@ export function accepted(req: IncomingMessage, forms = false): string {
 }
 
 /** Checks `Content-Type` before reading anything (docs/conventions.md §7 rule 2), then reads a JSON object within `maxBody`'s limits. */
-export async function readJsonBody(req: IncomingMessage, res: ServerResponse, types: readonly string[], maxBody: BodyLimits): Promise<JsonObject> {
-  checkBodyHeaders(req, types, (contentType) => isAcceptedContentType(contentType, types));
-  return parseJsonObject(await readBody(req, maxBody, res));
+export function readJsonBody(req: IncomingMessage, res: ServerResponse, types: readonly string[], maxBody: BodyLimits): Promise<JsonObject> {
+  try {
+    checkBodyHeaders(req, types, (contentType) => isAcceptedContentType(contentType, types));
+  } catch (error) {
+    return Promise.reject(error);
+  }
+  return readBody(req, maxBody, res).then(parseJsonObject);
 }
 
 /**

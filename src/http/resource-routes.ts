@@ -115,23 +115,25 @@ export function addResourceRoutes(router: Router<RouteHandler>, options: Resourc
     );
   };
 
-  router.add('POST', '/:name', async ({ req, res, params, principal }) => {
+  // The writes hang their steps off the body's promise, without an async frame per request.
+  router.add('POST', '/:name', ({ req, res, params, principal }) => {
     const resource = of(params);
     const mediaType = accepted(req, true);
     // A malformed key is refused before the body is read (docs/conventions.md).
     const key = requestKey(req);
-    const body = await readJsonBody(req, res, JSON_BODY_TYPES, maxBody);
     const reply = (entity: StoredEntity): Reply => entityReply(201, mediaType, resource, entity, { location: resource.href(entity.id) });
-    if (key === undefined) return reply(await resource.create(body, now(), newId));
-    return keyedWrite({
-      req,
-      principal,
-      key,
-      body,
-      ledger: resource.store.idempotency,
-      write: (keyed) => resource.create(body, now(), newId, keyed),
-      reply,
-      missing: () => resource.missing(''),
+    return readJsonBody(req, res, JSON_BODY_TYPES, maxBody).then((body) => {
+      if (key === undefined) return resource.create(body, now(), newId).then(reply);
+      return keyedWrite({
+        req,
+        principal,
+        key,
+        body,
+        ledger: resource.store.idempotency,
+        write: (keyed) => resource.create(body, now(), newId, keyed),
+        reply,
+        missing: () => resource.missing(''),
+      });
     });
   });
 
@@ -152,31 +154,32 @@ export function addResourceRoutes(router: Router<RouteHandler>, options: Resourc
     return then(resource.entity(params['id'] ?? ''), read);
   });
 
-  router.add('PUT', '/:name/:id', async ({ req, res, params }) => {
+  router.add('PUT', '/:name/:id', ({ req, res, params }) => {
     const resource = of(params);
     const mediaType = accepted(req, true);
-    const body = await readJsonBody(req, res, JSON_BODY_TYPES, maxBody);
-    const entity = await resource.replace(params['id'] ?? '', body, now(), writeConditions(req));
-    return entityReply(200, mediaType, resource, entity);
+    return readJsonBody(req, res, JSON_BODY_TYPES, maxBody).then((body) =>
+      resource.replace(params['id'] ?? '', body, now(), writeConditions(req)).then((entity) => entityReply(200, mediaType, resource, entity)),
+    );
   });
 
-  router.add('PATCH', '/:name/:id', async ({ req, res, params, principal }) => {
+  router.add('PATCH', '/:name/:id', ({ req, res, params, principal }) => {
     const resource = of(params);
     const mediaType = accepted(req, true);
     const key = requestKey(req);
-    const body = await readJsonBody(req, res, PATCH_BODY_TYPES, maxBody);
     const id = params['id'] ?? '';
     const reply = (entity: StoredEntity): Reply => entityReply(200, mediaType, resource, entity);
-    if (key === undefined) return reply(await resource.patch(id, body, now(), writeConditions(req)));
-    return keyedWrite({
-      req,
-      principal,
-      key,
-      body,
-      ledger: resource.store.idempotency,
-      write: (keyed) => resource.patch(id, body, now(), writeConditions(req), keyed),
-      reply,
-      missing: () => resource.missing(id),
+    return readJsonBody(req, res, PATCH_BODY_TYPES, maxBody).then((body) => {
+      if (key === undefined) return resource.patch(id, body, now(), writeConditions(req)).then(reply);
+      return keyedWrite({
+        req,
+        principal,
+        key,
+        body,
+        ledger: resource.store.idempotency,
+        write: (keyed) => resource.patch(id, body, now(), writeConditions(req), keyed),
+        reply,
+        missing: () => resource.missing(id),
+      });
     });
   });
 
@@ -219,7 +222,7 @@ function pageNotModified(page: Page): Reply {
 }
 
 /** The entity's body in `mediaType`: its HAL bytes, with its templates for HAL-FORMS. */
-function entityBody(mediaType: string, resource: Resource, entity: StoredEntity, hal: Buffer): Buffer {
+function entityBody<B extends Buffer | string>(mediaType: string, resource: Resource, entity: StoredEntity, hal: B): B | Buffer {
   return mediaType === HAL_FORMS ? resource.withTemplates(entity, hal) : hal;
 }
 

@@ -155,7 +155,7 @@ export class Resource {
   }
 
   /** An entity's HAL text (`hal`) as HAL-FORMS: with the templates to replace, patch and delete it, holding its values. */
-  withTemplates(entity: StoredEntity, hal: Buffer): Buffer {
+  withTemplates(entity: StoredEntity, hal: Buffer | string): Buffer {
     return withTemplates(hal, entityTemplates(this.#properties, this.href(entity.id), entity.record));
   }
 
@@ -215,12 +215,13 @@ export class Resource {
   }
 
   /**
-   * The HAL bytes and version of an entity a write just made, for its answer: not kept. The entity
+   * The HAL text and version of an entity a write just made, for its answer: not kept. The entity
    * cache admits what is read (`representation`); a bulk load would otherwise fill it with entities
    * nobody reads yet, pushing out the ones that are, and pay for each insert and eviction.
    */
-  written(entity: StoredEntity): { readonly body: Buffer; readonly version: string } {
-    return { body: Buffer.from(this.json(entity)), version: entity.version };
+  written(entity: StoredEntity): { readonly body: string; readonly version: string } {
+    // Text, not bytes: sent once, and node:http writes a text body in one piece with its headers.
+    return { body: this.json(entity), version: entity.version };
   }
 
   /** The entity's HAL bytes and version, made once while the entity is among the recently served. */
@@ -297,21 +298,23 @@ export class Resource {
   }
 
   /** PATCH: a JSON Merge Patch (RFC 7396) of the client fields, validated as merged. */
-  async patch(id: string, body: ClientFields, now: number, conditions: WriteConditions, keyed?: KeyedWrite): Promise<StoredEntity> {
+  patch(id: string, body: ClientFields, now: number, conditions: WriteConditions, keyed?: KeyedWrite): Promise<StoredEntity> {
     const patch = clientFields(body);
+    const write = (): Promise<StoredEntity> =>
+      this.#linking(patch, () =>
+        this.#change(id, conditions, (current) => {
+          // A store may parse the record on every access: once is enough.
+          const record = current.record;
+          const merged = mergePatch(clientFields(record), patch) as ClientFields;
+          if (this.#mergedLimits !== undefined) checkMergedLimits(merged, this.#mergedLimits);
+          this.#check(merged);
+          return replacedRecord(record, now, merged);
+        }, keyed),
+      );
     // A link the patch sets is checked against its target; one it leaves alone is stored already.
     // A missing entity is a 404 before any of its links is looked at.
-    if ((this.#related?.targets(patch).length ?? 0) > 0) await this.entity(id);
-    return this.#linking(patch, () =>
-      this.#change(id, conditions, (current) => {
-        // A store may parse the record on every access: once is enough.
-        const record = current.record;
-        const merged = mergePatch(clientFields(record), patch) as ClientFields;
-        if (this.#mergedLimits !== undefined) checkMergedLimits(merged, this.#mergedLimits);
-        this.#check(merged);
-        return replacedRecord(record, now, merged);
-      }, keyed),
-    );
+    if ((this.#related?.targets(patch).length ?? 0) > 0) return Promise.resolve(id).then((found) => this.entity(found)).then(write);
+    return write();
   }
 
   /** DELETE; an entity something links to stays (409), checked in the same order as the links' writes (docs/relations.md). */
@@ -343,13 +346,15 @@ export class Resource {
    * The conditions and the change apply to the latest state, inside the store's write order, so a
    * concurrent update is never lost or overwritten unseen.
    */
-  async #change(id: string, conditions: WriteConditions, next: (current: StoredEntity) => ReturnType<typeof replacedRecord>, keyed?: KeyedWrite): Promise<StoredEntity> {
-    const entity = await this.store.update(id, (current) => {
+  #change(id: string, conditions: WriteConditions, next: (current: StoredEntity) => ReturnType<typeof replacedRecord>, keyed?: KeyedWrite): Promise<StoredEntity> {
+    const update = this.store.update(id, (current) => {
       checkConditions(current, conditions);
       return next(current);
     }, keyed);
-    this.#entities.delete(id);
-    return entity ?? this.#missing(id);
+    return update.then((entity) => {
+      this.#entities.delete(id);
+      return entity ?? this.#missing(id);
+    });
   }
 
   // ---- collection pages ----

@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { BodyShapeScanner, checkBodyShape, checkValueShape, type BodyShapeLimits, type ShapeViolation } from '../../src/http/body-shape.js';
+import { unscannedBytes } from '../../src/http/body.js';
+import { prng } from '../helpers/prng.js';
 
 /** What the scanner must count, computed from the parsed value: the reference it is held to. */
 function shapeOf(value: unknown, depth = 1): { values: number; members: number; depth: number } {
@@ -156,5 +158,45 @@ describe('body shape: limits', () => {
     const scanner = new BodyShapeScanner(LOOSE);
     assert.equal(scanner.write(new Uint8Array(0)), undefined);
     assert.equal(scanner.values, 0);
+  });
+});
+
+describe('unscannedBytes: bodies too small to break a limit are not scanned', () => {
+  // Every byte class the scanner tells apart, so that invalid texts are tried too.
+  const ALPHABET = '{}[],:"\\ 0-tx';
+
+  for (const [values, members, depth] of [
+    [6, 3, 1024],
+    [12, 2, 1024],
+    [40, 40, 9],
+    [2_500, 1_000, 1024],
+  ] as const) {
+    const limits = { values, members, depth };
+    const bound = unscannedBytes({ values, members }, depth);
+
+    test(`limits ${values}/${members}/${depth}: no text of up to ${bound} bytes breaks them, valid JSON or not`, () => {
+      const random = prng(values * 31 + members * 7 + depth);
+      // Each length, random texts; and the texts that pack the most of each thing into the bound.
+      for (let length = 1; length <= Math.min(bound, 64); length++) {
+        for (let n = 0; n < 200; n++) {
+          let text = '';
+          for (let i = 0; i < length; i++) text += ALPHABET[Math.floor(random() * ALPHABET.length)];
+          assert.equal(checkBodyShape(Buffer.from(text), limits), undefined, JSON.stringify(text));
+        }
+      }
+      for (const densest of ['0,'.repeat(bound).slice(0, bound), '['.repeat(bound), `{${'"",'.repeat(bound)}`.slice(0, bound), `{${',"'.repeat(bound)}`.slice(0, bound)]) {
+        assert.equal(checkBodyShape(Buffer.from(densest), limits), undefined, densest.slice(0, 40));
+      }
+    });
+  }
+
+  test('the bound is the least of the three: one byte more can break the tightest limit', () => {
+    assert.equal(unscannedBytes({ values: 6, members: 3 }), 6);
+    assert.deepEqual(checkBodyShape(Buffer.from('[0,0,0'), { values: 3, members: 3, depth: 1024 }), { limit: 'values', max: 3 });
+    assert.equal(unscannedBytes({ values: 2_500, members: 1_000 }), 1024);
+    assert.deepEqual(checkBodyShape(Buffer.from('['.repeat(1025)), { values: 2_500, members: 1_000, depth: 1024 }), { limit: 'depth', max: 1024 });
+    assert.equal(unscannedBytes({ values: 100, members: 2 }), 4);
+    assert.deepEqual(checkBodyShape(Buffer.from('{"",""",'), { values: 100, members: 2, depth: 1024 }), undefined);
+    assert.deepEqual(checkBodyShape(Buffer.from('{"","",""'), { values: 100, members: 2, depth: 1024 }), { limit: 'members', max: 2 });
   });
 });

@@ -14,6 +14,18 @@ describe('clientFields', () => {
     assert.deepEqual(Object.keys(fields), ['__proto__']);
     assert.equal(Object.getPrototypeOf(fields), Object.prototype);
   });
+  test('each server-managed member alone -> dropped; none -> a copy, never the object itself', () => {
+    for (const name of ['id', 'createdAt', 'updatedAt', '_links', '_embedded', '_deleted', '_change']) {
+      assert.deepEqual(clientFields({ a: 1, [name]: 'x', b: 2 }), { a: 1, b: 2 }, name);
+    }
+    const source = JSON.parse('{"__proto__":{"x":1},"a":[1],"b":{"c":2}}') as Record<string, unknown>;
+    const fields = clientFields(source);
+    assert.notEqual(fields, source);
+    assert.deepEqual(Object.keys(fields), ['__proto__', 'a', 'b']);
+    assert.equal(Object.getPrototypeOf(fields), Object.prototype);
+    fields['a'] = 0;
+    assert.deepEqual(source['a'], [1]);
+  });
 });
 
 describe('mergePatch (RFC 7396 appendix A)', () => {
