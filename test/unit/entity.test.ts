@@ -50,6 +50,16 @@ describe('mergePatch (RFC 7396 appendix A)', () => {
       assert.deepEqual(mergePatch(target, patch), result);
     });
   }
+  test('the target\'s members keep their order, new ones follow in the patch\'s, removed ones go', () => {
+    const merged = mergePatch({ a: 1, b: { x: 1, y: 2 }, c: 3, d: 4 }, { e: 5, c: null, b: { y: null, z: 3 }, a: 0, f: { g: null, h: 1 } });
+    assert.equal(JSON.stringify(merged), '{"a":0,"b":{"x":1,"z":3},"d":4,"e":5,"f":{"h":1}}');
+  });
+  test('target member __proto__ -> kept as data, merged as data', () => {
+    const merged = mergePatch(JSON.parse('{"__proto__":{"a":1},"b":2}'), JSON.parse('{"__proto__":{"c":3}}')) as Record<string, unknown>;
+    assert.deepEqual(Object.keys(merged), ['__proto__', 'b']);
+    assert.equal(Object.getPrototypeOf(merged), Object.prototype);
+    assert.equal(JSON.stringify(merged), '{"__proto__":{"a":1,"c":3},"b":2}');
+  });
   test('patch member __proto__ -> data, not a prototype', () => {
     const merged = mergePatch({}, JSON.parse('{"__proto__":{"polluted":1}}')) as Record<string, unknown>;
     assert.deepEqual(Object.keys(merged), ['__proto__']);
