@@ -115,13 +115,13 @@ export function readBody(req: IncomingMessage, limits: number | BodyLimits, res?
       done = true;
       resolve(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size));
     });
-    const onAbort = (): void => {
+    // A client gone before the end: Node (16 and later) destroys the request with an error
+    // (`aborted`, ECONNRESET), after the deprecated 'aborted' event.
+    req.on('error', (): void => {
       if (done) return;
       done = true;
       reject(new ClientAbortedError('the client closed the connection before its body was complete'));
-    };
-    req.on('error', onAbort);
-    req.on('aborted', onAbort);
+    });
   });
 }
 

@@ -64,10 +64,26 @@ export function accepted(req: IncomingMessage, forms = false): string {
   return mediaType;
 }
 
+/** Outcomes of `isAcceptedContentType` by the list of types taken, then by `Content-Type`: clients send a handful of values. */
+const contentTypes = new WeakMap<readonly string[], Map<string | undefined, boolean>>();
+
+function acceptedContentType(contentType: string | undefined, types: readonly string[]): boolean {
+  let outcomes = contentTypes.get(types);
+  if (outcomes === undefined) contentTypes.set(types, (outcomes = new Map()));
+  let outcome = outcomes.get(contentType);
+  if (outcome === undefined) {
+    outcome = isAcceptedContentType(contentType, types);
+    // Bounded, so that a client varying its `Content-Type` cannot grow it.
+    if (outcomes.size >= NEGOTIATED_SIZE) outcomes.clear();
+    outcomes.set(contentType, outcome);
+  }
+  return outcome;
+}
+
 /** Checks `Content-Type` before reading anything (docs/conventions.md §7 rule 2), then reads a JSON object within `maxBody`'s limits. */
 export function readJsonBody(req: IncomingMessage, res: ServerResponse, types: readonly string[], maxBody: BodyLimits): Promise<JsonObject> {
   try {
-    checkBodyHeaders(req, types, (contentType) => isAcceptedContentType(contentType, types));
+    checkBodyHeaders(req, types, (contentType) => acceptedContentType(contentType, types));
   } catch (error) {
     return Promise.reject(error);
   }

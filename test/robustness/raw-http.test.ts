@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
-import type { AddressInfo } from 'node:net';
+import { createServer } from 'node:http';
+import { connect, type AddressInfo } from 'node:net';
+import { bodyLimits, ClientAbortedError, readBody } from '../../src/http/body.js';
 import { after, describe, test } from 'node:test';
 import { createHalServer } from '../../src/http/server.js';
 import { createMemoryStore } from '../../src/store/memory-store.js';
@@ -178,6 +180,28 @@ describe('pipelining', () => {
 });
 
 describe('bodies that stop early', () => {
+  test('half a body, then the client disconnects -> readBody rejects with ClientAbortedError (no promise left pending)', async () => {
+    let outcome!: Promise<unknown>;
+    let reached!: () => void;
+    const arrived = new Promise<void>((resolve) => (reached = resolve));
+    const server = createServer((req) => {
+      outcome = readBody(req, bodyLimits({})).then(
+        () => 'resolved',
+        (error: unknown) => error,
+      );
+      reached();
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    after(() => server.close());
+    const socket = connect((server.address() as AddressInfo).port, '127.0.0.1');
+    socket.on('error', () => {});
+    socket.write(`${JSON_POST}Content-Length: 100\r\n\r\n{"half":`);
+    await arrived;
+    socket.destroy();
+    const error = await outcome;
+    assert.ok(error instanceof ClientAbortedError, String(error));
+  });
+
   test('half a body, then the client disconnects -> nothing stored, server keeps serving', async () => {
     const s = await startItems(records(1), { errorLog: () => {} });
     await rawExchange(s.url, `${JSON_POST}Content-Length: 100\r\n\r\n{"half":`, { destroyAfterWriteMs: 100 });

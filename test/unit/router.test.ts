@@ -9,9 +9,17 @@ describe('splitPath', () => {
     ['/a', ['a']],
     ['/a/b', ['a', 'b']],
     ['/a/', ['a', '']],
+    ['//', ['', '']],
+    ['/a//b/', ['a', '', 'b', '']],
+    ['/%2F/x', ['%2F', 'x']],
   ] as const) {
     test(`${JSON.stringify(path)} -> ${JSON.stringify(segments)}`, () => assert.deepEqual(splitPath(path), segments));
   }
+  test('every path of up to 6 characters of "/", "a", "b" -> the segments split("/") gives', () => {
+    const paths = [''];
+    for (let length = 1; length <= 6; length++) for (const p of paths.filter((q) => q.length === length - 1)) paths.push(`${p}/`, `${p}a`, `${p}b`);
+    for (const p of paths.filter((q) => q.startsWith('/') && q !== '/')) assert.deepEqual(splitPath(p), p.slice(1).split('/'), p);
+  });
 });
 
 describe('createRouter', () => {
