@@ -211,9 +211,17 @@ export function checkValueShape(root: unknown, limits: Pick<BodyShapeLimits, 'va
     const value = stack.pop();
     if (++values > limits.values) return { limit: 'values', max: limits.values };
     if (typeof value !== 'object' || value === null) continue;
-    const children = Object.values(value);
-    if (!Array.isArray(value) && children.length > limits.members) return { limit: 'members', max: limits.members };
-    for (const child of children) stack.push(child);
+    // No array of children per object: this runs on every merge patch's result.
+    if (Array.isArray(value)) {
+      for (let i = 0; i < value.length; i++) stack.push(value[i]);
+      continue;
+    }
+    let members = 0;
+    for (const key in value) {
+      if (!Object.hasOwn(value, key)) continue;
+      if (++members > limits.members) return { limit: 'members', max: limits.members };
+      stack.push((value as Record<string, unknown>)[key]);
+    }
   }
   return undefined;
 }
