@@ -18,6 +18,8 @@ import { jsonReply, prepared, type Reply } from './reply.js';
 import { accepted, readJsonBody } from './request.js';
 import { then } from './maybe-promise.js';
 import { keyedWrite, requestKey } from './idempotent-write.js';
+import type { Principal } from './auth.js';
+import type { KeyedWrite } from '../store/idempotency.js';
 import type { EmbeddedRepresentation, Page, Resource, WriteConditions } from './resource.js';
 import type { Params, Router } from './router.js';
 
@@ -122,19 +124,9 @@ export function addResourceRoutes(router: Router<RouteHandler>, options: Resourc
     // A malformed key is refused before the body is read (docs/conventions.md).
     const key = requestKey(req);
     const reply = (entity: StoredEntity): Reply => entityReply(201, mediaType, resource, entity, { location: resource.href(entity.id) });
-    return readJsonBody(req, res, JSON_BODY_TYPES, maxBody).then((body) => {
-      if (key === undefined) return resource.create(body, now(), newId).then(reply);
-      return keyedWrite({
-        req,
-        principal,
-        key,
-        body,
-        ledger: resource.store.idempotency,
-        write: (keyed) => resource.create(body, now(), newId, keyed),
-        reply,
-        missing: () => resource.missing(''),
-      });
-    });
+    return readJsonBody(req, res, JSON_BODY_TYPES, maxBody).then((body) =>
+      write({ req, principal, key, body, resource, reply, id: '' }, (keyed) => resource.create(body, now(), newId, keyed)),
+    );
   });
 
   router.add('GET', '/:name/:id', ({ req, params, query }) => {
@@ -168,25 +160,34 @@ export function addResourceRoutes(router: Router<RouteHandler>, options: Resourc
     const key = requestKey(req);
     const id = params['id'] ?? '';
     const reply = (entity: StoredEntity): Reply => entityReply(200, mediaType, resource, entity);
-    return readJsonBody(req, res, PATCH_BODY_TYPES, maxBody).then((body) => {
-      if (key === undefined) return resource.patch(id, body, now(), writeConditions(req)).then(reply);
-      return keyedWrite({
-        req,
-        principal,
-        key,
-        body,
-        ledger: resource.store.idempotency,
-        write: (keyed) => resource.patch(id, body, now(), writeConditions(req), keyed),
-        reply,
-        missing: () => resource.missing(id),
-      });
-    });
+    return readJsonBody(req, res, PATCH_BODY_TYPES, maxBody).then((body) =>
+      write({ req, principal, key, body, resource, reply, id }, (keyed) => resource.patch(id, body, now(), writeConditions(req), keyed)),
+    );
   });
 
   router.add('DELETE', '/:name/:id', async ({ req, params }) => {
     await of(params).remove(params['id'] ?? '', writeConditions(req));
     return { status: 204 };
   });
+}
+
+/** A POST's or PATCH's request, as far as the choice between a plain and a keyed write needs it. */
+interface WriteRequest {
+  readonly req: IncomingMessage;
+  readonly principal: Principal | undefined;
+  /** The `Idempotency-Key` (`requestKey`), if any. */
+  readonly key: string | undefined;
+  readonly body: unknown;
+  readonly resource: Resource;
+  readonly reply: (entity: StoredEntity) => Reply;
+  /** The id written ('' for a POST), for the 404 of a keyed write that found none. */
+  readonly id: string;
+}
+
+/** Runs `run` as a plain write, or through the idempotency ledger when the request has a key. */
+function write({ req, principal, key, body, resource, reply, id }: WriteRequest, run: (keyed?: KeyedWrite) => Promise<StoredEntity>): Promise<Reply> {
+  if (key === undefined) return run().then(reply);
+  return keyedWrite({ req, principal, key, body, ledger: resource.store.idempotency, write: run, reply, missing: () => resource.missing(id) });
 }
 
 /** The conditions of a write (RFC 9110 §13.1.1, §13.1.2), checked by the resource inside the store's write order. */
