@@ -30,6 +30,14 @@ export function clientFields(source: Readonly<Record<string, unknown>>): Record<
   return fields;
 }
 
+/**
+ * The client's fields of a request body that the caller copies anyway (into a record, or by a
+ * merge): `source` itself when it holds no server-managed member, else `clientFields(source)`.
+ */
+export function withoutManaged(source: Readonly<Record<string, unknown>>): Readonly<Record<string, unknown>> {
+  return MANAGED_NAMES.some((name) => Object.hasOwn(source, name)) ? clientFields(source) : source;
+}
+
 function define(target: Record<string, unknown>, key: string, value: unknown): void {
   Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true });
 }

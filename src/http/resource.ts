@@ -1,5 +1,5 @@
 import { checkIfMatch, checkIfNoneMatch, entityTag, versionTags } from '../conventions/conditional.js';
-import { clientFields, createdRecord, mergePatch, replacedRecord, type ClientFields } from '../conventions/entity.js';
+import { clientFields, createdRecord, mergePatch, replacedRecord, withoutManaged, type ClientFields } from '../conventions/entity.js';
 import { collectionChangesHref } from '../conventions/changes.js';
 import { collectionJson, collectionLinks, entityHref, entityJson, linkHeader, pageHref } from '../conventions/hal.js';
 import { facetsJson } from '../conventions/facets.js';
@@ -279,7 +279,7 @@ export class Resource {
 
   /** POST: a new entity with a fresh id; 96 random bits make a collision all but impossible, but never fatal. */
   create(body: ClientFields, now: number, newId: () => string, keyed?: KeyedWrite): Promise<StoredEntity> {
-    const fields = clientFields(body);
+    const fields = withoutManaged(body);
     this.#check(fields);
     // No async frame per POST for a retry that all but never happens: it hangs off the promise.
     const attempt = (n: number): Promise<StoredEntity> =>
@@ -292,14 +292,14 @@ export class Resource {
 
   /** PUT: the client fields replaced. */
   replace(id: string, body: ClientFields, now: number, conditions: WriteConditions): Promise<StoredEntity> {
-    const fields = clientFields(body);
+    const fields = withoutManaged(body);
     this.#check(fields);
     return this.#linking(fields, () => this.#change(id, conditions, (current) => replacedRecord(current.record, now, fields)));
   }
 
   /** PATCH: a JSON Merge Patch (RFC 7396) of the client fields, validated as merged. */
   patch(id: string, body: ClientFields, now: number, conditions: WriteConditions, keyed?: KeyedWrite): Promise<StoredEntity> {
-    const patch = clientFields(body);
+    const patch = withoutManaged(body);
     const write = (): Promise<StoredEntity> =>
       this.#linking(patch, () =>
         this.#change(id, conditions, (current) => {

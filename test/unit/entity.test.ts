@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { clientFields, createdRecord, mergePatch, replacedRecord } from '../../src/conventions/entity.js';
+import { clientFields, createdRecord, mergePatch, replacedRecord, withoutManaged } from '../../src/conventions/entity.js';
 
 describe('clientFields', () => {
   test('server-managed members -> dropped, the rest kept in order', () => {
@@ -25,6 +25,18 @@ describe('clientFields', () => {
     assert.equal(Object.getPrototypeOf(fields), Object.prototype);
     fields['a'] = 0;
     assert.deepEqual(source['a'], [1]);
+  });
+});
+
+describe('withoutManaged', () => {
+  test('no server-managed member -> the object itself; one -> a copy without it, the source untouched', () => {
+    const clean = { a: 1, b: [2] };
+    assert.equal(withoutManaged(clean), clean);
+    const dirty = { a: 1, _links: {}, updatedAt: 3, b: 2 };
+    const fields = withoutManaged(dirty);
+    assert.notEqual(fields, dirty);
+    assert.deepEqual(Object.keys(fields), ['a', 'b']);
+    assert.deepEqual(Object.keys(dirty), ['a', '_links', 'updatedAt', 'b']);
   });
 });
 
