@@ -93,6 +93,7 @@ export function readBody(req: IncomingMessage, limits: number | BodyLimits, res?
     let done = false;
     const refuse = (problem: HttpProblem): void => {
       done = true;
+      chunks.length = 0;
       req.resume(); // drain the rest without keeping it
       reject(problem);
     };
@@ -114,12 +115,15 @@ export function readBody(req: IncomingMessage, limits: number | BodyLimits, res?
       if (done) return;
       done = true;
       resolve(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size));
+      // The listeners outlive the body: they must not keep its chunks for as long as the request lives.
+      chunks.length = 0;
     });
     // A client gone before the end: Node (16 and later) destroys the request with an error
     // (`aborted`, ECONNRESET), after the deprecated 'aborted' event.
     req.on('error', (): void => {
       if (done) return;
       done = true;
+      chunks.length = 0;
       reject(new ClientAbortedError('the client closed the connection before its body was complete'));
     });
   });
