@@ -5,7 +5,8 @@
  *
  *   node --import tsx bench/ab-deployed.ts hot|uniform|page-20|page-200|post <rounds> <entities> <server entry>...
  *
- * (an entry is a built `cli.js`, e.g. a copy of `dist/` made before a change). The entry `limit`
+ * (an entry is a built `cli.js`, e.g. a copy of `dist/` made before a change; `keyed:<cli.js>`, for
+ * `post`, a server of that build sent a fresh `Idempotency-Key` with every POST). The entry `limit`
  * adds the limit (bare node:http replaying the first build's answers; for `post`, the durable
  * limit), so that a build's ratio to it is measured in the same rounds. Prints each round's
  * requests per second and server CPU per request, then the medians and each column's median of
@@ -34,7 +35,7 @@ if (entries.length === 0 || !KINDS.includes(kind)) {
 const config = readConfig();
 const entities = Number(entitiesText);
 const tmp = await fs.mkdtemp(path.join(os.tmpdir(), 'halserve-ab-deployed-'));
-const servers: { entry: string; server: Running; requests: BenchRequest[] }[] = [];
+const servers: { entry: string; server: Running; requests: BenchRequest[]; keyed: boolean }[] = [];
 const samples = new Map<string, Sample[]>();
 const ACCEPT = { accept: 'application/json' } as const;
 const order: RequestOrder = kind === 'uniform' ? 'global' : 'per-connection';
@@ -60,20 +61,22 @@ try {
       const file = path.join(tmp, 'capture.json');
       await fs.writeFile(file, JSON.stringify(await capture(first.server.port, first.requests)));
       const server = await startLimit(config.root, file, config.pin, [], kind === 'post' ? path.join(tmp, 'durable.jsonl') : undefined);
-      servers.push({ entry, server, requests: first.requests });
+      servers.push({ entry, server, requests: first.requests, keyed: false });
     } else {
-      process.env['BENCH_HALSERVE'] = entry;
+      const keyed = entry.startsWith('keyed:');
+      if (keyed && kind !== 'post') throw new Error('keyed:<entry> is for post only');
+      process.env['BENCH_HALSERVE'] = keyed ? entry.slice('keyed:'.length) : entry;
       const data = await emptyData(path.join(tmp, String(i)));
       const server = await startHalserveWithToken(config.root, data.dir, config.pin);
       const ids = await bulkLoad(server.port, entities);
-      servers.push({ entry, server, requests: requestsOf(ids) });
+      servers.push({ entry, server, requests: requestsOf(ids), keyed });
       process.stderr.write(`[ab] ${entry}: ${fmt(entities)} loaded\n`);
     }
     samples.set(entry, []);
   }
   for (let round = 1; round <= Number(roundsText); round++) {
-    for (const { entry, server, requests } of servers) {
-      const sample = await measure(config, server, requests, entry, order);
+    for (const { entry, server, requests, keyed } of servers) {
+      const sample = await measure(config, server, requests, entry, order, keyed);
       samples.get(entry)!.push(sample);
       console.log(`round ${round} ${entry}: ${fmt(sample.rps)} req/s, ${fmt(sample.cpuUs, 1)} µs/req${sample.problem ? ` INVALID: ${sample.problem}` : ''}, load ${os.loadavg()[0]!.toFixed(1)}`);
     }

@@ -123,6 +123,8 @@ function sizeOf(r: Remembered): number {
 export class AnswerBook {
   readonly now: () => number;
   readonly ttlMs: number;
+  /** The most answers held. */
+  readonly maxAnswers: number;
   /** Undefined where `maxAnswers` is 0: the book holds keys in flight only. */
   readonly #answers: LruMap<Remembered> | undefined;
   readonly #inFlight = new Set<string>();
@@ -130,13 +132,18 @@ export class AnswerBook {
   constructor(options: AnswerBookOptions = {}) {
     this.now = options.now ?? Date.now;
     this.ttlMs = options.ttlMs ?? ANSWER_TTL_MS;
-    const maxAnswers = options.maxAnswers ?? MAX_ANSWERS;
+    const maxAnswers = (this.maxAnswers = Math.max(0, Math.floor(options.maxAnswers ?? MAX_ANSWERS)));
     const maxBytes = options.maxBytes ?? MAX_ANSWER_BYTES;
     this.#answers = maxAnswers >= 1 ? new LruMap({ maxEntries: maxAnswers, maxWeight: maxBytes, maxEntryWeight: maxBytes }) : undefined;
   }
 
   get size(): number {
     return this.#answers?.size ?? 0;
+  }
+
+  /** The bytes the answers held take, by the estimate that bounds them (`maxBytes`). */
+  get weight(): number {
+    return this.#answers?.weight ?? 0;
   }
 
   /** The live answer of `key`. */

@@ -68,6 +68,9 @@ async function crashCopy(dir: string): Promise<string> {
   return copy;
 }
 
+/** The lines of an answers file. */
+const answerFileLines = (text: string): string[] => text.split('\n').filter((line) => line !== '');
+
 const open = (dir: string, extra: Partial<JsonlStoreOptions> = {}): Promise<JsonlStore> => openJsonlStore({ file: path.join(dir, 'items.jsonl'), ...extra });
 
 /**
@@ -192,6 +195,30 @@ describe('Idempotency-Key answers in the JSON-lines store', () => {
     assert.equal((await replayOf(reopened, 'k'))?.headers['location'], '/items/a');
     await assert.rejects(reopened.create(record('b'), key('k')), ReplayedAnswer);
     assert.deepEqual([...reopened.values()].map((e) => e.id), ['a']);
+    await reopened.close();
+  });
+
+  test('appending to the answers file fails -> the log is not replaced; the next compaction rewrites the file whole; every answer replays after reopening', async () => {
+    const dir = await tempDir();
+    const { fs: fsys, fault } = seam('_idempotency.items');
+    const file = path.join(dir, '_idempotency.items');
+    const store = await open(dir, { fs: fsys, compaction: { auto: false } });
+    await store.create(record('a'), key('ka'));
+    assert.equal(await store.compact(), true);
+    await store.create(record('b'), key('kb'));
+    const before = await fs.readFile(path.join(dir, 'items.jsonl'));
+    // Part of a long line reaches the file, then the write fails.
+    fault.write = () => Promise.reject(new Error('ENOSPC'));
+    await fs.appendFile(file, `{"a":[{"k":"kb","b":"${'x'.repeat(4000)}`);
+    assert.equal(await store.compact(), false);
+    delete fault.write;
+    assert.deepEqual(await fs.readFile(path.join(dir, 'items.jsonl')), before, 'the log is as it was');
+    assert.equal(await store.compact(), true);
+    assert.deepEqual(answerFileLines(await fs.readFile(file, 'utf8')).map((line) => (JSON.parse(line) as { a: [{ k: string }] }).a[0].k), ['ka', 'kb'], 'rewritten whole: no partial line');
+    await store.close();
+    const reopened = await open(dir);
+    assert.equal((await replayOf(reopened, 'ka'))?.headers['location'], '/items/a');
+    assert.equal((await replayOf(reopened, 'kb'))?.headers['location'], '/items/b');
     await reopened.close();
   });
 
@@ -398,12 +425,46 @@ describe('Idempotency-Key answers in the JSON-lines store', () => {
     // batch's check, at most one more answers line than that.
     assert.ok(answers.length < 200, 'compacted at least once');
     assert.ok(answerBytes <= Buffer.byteLength(log) / 2 + Buffer.byteLength(answers.at(-1) ?? '') + 1, `${answerBytes} bytes of answers lines in ${Buffer.byteLength(log)}`);
-    assert.ok((await fs.readFile(path.join(dir, '_idempotency.items'), 'utf8')).trimEnd().split('\n').length <= 4);
+    // Saves append; the file is rewritten once it holds more than twice the answers kept.
+    assert.ok(answerFileLines(await fs.readFile(path.join(dir, '_idempotency.items'), 'utf8')).length <= 2 * 4);
     await store.close();
     store = await open(dir, options);
     assert.ok(await replayOf(store, 'k199'));
     assert.equal(await replayOf(store, 'k0'), undefined);
     assert.equal(store.size, 200);
+    await store.close();
+  });
+
+  test('a compaction appends the answers recorded since the last one; past twice the answers kept the file is rewritten with the live ones; reopening keeps exactly the live ones', async () => {
+    const dir = await tempDir();
+    const options = { idempotency: { maxAnswers: 15 }, compaction: { auto: false } };
+    const file = path.join(dir, '_idempotency.items');
+    let store = await open(dir, options);
+    const batch = async (from: number): Promise<void> => {
+      for (let i = from; i < from + 10; i++) await store.create(record(`e${i}`), key(`k${i}`));
+      assert.equal(await store.compact(), true);
+    };
+    const keys = (lines: readonly string[]): string[] => lines.map((line) => (JSON.parse(line) as { a: [{ k: string }] }).a[0].k);
+    const range = (from: number, to: number): string[] => Array.from({ length: to - from }, (_, i) => `k${from + i}`);
+    await batch(0);
+    const first = await fs.readFile(file, 'utf8');
+    assert.deepEqual(keys(answerFileLines(first)), range(0, 10));
+    await batch(10);
+    const second = await fs.readFile(file, 'utf8');
+    assert.ok(second.startsWith(first), 'appended: the earlier lines are as they were');
+    assert.deepEqual(keys(answerFileLines(second)), range(0, 20), 'k0–k4 have left the book; their lines stay until a rewrite');
+    await batch(20);
+    assert.deepEqual(keys(answerFileLines(await fs.readFile(file, 'utf8'))), range(0, 30), '30 lines: twice the 15 kept');
+    await store.close();
+    // Reopened: the dead lines of the file are not taken for answers.
+    store = await open(dir, options);
+    for (const k of range(0, 15)) assert.equal(await replayOf(store, k), undefined, k);
+    for (const k of range(15, 30)) assert.equal((await replayOf(store, k))?.headers['location'], `/items/e${k.slice(1)}`, k);
+    assert.deepEqual(keys(answerFileLines(await fs.readFile(file, 'utf8'))), range(15, 30), 'rewritten at start-up with the live ones');
+    await batch(30);
+    assert.deepEqual(keys(answerFileLines(await fs.readFile(file, 'utf8'))), range(15, 40), 'appended again');
+    await batch(40);
+    assert.deepEqual(keys(answerFileLines(await fs.readFile(file, 'utf8'))), range(35, 50), 'past twice the answers kept: rewritten with the live ones');
     await store.close();
   });
 });

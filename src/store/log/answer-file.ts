@@ -1,9 +1,10 @@
 import { createHash } from 'node:crypto';
 import path from 'node:path';
 import type { AnswerBook } from '../idempotency.js';
-import { entryOf, rememberedOf, type AnswerEntry } from './answer-lines.js';
+import type { Remembered } from '../idempotency.js';
+import { entryOf, entryText, rememberedOf, type AnswerEntry } from './answer-lines.js';
 import { StoreOpenError } from '../store.js';
-import { OPEN_READ, OPEN_TRUNCATE, syncDirectory, writeAll, type StoreFs } from './store-fs.js';
+import { OPEN_READ, OPEN_READ_WRITE, OPEN_TRUNCATE, syncDirectory, writeAll, type StoreFs } from './store-fs.js';
 
 /**
  * The remembered answers of one resource's keyed writes (`Idempotency-Key`) that its log no
@@ -12,10 +13,22 @@ import { OPEN_READ, OPEN_TRUNCATE, syncDirectory, writeAll, type StoreFs } from 
  *
  * A keyed write's answer is made durable in the log itself, in the same append and the same sync as
  * the write (answer-lines.ts). A compaction rewrites the log without those lines, so before it
- * replaces the log this file is rewritten with every live answer (`snapshot`: tmp, fdatasync,
- * rename, directory sync). Start-up reads this file, then the log's answers lines, which are newer.
- * Storage is bounded: the file holds at most the in-memory table's live answers (time to live,
+ * replaces the log the answers only the log holds are saved here (`save`), and synced. A save
+ * appends them, one answer a line, in the order they were recorded; once the file holds more than
+ * twice as many answers as the book (or more than four times the bytes the book counts for them:
+ * escaped, an answer's line is larger than its estimate), it is rewritten instead with the live
+ * answers alone (temporary file, fdatasync, rename, directory sync). So a compaction costs what the
+ * answers recorded since the last one cost to write, not every answer held: rewriting all of them
+ * (up to 100,000 answers, 64 MiB) at every compaction cost a keyed POST more than its own write
+ * once the book was full. Start-up reads this file, then the log's answers lines, which are newer;
+ * an answer recorded again (a later line of the same key) replaces the earlier one, as in the book.
+ * Storage is bounded: the file holds at most twice the in-memory table's answers (time to live,
  * count, bytes: idempotency.ts), and the log's answers lines go with each compaction.
+ *
+ * A save runs beside the writes: the compaction starts it when it takes its snapshot of the log and
+ * waits for it only before it swaps the files, so no batch waits for it. Saves run one at a time.
+ * A save that fails puts its answers back for the next one, and the compaction does not swap; the
+ * next save then rewrites the file whole (a failed append may have left a partial line).
  *
  * ## Files written before answers moved into the log
  *
@@ -43,6 +56,14 @@ export function lineHash(bytes: Uint8Array): string {
   return createHash('sha256').update(bytes).digest('base64url').slice(0, 22);
 }
 
+/** Answers stringified and written at a time: the event loop turns between chunks of a large save. */
+const CHUNK = 1024;
+
+/** An answer as one line of the file: `{"a":[<entry>]}` (the shape of files of earlier versions, without a range). */
+function fileLine(key: string, remembered: Remembered): string {
+  return `{"a":[${entryText(entryOf(key, remembered))}]}\n`;
+}
+
 /** The file of the log `logFile` (`<dir>/<name>.jsonl` → `<dir>/_idempotency.<name>`). */
 export function answerFileOf(logFile: string): string {
   const base = path.basename(logFile).replace(/\.jsonl$/, '');
@@ -54,8 +75,14 @@ export class AnswerFile {
   readonly #fs: StoreFs;
   readonly #sync: boolean;
   readonly #book: AnswerBook;
-  /** The book holds answers this file does not (new ones, or the log's read at start-up): `snapshot` has work to do. */
-  #behind = false;
+  /** Answers put in the book that only the log holds, oldest first: what the next save writes. */
+  #pending: [string, Remembered][] = [];
+  /** Whether the file is as this process last wrote it, `#lines` answers in `#bytes` bytes: false before the first write and after a failed one. */
+  #known = false;
+  #lines = 0;
+  #bytes = 0;
+  /** The last save: saves run one after another. */
+  #saving: Promise<void> = Promise.resolve();
 
   constructor(file: string, fsys: StoreFs, sync: boolean, book: AnswerBook) {
     this.#path = file;
@@ -68,9 +95,15 @@ export class AnswerFile {
     return this.#book;
   }
 
-  /** Answers were put in the book that only the log holds (a batch's, or the log's at start-up). */
-  gained(): void {
-    this.#behind = true;
+  /** Records an answer in the book that only the log holds so far (a batch's, or the log's at start-up). */
+  put(key: string, remembered: Remembered): void {
+    this.#book.put(key, remembered);
+    const max = this.#book.maxAnswers;
+    if (max === 0) return;
+    const pending = this.#pending;
+    pending.push([key, remembered]);
+    // An answer older than the book's last `max` puts has left it: not worth holding for a save.
+    if (pending.length >= 2 * max) pending.splice(0, pending.length - max);
   }
 
   /**
@@ -162,11 +195,45 @@ export class AnswerFile {
   }
 
   /**
-   * Before a compaction replaces the log (which then drops its answers lines): writes every live
-   * answer here, durably. Rejects when it cannot, and the compaction must then not replace the log.
+   * Makes every answer the log holds so far durable here (before a compaction replaces the log,
+   * which then drops its answers lines). Rejects when it cannot, and the compaction must then not
+   * replace the log.
    */
-  async snapshot(): Promise<void> {
-    if (this.#behind) await this.#rewrite();
+  save(): Promise<void> {
+    const run = this.#saving.then(() => this.#save());
+    this.#saving = run.catch(() => {});
+    return run;
+  }
+
+  async #save(): Promise<void> {
+    const taken = this.#pending;
+    if (taken.length === 0 && (this.#known || this.#book.size === 0)) return;
+    this.#pending = [];
+    try {
+      const book = this.#book;
+      const live = taken.filter(([key, remembered]) => book.get(key) === remembered);
+      if (!this.#known || this.#lines + live.length > 2 * book.size || this.#bytes > 4 * book.weight) await this.#rewrite();
+      else await this.#append(live);
+    } catch (error) {
+      this.#pending = taken.concat(this.#pending);
+      this.#known = false;
+      throw error;
+    }
+  }
+
+  /** `entries` appended where the file ends, synced. */
+  async #append(entries: readonly [string, Remembered][]): Promise<void> {
+    if (entries.length === 0) return;
+    const fsys = this.#fs;
+    const fd = await fsys.open(this.#path, OPEN_READ_WRITE, 0o644);
+    try {
+      const bytes = await this.#write(fd, this.#bytes, entries);
+      if (this.#sync) await fsys.fdatasync(fd);
+      this.#bytes += bytes;
+      this.#lines += entries.length;
+    } finally {
+      await fsys.close(fd);
+    }
   }
 
   /** The file replaced by one of the live answers: temporary file, synced, renamed, directory synced. Rejects if any step fails. */
@@ -174,17 +241,31 @@ export class AnswerFile {
     const entries = [...this.#book.entries()];
     const fsys = this.#fs;
     const tmp = `${this.#path}.tmp`;
-    // One answer a line, no ranges: every answer kept is of a write known to be made.
-    const bytes = Buffer.from(entries.map(([k, r]) => JSON.stringify({ a: [entryOf(k, r)] }) + '\n').join(''));
     const fd = await fsys.open(tmp, OPEN_TRUNCATE, 0o644);
+    let bytes: number;
     try {
-      await writeAll(fsys, fd, bytes, 0);
+      bytes = await this.#write(fd, 0, entries);
       if (this.#sync) await fsys.fdatasync(fd);
     } finally {
       await fsys.close(fd);
     }
     await fsys.rename(tmp, this.#path);
     if (this.#sync) await syncDirectory(fsys, path.dirname(this.#path));
-    this.#behind = false;
+    this.#known = true;
+    this.#lines = entries.length;
+    this.#bytes = bytes;
+  }
+
+  /** Writes `entries`, one a line, from `position`, `CHUNK` at a time; resolves with the bytes written. */
+  async #write(fd: number, position: number, entries: readonly [string, Remembered][]): Promise<number> {
+    let at = position;
+    for (let i = 0; i < entries.length; i += CHUNK) {
+      let text = '';
+      for (let j = i; j < Math.min(i + CHUNK, entries.length); j++) text += fileLine(entries[j]![0], entries[j]![1]);
+      const bytes = Buffer.from(text);
+      await writeAll(this.#fs, fd, bytes, at);
+      at += bytes.length;
+    }
+    return at - position;
   }
 }

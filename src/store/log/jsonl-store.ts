@@ -221,8 +221,7 @@ class JsonlLogStore implements JsonlStore {
           }
           if (answering) {
             this.#answerBytes += answerBytes;
-            for (const k of keyed) answers.book.put(k.key, k.remembered);
-            answers.gained();
+            for (const k of keyed) answers.put(k.key, k.remembered);
           }
         },
         apply: (change, record) => {
@@ -250,9 +249,10 @@ class JsonlLogStore implements JsonlStore {
       this.#path,
       this.#warn,
     );
-    // The swap drops the log's answers lines: every live answer is made durable beside it first (answer-file.ts).
+    // The swap drops the log's answers lines: the answers they hold are made durable beside it
+    // first (answer-file.ts), by the save the compaction started with its snapshot.
     this.#compaction = new Compaction(file, this.#fs, (run) => this.#writes.task(async () => {
-      await answers.snapshot();
+      await this.#answersSaved;
       await run();
     }), this.#warn);
   }
@@ -333,8 +333,7 @@ class JsonlLogStore implements JsonlStore {
       if (loaded.torn) await this.#dropTornTail(loaded.torn);
       if (loaded.rejected.length > 0) await this.#setAsideRejected(loaded.rejected);
       await this.#answers.open(this.#path, file.size);
-      for (const [key, remembered] of fromLog.entries()) this.#answers.book.put(key, remembered);
-      if (fromLog.size > 0) this.#answers.gained();
+      for (const [key, remembered] of fromLog.entries()) this.#answers.put(key, remembered);
       this.#answerBytes = loaded.answerBytes;
     } catch (error) {
       await file.closeFd();
@@ -529,6 +528,8 @@ class JsonlLogStore implements JsonlStore {
 
   /** The compaction under way, from its snapshot to its end. */
   #compacting: Promise<boolean> | undefined;
+  /** The save of answers the compaction under way started (answer-file.ts); its swap waits for it. */
+  #answersSaved: Promise<void> = Promise.resolve();
 
   /**
    * Must be called between batches, with this store's changes all published: the snapshot must
@@ -548,6 +549,9 @@ class JsonlLogStore implements JsonlStore {
     }
     for (const entity of this.#index.values()) lines.push(entity);
     const snapshot = { lines, size: file.size, fileLines: file.lines };
+    // The answers of the lines the swap drops, saved while the compaction copies (awaited before the swap).
+    const saved = (this.#answersSaved = this.#answers.save());
+    saved.catch(() => {});
     const run = (async (): Promise<boolean> => {
       if (expired.length > 0) {
         const horizon = Math.max(...expired.map((d) => d.seq));
