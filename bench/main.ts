@@ -82,6 +82,10 @@ async function runWorkload(config: BenchConfig, tmp: string, workload: Workload,
       const openData = await copyDataset(data, path.join(dir, 'halserve-no-token'));
       servers.set('halserve-no-token', await startHalserve(config.root, openData.dir, config.pin, [], [], 'halserve-no-token'));
     }
+    if (uses('halserve-keyed')) {
+      const keyedData = await copyDataset(data, path.join(dir, 'halserve-keyed'));
+      servers.set('halserve-keyed', await startHalserveWithToken(config.root, keyedData.dir, config.pin, [], 'halserve-keyed'));
+    }
     if (uses('halserve-jwt')) {
       const jwtData = await copyDataset(data, path.join(dir, 'halserve-jwt'));
       servers.set('halserve-jwt', await startHalserveWithJwt(config.root, jwtData.dir, config.pin));
@@ -108,7 +112,7 @@ async function runWorkload(config: BenchConfig, tmp: string, workload: Workload,
         if (!server) throw new Error(`no ${contender.server} server`);
         // Every server of the workload at rest first (proc.ts untilQuiet): none still busy with the last run's queue.
         await untilQuiet([...servers.values()].map((s) => s.pid));
-        const sample = await measure(config, server, contender.requests, contender.label, contender.order);
+        const sample = await measure(config, server, contender.requests, contender.label, contender.order, contender.keyed);
         samples[i]!.push(sample);
         log(
           `${workload.name} round ${round}/${config.rounds} ${contender.label}: ${fmt(sample.rps)} req/s, p99 ${sample.p99} ms, ${fmt(sample.cpuUs, 1)} µs/req${sample.problem ? ` INVALID: ${sample.problem}` : ''}`,

@@ -84,6 +84,7 @@ function targets(result: RunResult): Target[] {
   const out: Target[] = [];
   const peerName: Record<ServerKind, string> = {
     halserve: 'halserve',
+    'halserve-keyed': 'halserve, keyed POSTs',
     'halserve-no-token': 'halserve without a token',
     'halserve-jwt': 'halserve with a JWT (cached)',
     'halserve-fresh': 'a freshly started halserve',
@@ -122,6 +123,8 @@ function targets(result: RunResult): Target[] {
   ratio('post', 'POST, durable', 'durable-limit', 0.8);
   ratio('post', 'POST, durable', 'limit', undefined);
   ratio('post', 'POST, durable', 'json-server', 100);
+  // Issue 17: a keyed POST against the same unkeyed, as deployed (load generator in its own process).
+  ratio('post', 'POST, durable, Idempotency-Key', 'halserve', 0.9, 'halserve-keyed');
   ratio('patch', 'PATCH, durable', 'durable-limit', 0.8);
   ratio('mix', '90/10 GET/PATCH', 'durable-limit', undefined);
   const lastFirst = w('last-vs-first');

@@ -14,6 +14,8 @@ export interface Contender {
   readonly requests: readonly BenchRequest[];
   /** Default: each connection walks the requests from the start. */
   readonly order?: RequestOrder;
+  /** Every request gets an `Idempotency-Key` of its own (bench/load.mjs). */
+  readonly keyed?: boolean;
 }
 
 /** A workload: contenders measured in interleaved rounds. */
@@ -138,7 +140,13 @@ export function workloads(small: Dataset, large: Dataset | undefined): Workload[
     },
     { name: 'page-20', title: 'GET a page, limit=20', data: 'small', contenders: trio(pageRequests(small, 20, false), pageRequests(small, 20, true)) },
     { name: 'page-200', title: 'GET a page, limit=200', data: 'small', contenders: trio(pageRequests(small, 200, false), pageRequests(small, 200, true)) },
-    { name: 'post', title: 'POST an entity (durable, group commit)', data: 'small', contenders: trio([post], [post], true) },
+    {
+      name: 'post',
+      title: 'POST an entity (durable, group commit)',
+      data: 'small',
+      // Issue 17: a keyed POST (a fresh Idempotency-Key each, as a client that retries only on failure sends) beside the same unkeyed.
+      contenders: [...trio([post], [post], true).slice(0, 1), { label: 'halserve (token, Idempotency-Key)', server: 'halserve-keyed', requests: withToken([post]), keyed: true }, ...trio([post], [post], true).slice(1)],
+    },
     { name: 'patch', title: 'PATCH an entity (merge patch, durable)', data: 'small', contenders: trio(patches, patches, true) },
     { name: 'mix', title: '90/10 read/write mix (GET entity / PATCH)', data: 'small', contenders: trio(mix, mix, true) },
     ...embedWorkloads(small),

@@ -164,9 +164,9 @@ export class AnswerBook {
     if (answers === undefined) return;
     // A key recorded again moves to the end, as if recorded for the first time.
     answers.set(key, remembered, sizeOf(remembered));
-    for (let oldest = answers.oldestKey(); oldest !== undefined; oldest = answers.oldestKey()) {
-      if (!this.#expired(answers.peek(oldest)!)) break;
-      answers.delete(oldest);
+    for (let oldest = answers.oldestValue(); oldest !== undefined; oldest = answers.oldestValue()) {
+      if (!this.#expired(oldest)) break;
+      answers.delete(answers.oldestKey()!);
     }
   }
 

@@ -143,6 +143,11 @@ export class LruMap<V> {
     return this.#oldest === NONE ? undefined : this.#keys[this.#oldest];
   }
 
+  /** The value of `oldestKey()`, without looking its key up again; the order is left as it is. */
+  oldestValue(): V | undefined {
+    return this.#oldest === NONE ? undefined : this.#values[this.#oldest];
+  }
+
   /**
    * The entries from the least recently used to the most, leaving the order as it is. The map must
    * not change while they are walked.

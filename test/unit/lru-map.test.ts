@@ -62,18 +62,21 @@ describe('LruMap', () => {
     assert.deepEqual(m.keys(), ['b', 'a']);
   });
 
-  test('oldestKey and entries -> the order from the least recently used, unchanged by reading them or by peek', () => {
+  test('oldestKey, oldestValue and entries -> the order from the least recently used, unchanged by reading them or by peek', () => {
     const m = new LruMap<number>({ maxEntries: 10 });
     assert.equal(m.oldestKey(), undefined);
+    assert.equal(m.oldestValue(), undefined);
     assert.deepEqual([...m.entries()], []);
     for (const [i, k] of ['a', 'b', 'c'].entries()) m.set(k, i);
     m.get('a');
     m.peek('b');
     assert.equal(m.oldestKey(), 'b');
+    assert.equal(m.oldestValue(), 1);
     assert.equal(m.oldestKey(), 'b');
     assert.deepEqual([...m.entries()], [['b', 1], ['c', 2], ['a', 0]]);
     m.delete('b');
     assert.equal(m.oldestKey(), 'c');
+    assert.equal(m.oldestValue(), 2);
     assert.deepEqual(m.keys(), ['c', 'a']);
   });
 

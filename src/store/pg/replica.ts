@@ -207,9 +207,9 @@ export class Replica {
   #forgetOldDeletes(): void {
     const oldest = this.#readers.oldest;
     let forgot = false;
-    for (let id = this.#removed.oldestKey(); id !== undefined; id = this.#removed.oldestKey()) {
-      if (this.#removed.peek(id)!.tick >= oldest) break;
-      this.#removed.delete(id);
+    for (let removed = this.#removed.oldestValue(); removed !== undefined; removed = this.#removed.oldestValue()) {
+      if (removed.tick >= oldest) break;
+      this.#removed.delete(this.#removed.oldestKey()!);
       forgot = true;
     }
     // Its arrays keep their size after a burst of deletes until cleared.
