@@ -10,9 +10,13 @@ import { checkClaims, CLOCK_LEEWAY_SECONDS, decodeJwt, verifySignature, type Dec
  * Bearer JWTs from an identity provider (README, "Tokens from an identity provider"): verified with
  * a key of the key set (`jwks.ts`, `jwt.ts`), their scopes made a principal.
  *
- * A verified token is remembered until its `exp` (with the same leeway a fresh check allows), by
- * its whole `Authorization` value, so that the next request with it costs one Map lookup and a
- * clock read. The cache holds at most `CACHE_ENTRIES` (each at most 8 KiB) and is emptied when
+ * A verified token is remembered until its `exp` (with the same leeway a fresh check allows), with
+ * its whole `Authorization` value, so that the next request with it costs one Map lookup, a string
+ * comparison and a clock read. The Map's key is the value's last `TAIL` characters (the end of the
+ * signature), not the whole value: a header string is new with every request, and hashing all of
+ * a JWT's ~700 characters for the lookup cost ~1 µs against ~0.15 µs for the tail and the
+ * comparison (measured alone). A value that shares its tail with a remembered one but is not it is
+ * no hit: it is verified like any new token. The cache holds at most `CACHE_ENTRIES` (each at most 8 KiB) and is emptied when
  * full. A token stays accepted until its `exp` even if its key leaves the set meanwhile: key
  * rotation retires keys for new tokens, and an identity provider keeps the old key published while
  * tokens signed with it live.
@@ -20,6 +24,14 @@ import { checkClaims, CLOCK_LEEWAY_SECONDS, decodeJwt, verifySignature, type Dec
 
 /** Most verified tokens remembered: 1024 × 8 KiB at worst. */
 const CACHE_ENTRIES = 1024;
+/** Characters of an `Authorization` value that key it in the cache: 192 bits of its signature. */
+const TAIL = 32;
+
+/** A verified token's principal, and the whole `Authorization` value it was verified for (kept apart: a principal never carries the token). */
+interface Remembered {
+  readonly principal: Principal & { readonly until: number };
+  readonly authorization: string;
+}
 
 export interface JwtOptions {
   /** Where the keys come from: `staticKeySet`, `readKeySetFile` or `remoteKeySet` (jwks.ts). */
@@ -55,7 +67,7 @@ const NOT_A_JWT = 'The bearer token is not a valid JWT';
 export function jwtAuthenticator(options: JwtOptions, context: JwtContext): Authenticator {
   const { keys, issuer, audience } = options;
   const { resources, now } = context;
-  const known = new Map<string, Principal & { readonly until: number }>();
+  const known = new Map<string, Remembered>();
   const refuse = (reason: string): HttpProblem => invalidToken(`${NOT_A_JWT}: ${reason}`, true);
 
   const principalOf = (decoded: DecodedJwt, token: string): (Principal & { readonly until: number }) | HttpProblem => {
@@ -79,7 +91,7 @@ export function jwtAuthenticator(options: JwtOptions, context: JwtContext): Auth
     const principal = principalOf(decoded, token);
     if (principal instanceof HttpProblem) return principal;
     if (known.size >= CACHE_ENTRIES) known.clear();
-    known.set(authorization, principal);
+    known.set(authorization.slice(-TAIL), { principal, authorization });
     return principal;
   };
 
@@ -88,10 +100,10 @@ export function jwtAuthenticator(options: JwtOptions, context: JwtContext): Auth
     authenticate(headers: IncomingHttpHeaders) {
       const authorization = headers.authorization;
       if (authorization === undefined) return undefined;
-      const remembered = known.get(authorization);
-      if (remembered !== undefined) {
-        if (now() <= remembered.until) return remembered;
-        known.delete(authorization);
+      const remembered = known.get(authorization.slice(-TAIL));
+      if (remembered !== undefined && remembered.authorization === authorization) {
+        if (now() <= remembered.principal.until) return remembered.principal;
+        known.delete(authorization.slice(-TAIL));
       }
       const token = bearerToken(authorization);
       if (token === undefined || !token.includes('.')) return undefined;

@@ -34,6 +34,22 @@ describe('jwtAuthenticator', () => {
     assert.ok(auth.authenticate(headers) instanceof HttpProblem);
   });
 
+  test('a token cached, then one with its signature but another payload (the same tail) -> not taken from the cache: refused; the cached one still accepted', () => {
+    let selects = 0;
+    const counting: KeySet = { select: (kid, alg) => (selects++, selectKey(keys, kid, alg)) };
+    const auth = jwtAuthenticator({ keys: counting, issuer: 'i', audience: 'a' }, { resources: new Set(['x']), now: () => NOW });
+    const good = token({ sub: 's', scope: 'x:read' });
+    const first = auth.authenticate({ authorization: `Bearer ${good}` }) as Principal;
+    assert.equal(first.subject, 's');
+    const [, , signature] = good.split('.');
+    const forged = `${b64({ alg: 'RS256', kid: 'k' })}.${b64({ iss: 'i', aud: 'a', exp: NOW + 100, sub: 'admin', scope: 'write' })}.${signature}`;
+    const refused = auth.authenticate({ authorization: `Bearer ${forged}` });
+    assert.ok(refused instanceof HttpProblem, 'verified, not answered from the cache');
+    assert.equal(selects, 2);
+    assert.equal(auth.authenticate({ authorization: `Bearer ${good}` }), first);
+    assert.equal(selects, 2);
+  });
+
   test('a bearer credential without a dot, or none -> not a JWT: left to other authenticators', () => {
     const auth = jwtAuthenticator({ keys: { select: () => assert.fail('no key wanted') }, issuer: 'i', audience: 'a' }, { resources: new Set(), now: () => NOW });
     assert.equal(auth.authenticate({ authorization: 'Bearer static-token' }), undefined);
