@@ -128,7 +128,8 @@ export const HELP = [
   'Serves every <name>.jsonl file of the data directory as a HAL+JSON collection.',
   '',
   'Options (each also read from the environment variable named beside it):',
-  ...OPTIONS.map((o) => `  --${o.kind === 'boolean' ? o.flag : `${o.flag} ${o.kind === 'list' ? 'VALUE' : o.flag.toUpperCase()}`}`.padEnd(30) + `${o.help}${o.env.length ? ` [${o.env.join(', ')}]` : ''}`),
+  // A name longer than the column still gets a space before its help.
+  ...OPTIONS.map((o) => `${`  --${o.kind === 'boolean' ? o.flag : `${o.flag} ${o.kind === 'list' ? 'VALUE' : o.flag.toUpperCase()}`}`.padEnd(29)} ${o.help}${o.env.length ? ` [${o.env.join(', ')}]` : ''}`),
   '',
 ].join('\n');
 

@@ -240,3 +240,15 @@ describe('isLoopback', () => {
     test(`${host} -> ${loopback}`, () => assert.equal(isLoopback(host), loopback));
   }
 });
+
+test('--help -> every option line has its help after a space, however long its name', () => {
+  const lines = HELP.split('\n').filter((l) => l.startsWith('  --'));
+  assert.ok(lines.length > 20);
+  for (const line of lines) {
+    const meta = /^ {2}--([a-z-]+)/.exec(line)![1]!.toUpperCase();
+    // `--name NAME help`: the value's name in capitals, then a space.
+    if (line.includes(` ${meta}`)) assert.ok(line.includes(` ${meta} `), line);
+    assert.doesNotMatch(line, / VALUE[^ ]/, line);
+  }
+  assert.match(HELP, /--max-body-values MAX-BODY-VALUES most JSON values/);
+});
