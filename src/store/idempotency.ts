@@ -103,7 +103,7 @@ export interface AnswerBookOptions {
 }
 
 /** What an answer holds in memory, roughly: its body and headers (strings count one byte a character). */
-function sizeOf(r: Remembered): number {
+export function sizeOf(r: Remembered): number {
   let bytes = r.answer.body.length + r.fingerprint.length + 64;
   for (const name in r.answer.headers) bytes += name.length + (r.answer.headers[name]?.length ?? 0);
   return bytes;

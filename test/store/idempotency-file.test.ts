@@ -3,10 +3,10 @@ import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
-import { ReplayedAnswer, type KeyedWrite, type StoredAnswer } from '../../src/store/idempotency.js';
+import { AnswerBook, ReplayedAnswer, type KeyedWrite, type StoredAnswer } from '../../src/store/idempotency.js';
 import { discoverResources } from '../../src/store/log/data-dir.js';
 import { openJsonlStore, type JsonlStore, type JsonlStoreOptions } from '../../src/store/log/jsonl-store.js';
-import { lineHash } from '../../src/store/log/answer-file.js';
+import { AnswerFile, lineHash } from '../../src/store/log/answer-file.js';
 import { nodeFs, type StoreFs } from '../../src/store/log/store-fs.js';
 import { StoreWriteError, type EntityRecord } from '../../src/store/store.js';
 import { eventually } from '../helpers/process.js';
@@ -196,6 +196,23 @@ describe('Idempotency-Key answers in the JSON-lines store', () => {
     await assert.rejects(reopened.create(record('b'), key('k')), ReplayedAnswer);
     assert.deepEqual([...reopened.values()].map((e) => e.id), ['a']);
     await reopened.close();
+  });
+
+  test('answers waiting for a save are bounded as the book is: those that left it (pushed out by size) are let go; a save writes exactly the live ones', async () => {
+    const dir = await tempDir();
+    const book = new AnswerBook({ maxAnswers: 1000, maxBytes: 50_000 });
+    const file = new AnswerFile(path.join(dir, '_idempotency.items'), nodeFs, false, book);
+    const body = 'x'.repeat(1000);
+    for (let i = 0; i < 20_000; i++) {
+      file.put(`k${i}`, { fingerprint: 'f', at: Date.now(), answer: { status: 201, headers: {}, body } });
+      // ~1,070 bytes each: the book holds 46 of them, and no more than twice its bytes (and 1 MiB) wait.
+      assert.ok(file.waiting <= 2 * book.size + 1024 + 1 && file.waiting * 1000 <= 2 * book.weight + (1 << 20) + 2000, `${file.waiting} waiting, ${book.size} kept`);
+    }
+    await file.save();
+    const saved = answerFileLines(await fs.readFile(path.join(dir, '_idempotency.items'), 'utf8')).map((line) => (JSON.parse(line) as { a: [{ k: string }] }).a[0].k);
+    assert.deepEqual(saved, [...book.entries()].map(([k]) => k));
+    assert.equal(saved.at(-1), 'k19999');
+    assert.equal(file.waiting, 0);
   });
 
   test('appending to the answers file fails -> the log is not replaced; the next compaction rewrites the file whole; every answer replays after reopening', async () => {

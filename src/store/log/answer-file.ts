@@ -1,7 +1,6 @@
 import { createHash } from 'node:crypto';
 import path from 'node:path';
-import type { AnswerBook } from '../idempotency.js';
-import type { Remembered } from '../idempotency.js';
+import { sizeOf, type AnswerBook, type Remembered } from '../idempotency.js';
 import { entryOf, entryText, rememberedOf, type AnswerEntry } from './answer-lines.js';
 import { StoreOpenError } from '../store.js';
 import { OPEN_READ, OPEN_READ_WRITE, OPEN_TRUNCATE, syncDirectory, writeAll, type StoreFs } from './store-fs.js';
@@ -24,6 +23,12 @@ import { OPEN_READ, OPEN_READ_WRITE, OPEN_TRUNCATE, syncDirectory, writeAll, typ
  * an answer recorded again (a later line of the same key) replaces the earlier one, as in the book.
  * Storage is bounded: the file holds at most twice the in-memory table's answers (time to live,
  * count, bytes: idempotency.ts), and the log's answers lines go with each compaction.
+ *
+ * The answers recorded since the last save wait for the next one in a list, bounded as the book is:
+ * past twice its answers (plus 1,024) or twice its bytes (plus 1 MiB), those that have left the book
+ * are let go, since a save writes only live answers. A fixed count (twice the book's most answers)
+ * was no bound in bytes: with large answers the book keeps few, and the list would have held a
+ * hundred thousand it had pushed out.
  *
  * A save runs beside the writes: the compaction starts it when it takes its snapshot of the log and
  * waits for it only before it swaps the files, so no batch waits for it. Saves run one at a time.
@@ -56,6 +61,9 @@ export function lineHash(bytes: Uint8Array): string {
   return createHash('sha256').update(bytes).digest('base64url').slice(0, 22);
 }
 
+/** Bytes of pending answers beyond twice the book's that `AnswerFile.put` lets wait before it drops those gone from the book. */
+const PENDING_SLACK_BYTES = 1 << 20;
+
 /** Answers stringified and written at a time: the event loop turns between chunks of a large save. */
 const CHUNK = 1024;
 
@@ -77,6 +85,8 @@ export class AnswerFile {
   readonly #book: AnswerBook;
   /** Answers put in the book that only the log holds, oldest first: what the next save writes. */
   #pending: [string, Remembered][] = [];
+  /** Their bytes, by the book's estimate (`sizeOf`). */
+  #pendingBytes = 0;
   /** Whether the file is as this process last wrote it, `#lines` answers in `#bytes` bytes: false before the first write and after a failed one. */
   #known = false;
   #lines = 0;
@@ -95,15 +105,30 @@ export class AnswerFile {
     return this.#book;
   }
 
+  /** Answers recorded since the last save that the next one writes, or lets go if they have left the book by then. */
+  get waiting(): number {
+    return this.#pending.length;
+  }
+
   /** Records an answer in the book that only the log holds so far (a batch's, or the log's at start-up). */
   put(key: string, remembered: Remembered): void {
-    this.#book.put(key, remembered);
-    const max = this.#book.maxAnswers;
-    if (max === 0) return;
-    const pending = this.#pending;
-    pending.push([key, remembered]);
-    // An answer older than the book's last `max` puts has left it: not worth holding for a save.
-    if (pending.length >= 2 * max) pending.splice(0, pending.length - max);
+    const book = this.#book;
+    book.put(key, remembered);
+    if (book.maxAnswers === 0) return;
+    this.#pending.push([key, remembered]);
+    this.#pendingBytes += sizeOf(remembered);
+    // Bounded as the book is: past twice its answers or bytes (and some slack), those that have left
+    // it (expired, or pushed out by newer ones) are let go; they need no save. Each answer is looked
+    // at about once between saves.
+    if (this.#pending.length > 2 * book.size + 1024 || this.#pendingBytes > 2 * book.weight + PENDING_SLACK_BYTES) this.#dropGone();
+  }
+
+  /** Keeps of the pending answers those the book still holds. */
+  #dropGone(): void {
+    const book = this.#book;
+    this.#pending = this.#pending.filter(([key, remembered]) => book.get(key) === remembered);
+    this.#pendingBytes = 0;
+    for (const [, remembered] of this.#pending) this.#pendingBytes += sizeOf(remembered);
   }
 
   /**
@@ -208,7 +233,9 @@ export class AnswerFile {
   async #save(): Promise<void> {
     const taken = this.#pending;
     if (taken.length === 0 && (this.#known || this.#book.size === 0)) return;
+    const takenBytes = this.#pendingBytes;
     this.#pending = [];
+    this.#pendingBytes = 0;
     try {
       const book = this.#book;
       const live = taken.filter(([key, remembered]) => book.get(key) === remembered);
@@ -216,6 +243,7 @@ export class AnswerFile {
       else await this.#append(live);
     } catch (error) {
       this.#pending = taken.concat(this.#pending);
+      this.#pendingBytes += takenBytes;
       this.#known = false;
       throw error;
     }
