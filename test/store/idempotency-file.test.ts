@@ -215,6 +215,53 @@ describe('Idempotency-Key answers in the JSON-lines store', () => {
     assert.equal(file.waiting, 0);
   });
 
+  test('closing during a compaction -> close waits for the save of answers it started, even when the compaction stops before its swap', async () => {
+    const dir = await tempDir();
+    // The compaction's copy of the log and the save of answers each held at their first write.
+    const names = new Map<number, string>();
+    const held = new Map<string, { entered: Promise<void>; enter: () => void; release: () => void; gate: Promise<void> }>();
+    for (const suffix of ['items.jsonl.tmp', '_idempotency.items.tmp']) {
+      let enter = (): void => {};
+      let release = (): void => {};
+      const entered = new Promise<void>((resolve) => (enter = resolve));
+      const gate = new Promise<void>((resolve) => (release = resolve));
+      held.set(suffix, { entered, enter, release, gate });
+    }
+    const fsys: StoreFs = {
+      ...nodeFs,
+      async open(file, flags, mode) {
+        const fd = await nodeFs.open(file, flags, mode);
+        names.set(fd, file);
+        return fd;
+      },
+      async write(fd, buffer, offset, length, position) {
+        const hold = [...held].find(([suffix]) => names.get(fd)?.endsWith(suffix))?.[1];
+        if (hold) {
+          hold.enter();
+          await hold.gate;
+        }
+        return nodeFs.write(fd, buffer, offset, length, position);
+      },
+    };
+    const store = await open(dir, { fs: fsys, compaction: { auto: false } });
+    await store.create(record('a'), key('ka'));
+    const compacted = store.compact();
+    await held.get('items.jsonl.tmp')!.entered;
+    await held.get('_idempotency.items.tmp')!.entered;
+    const closing = store.close();
+    // The copy goes on and meets the abort: the compaction ends without its swap.
+    held.get('items.jsonl.tmp')!.release();
+    assert.equal(await compacted, false);
+    held.get('_idempotency.items.tmp')!.release();
+    await closing;
+    // Closed: the save has ended (renamed into place), nothing of it is left running.
+    assert.deepEqual((await fs.readdir(dir)).filter((name) => name.endsWith('.tmp')), [], 'no temporary file left');
+    assert.ok((await fs.readFile(path.join(dir, '_idempotency.items'), 'utf8')).includes('"ka"'));
+    const reopened = await open(dir);
+    assert.equal((await replayOf(reopened, 'ka'))?.headers['location'], '/items/a');
+    await reopened.close();
+  });
+
   test('appending to the answers file fails -> the log is not replaced; the next compaction rewrites the file whole; every answer replays after reopening', async () => {
     const dir = await tempDir();
     const { fs: fsys, fault } = seam('_idempotency.items');

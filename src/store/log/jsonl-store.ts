@@ -511,6 +511,8 @@ class JsonlLogStore implements JsonlStore {
     // Start it between batches, so that the snapshot matches the file.
     return new Promise<boolean>((resolve) => {
       void this.#writes.task(async () => {
+        // Closing began after the call: no compaction starts on a store being closed.
+        if (this.#closing) return resolve(false);
         // Holding the queue: no batch of this store runs while earlier ones are published.
         await this.#log.through(this.#lastReserved);
         // Not awaited inside the task: the compaction's own swap step has to run on the same queue.
@@ -592,6 +594,8 @@ class JsonlLogStore implements JsonlStore {
     this.#compaction.abort();
     await this.#compacting;
     while (this.#writes.busy) await this.#writes.busy;
+    // A compaction aborted before its swap may leave its save of answers running: it ends first.
+    await this.#answersSaved.catch(() => {});
     this.#open = false;
     await this.#file.close(this.#warn);
   }
