@@ -9,6 +9,10 @@
  * second (the median of the rounds) and keyed / unkeyed. A keyed batch appends a line of its
  * answers before its changes' lines, in one write and one sync (answer-lines.ts), as an unkeyed batch.
  *
+ * Its clients share the server's process, so their CPU is in both sides of the ratio: it shows the
+ * store's part, and PostgreSQL's. The ratio as deployed (load generator in its own process, on its
+ * own core) is the POST workload's `halserve (token, Idempotency-Key)` row of `npm run bench`.
+ *
  * The server is the compiled one in `dist/` (`npm run bench` builds it first; run `npm run build`
  * before running this file alone), as deployed: under tsx every function made at run time is
  * wrapped in esbuild's `__name`, which a CPU profile put at ~12 µs of a keyed POST against ~8 µs
