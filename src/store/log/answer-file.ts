@@ -25,10 +25,11 @@ import { OPEN_READ, OPEN_READ_WRITE, OPEN_TRUNCATE, syncDirectory, writeAll, typ
  * count, bytes: idempotency.ts), and the log's answers lines go with each compaction.
  *
  * The answers recorded since the last save wait for the next one in a list, bounded as the book is:
- * past twice its answers (plus 1,024) or twice its bytes (plus 1 MiB), those that have left the book
- * are let go, since a save writes only live answers. A fixed count (twice the book's most answers)
- * was no bound in bytes: with large answers the book keeps few, and the list would have held a
- * hundred thousand it had pushed out.
+ * the book lets go of its oldest answers first (pushed out by newer ones, or expired), so while the
+ * list holds more answers or bytes than the book, its front answer is looked up and let go if the
+ * book no longer holds it: one lookup a put once the list spans more than the book, none before. A
+ * save writes only live answers, and looks each up as it writes it, a chunk at a time, so that no
+ * step holds the event loop for a walk of the whole list.
  *
  * A save runs beside the writes: the compaction starts it when it takes its snapshot of the log and
  * waits for it only before it swaps the files, so no batch waits for it. Saves run one at a time.
@@ -83,8 +84,10 @@ export class AnswerFile {
   readonly #fs: StoreFs;
   readonly #sync: boolean;
   readonly #book: AnswerBook;
-  /** Answers put in the book that only the log holds, oldest first: what the next save writes. */
-  #pending: [string, Remembered][] = [];
+  /** Answers put in the book that only the log holds, oldest first from `#head`: what the next save writes. */
+  #pending: ([string, Remembered] | undefined)[] = [];
+  /** Where the list begins: the slots before it are answers let go. */
+  #head = 0;
   /** Their bytes, by the book's estimate (`sizeOf`). */
   #pendingBytes = 0;
   /** Whether the file is as this process last wrote it, `#lines` answers in `#bytes` bytes: false before the first write and after a failed one. */
@@ -107,7 +110,7 @@ export class AnswerFile {
 
   /** Answers recorded since the last save that the next one writes, or lets go if they have left the book by then. */
   get waiting(): number {
-    return this.#pending.length;
+    return this.#pending.length - this.#head;
   }
 
   /** Records an answer in the book that only the log holds so far (a batch's, or the log's at start-up). */
@@ -115,20 +118,38 @@ export class AnswerFile {
     const book = this.#book;
     book.put(key, remembered);
     if (book.maxAnswers === 0) return;
-    this.#pending.push([key, remembered]);
+    const pending = this.#pending;
+    pending.push([key, remembered]);
     this.#pendingBytes += sizeOf(remembered);
-    // Bounded as the book is: past twice its answers or bytes (and some slack), those that have left
-    // it (expired, or pushed out by newer ones) are let go; they need no save. Each answer is looked
-    // at about once between saves.
-    if (this.#pending.length > 2 * book.size + 1024 || this.#pendingBytes > 2 * book.weight + PENDING_SLACK_BYTES) this.#dropGone();
+    // Past what the book holds, the front answers it has let go of go too (they need no save).
+    while (this.#head < pending.length && (pending.length - this.#head > book.size || this.#pendingBytes > book.weight)) {
+      const [frontKey, front] = pending[this.#head]!;
+      if (book.get(frontKey) === front) break;
+      pending[this.#head++] = undefined;
+      this.#pendingBytes -= sizeOf(front);
+    }
+    if (this.#head > 1024 && this.#head * 2 > pending.length) {
+      pending.splice(0, this.#head);
+      this.#head = 0;
+    }
+    // A front answer still held with gone ones behind it: only an answer recorded again under its
+    // key leaves one behind, which does not happen in one process's write order. Should it, past
+    // twice the book's answers or bytes (and some slack) every one is looked up.
+    if (pending.length - this.#head > 2 * book.size + 1024 || this.#pendingBytes > 2 * book.weight + PENDING_SLACK_BYTES) this.#dropGone();
   }
 
   /** Keeps of the pending answers those the book still holds. */
   #dropGone(): void {
     const book = this.#book;
-    this.#pending = this.#pending.filter(([key, remembered]) => book.get(key) === remembered);
+    this.#pending = this.#taken().filter(([key, remembered]) => book.get(key) === remembered);
+    this.#head = 0;
     this.#pendingBytes = 0;
-    for (const [, remembered] of this.#pending) this.#pendingBytes += sizeOf(remembered);
+    for (const entry of this.#pending) this.#pendingBytes += sizeOf(entry![1]);
+  }
+
+  /** The pending answers, oldest first. */
+  #taken(): [string, Remembered][] {
+    return this.#pending.slice(this.#head) as [string, Remembered][];
   }
 
   /**
@@ -231,34 +252,35 @@ export class AnswerFile {
   }
 
   async #save(): Promise<void> {
-    const taken = this.#pending;
+    const taken = this.#taken();
     if (taken.length === 0 && (this.#known || this.#book.size === 0)) return;
     const takenBytes = this.#pendingBytes;
     this.#pending = [];
+    this.#head = 0;
     this.#pendingBytes = 0;
     try {
       const book = this.#book;
-      const live = taken.filter(([key, remembered]) => book.get(key) === remembered);
-      if (!this.#known || this.#lines + live.length > 2 * book.size || this.#bytes > 4 * book.weight) await this.#rewrite();
-      else await this.#append(live);
+      if (!this.#known || this.#lines + taken.length > 2 * book.size || this.#bytes > 4 * book.weight) await this.#rewrite();
+      else await this.#append(taken);
     } catch (error) {
-      this.#pending = taken.concat(this.#pending);
+      this.#pending = [...taken, ...this.#taken()];
+      this.#head = 0;
       this.#pendingBytes += takenBytes;
       this.#known = false;
       throw error;
     }
   }
 
-  /** `entries` appended where the file ends, synced. */
+  /** Those of `entries` the book still holds, appended where the file ends, synced. */
   async #append(entries: readonly [string, Remembered][]): Promise<void> {
     if (entries.length === 0) return;
     const fsys = this.#fs;
     const fd = await fsys.open(this.#path, OPEN_READ_WRITE, 0o644);
     try {
-      const bytes = await this.#write(fd, this.#bytes, entries);
-      if (this.#sync) await fsys.fdatasync(fd);
+      const { bytes, lines } = await this.#write(fd, this.#bytes, entries, true);
+      if (this.#sync && lines > 0) await fsys.fdatasync(fd);
       this.#bytes += bytes;
-      this.#lines += entries.length;
+      this.#lines += lines;
     } finally {
       await fsys.close(fd);
     }
@@ -272,7 +294,7 @@ export class AnswerFile {
     const fd = await fsys.open(tmp, OPEN_TRUNCATE, 0o644);
     let bytes: number;
     try {
-      bytes = await this.#write(fd, 0, entries);
+      ({ bytes } = await this.#write(fd, 0, entries, false));
       if (this.#sync) await fsys.fdatasync(fd);
     } finally {
       await fsys.close(fd);
@@ -284,16 +306,27 @@ export class AnswerFile {
     this.#bytes = bytes;
   }
 
-  /** Writes `entries`, one a line, from `position`, `CHUNK` at a time; resolves with the bytes written. */
-  async #write(fd: number, position: number, entries: readonly [string, Remembered][]): Promise<number> {
+  /**
+   * Writes `entries` (with `onlyLive`, those the book still holds, looked up as they are written),
+   * one a line, from `position`, `CHUNK` at a time; resolves with the bytes and lines written.
+   */
+  async #write(fd: number, position: number, entries: readonly [string, Remembered][], onlyLive: boolean): Promise<{ bytes: number; lines: number }> {
+    const book = this.#book;
     let at = position;
+    let lines = 0;
     for (let i = 0; i < entries.length; i += CHUNK) {
       let text = '';
-      for (let j = i; j < Math.min(i + CHUNK, entries.length); j++) text += fileLine(entries[j]![0], entries[j]![1]);
+      for (let j = i; j < Math.min(i + CHUNK, entries.length); j++) {
+        const [key, remembered] = entries[j]!;
+        if (onlyLive && book.get(key) !== remembered) continue;
+        text += fileLine(key, remembered);
+        lines++;
+      }
+      if (text === '') continue;
       const bytes = Buffer.from(text);
       await writeAll(this.#fs, fd, bytes, at);
       at += bytes.length;
     }
-    return at - position;
+    return { bytes: at - position, lines };
   }
 }
