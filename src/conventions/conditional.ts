@@ -1,5 +1,5 @@
-import type { ContentCoding } from '../http/encoding.js';
-import { HAL_FORMS, HAL_JSON, JSON_TYPE, representationTag } from '../representations/hal.js';
+import type { ContentCoding } from './accept-encoding.js';
+import { HAL_FORMS, HAL_JSON, JSON_TYPE, representationTag } from './media-types.js';
 import { preconditionFailed } from './problem.js';
 
 /**

@@ -1,5 +1,5 @@
 import { parseAccept, type MediaRange } from '../conventions/accept.js';
-import { HAL_FORMS, HAL_JSON, JSON_TYPE } from '../representations/hal.js';
+import { HAL_FORMS, HAL_JSON, JSON_TYPE } from '../conventions/media-types.js';
 
 export { parseAccept };
 

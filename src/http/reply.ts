@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { codedTag } from '../conventions/conditional.js';
-import { ASYNC_COMPRESSION_BYTES, chooseEncoding, COMPRESSION_THRESHOLD_BYTES, encode, encodeAsync } from './encoding.js';
+import { chooseEncoding } from '../conventions/accept-encoding.js';
+import { ASYNC_COMPRESSION_BYTES, COMPRESSION_THRESHOLD_BYTES, encode, encodeAsync } from './encoding.js';
 import type { Duplex } from 'node:stream';
 import { PROBLEM_MEDIA_TYPE, statusTitle, unparsable, type HttpProblem } from '../conventions/problem.js';
 

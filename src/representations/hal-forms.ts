@@ -1,5 +1,5 @@
 import { LINK_KEYWORD } from '../conventions/schema.js';
-import { HAL_FORMS, HAL_JSON, JSON_TYPE } from './hal.js';
+import { HAL_FORMS, HAL_JSON, JSON_TYPE } from '../conventions/media-types.js';
 
 export { HAL_FORMS };
 

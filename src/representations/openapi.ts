@@ -1,5 +1,5 @@
 import { DEFAULT_LIMIT, MAX_LIMIT } from '../conventions/pagination.js';
-import { HAL_FORMS } from './hal.js';
+import { HAL_FORMS } from '../conventions/media-types.js';
 import { PROBLEM_MEDIA_TYPE, PROBLEM_TYPE, problemDocument } from '../conventions/problem.js';
 import { relationGraph, type RelationGraph, type ResourceRelations } from '../conventions/relations.js';
 import { TEXT_EVENT_STREAM } from '../conventions/event-stream.js';

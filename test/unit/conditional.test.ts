@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { checkIfMatch, checkIfNoneMatch, codedTag, entityTag, notModified, parseTagList, versionTags } from '../../src/conventions/conditional.js';
-import { chooseEncoding, encode } from '../../src/http/encoding.js';
+import { chooseEncoding } from '../../src/conventions/accept-encoding.js';
+import { encode } from '../../src/http/encoding.js';
 import { HttpProblem } from '../../src/conventions/problem.js';
 import { gunzipSync, brotliDecompressSync } from 'node:zlib';
 

@@ -1,9 +1,9 @@
 /**
- * The JSON representations of a resource (docs/conventions.md §5, docs/conventions.md §5): HAL, and plain JSON with the
+ * The JSON representations of a resource (docs/conventions.md §5): HAL, and plain JSON with the
  * same bytes. Their media types and the rule that tells their tags apart live here, once.
  */
 
-/** Media types of the service (docs/conventions.md §5, docs/conventions.md §5). */
+/** Media types of the service (docs/conventions.md §5). */
 export const HAL_JSON = 'application/hal+json';
 export const JSON_TYPE = 'application/json';
 
