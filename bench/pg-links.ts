@@ -1,7 +1,7 @@
 /**
  * What checking links in the database costs a write (docs/relations.md over §8a): a halserve server over
  * the PostgreSQL store, `products.category` linking to `categories`, once with the checks in each
- * write's statement (`relate`: the write function, the link index) and once with only the
+ * write's statement (`keepLinks`: the write function, the link index) and once with only the
  * in-process guard (which holds within one process alone). Both on one throwaway cluster, each in
  * a database of its own with the same data; rounds interleaved so both see the same background.
  *
@@ -37,7 +37,7 @@ async function serve(stores: PostgresStores, mode: Mode): Promise<Server> {
     { name: 'categories', store: stores.stores.get('categories')! },
     { name: 'products', store: stores.stores.get('products')!, schema: SCHEMA, validate: compileSchema(SCHEMA, 'products.schema.json') },
   ];
-  const integrity = mode === 'database check' ? await stores.relate(relationGraph(resources)) : undefined;
+  const integrity = mode === 'database check' ? await stores.keepLinks(relationGraph(resources)) : undefined;
   const server = createHalServer({ resources, ...(integrity ? { linkIntegrity: () => integrity } : {}) });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return {

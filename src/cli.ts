@@ -127,7 +127,7 @@ async function openResources(config: Config, metrics: ServerMetrics): Promise<Op
   try {
     const { schemas, graph } = await loadSchemas(config, names);
     // Links are checked in the database, so that they hold across every process on it (docs/relations.md).
-    return { names, schemas, graph, stores: pg, integrity: await pg.relate(graph) };
+    return { names, schemas, graph, stores: pg, integrity: await pg.keepLinks(graph) };
   } catch (error) {
     await pg.close();
     throw error;

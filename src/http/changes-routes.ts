@@ -2,7 +2,7 @@ import { changesHref, changesPageJson, eventJson, isCursorSyntax, parseChangesQu
 import { wantsEventStream } from '../conventions/event-stream.js';
 import { streamChanges } from './change-stream.js';
 import type { Streams } from './event-stream.js';
-import { then } from './maybe-promise.js';
+import { mapMaybe } from './maybe-promise.js';
 import { badRequest, HttpProblem } from '../conventions/problem.js';
 import { CursorExpiredError, CursorMalformedError, type ChangeFeed, type FeedPage } from '../store/changes/change-feed.js';
 import type { MaybePromise, StoreChange } from '../store/store.js';
@@ -73,7 +73,7 @@ export function addChangesRoutes(router: Router<RouteHandler>, options: ChangesR
       const lastId = lastEventId(req.headers[LAST_EVENT_ID]);
       const from = typeof lastId === 'string' ? lastId : asked.since === undefined || asked.since === SINCE_NOW ? feed.latest : asked.since;
       const only = followed === undefined ? undefined : new Set(followed);
-      return then(startsAt(feed, from, typeof lastId === 'string' ? 'Last-Event-ID' : 'Query parameter since'), () =>
+      return mapMaybe(startsAt(feed, from, typeof lastId === 'string' ? 'Last-Event-ID' : 'Query parameter since'), () =>
         streams.reply({}, (out) =>
           streamChanges(out, { feed, after: from, resources: only, select, json, shared: only === undefined ? '*' : [...only].sort().join(',') }),
         ),

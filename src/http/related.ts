@@ -4,7 +4,7 @@ import { HttpProblem, validationFailed } from '../conventions/problem.js';
 import { danglingMessage, linkedIds, linkTargets, relationLinks, relNames, reverseHref, type LinkField, type LinkTarget, type ResourceRelations, type ReverseLink } from '../conventions/relations.js';
 import { DanglingLinkError, type LinkIntegrity, type StillLinkedError } from '../store/integrity.js';
 import type { MaybePromise, QueryResult, Store, StoredEntity } from '../store/store.js';
-import { all, then } from './maybe-promise.js';
+import { allMaybe, mapMaybe } from './maybe-promise.js';
 
 /** What embedding reads of a linked resource: its store, its collection path and its entities' HAL text (`Resource` is one). */
 export interface RelatedResource {
@@ -130,9 +130,9 @@ export class Related {
     const parts = rels.map((rel): MaybePromise<string> => {
       const index = this.#relations.forward.findIndex((l) => l.field === rel);
       const member = index >= 0 ? this.#forward(entity, index, memo) : this.#firstPage(entity.id, this.#reverse(rel));
-      return then(member, (json) => `${JSON.stringify(rel)}:${json}`);
+      return mapMaybe(member, (json) => `${JSON.stringify(rel)}:${json}`);
     });
-    return then(all(parts), (members) => (members.length === 0 ? '' : `,"_embedded":{${members.join(',')}}`));
+    return mapMaybe(allMaybe(parts), (members) => (members.length === 0 ? '' : `,"_embedded":{${members.join(',')}}`));
   }
 
   #forward(entity: StoredEntity, index: number, memo: Map<string, string | undefined>): MaybePromise<string> {
@@ -140,8 +140,8 @@ export class Related {
     const target = this.#resource(link.target);
     const value = this.#values(entity)[index];
     const ids = link.many && Array.isArray(value) ? linkedIds(value) : typeof value === 'string' ? [value] : [];
-    const shown = all(ids.map((id) => represent(target, id, memo)));
-    return then(shown, (list) => {
+    const shown = allMaybe(ids.map((id) => represent(target, id, memo)));
+    return mapMaybe(shown, (list) => {
       const found = list.filter((json): json is string => json !== undefined);
       if (link.many) return `[${found.join(',')}]`;
       return found[0] ?? 'null';
@@ -152,7 +152,7 @@ export class Related {
   #firstPage(id: string, { source: name, field }: ReverseLink): MaybePromise<string> {
     const source = this.#resource(name);
     const answer = source.store.query({ filters: [{ field, path: [field], op: 'eq', values: [id] }], sort: [], search: [], offset: 0, limit: DEFAULT_LIMIT });
-    return then(answer, (result: QueryResult) => {
+    return mapMaybe(answer, (result: QueryResult) => {
       const range = pageRange(result.total, { page: 1, limit: DEFAULT_LIMIT });
       const links = collectionLinks(source.path, range, `&${encodeURIComponent(field)}=${encodeURIComponent(id)}`);
       return collectionJson(name, range, links, result.entities.map((e) => source.json(e)));
@@ -164,7 +164,7 @@ export class Related {
 function represent(target: RelatedResource, id: string, memo: Map<string, string | undefined>): MaybePromise<string | undefined> {
   const key = `${target.name}/${id}`;
   if (memo.has(key)) return memo.get(key);
-  return then(target.store.get(id), (found) => {
+  return mapMaybe(target.store.get(id), (found) => {
     const json = found === undefined ? undefined : target.json(found);
     memo.set(key, json);
     return json;

@@ -16,7 +16,7 @@ import type { RouteHandler } from './context.js';
 import { HAL_FORMS, HAL_JSON, JSON_TYPE, MERGE_PATCH_JSON } from './negotiation.js';
 import { jsonReply, prepared, type Reply } from './reply.js';
 import { accepted, readJsonBody } from './request.js';
-import { then } from './maybe-promise.js';
+import { mapMaybe } from './maybe-promise.js';
 import { keyedWrite, requestKey } from './idempotent-write.js';
 import type { Principal } from './auth.js';
 import type { KeyedWrite } from '../store/idempotency.js';
@@ -104,7 +104,7 @@ export function addResourceRoutes(router: Router<RouteHandler>, options: Resourc
     const lastId = lastEventId(req.headers[LAST_EVENT_ID]);
     const from = typeof lastId === 'string' ? lastId : feed.latest;
     const only = new Set([resource.name]);
-    return then(startsAt(feed, from, 'Last-Event-ID'), () =>
+    return mapMaybe(startsAt(feed, from, 'Last-Event-ID'), () =>
       streams.reply({}, (out) =>
         streamChanges(out, {
           feed,
@@ -142,8 +142,8 @@ export function addResourceRoutes(router: Router<RouteHandler>, options: Resourc
     const read = (entity: StoredEntity): MaybePromise<Reply> =>
       embed.length === 0
         ? entityRead(req, mediaType, resource, entity)
-        : then(resource.embeddedRepresentation(entity, embed, mediaType), (shown) => embeddedRead(req, mediaType, resource, entity, shown));
-    return then(resource.entity(params['id'] ?? ''), read);
+        : mapMaybe(resource.embeddedRepresentation(entity, embed, mediaType), (shown) => embeddedRead(req, mediaType, resource, entity, shown));
+    return mapMaybe(resource.entity(params['id'] ?? ''), read);
   });
 
   router.add('PUT', '/:name/:id', ({ req, res, params }) => {

@@ -16,7 +16,7 @@ import { collectionTemplates, entityTemplates, templateProperties, withTemplates
 import type { JsonSchema } from '../representations/openapi.js';
 import { LruMap } from '../structures/lru-map.js';
 import { HAL_FORMS, HAL_JSON } from './negotiation.js';
-import { all, then } from './maybe-promise.js';
+import { allMaybe, mapMaybe } from './maybe-promise.js';
 import { checkMergedLimits, type BodyLimits } from './body.js';
 import type { Related } from './related.js';
 import type { Reply } from './reply.js';
@@ -207,7 +207,7 @@ export class Resource {
     // `checkEmbed` refuses every rel of a resource without relations: none reaches here.
     if (related === undefined) throw new Error(`${this.name} has no relations to embed`);
     const before = related.revisions(rels);
-    return then(related.embedded(entity, rels, new Map()), (embedded) => {
+    return mapMaybe(related.embedded(entity, rels, new Map()), (embedded) => {
       const body = Buffer.from(this.json(entity, embedded, embedQuery(rels, '?')));
       const tag = related.revisions(rels) === before ? entityTag(`${entity.version}~${before}`, mediaType, HAL_JSON) : undefined;
       return { body, tag };
@@ -393,7 +393,7 @@ export class Resource {
       throw this.#timeout(error);
     }
     const finish = (answer: QueryResult): MaybePromise<Page> =>
-      then(this.#build(answer, collection, request, mediaType, depends, cursor), (page) => {
+      mapMaybe(this.#build(answer, collection, request, mediaType, depends, cursor), (page) => {
         // An embedding page built again replaces the one its related stores have moved past.
         if (page.etag !== undefined && answer.revision === this.#pagesRevision) this.#pages.set(key, page, page.body.length + key.length);
         return page;
@@ -427,8 +427,8 @@ export class Resource {
     const entities =
       rels.length === 0 || related === undefined
         ? result.entities.map((e) => this.json(e))
-        : all(result.entities.map((e) => then(related.embedded(e, rels, memo), (embedded) => this.json(e, embedded, selfQuery))));
-    return then(entities, (list) => {
+        : allMaybe(result.entities.map((e) => mapMaybe(related.embedded(e, rels, memo), (embedded) => this.json(e, embedded, selfQuery))));
+    return mapMaybe(entities, (list) => {
       const facets = collection.facets.length === 0 ? '' : facetsJson(collection, result.facets ?? [], (carried) => pageHref(this.#path, 1, range.limit, carried));
       const changes = cursor === undefined ? undefined : { href: collectionChangesHref(this.#basePath, cursor, this.name) };
       const hal = collectionJson(this.name, range, changes === undefined ? links : { ...links, changes }, list, facets);

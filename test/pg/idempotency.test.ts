@@ -137,7 +137,7 @@ describe('Idempotency-Key on PostgreSQL', { skip: pgMissing }, () => {
       { name: 'categories', store: categories },
       { name: 'products', store: products, schema: PRODUCT_SCHEMA, validate: compileSchema(PRODUCT_SCHEMA, 'products.schema.json') },
     ];
-    const integrity = await opened.relate(relationGraph(served(createMemoryStore(), createMemoryStore())));
+    const integrity = await opened.keepLinks(relationGraph(served(createMemoryStore(), createMemoryStore())));
     const s = await startServer({ resources: served(opened.stores.get('categories')!, opened.stores.get('products')!), linkIntegrity: () => integrity });
     const post = (k: string, body: unknown): Promise<Response> => s.request('/products', { method: 'POST', headers: headers(k), body: JSON.stringify(body) });
     const first = await post('p', { name: 'Lamp', category: 'c1' });

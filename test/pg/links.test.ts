@@ -68,7 +68,7 @@ async function seeded(url?: string): Promise<{ opened: Opened; url: string }> {
 }
 
 async function pgServer(opened: Opened): Promise<TestServer> {
-  const integrity = await opened.relate(GRAPH);
+  const integrity = await opened.keepLinks(GRAPH);
   return serve(resources(opened.stores.get('categories')!, opened.stores.get('products')!), { linkIntegrity: () => integrity });
 }
 
@@ -135,7 +135,7 @@ describe('links over the PostgreSQL store (docs/relations.md, §8a)', { skip: pg
   test('a category another process created a moment ago -> a link to it is accepted before this process has seen it', async () => {
     const { opened, url } = await seeded();
     const other = await openStores(url, ['categories', 'products']);
-    await other.relate(GRAPH);
+    await other.keepLinks(GRAPH);
     const s = await pgServer(opened);
     await other.stores.get('categories')!.create(rec('fresh', 20, { name: 'Fresh' }));
     const res = await s.request('/products', { method: 'POST', headers: JSON_BODY, body: '{"name":"x","category":"fresh"}' });
@@ -145,7 +145,7 @@ describe('links over the PostgreSQL store (docs/relations.md, §8a)', { skip: pg
   test('a delete on one process while another holds a link to the category -> 409 from the database, counted there', async () => {
     const { opened, url } = await seeded();
     const other = await openStores(url, ['categories', 'products']);
-    await other.relate(GRAPH);
+    await other.keepLinks(GRAPH);
     await pgServer(opened);
     // Written through the other process's store: this process's index has not seen it.
     await other.stores.get('products')!.create(rec('p9', 30, { name: 'Late', category: 'c3' }));

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { RowEntity } from '../../src/store/pg/pg-entity.js';
-import { Readers, Replica, type RowState } from '../../src/store/pg/replica.js';
+import { ReaderClock, Replica, type RowState } from '../../src/store/pg/replica.js';
 
 /*
  * The rules by which rows from the change feed and from this process's writes (duplicated, late,
@@ -15,7 +15,7 @@ const order = (replica: Replica): string[] => [...replica.index.values()].map((e
 
 describe('Replica: rows into the index', () => {
   test('creates arriving out of pos order, one by one and in batches -> the index in pos order', () => {
-    const replica = new Replica(new Readers());
+    const replica = new Replica(new ReaderClock());
     replica.apply([live('c', 30, 1)]);
     replica.apply([live('e', 50, 1), live('a', 10, 1)]);
     replica.apply([live('d', 40, 1)]);
@@ -24,7 +24,7 @@ describe('Replica: rows into the index', () => {
   });
 
   test('a row again, or an older one -> skipped; a newer rev -> replaces in place', () => {
-    const replica = new Replica(new Readers());
+    const replica = new Replica(new ReaderClock());
     replica.apply([live('a', 1, 1), live('b', 2, 1)]);
     const newer = live('a', 1, 3, { n: 3 });
     replica.apply([newer]);
@@ -37,14 +37,14 @@ describe('Replica: rows into the index', () => {
   });
 
   test('a re-create whose delete was never seen (new pos) -> moved to its new place', () => {
-    const replica = new Replica(new Readers());
+    const replica = new Replica(new ReaderClock());
     replica.apply([live('a', 1, 1), live('b', 2, 1), live('c', 3, 1)]);
     replica.apply([live('a', 9, 3)]);
     assert.deepEqual(order(replica), ['b@2', 'c@3', 'a@9']);
   });
 
   test('a delete, then the live state read by a reader that started before it -> stays deleted', () => {
-    const readers = new Readers();
+    const readers = new ReaderClock();
     const replica = new Replica(readers);
     replica.apply([live('a', 1, 1), live('b', 2, 1)]);
     const feed = readers.begin();
@@ -62,7 +62,7 @@ describe('Replica: rows into the index', () => {
   });
 
   test("this process's own versions reported by the feed after its delete was applied and forgotten -> reported, not applied", () => {
-    const readers = new Readers();
+    const readers = new ReaderClock();
     const replica = new Replica(readers, 'items');
     const heard: string[] = [];
     replica.followers.add((change) => heard.push(`${change.type} ${change.id}`));
@@ -87,7 +87,7 @@ describe('Replica: rows into the index', () => {
   });
 
   test('a tombstone for an id never held -> nothing removed, the rev remembered while readers run', () => {
-    const readers = new Readers();
+    const readers = new ReaderClock();
     const replica = new Replica(readers);
     const reader = readers.begin();
     replica.apply([gone('x', 5, 2)]);

@@ -18,7 +18,7 @@ export type { Rows } from './rows.js';
 const spareRows = new SpareRows(2);
 
 /** A query's answer before its rows become entities. */
-interface Answer {
+interface RowAnswer {
   readonly total: number;
   readonly rows: ArrayLike<number>;
   readonly facets?: FacetCount[][];
@@ -92,7 +92,7 @@ export class QueryEngine<E extends StoredEntity> {
     return runSliced((slice) => this.#facets(query, slice), query.deadline ?? Infinity, () => this.#rows.layout);
   }
 
-  #entities(answer: Answer): EngineAnswer<E> {
+  #entities(answer: RowAnswer): EngineAnswer<E> {
     const entities: E[] = [];
     for (let i = 0; i < answer.rows.length; i++) {
       // A row deleted while a sliced query waited is left out (that answer carries no revision).
@@ -102,13 +102,13 @@ export class QueryEngine<E extends StoredEntity> {
     return answer.facets === undefined ? { total: answer.total, entities } : { total: answer.total, entities, facets: answer.facets };
   }
 
-  *#answerWithFacets(query: StoreQuery, slice: Slice): Work<Answer> {
+  *#answerWithFacets(query: StoreQuery, slice: Slice): Work<RowAnswer> {
     const answer = yield* this.#answer(query, slice);
     if (query.facets === undefined || query.facets.length === 0) return answer;
     return { ...answer, facets: yield* this.#facets(query, slice) };
   }
 
-  *#answer(query: StoreQuery, slice: Slice): Work<Answer> {
+  *#answer(query: StoreQuery, slice: Slice): Work<RowAnswer> {
     const { filters, sort, search, offset, limit } = query;
     const builds = this.#builds;
     const paths = [...filters.map((f) => f.path), ...sort.map((k) => k.path), ...(query.facets ?? [])];
@@ -166,7 +166,7 @@ export class QueryEngine<E extends StoredEntity> {
   }
 
   /** The window of kept matches, kept only when no write landed since `revision` was read. */
-  #keep(revision: string, key: string, rows: Int32Array, offset: number, limit: number): Answer {
+  #keep(revision: string, key: string, rows: Int32Array, offset: number, limit: number): RowAnswer {
     if (this.#rows.revision === revision) this.#cache.keep(key, rows);
     return window(rows, offset, limit);
   }
@@ -252,6 +252,6 @@ export class QueryEngine<E extends StoredEntity> {
 }
 
 /** Rows `[offset, offset + limit)` of a result (its `total`: all of them). */
-function window(rows: ArrayLike<number>, offset: number, limit: number): Answer {
+function window(rows: ArrayLike<number>, offset: number, limit: number): RowAnswer {
   return { total: rows.length, rows: Array.prototype.slice.call(rows, offset, offset + limit) as number[] };
 }

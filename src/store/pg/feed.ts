@@ -2,7 +2,7 @@ import { STATEMENT_DEADLINE_MS, withDeadline, type Database } from './connection
 import type { Sql } from './driver.js';
 import { CHANNEL, SCHEMA } from './layout.js';
 import { compareOwn, type OwnVersion, type OwnWrites } from './own-writes.js';
-import type { Readers } from './replica.js';
+import type { ReaderClock } from './replica.js';
 
 /** One row as the catch-up query reads it. `body` NULL is a tombstone; `at` a tombstone's time (layout.ts). */
 export interface FeedRow {
@@ -32,7 +32,7 @@ export interface FeedOptions {
   readonly database: Database;
   /** The xmin of the snapshot the indexes were loaded from. */
   readonly from: bigint;
-  readonly readers: Readers;
+  readonly readers: ReaderClock;
   /** This process's own writes, every version: reported in their place instead of the table's latest row. */
   readonly own: OwnWrites;
   /**
@@ -54,9 +54,10 @@ const CURSOR_ROWS = 2000;
 const BEYOND_FIRST_MS = 2;
 
 /**
- * The change feed of one process (docs/storage.md §2). A catch-up reads, in a REPEATABLE READ snapshot,
- * `h = pg_snapshot_xmin(pg_current_snapshot())` — every transaction below `h` has ended — and the
- * rows whose `tx` lies in `[last, h)`; then `last = h`. A transaction that writes holds its xid
+ * The change feed of one process (docs/storage.md §2). A catch-up reads, in two statements and no
+ * transaction, `h = pg_snapshot_xmin(pg_current_snapshot())` — every transaction below `h` has
+ * ended, so the second statement's snapshot holds all their rows — and then the rows whose `tx`
+ * lies in `[last, h)`; then `last = h`. A transaction that writes holds its xid
  * from its first write to its end, so while it runs, `h` stays at or below it: its rows are read by
  * the first catch-up after it ends, whatever order transactions commit in, and by no other (each
  * row is read in the window its `tx` falls in; a row written again moves to a later window).

@@ -3,9 +3,9 @@ import { DanglingLinkError, StillLinkedError } from '../integrity.js';
 import type { EntityRecord } from '../store.js';
 import type { LinkSpec } from './link-layout.js';
 import { targetKey, type RowOutcome } from './write-statement.js';
-import type { Answer } from './writer.js';
+import type { RanWrite } from './writer.js';
 
-/** The links of one resource as its writes check them (docs/relations.md): set by `PgWriter.relate`. */
+/** The links of one resource as its writes check them (docs/relations.md): set by `PgWriter.checkLinks`. */
 export interface WriterLinks {
   /** Its link fields: what its writes link to. */
   readonly forward: readonly LinkField[];
@@ -36,16 +36,16 @@ export function introducedLinks(forward: readonly LinkField[], next: EntityRecor
  * again, against the database's state (another process wrote the id, or another write of the
  * batch was refused). Undefined: settled as run.
  */
-export function refusal(resource: string, answer: Answer, outcome: RowOutcome): Error | 'again' | undefined {
+export function refusal(resource: string, write: RanWrite, outcome: RowOutcome): Error | 'again' | undefined {
   switch (outcome.kind) {
     case 'written':
       return undefined;
     case 'lost':
       return 'again';
     case 'linked':
-      return answer.deletes === true ? new StillLinkedError(resource, answer.id as string, outcome.referrers) : 'again';
+      return write.deletes === true ? new StillLinkedError(resource, write.id as string, outcome.referrers) : 'again';
     case 'dangling': {
-      const missing = (answer.links ?? []).filter((t) => outcome.missing.has(targetKey(t.resource, t.id)));
+      const missing = (write.links ?? []).filter((t) => outcome.missing.has(targetKey(t.resource, t.id)));
       return missing.length > 0 ? new DanglingLinkError(missing) : 'again';
     }
   }

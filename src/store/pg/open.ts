@@ -12,7 +12,7 @@ import { PG_CURSOR_ORIGIN, PgChangeFeed, rowTime } from './pg-changes.js';
 import { formatPgCursor, parsePgCursor, type PgCursor } from './pg-cursor.js';
 import { PgStore } from './pg-store.js';
 import { SCHEMA } from './layout.js';
-import { Readers, Replica, type FedChange, type RowState } from './replica.js';
+import { ReaderClock, Replica, type FedChange, type RowState } from './replica.js';
 import { PgWriter } from './writer.js';
 
 export interface PostgresOptions extends ConnectOptions {
@@ -47,7 +47,7 @@ export interface PostgresStores {
    * has each resource's writes check their links in their own statement, and resolves with the
    * `LinkIntegrity` for the handler (`HandlerOptions.linkIntegrity`). Throws `StoreOpenError`.
    */
-  relate(graph: RelationGraph): Promise<LinkIntegrity>;
+  keepLinks(graph: RelationGraph): Promise<LinkIntegrity>;
   /** Finishes queued writes, stops the feed, closes the connections. */
   close(): Promise<void>;
 }
@@ -61,7 +61,7 @@ export async function openPostgres(options: PostgresOptions): Promise<PostgresSt
   const { warn } = options;
   const database = await connect(options);
   const { where } = database;
-  const readers = new Readers();
+  const readers = new ReaderClock();
   const replicas = new Map<string, Replica>();
   for (const name of options.resources) replicas.set(name, new Replica(readers, name, warn));
   const skipped = new Set<string>();
@@ -191,13 +191,13 @@ export async function openPostgres(options: PostgresOptions): Promise<PostgresSt
       return feed.up;
     },
     sync: () => feed.sync(),
-    async relate(graph) {
+    async keepLinks(graph) {
       try {
         await prepareLinks(database, graph);
       } catch (error) {
         throw new StoreOpenError(`cannot prepare the relations' checks in PostgreSQL at ${where}: ${reason(error)}`);
       }
-      for (const [resource, writer] of writers) writer.relate(writerLinks(graph, resource));
+      for (const [resource, writer] of writers) writer.checkLinks(writerLinks(graph, resource));
       return new PgLinkIntegrity(database, stores, onUnavailable);
     },
     close: () =>

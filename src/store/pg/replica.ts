@@ -31,7 +31,7 @@ export interface FedChange {
  * takes a tick when it starts; a delete is remembered until every reader that started before it
  * has ended (after that, no answer can hold the entity's older, live state).
  */
-export class Readers {
+export class ReaderClock {
   #clock = 0;
   /** Ticks of readers under way; a Set keeps insertion order, so the first is the oldest. */
   readonly #active = new Set<number>();
@@ -65,7 +65,7 @@ export class Readers {
  *
  * - a row whose `rev` is not above the index's (or a remembered delete's) is old: skipped;
  * - a tombstone removes, and its `rev` is remembered while an older reader may still deliver the
- *   entity's live state (`Readers`), so that a stale answer never resurrects it;
+ *   entity's live state (`ReaderClock`), so that a stale answer never resurrects it;
  * - a live row replaces in place when its `pos` is the one held; otherwise (a create, or a
  *   re-create whose delete was never seen) it is placed by `pos`: entities at the tail with a
  *   larger `pos` are taken off and put back after it. Creates commit in about `pos` order, so
@@ -73,7 +73,7 @@ export class Readers {
  */
 export class Replica {
   readonly index = new MaterialisedIndex<PgEntity>();
-  readonly #readers: Readers;
+  readonly #readers: ReaderClock;
   /**
    * Deleted ids → rev and tick of the delete, oldest first: an `LruMap` read with `peek` only, so
    * that forgetting the oldest costs O(1) (walking a `Map` from its start walks every entry deleted
@@ -84,7 +84,7 @@ export class Replica {
   /** `Store.follow`: told of each change the change feed reports, after the index took it. */
   readonly followers: Followers;
 
-  constructor(readers: Readers, resource = '', warn: (message: string) => void = () => {}) {
+  constructor(readers: ReaderClock, resource = '', warn: (message: string) => void = () => {}) {
     this.#readers = readers;
     this.resource = resource;
     this.followers = new Followers(warn);

@@ -14,7 +14,7 @@ import { ANSWERS_KEY_CONSTRAINT, ANSWERS_TABLE, SCHEMA } from './layout.js';
 import { introducedLinks, NO_LINKS, refusal, type WriterLinks } from './link-writes.js';
 import { RowEntity, type PgEntity } from './pg-entity.js';
 import type { OwnVersion, OwnWrites } from './own-writes.js';
-import type { Readers, Replica } from './replica.js';
+import type { ReaderClock, Replica } from './replica.js';
 import { settleWrite, WriteQueue, type WriteOp } from '../write-queue.js';
 import { answerOf, decideWrite, idOf, keyOf } from '../write-rules.js';
 import { ANSWER_TTL_MS, type AnswerBookOptions, type KeyedWrite, type Remembered, type WriteOutcome } from '../idempotency.js';
@@ -53,7 +53,8 @@ export interface Ran {
   readonly deletes?: boolean;
 }
 
-export interface Answer extends Ran {
+/** A write of a batch as it ran: its op, and the id it depends on (none for a record refused before any lookup). */
+export interface RanWrite extends Ran {
   readonly op: WriteOp;
   readonly id: string | undefined;
 }
@@ -66,7 +67,7 @@ export interface WriterOptions {
   readonly sql: () => Sql;
   readonly resource: string;
   readonly replica: Replica;
-  readonly readers: Readers;
+  readonly readers: ReaderClock;
   /** Where the versions this process commits wait for the change feed to report them. */
   readonly own: OwnWrites;
   /** Told when a write found the database unreachable (the feed then checks it again). */
@@ -93,7 +94,7 @@ const ANSWER_SWEEP_MS = 10 * 60 * 1000;
  * writes and no update is lost. Written rows reach the index before any write is acknowledged
  * (read-your-writes).
  *
- * With relations (`relate`), a batch whose writes make links or delete an entity others may link
+ * With relations (`checkLinks`), a batch whose writes make links or delete an entity others may link
  * to checks them in that same statement (the write function, link-layout.ts): a link to a missing
  * entity is refused with `DanglingLinkError`, the delete of one still linked to with
  * `StillLinkedError`, decided in the database whatever other processes write at the same moment.
@@ -133,7 +134,7 @@ export class PgWriter {
   }
 
   /** From now on, writes check the links they make and deletes the links to what they delete. */
-  relate(links: WriterLinks): void {
+  checkLinks(links: WriterLinks): void {
     this.#links = links;
   }
 
@@ -290,18 +291,18 @@ export class PgWriter {
       return state;
     };
     const records = new Map<PgEntity, EntityRecord>();
-    /** Each write's answer, and the id it depends on (none for a record refused before any lookup). */
-    const answers: Answer[] = [];
+    /** Each write as it ran (`RanWrite`). */
+    const runs: RanWrite[] = [];
     for (const op of batch) {
       const id = idOf(op);
       const key = keyOf(op)?.key;
       const known = key === undefined ? undefined : (answered.get(key)?.remembered ?? remembered.get(key));
       try {
         const ran = this.#run(op, stateOf, next, records, known);
-        answers.push({ op, id, ...ran });
+        runs.push({ op, id, ...ran });
         if (ran.outcome !== undefined) record(op, ran.outcome);
       } catch (error) {
-        answers.push({ op, id, settle: () => op.reject(error) });
+        runs.push({ op, id, settle: () => op.reject(error) });
         record(op, { error });
       }
     }
@@ -348,12 +349,12 @@ export class PgWriter {
       replica.apply(applied, records);
     });
     const again: WriteOp[] = [];
-    for (const answer of answers) {
-      const outcome = answer.id === undefined ? undefined : outcomes.get(answer.id);
-      const refused = outcome === undefined ? undefined : refusal(resource, answer, outcome);
-      if (refused === 'again') again.push(answer.op);
-      else if (refused !== undefined) answer.op.reject(refused);
-      else answer.settle();
+    for (const run of runs) {
+      const outcome = run.id === undefined ? undefined : outcomes.get(run.id);
+      const refused = outcome === undefined ? undefined : refusal(resource, run, outcome);
+      if (refused === 'again') again.push(run.op);
+      else if (refused !== undefined) run.op.reject(refused);
+      else run.settle();
     }
     return again;
   }
