@@ -55,7 +55,7 @@ export class ServerMetrics {
   readonly writes = this.registry.add(
     new Counter('halserve_store_writes_total', "Changes applied to a resource (creates, replaces, patches, deletes), as its store reports them: on PostgreSQL, every process's.", ['resource']),
   );
-  readonly fsync = this.registry.add(new Histogram('halserve_store_fsync_seconds', 'Time a group commit took to reach the disk: its write and fdatasync.', FSYNC_BUCKETS, ['resource']));
+  readonly fsync = this.registry.add(new Histogram('halserve_store_fsync_seconds', 'Time a group commit took to reach the disk: its synced write (or write and fdatasync).', FSYNC_BUCKETS, ['resource']));
   readonly batches = this.registry.add(new Histogram('halserve_store_batch_lines', 'Lines written per group commit (one fdatasync each).', BATCH_BUCKETS, ['resource']));
   readonly compactions = this.registry.add(
     new Counter('halserve_store_compactions_total', 'Compactions of a resource log, by outcome (ok or failed).', ['resource', 'outcome']),

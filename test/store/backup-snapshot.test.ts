@@ -12,34 +12,23 @@ import { changesText, parseChangesText } from '../../src/store/log/changes-file.
 import { openDataDir, type DataDir, type DataSnapshot } from '../../src/store/log/data-dir.js';
 import type { JsonlStore } from '../../src/store/log/jsonl-store.js';
 import { prefixThrough } from '../../src/store/log/log-prefix.js';
-import { nodeFs, type StoreFs } from '../../src/store/log/store-fs.js';
+import type { StoreFs } from '../../src/store/log/store-fs.js';
 import { readCursor } from '../../src/store/changes/local-feed.js';
-import { tempDir } from './helpers.js';
+import { syncSeam, tempDir } from './helpers.js';
 
 const rec = (id: string, n = 0) => ({ id, createdAt: 1, updatedAt: 1, n });
 const store = (data: DataDir, name: string): JsonlStore => data.stores.get(name) as JsonlStore;
 
-/** The file system, with the syncs of files whose name contains `held` waiting for `release`. */
+/** The file system, with the durability points of files whose name contains `held` waiting for `release` (`syncSeam`). */
 function holdingSyncs(held: string): { fs: StoreFs; holding: () => number; release: () => void } {
-  const names = new Map<number, string>();
+  const { fs: fsys, fault } = syncSeam((file) => file.includes(held));
   let waiting: (() => void)[] = [];
-  let holding = true;
+  fault.sync = () => new Promise<void>((resolve) => waiting.push(resolve));
   return {
-    fs: {
-      ...nodeFs,
-      open: async (file, flags, mode) => {
-        const fd = await nodeFs.open(file, flags, mode);
-        names.set(fd, file);
-        return fd;
-      },
-      fdatasync: async (fd) => {
-        if (holding && names.get(fd)?.includes(held)) await new Promise<void>((resolve) => waiting.push(resolve));
-        return nodeFs.fdatasync(fd);
-      },
-    },
+    fs: fsys,
     holding: () => waiting.length,
     release: () => {
-      holding = false;
+      delete fault.sync;
       for (const resolve of waiting) resolve();
       waiting = [];
     },

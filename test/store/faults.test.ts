@@ -5,7 +5,7 @@ import { test } from 'node:test';
 import { openJsonlStore } from '../../src/store/log/jsonl-store.js';
 import { nodeFs, type StoreFs } from '../../src/store/log/store-fs.js';
 import { StoreWriteError } from '../../src/store/store.js';
-import { tempDir, warnings } from './helpers.js';
+import { syncSeam, tempDir, warnings } from './helpers.js';
 import { withoutStamps } from './stamps.js';
 
 /** A line's id, `-<id>` for a delete. */
@@ -14,16 +14,41 @@ const idOrDelete = (line: string): string => {
   return parsed._deleted ? `-${parsed.id}` : parsed.id;
 };
 
-/** The real file system with one call replaceable at a time. */
-function faultyFs(): { fs: StoreFs; fail: Partial<StoreFs> } {
+/**
+ * The real file system with one call replaceable at a time; `synced: false` takes its synced
+ * writes away (`StoreFs.syncedWrites`), so that the log writes, then calls `fdatasync`, as on a
+ * platform without O_DSYNC.
+ */
+function faultyFs({ synced = true }: { synced?: boolean } = {}): { fs: StoreFs; fail: Partial<StoreFs> } {
   const fail: Partial<StoreFs> = {};
   const proxy = new Proxy(nodeFs, {
     get(target, key: keyof StoreFs) {
+      if (key === 'syncedWrites' && !synced) return undefined;
       return fail[key] ?? target[key];
     },
   });
   return { fs: proxy, fail };
 }
+
+/** The flags the log at `file` was opened with, each time, and the fdatasyncs of its descriptors (a compaction's file's included). */
+function watchLog(fail: Partial<StoreFs>, file: string): { opens: number[]; syncs: () => number } {
+  const opens: number[] = [];
+  const fds = new Set<number>();
+  let syncs = 0;
+  fail.open = async (name, flags, mode) => {
+    const fd = await nodeFs.open(name, flags, mode);
+    if (name === file) opens.push(flags);
+    if (name === file || name === `${file}.tmp`) fds.add(fd);
+    return fd;
+  };
+  fail.fdatasync = async (fd) => {
+    if (fds.has(fd)) syncs++;
+    await nodeFs.fdatasync(fd);
+  };
+  return { opens, syncs: () => syncs };
+}
+
+const SYNCED = nodeFs.syncedWrites;
 
 const diskFull = (): Error => Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC' });
 const ioError = (): Error => Object.assign(new Error('EIO: i/o error, fdatasync'), { code: 'EIO' });
@@ -59,10 +84,10 @@ test('write fails after a partial write -> StoreWriteError, state and file as be
   await reopened.close();
 });
 
-test('fdatasync fails -> StoreWriteError, unacknowledged line removed, reads go on', async () => {
+test('without synced writes: fdatasync fails -> StoreWriteError, unacknowledged line removed, reads go on', async () => {
   const dir = await tempDir();
   const file = path.join(dir, 's.jsonl');
-  const { fs: fsys, fail } = faultyFs();
+  const { fs: fsys, fail } = faultyFs({ synced: false });
   const store = await openJsonlStore({ file, fs: fsys });
   await store.create(record('a'));
   const before = await fs.readFile(file, 'utf8');
@@ -140,6 +165,82 @@ test('directory sync fails after creating the file -> write not acknowledged, re
   await store.close();
 });
 
+test('synced write fails at its sync (EIO once its bytes are in the file) -> StoreWriteError, unacknowledged line removed, reads go on', { skip: SYNCED === undefined }, async () => {
+  const dir = await tempDir();
+  const file = path.join(dir, 'e.jsonl');
+  const { fs: fsys, fail } = faultyFs();
+  const store = await openJsonlStore({ file, fs: fsys });
+  await store.create(record('a'));
+  const before = await fs.readFile(file, 'utf8');
+  fail.write = async (fd, buffer, offset, length, position) => {
+    await nodeFs.write(fd, buffer, offset, length, position);
+    throw ioError();
+  };
+  await assert.rejects(store.create(record('b')), (error: unknown) => error instanceof StoreWriteError && /EIO/.test(error.message));
+  assert.equal(store.get('b'), undefined);
+  assert.deepEqual([...store.values()].map((e) => e.id), ['a']);
+  assert.equal(await fs.readFile(file, 'utf8'), before, 'the unacknowledged line was truncated away');
+  delete fail.write;
+  const b = await store.create(record('b'));
+  assert.equal(store.get('b'), b);
+  await store.close();
+  assert.equal(withoutStamps(await fs.readFile(file, 'utf8')), `${withoutStamps(before)}{"id":"b","createdAt":1,"updatedAt":1,"n":0}\n`);
+});
+
+test('durable log -> opened with synced writes (O_DSYNC): one write per batch, no fdatasync, also after a compaction reopens it', { skip: SYNCED === undefined }, async () => {
+  const dir = await tempDir();
+  const file = path.join(dir, 'd.jsonl');
+  const { fs: fsys, fail } = faultyFs();
+  const log = watchLog(fail, file);
+  let writes = 0;
+  fail.write = async (fd, buffer, offset, length, position) => {
+    writes++;
+    return nodeFs.write(fd, buffer, offset, length, position);
+  };
+  const store = await openJsonlStore({ file, fs: fsys, compaction: { auto: false } });
+  await store.create(record('a'));
+  await Promise.all([store.create(record('b')), store.create(record('c'))]);
+  assert.equal(log.opens.length, 1);
+  assert.equal(log.opens[0]! & SYNCED!, SYNCED, 'the log is opened with synced writes');
+  assert.equal(writes, 2, 'one write per batch');
+  assert.equal(log.syncs(), 0, 'no fdatasync after a synced write');
+  await store.delete('a');
+  assert.equal(await store.compact(), true);
+  assert.equal(log.opens.length, 2, 'the compacted file is opened again by its name');
+  assert.equal(log.opens[1]! & SYNCED!, SYNCED);
+  const compacted = log.syncs();
+  await store.create(record('d'));
+  assert.equal(log.syncs(), compacted, 'appends after the compaction are synced writes too');
+  await store.close();
+  // The delete is kept for the change feed's retention.
+  assert.deepEqual((await fs.readFile(file, 'utf8')).trimEnd().split('\n').map(idOrDelete), ['-a', 'b', 'c', 'd']);
+});
+
+test('synced writes, the compacted file cannot be opened again -> its own descriptor serves, with an fdatasync after each write', { skip: SYNCED === undefined }, async () => {
+  const dir = await tempDir();
+  const file = path.join(dir, 'r.jsonl');
+  const { fs: fsys, fail } = faultyFs();
+  const log = watchLog(fail, file);
+  const store = await openJsonlStore({ file, fs: fsys, compaction: { auto: false } });
+  await store.create(record('a'));
+  await store.create(record('b'));
+  await store.delete('a');
+  const open = fail.open!;
+  fail.open = async (name, flags, mode) => {
+    if (name === file) throw Object.assign(new Error('EMFILE: too many open files, open'), { code: 'EMFILE' });
+    return open(name, flags, mode);
+  };
+  assert.equal(await store.compact(), true);
+  fail.open = open;
+  const compacted = log.syncs();
+  await store.create(record('c'));
+  assert.equal(log.syncs() - compacted, 1, 'the append after the compaction was synced by fdatasync');
+  await store.close();
+  const reopened = await openJsonlStore({ file });
+  assert.deepEqual(Array.from(reopened.values(), (e) => e.id), ['b', 'c']);
+  await reopened.close();
+});
+
 test('durability none -> no fdatasync per write; one at close', async () => {
   const dir = await tempDir();
   const file = path.join(dir, 'n.jsonl');
@@ -157,21 +258,22 @@ test('durability none -> no fdatasync per write; one at close', async () => {
   assert.equal((await fs.readFile(file, 'utf8')).split('\n').length, 4);
 });
 
-test('concurrent writes -> share syncs (group commit)', async () => {
-  const dir = await tempDir();
-  const file = path.join(dir, 'g.jsonl');
-  const { fs: fsys, fail } = faultyFs();
-  let syncs = 0;
-  fail.fdatasync = async (fd) => {
-    syncs++;
-    await nodeFs.fdatasync(fd);
-  };
-  const store = await openJsonlStore({ file, fs: fsys });
-  await Promise.all(Array.from({ length: 200 }, (_, i) => store.create(record(`g${i}`))));
-  assert.equal(store.size, 200);
-  assert.ok(syncs <= 2, `200 concurrent creates took ${syncs} syncs`);
-  await store.close();
-});
+for (const synced of [true, false]) {
+  test(`concurrent writes -> share syncs (group commit)${synced ? '' : ', without synced writes'}`, async () => {
+    const dir = await tempDir();
+    const file = path.join(dir, 'g.jsonl');
+    // The log's durability points: its synced writes, or its fdatasyncs.
+    const { fs: seamFs, events } = syncSeam((name) => name === file);
+    const { syncedWrites, ...unsynced } = seamFs;
+    const fsys: StoreFs = synced ? { ...unsynced, ...(syncedWrites === undefined ? {} : { syncedWrites }) } : unsynced;
+    const store = await openJsonlStore({ file, fs: fsys });
+    await Promise.all(Array.from({ length: 200 }, (_, i) => store.create(record(`g${i}`))));
+    assert.equal(store.size, 200);
+    const syncs = events.filter((e) => e === 'sync g.jsonl').length;
+    assert.ok(syncs >= 1 && syncs <= 2, `200 concurrent creates took ${syncs} syncs`);
+    await store.close();
+  });
+}
 
 test('compaction whose temporary file cannot be written -> warning, log untouched, writes go on', async () => {
   const dir = await tempDir();

@@ -3,6 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after } from 'node:test';
 import { stampedLine, tombstoneLine } from '../../src/store/changes/change-stamp.js';
+import { nodeFs, type StoreFs } from '../../src/store/log/store-fs.js';
 
 /** A fresh temporary directory, removed when the test file ends. */
 export async function tempDir(prefix = 'halserve-store-'): Promise<string> {
@@ -29,4 +30,58 @@ export const tombstone = (id: string): string => tombstoneLine(id, { seq: ++line
 export function warnings(): { warn: (message: string) => void; messages: string[] } {
   const messages: string[] = [];
   return { warn: (message) => void messages.push(message), messages };
+}
+
+/**
+ * The node file system with the durability point of the files `matches` names under the test's
+ * control: the `fdatasync` of such a file, or, for a descriptor opened with `syncedWrites`
+ * (O_DSYNC: how the log opens when durable), the end of each write to it, once its bytes are in
+ * the file and before the store is told. While `fault.sync` is set, each such point calls it
+ * instead (a rejection: the sync failed; a promise that never settles: the process dies there).
+ * `fault.write` replaces the writes to such files. `events` lists each write (`write <name>`) and
+ * each point reached (`sync <name>`); `syncedFiles`, the files opened with synced writes.
+ */
+export function syncSeam(matches: (file: string) => boolean): {
+  fs: StoreFs;
+  fault: { write?: () => Promise<number>; sync?: () => Promise<void> };
+  events: string[];
+  syncedFiles: Set<string>;
+} {
+  const names = new Map<number, string>();
+  const synced = new Set<number>();
+  const syncedFiles = new Set<string>();
+  const events: string[] = [];
+  const fault: { write?: () => Promise<number>; sync?: () => Promise<void> } = {};
+  const mine = (fd: number): boolean => matches(names.get(fd) ?? '');
+  const point = (fd: number, sync: () => Promise<void>): Promise<void> => {
+    events.push(`sync ${path.basename(names.get(fd) ?? '?')}`);
+    return fault.sync ? fault.sync() : sync();
+  };
+  const flag = nodeFs.syncedWrites;
+  return {
+    fault,
+    events,
+    syncedFiles,
+    fs: {
+      ...nodeFs,
+      async open(file, flags, mode) {
+        const fd = await nodeFs.open(file, flags, mode);
+        names.set(fd, file);
+        if (flag !== undefined && (flags & flag) === flag) {
+          synced.add(fd);
+          syncedFiles.add(path.basename(file));
+        } else synced.delete(fd);
+        return fd;
+      },
+      async write(fd, buffer, offset, length, position) {
+        if (!mine(fd)) return nodeFs.write(fd, buffer, offset, length, position);
+        events.push(`write ${path.basename(names.get(fd) ?? '?')}`);
+        if (fault.write) return fault.write();
+        const n = await nodeFs.write(fd, buffer, offset, length, position);
+        if (synced.has(fd)) await point(fd, async () => {});
+        return n;
+      },
+      fdatasync: (fd) => (mine(fd) ? point(fd, () => nodeFs.fdatasync(fd)) : nodeFs.fdatasync(fd)),
+    },
+  };
 }

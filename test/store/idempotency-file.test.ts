@@ -11,6 +11,7 @@ import { nodeFs, type StoreFs } from '../../src/store/log/store-fs.js';
 import { StoreWriteError, type EntityRecord } from '../../src/store/store.js';
 import { eventually } from '../helpers/process.js';
 import { removeDir, startServer } from './crash-harness.js';
+import { syncSeam } from './helpers.js';
 
 const dirs: string[] = [];
 after(async () => {
@@ -41,24 +42,10 @@ async function replayOf(store: JsonlStore, name: string, fingerprint = 'f'): Pro
   return undefined;
 }
 
-/** The node fs, with writes and syncs of files whose name ends in `suffix` replaced while `fault` is set. */
-function seam(suffix: string): { fs: StoreFs; fault: { write?: () => Promise<number>; fdatasync?: () => Promise<void> } } {
-  const names = new Map<number, string>();
-  const fault: { write?: () => Promise<number>; fdatasync?: () => Promise<void> } = {};
-  const mine = (fd: number): boolean => names.get(fd)?.endsWith(suffix) === true;
-  return {
-    fault,
-    fs: {
-      ...nodeFs,
-      async open(file, flags, mode) {
-        const fd = await nodeFs.open(file, flags, mode);
-        names.set(fd, file);
-        return fd;
-      },
-      write: (fd, buffer, offset, length, position) => (fault.write && mine(fd) ? fault.write() : nodeFs.write(fd, buffer, offset, length, position)),
-      fdatasync: (fd) => (fault.fdatasync && mine(fd) ? fault.fdatasync() : nodeFs.fdatasync(fd)),
-    },
-  };
+/** The node fs, with writes and the durability point of files whose name ends in `suffix` replaced while `fault` is set (`syncSeam`). */
+function seam(suffix: string): { fs: StoreFs; fault: { write?: () => Promise<number>; sync?: () => Promise<void> } } {
+  const { fs: fsys, fault } = syncSeam((file) => file.endsWith(suffix));
+  return { fs: fsys, fault };
 }
 
 /** A copy of `dir` as a crash at this instant leaves it (the page cache survives a process's death). */
@@ -84,9 +71,9 @@ async function syncFailsThenRetry(file: string, failed: (dir: string, logSize: n
   let store = await open(dir, { fs: fsys });
   await store.create(record('first'));
   const { size } = await fs.stat(path.join(dir, 'items.jsonl'));
-  fault.fdatasync = () => Promise.reject(new Error('EIO'));
+  fault.sync = () => Promise.reject(new Error('EIO'));
   await assert.rejects(store.create(record('a'), key('k')), StoreWriteError);
-  delete fault.fdatasync;
+  delete fault.sync;
   await failed(dir, size);
   assert.equal(store.get('a'), undefined);
   assert.equal(await replayOf(store, 'k'), undefined);
@@ -132,32 +119,15 @@ describe('Idempotency-Key answers in the JSON-lines store', () => {
 
   test('keyed write -> its answer is in the same append as its write, before it: one file written, one sync, acknowledged after it', async () => {
     const dir = await tempDir();
-    const names = new Map<number, string>();
-    const events: string[] = [];
-    let hold = false;
+    // Every file's writes and durability points: the log's sync is the fdatasync after its write,
+    // or, opened with synced writes (O_DSYNC), the end of the write itself.
+    const { fs: fsys, fault, events } = syncSeam(() => true);
     let release = (): void => {};
-    const fsys: StoreFs = {
-      ...nodeFs,
-      async open(file, flags, mode) {
-        const fd = await nodeFs.open(file, flags, mode);
-        names.set(fd, path.basename(file));
-        return fd;
-      },
-      write(fd, buffer, offset, length, position) {
-        events.push(`write ${names.get(fd)}`);
-        return nodeFs.write(fd, buffer, offset, length, position);
-      },
-      async fdatasync(fd) {
-        events.push(`sync ${names.get(fd)}`);
-        if (hold) await new Promise<void>((resolve) => (release = resolve));
-        return nodeFs.fdatasync(fd);
-      },
-    };
     const store = await open(dir, { fs: fsys });
     await store.create(record('first'));
     const { size } = await fs.stat(path.join(dir, 'items.jsonl'));
     events.length = 0;
-    hold = true;
+    fault.sync = () => new Promise<void>((resolve) => (release = resolve));
     let acknowledged = false;
     const write = store.create(record('a'), key('k')).then(() => (acknowledged = true));
     await eventually(() => events.length === 2, 'the sync began');
@@ -169,7 +139,7 @@ describe('Idempotency-Key answers in the JSON-lines store', () => {
     await new Promise((resolve) => setImmediate(resolve));
     assert.equal(acknowledged, false);
     assert.equal(await replayOf(store, 'k'), undefined, 'no replay before the sync');
-    hold = false;
+    delete fault.sync;
     release();
     await write;
     assert.equal((await replayOf(store, 'k'))?.headers['location'], '/items/a');
@@ -185,9 +155,9 @@ describe('Idempotency-Key answers in the JSON-lines store', () => {
     await store.create(record('a'), key('k'));
     for (let i = 0; i < 4; i++) await store.delete(`x${i}`);
     const before = await fs.readFile(path.join(dir, 'items.jsonl'));
-    fault.fdatasync = () => Promise.reject(new Error('EIO'));
+    fault.sync = () => Promise.reject(new Error('EIO'));
     assert.equal(await store.compact(), false);
-    delete fault.fdatasync;
+    delete fault.sync;
     assert.deepEqual(await fs.readFile(path.join(dir, 'items.jsonl')), before, 'the log is as it was');
     assert.equal((await replayOf(store, 'k'))?.headers['location'], '/items/a');
     await store.close();
@@ -310,7 +280,7 @@ describe('Idempotency-Key answers in the JSON-lines store', () => {
     const { fs: fsys, fault } = seam('items.jsonl');
     const store = await open(dir, { fs: fsys });
     let entered = false;
-    fault.fdatasync = () => {
+    fault.sync = () => {
       entered = true;
       return new Promise<void>(() => {}); // written, not yet synced: the process dies here
     };
@@ -329,7 +299,7 @@ describe('Idempotency-Key answers in the JSON-lines store', () => {
     const store = await open(dir, { fs: fsys });
     await store.create(record('first'));
     let entered = false;
-    fault.fdatasync = () => {
+    fault.sync = () => {
       entered = true;
       return new Promise<void>(() => {});
     };
@@ -358,7 +328,7 @@ describe('Idempotency-Key answers in the JSON-lines store', () => {
     const batchStart = (await fs.stat(path.join(dir, 'items.jsonl'))).size;
     let syncs = 0;
     let release = (): void => {};
-    fault.fdatasync = () => {
+    fault.sync = () => {
       syncs++;
       // The first sync is held while the three queue behind it; the second is the crash.
       return syncs === 1 ? new Promise<void>((resolve) => (release = resolve)).then(() => nodeFs.fdatasync(-1).catch(() => {})) : new Promise<void>(() => {});

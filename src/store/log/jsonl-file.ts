@@ -40,6 +40,8 @@ export class JsonlFile {
   #dirtyTail = false;
   /** The directory entry of the file (created or renamed) is not yet known to be durable. */
   #dirSyncNeeded = false;
+  /** The descriptor was opened with `StoreFs.syncedWrites`: a write is durable once it returns, no sync follows it. */
+  #synced = false;
   /** Descriptors held by readers of a prefix (`retain`), with how many hold each. */
   readonly #retained = new Map<number, number>();
   /** Retained descriptors the file no longer uses: closed when their last reader lets go. */
@@ -89,9 +91,17 @@ export class JsonlFile {
     else await this.#fs.close(fd);
   }
 
+  /** How the log opens its file: with synced writes when it must be durable and the file system has them. */
+  #openFlags(): number {
+    const synced = this.#fs.syncedWrites;
+    return this.#sync && synced !== undefined ? OPEN_READ_WRITE | synced : OPEN_READ_WRITE;
+  }
+
   /** Opens an existing file for appending. */
   async open(): Promise<void> {
-    this.#fd = await this.#fs.open(this.file, OPEN_READ_WRITE);
+    const flags = this.#openFlags();
+    this.#fd = await this.#fs.open(this.file, flags);
+    this.#synced = flags !== OPEN_READ_WRITE;
   }
 
   /** Cuts the file back to `offset` durably (a torn final line). */
@@ -115,7 +125,9 @@ export class JsonlFile {
     const fsys = this.#fs;
     try {
       if (this.#fd === undefined) {
-        this.#fd = await fsys.open(this.file, OPEN_READ_WRITE, 0o644);
+        const flags = this.#openFlags();
+        this.#fd = await fsys.open(this.file, flags, 0o644);
+        this.#synced = flags !== OPEN_READ_WRITE;
         this.#dirSyncNeeded = true; // the file is new: its name must reach the disk too
       }
       if (this.#dirtyTail) {
@@ -135,7 +147,8 @@ export class JsonlFile {
   async #commit(written: Written): Promise<void> {
     const fsys = this.#fs;
     try {
-      if (this.#sync) await fsys.fdatasync(this.#fd!);
+      // Bytes written through a synced descriptor are on disk already (`StoreFs.syncedWrites`).
+      if (this.#sync && !this.#synced) await fsys.fdatasync(this.#fd!);
       if (this.#dirSyncNeeded) {
         await syncDirectory(fsys, this.#dir);
         this.#dirSyncNeeded = false;
@@ -170,10 +183,18 @@ export class JsonlFile {
   /**
    * Takes `fd`, already renamed over the log, as the log: `size` bytes in `lines` lines. The old
    * descriptor is closed and the directory synced (if that fails, the next append retries it).
+   * The file is opened again by its name with synced writes when the log uses them (`fd` was
+   * opened without, for the compaction's many writes); if that fails, `fd` serves, synced after
+   * each write.
    */
   async replace(fd: number, size: number, lines: number, warn: (message: string) => void): Promise<void> {
     const old = this.#fd;
-    this.#fd = fd;
+    const flags = this.#openFlags();
+    let reopened: number | undefined;
+    if (flags !== OPEN_READ_WRITE) reopened = await this.#fs.open(this.file, flags).catch(() => undefined);
+    if (reopened !== undefined) await this.#fs.close(fd).catch(() => {});
+    this.#fd = reopened ?? fd;
+    this.#synced = reopened !== undefined;
     this.size = size;
     this.lines = lines;
     this.needsNewline = false;
