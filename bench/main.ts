@@ -90,8 +90,8 @@ async function runWorkload(config: BenchConfig, tmp: string, workload: Workload,
       const jwtData = await copyDataset(data, path.join(dir, 'halserve-jwt'));
       servers.set('halserve-jwt', await startHalserveWithJwt(config.root, jwtData.dir, config.pin));
     }
-    if (uses('limit') || uses('durable-limit')) {
-      const requests = workload.contenders.filter((c) => c.server === 'limit' || c.server === 'durable-limit').flatMap((c) => c.requests);
+    if (uses('limit') || uses('durable-limit') || uses('durable-limit-dsync')) {
+      const requests = workload.contenders.filter((c) => c.server === 'limit' || c.server === 'durable-limit' || c.server === 'durable-limit-dsync').flatMap((c) => c.requests);
       const file = path.join(dir, 'capture.json');
       await fs.writeFile(file, JSON.stringify(await capture(halserve.port, requests)));
       if (uses('limit')) {
@@ -100,6 +100,7 @@ async function runWorkload(config: BenchConfig, tmp: string, workload: Workload,
         notes.push(await verifyReplay(halserve, limit, workload));
       }
       if (uses('durable-limit')) servers.set('durable-limit', await startLimit(config.root, file, config.pin, [], path.join(dir, 'durable-limit.jsonl')));
+      if (uses('durable-limit-dsync')) servers.set('durable-limit-dsync', await startLimit(config.root, file, config.pin, [], path.join(dir, 'durable-limit-dsync.jsonl'), true));
     }
     if (uses('json-server')) {
       const jsData = await copyDataset(data, path.join(dir, 'json-server'));

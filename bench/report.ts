@@ -90,6 +90,7 @@ function targets(result: RunResult): Target[] {
     'halserve-fresh': 'a freshly started halserve',
     limit: 'the limit',
     'durable-limit': 'the durable limit',
+    'durable-limit-dsync': 'the durable limit with O_DSYNC',
     'json-server': 'json-server',
   };
   /** halserve (token on, as deployed) against `peer`; `min` undefined for a reference row without a target. */
@@ -121,6 +122,8 @@ function targets(result: RunResult): Target[] {
   ratio('page-200', 'GET page, limit 200', 'limit', 0.8);
   ratio('page-200', 'GET page, limit 200', 'limit', undefined, 'halserve-no-token');
   ratio('post', 'POST, durable', 'durable-limit', 0.8);
+  // The same durable limit with halserve's way to sync (one O_DSYNC write per batch): a reference.
+  ratio('post', 'POST, durable', 'durable-limit-dsync', undefined);
   ratio('post', 'POST, durable', 'limit', undefined);
   ratio('post', 'POST, durable', 'json-server', 100);
   // Issue 17: a keyed POST against the same unkeyed, as deployed (load generator in its own process).

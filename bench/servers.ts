@@ -17,7 +17,7 @@ import path from 'node:path';
  * (`halserve-fresh`), the replay limit, the durable limit (the replay limit that also parses each
  * write's body, appends it and fdatasyncs per batch), and json-server.
  */
-export type ServerKind = 'halserve' | 'halserve-keyed' | 'halserve-no-token' | 'halserve-jwt' | 'halserve-fresh' | 'limit' | 'durable-limit' | 'json-server';
+export type ServerKind = 'halserve' | 'halserve-keyed' | 'halserve-no-token' | 'halserve-jwt' | 'halserve-fresh' | 'limit' | 'durable-limit' | 'durable-limit-dsync' | 'json-server';
 
 /** The bearer token halserve is started with (`--token`) and every request to it sends, as deployments do. */
 export const BENCH_TOKEN = 'bench-3f9c2a7d41e85b06c1d9e4f2a8b7c530';
@@ -211,14 +211,15 @@ export async function startHalserveWithJwt(root: string, dataDir: string, pin: b
 /**
  * The replay server over a capture file. With `durableFile`, the durable limit: each request with
  * a body has it parsed, appended to that file as a line and fdatasync'd (one fdatasync per batch
- * of concurrent writes, as a group commit does) before its captured answer goes out.
+ * of concurrent writes, as a group commit does) before its captured answer goes out; `dsync`: the
+ * file opened with O_DSYNC instead, each batch one write and no fdatasync (a reference).
  */
-export function startLimit(root: string, captureFile: string, pin: boolean, nodeArgs: readonly string[] = [], durableFile?: string): Promise<Running> {
+export function startLimit(root: string, captureFile: string, pin: boolean, nodeArgs: readonly string[] = [], durableFile?: string, dsync = false): Promise<Running> {
   return start({
-    kind: durableFile === undefined ? 'limit' : 'durable-limit',
+    kind: durableFile === undefined ? 'limit' : dsync ? 'durable-limit-dsync' : 'durable-limit',
     pin,
     cwd: root,
-    args: [...nodeArgs, path.join(root, 'bench', 'limit-server.mjs'), captureFile, ...(durableFile === undefined ? [] : ['--durable', durableFile])],
+    args: [...nodeArgs, path.join(root, 'bench', 'limit-server.mjs'), captureFile, ...(durableFile === undefined ? [] : ['--durable', durableFile, ...(dsync ? ['--dsync'] : [])])],
     readyLine: listeningPort,
     timeoutMs: 30_000,
   });

@@ -145,7 +145,14 @@ export function workloads(small: Dataset, large: Dataset | undefined): Workload[
       title: 'POST an entity (durable, group commit)',
       data: 'small',
       // Issue 17: a keyed POST (a fresh Idempotency-Key each, as a client that retries only on failure sends) beside the same unkeyed.
-      contenders: [...trio([post], [post], true).slice(0, 1), { label: 'halserve (token, Idempotency-Key)', server: 'halserve-keyed', requests: withToken([post]), keyed: true }, ...trio([post], [post], true).slice(1)],
+      // The durable limit also with O_DSYNC, as halserve's log syncs (a reference beside the limit the target names).
+      contenders: [
+        ...trio([post], [post], true).slice(0, 1),
+        { label: 'halserve (token, Idempotency-Key)', server: 'halserve-keyed', requests: withToken([post]), keyed: true },
+        ...trio([post], [post], true).slice(1, 4),
+        { label: 'durable limit, O_DSYNC (replay; parse, one synced write per batch)', server: 'durable-limit-dsync', requests: withToken([post]) },
+        ...trio([post], [post], true).slice(4),
+      ],
     },
     { name: 'patch', title: 'PATCH an entity (merge patch, durable)', data: 'small', contenders: trio(patches, patches, true) },
     { name: 'mix', title: '90/10 read/write mix (GET entity / PATCH)', data: 'small', contenders: trio(mix, mix, true) },
