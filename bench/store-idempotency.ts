@@ -111,7 +111,7 @@ async function main(): Promise<void> {
   const store = await openJsonlStore({ file: path.join(dir, 'items.jsonl'), compaction: { auto: false }, durability: DURABILITY });
   try {
     const rows = await compare(store);
-    console.log(`Keyed vs unkeyed POST, JSON-lines store, ${DURABILITY === 'full' ? 'durable (fdatasync)' : 'durability none (CPU cost alone)'}, one process, loopback HTTP; median of ${ROUNDS} rounds of ${ROUND_MS} ms each, alternating.\n`);
+    console.log(`Keyed vs unkeyed POST, JSON-lines store, ${DURABILITY === 'full' ? 'durable (an O_DSYNC write per batch)' : 'durability none (CPU cost alone)'}, one process, loopback HTTP; median of ${ROUNDS} rounds of ${ROUND_MS} ms each, alternating.\n`);
     console.log(rows.join('\n'));
   } finally {
     await store.close();
