@@ -8,7 +8,8 @@
  * (an entry is a built `cli.js`, e.g. a copy of `dist/` made before a change; `keyed:<cli.js>`, for
  * `post`, a server of that build sent a fresh `Idempotency-Key` with every POST). The entry `limit`
  * adds the limit (bare node:http replaying the first build's answers; for `post`, the durable
- * limit), so that a build's ratio to it is measured in the same rounds. Prints each round's
+ * limit; `limit-dsync`, for `post`, the durable limit with O_DSYNC, one synced write per batch, as
+ * halserve's log syncs), so that a build's ratio to it is measured in the same rounds. Prints each round's
  * requests per second and server CPU per request, then the medians and each column's median of
  * per-round ratios to the last column, with the load average.
  */
@@ -29,7 +30,7 @@ type Kind = (typeof KINDS)[number];
 const [kindText = 'hot', roundsText = '3', entitiesText = '100000', ...entries] = process.argv.slice(2);
 const kind = kindText as Kind;
 if (entries.length === 0 || !KINDS.includes(kind)) {
-  console.error(`usage: node --import tsx bench/ab-deployed.ts ${KINDS.join('|')} <rounds> <entities> <server entry | limit>...`);
+  console.error(`usage: node --import tsx bench/ab-deployed.ts ${KINDS.join('|')} <rounds> <entities> <server entry | limit | limit-dsync>...`);
   process.exit(1);
 }
 const config = readConfig();
@@ -55,12 +56,13 @@ function requestsOf(ids: readonly string[]): BenchRequest[] {
 
 try {
   for (const [i, entry] of entries.entries()) {
-    if (entry === 'limit') {
+    if (entry === 'limit' || entry === 'limit-dsync') {
       const first = servers[0];
       if (!first) throw new Error('the limit replays the first build: name a build before it');
       const file = path.join(tmp, 'capture.json');
       await fs.writeFile(file, JSON.stringify(await capture(first.server.port, first.requests)));
-      const server = await startLimit(config.root, file, config.pin, [], kind === 'post' ? path.join(tmp, 'durable.jsonl') : undefined);
+      if (entry === 'limit-dsync' && kind !== 'post') throw new Error('limit-dsync is for post only');
+      const server = await startLimit(config.root, file, config.pin, [], kind === 'post' ? path.join(tmp, `${entry}.jsonl`) : undefined, entry === 'limit-dsync');
       servers.push({ entry, server, requests: first.requests, keyed: false });
     } else {
       const keyed = entry.startsWith('keyed:');
