@@ -39,17 +39,15 @@ export function warnings(): { warn: (message: string) => void; messages: string[
  * the file and before the store is told. While `fault.sync` is set, each such point calls it
  * instead (a rejection: the sync failed; a promise that never settles: the process dies there).
  * `fault.write` replaces the writes to such files. `events` lists each write (`write <name>`) and
- * each point reached (`sync <name>`); `syncedFiles`, the files opened with synced writes.
+ * each point reached (`sync <name>`).
  */
 export function syncSeam(matches: (file: string) => boolean): {
   fs: StoreFs;
   fault: { write?: () => Promise<number>; sync?: () => Promise<void> };
   events: string[];
-  syncedFiles: Set<string>;
 } {
   const names = new Map<number, string>();
   const synced = new Set<number>();
-  const syncedFiles = new Set<string>();
   const events: string[] = [];
   const fault: { write?: () => Promise<number>; sync?: () => Promise<void> } = {};
   const mine = (fd: number): boolean => matches(names.get(fd) ?? '');
@@ -61,16 +59,13 @@ export function syncSeam(matches: (file: string) => boolean): {
   return {
     fault,
     events,
-    syncedFiles,
     fs: {
       ...nodeFs,
       async open(file, flags, mode) {
         const fd = await nodeFs.open(file, flags, mode);
         names.set(fd, file);
-        if (flag !== undefined && (flags & flag) === flag) {
-          synced.add(fd);
-          syncedFiles.add(path.basename(file));
-        } else synced.delete(fd);
+        if (flag !== undefined && (flags & flag) === flag) synced.add(fd);
+        else synced.delete(fd);
         return fd;
       },
       async write(fd, buffer, offset, length, position) {
