@@ -54,13 +54,16 @@ const isObject = (value: unknown): value is Record<string, unknown> =>
  * RFC 7396 §2: JSON Merge Patch — null removes a member, objects merge, anything else replaces.
  * The target's members keep their order, new ones follow in the patch's. Built without `delete`
  * (which would leave V8 a slow dictionary to serialise) and by assignment, but for `__proto__`.
+ * `omit`: members of the target left out of the result (at the top level only), as if the target
+ * had been copied without them first.
  */
-export function mergePatch(target: unknown, patch: unknown): unknown {
+export function mergePatch(target: unknown, patch: unknown, omit?: ReadonlySet<string>): unknown {
   if (!isObject(patch)) return patch;
   const result: Record<string, unknown> = {};
   const base = isObject(target) ? target : undefined;
   if (base !== undefined) {
     for (const key of Object.keys(base)) {
+      if (omit?.has(key) === true) continue;
       if (!Object.hasOwn(patch, key)) put(result, key, base[key]);
       else if (patch[key] !== null) put(result, key, mergePatch(base[key], patch[key]));
     }

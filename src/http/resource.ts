@@ -1,5 +1,5 @@
 import { checkIfMatch, checkIfNoneMatch, entityTag, versionTags } from '../conventions/conditional.js';
-import { clientFields, createdRecord, mergePatch, replacedRecord, withoutManaged, type ClientFields } from '../conventions/entity.js';
+import { createdRecord, mergePatch, replacedRecord, SERVER_MANAGED, withoutManaged, type ClientFields } from '../conventions/entity.js';
 import { collectionChangesHref } from '../conventions/changes.js';
 import { collectionJson, collectionLinks, entityHref, entityJson, linkHeader, pageHref } from '../conventions/hal.js';
 import { facetsJson } from '../conventions/facets.js';
@@ -305,7 +305,8 @@ export class Resource {
         this.#change(id, conditions, (current) => {
           // A store may parse the record on every access: once is enough.
           const record = current.record;
-          const merged = mergePatch(clientFields(record), patch) as ClientFields;
+          // The patch holds no server-managed member (`withoutManaged`); the record's are left out.
+          const merged = mergePatch(record, patch, SERVER_MANAGED) as ClientFields;
           if (this.#mergedLimits !== undefined) checkMergedLimits(merged, this.#mergedLimits);
           this.#check(merged);
           return replacedRecord(record, now, merged);

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { clientFields, createdRecord, mergePatch, replacedRecord, withoutManaged } from '../../src/conventions/entity.js';
+import { clientFields, createdRecord, mergePatch, replacedRecord, SERVER_MANAGED, withoutManaged } from '../../src/conventions/entity.js';
 
 describe('clientFields', () => {
   test('server-managed members -> dropped, the rest kept in order', () => {
@@ -71,6 +71,14 @@ describe('mergePatch (RFC 7396 appendix A)', () => {
     assert.deepEqual(Object.keys(merged), ['__proto__', 'b']);
     assert.equal(Object.getPrototypeOf(merged), Object.prototype);
     assert.equal(JSON.stringify(merged), '{"__proto__":{"a":1,"c":3},"b":2}');
+  });
+  test('omit -> those members of the target left out at the top level only, as clientFields then mergePatch', () => {
+    const record = { id: 'x', createdAt: 1, updatedAt: 2, a: 1, b: { id: 'inner', c: 2 } };
+    const patch = { b: { c: 3 }, d: 4 };
+    const merged = mergePatch(record, patch, SERVER_MANAGED);
+    assert.equal(JSON.stringify(merged), '{"a":1,"b":{"id":"inner","c":3},"d":4}');
+    assert.deepEqual(merged, mergePatch(clientFields(record), patch));
+    assert.deepEqual(record, { id: 'x', createdAt: 1, updatedAt: 2, a: 1, b: { id: 'inner', c: 2 } }, 'the target is not changed');
   });
   test('patch member __proto__ -> data, not a prototype', () => {
     const merged = mergePatch({}, JSON.parse('{"__proto__":{"polluted":1}}')) as Record<string, unknown>;
