@@ -147,6 +147,8 @@ export interface Store {
   query(query: StoreQuery): MaybePromise<QueryResult>;
   /**
    * Adds a new entity at the end of the creation order. Rejects with `StoreConflictError` if the id exists.
+   * The store may keep `record` (and the record `change` returns, for `update`) as the entity's:
+   * the caller hands it over and does not change it afterwards.
    * `keyed` (a store with `idempotency`): the write and its answer are recorded together, and a key
    * that has an answer rejects with `ReplayedAnswer` or `KeyReusedError`, writing nothing (idempotency.ts).
    */

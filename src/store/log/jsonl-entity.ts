@@ -4,6 +4,7 @@ import type { HeldChange } from '../changes/local-feed.js';
 import { valueAt } from '../../conventions/query.js';
 import { valuesAt } from './json-fields.js';
 import { base36 } from '../../structures/base36.js';
+import type { RecordHolder } from './recent-records.js';
 
 /**
  * Entities of the JSON-lines store. Each keeps its line as the source of truth and parses its
@@ -19,18 +20,29 @@ import { base36 } from '../../structures/base36.js';
  * by hand) has none until start-up gives it one (`RestampedEntity`); its `seq` is 0 meanwhile.
  */
 
-/** An entity the store wrote in this process: its JSON is a string. */
-export class WrittenEntity implements StoredEntity, HeldChange {
+/**
+ * An entity the store wrote in this process: its JSON is a string. While it is among the last
+ * written (recent-records.ts), it also holds the record it was written from, and reads it without
+ * parsing its JSON.
+ */
+export class WrittenEntity implements StoredEntity, HeldChange, RecordHolder {
   readonly id: string;
   readonly json: string;
   readonly #line: number;
   #stamp: ChangeStamp | undefined;
+  /** The record `json` is the `JSON.stringify` of, until `releaseRecord`. */
+  #made: EntityRecord | undefined;
 
-  constructor(id: string, json: string, line: number, stamp?: ChangeStamp) {
+  constructor(id: string, json: string, line: number, stamp?: ChangeStamp, made?: EntityRecord) {
     this.id = id;
     this.json = json;
     this.#line = line;
     this.#stamp = stamp;
+    this.#made = made;
+  }
+
+  releaseRecord(): void {
+    this.#made = undefined;
   }
 
   /** Gives a freshly written entity its change's stamp (once, when its batch is composed). */
@@ -56,8 +68,16 @@ export class WrittenEntity implements StoredEntity, HeldChange {
     return this;
   }
 
+  /** Read-only, as every store's record: the held one is shared by all its readers. */
   get record(): EntityRecord {
-    return JSON.parse(this.json) as EntityRecord;
+    return this.#made ?? (JSON.parse(this.json) as EntityRecord);
+  }
+
+  valuesAt(paths: readonly (readonly string[])[]): unknown[] {
+    const made = this.#made;
+    if (made !== undefined) return paths.map((path) => valueAt(made, path));
+    const bytes = Buffer.from(this.json);
+    return valuesAt(bytes, 0, bytes.length, paths);
   }
 
   #version: string | undefined;
@@ -220,10 +240,7 @@ export class RestampedEntity implements StoredEntity, HeldChange {
     return this;
   }
   valuesAt(paths: readonly (readonly string[])[]): unknown[] {
-    const inner = this.#inner;
-    if (inner instanceof LoadedEntity) return inner.valuesAt(paths);
-    const record = inner.record;
-    return paths.map((path) => valueAt(record, path));
+    return this.#inner.valuesAt(paths);
   }
   jsonBytes<T>(read: (bytes: Uint8Array, start: number, end: number) => T): T {
     const inner = this.#inner;
