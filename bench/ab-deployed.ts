@@ -3,13 +3,13 @@
  * measured interleaved (A B, A B, …) on one workload of the `deployed` section, so that both see the
  * same background load:
  *
- *   node --import tsx bench/ab-deployed.ts hot|uniform|page-20|page-200|post <rounds> <entities> <server entry>...
+ *   node --import tsx bench/ab-deployed.ts hot|uniform|page-20|page-200|post|patch <rounds> <entities> <server entry>...
  *
  * (an entry is a built `cli.js`, e.g. a copy of `dist/` made before a change; `keyed:<cli.js>`, for
  * `post`, a server of that build sent a fresh `Idempotency-Key` with every POST). The entry `limit`
  * adds the limit (bare node:http replaying the first build's answers; for `post`, the durable
- * limit; `limit-dsync`, for `post`, the durable limit with O_DSYNC, one synced write per batch, as
- * halserve's log syncs), so that a build's ratio to it is measured in the same rounds. Prints each round's
+ * limit, as for `patch`; `limit-dsync`, for `post` and `patch`, the durable limit with O_DSYNC, one
+ * synced write per batch, as halserve's log syncs), so that a build's ratio to it is measured in the same rounds. Prints each round's
  * requests per second and server CPU per request, then the medians and each column's median of
  * per-round ratios to the last column, with the load average.
  */
@@ -25,7 +25,7 @@ import { startHalserveWithToken, startLimit, type Running } from './servers.js';
 import { fmt, median, pairedRatio } from './stats.js';
 import { withToken } from './workloads.js';
 
-const KINDS = ['hot', 'uniform', 'page-20', 'page-200', 'post'] as const;
+const KINDS = ['hot', 'uniform', 'page-20', 'page-200', 'post', 'patch'] as const;
 type Kind = (typeof KINDS)[number];
 const [kindText = 'hot', roundsText = '3', entitiesText = '100000', ...entries] = process.argv.slice(2);
 const kind = kindText as Kind;
@@ -51,6 +51,8 @@ function requestsOf(ids: readonly string[]): BenchRequest[] {
   if (kind === 'hot') return withToken([get(ids[ids.length >> 1]!)]);
   if (kind === 'uniform') return withToken(uniform(ids, 10_000, entities).map(get));
   if (kind === 'post') return withToken([{ method: 'POST', path: `/${RESOURCE}`, headers: { ...ACCEPT, 'content-type': 'application/json' }, body: postBody() }]);
+  // As the PATCH workload of `npm run bench`: a merge patch of `stock` to 100 ids spread over the set.
+  if (kind === 'patch') return withToken(Array.from({ length: 100 }, (_, n) => ({ method: 'PATCH', path: `/${RESOURCE}/${ids[Math.floor((n * ids.length) / 100)]}`, headers: { ...ACCEPT, 'content-type': 'application/json' }, body: JSON.stringify({ stock: n }) })));
   return withToken(pages(kind === 'page-20' ? 20 : 200));
 }
 
@@ -61,8 +63,9 @@ try {
       if (!first) throw new Error('the limit replays the first build: name a build before it');
       const file = path.join(tmp, 'capture.json');
       await fs.writeFile(file, JSON.stringify(await capture(first.server.port, first.requests)));
-      if (entry === 'limit-dsync' && kind !== 'post') throw new Error('limit-dsync is for post only');
-      const server = await startLimit(config.root, file, config.pin, [], kind === 'post' ? path.join(tmp, `${entry}.jsonl`) : undefined, entry === 'limit-dsync');
+      const writes = kind === 'post' || kind === 'patch';
+      if (entry === 'limit-dsync' && !writes) throw new Error('limit-dsync is for post and patch only');
+      const server = await startLimit(config.root, file, config.pin, [], writes ? path.join(tmp, `${entry}.jsonl`) : undefined, entry === 'limit-dsync');
       servers.push({ entry, server, requests: first.requests, keyed: false });
     } else {
       const keyed = entry.startsWith('keyed:');
