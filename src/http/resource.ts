@@ -314,8 +314,18 @@ export class Resource {
       );
     // A link the patch sets is checked against its target; one it leaves alone is stored already.
     // A missing entity is a 404 before any of its links is looked at.
-    if ((this.#related?.targets(patch).length ?? 0) > 0) return Promise.resolve(id).then((found) => this.entity(found)).then(write);
+    if ((this.#related?.targets(patch).length ?? 0) > 0) return this.#mustExist(id).then(write);
     return write();
+  }
+
+  /**
+   * A 404 problem unless the entity exists: in this process's store, or, asked of the link guard,
+   * in a database another process shares, which may hold an entity it has just created that this
+   * process's copy has not seen yet (the write itself then finds it there).
+   */
+  async #mustExist(id: string): Promise<void> {
+    if ((await this.store.get(id)) !== undefined) return;
+    if (this.#integrity === undefined || !(await this.#integrity.exists(this.name, id))) throw this.missing(id);
   }
 
   /** DELETE; an entity something links to stays (409), checked in the same order as the links' writes (docs/relations.md). */

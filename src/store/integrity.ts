@@ -24,6 +24,12 @@ export interface LinkIntegrity {
    */
   removing<T>(resource: string, id: string, remove: () => Promise<T>): Promise<T>;
   /**
+   * Whether an entity exists, asked as a target of `linking` is: the caller's 404 before a
+   * write's links are checked. Against a shared database, an id this process's copy lacks is
+   * looked up there (another process may have just created it).
+   */
+  exists(resource: string, id: string): Promise<boolean>;
+  /**
    * True when `removing` counts the links before `remove` runs the delete's own checks (the
    * entity exists, `If-Match`), all against state in this process: the caller then makes those
    * checks first, so that a 404 or 412 comes before a 409. False when the delete decides all of

@@ -95,6 +95,8 @@ export function localLinkIntegrity(graph: RelationGraph, stores: ReadonlyMap<str
 
     countsBeforeChecks: true,
 
+    exists: (resource, id) => exists({ resource, id, path: '' }),
+
     async removing(resource, id, remove) {
       const k = key(resource, id);
       while (deleting.has(k)) await deleting.get(k);

@@ -431,11 +431,43 @@ describe('a store shared with other processes, whose copy here may be behind', (
           decided.push(`${resource}/${id}`);
           return remove();
         },
+        exists: () => Promise.reject(new Error('not asked by a delete')),
       }),
     });
     const res = await s.request('/categories/c9', { method: 'DELETE', headers: { 'if-match': tag } });
     assert.equal(res.status, 204);
     assert.deepEqual(decided, ['categories/c9']);
     assert.equal(categories.get('c9'), undefined);
+  });
+
+  test('PATCH setting a link on an entity this copy has not seen yet -> asked of the shared database (200), not a 404 from the copy; one nowhere -> 404', async () => {
+    const categories = createMemoryStore(CATEGORIES);
+    const products = createMemoryStore(PRODUCTS);
+    // Another process created p9; this one's copy has not seen it: `get` misses, the shared store has it.
+    await products.create({ id: 'p9', createdAt: 1, updatedAt: 1, name: 'Fresh', category: 'c1' });
+    const behind = Object.assign(Object.create(products) as Store, { get: (id: string) => (id === 'p9' ? undefined : products.get(id)) });
+    const asked: string[] = [];
+    const shared = new Map<string, Store>([['categories', categories], ['products', products]]);
+    const s = await startServer({
+      resources: [
+        { name: 'categories', store: categories },
+        { name: 'products', store: behind, schema: PRODUCT_SCHEMA, validate: compileSchema(PRODUCT_SCHEMA, 'products.schema.json') },
+      ],
+      linkIntegrity: () => ({
+        countsBeforeChecks: false,
+        linking: (_targets, write) => write(),
+        removing: (_resource, _id, remove) => remove(),
+        exists: async (resource, id) => {
+          asked.push(`${resource}/${id}`);
+          return shared.get(resource)?.get(id) !== undefined;
+        },
+      }),
+    });
+    const moved = await s.request('/products/p9', { method: 'PATCH', headers: { 'content-type': 'application/merge-patch+json' }, body: JSON.stringify({ category: 'c2' }) });
+    assert.equal(moved.status, 200, await moved.text());
+    assert.equal(products.get('p9')?.record['category'], 'c2');
+    const nowhere = await s.request('/products/p404', { method: 'PATCH', headers: { 'content-type': 'application/merge-patch+json' }, body: JSON.stringify({ category: 'c2' }) });
+    assert.equal(nowhere.status, 404);
+    assert.deepEqual(asked, ['products/p9', 'products/p404']);
   });
 });

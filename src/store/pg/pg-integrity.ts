@@ -37,21 +37,29 @@ export class PgLinkIntegrity implements LinkIntegrity {
   }
 
   async linking<T>(targets: readonly LinkTarget[], write: () => Promise<T>): Promise<T> {
-    const unknown = targets.filter((t) => this.#stores.get(t.resource)?.get(t.id) === undefined);
-    if (unknown.length > 0) {
-      const sql = this.#database.sql;
-      let live: Set<string>;
-      try {
-        live = await withDeadline(() => liveTargets(sql, unknown), STATEMENT_DEADLINE_MS, 'link check');
-      } catch (error) {
-        if (!isUnavailable(error)) throw error;
-        this.#onUnavailable(error);
-        throw new StoreUnavailableError(`PostgreSQL unreachable: ${reason(error)}`);
-      }
-      const missing = unknown.filter((t) => !live.has(targetKey(t.resource, t.id)));
-      if (missing.length > 0) throw new DanglingLinkError(missing);
-    }
+    const missing = await this.#missing(targets);
+    if (missing.length > 0) throw new DanglingLinkError(missing);
     return write();
+  }
+
+  async exists(resource: string, id: string): Promise<boolean> {
+    return (await this.#missing([{ resource, id, path: '' }])).length === 0;
+  }
+
+  /** The targets live neither in this process's index nor in the database. */
+  async #missing(targets: readonly LinkTarget[]): Promise<LinkTarget[]> {
+    const unknown = targets.filter((t) => this.#stores.get(t.resource)?.get(t.id) === undefined);
+    if (unknown.length === 0) return [];
+    const sql = this.#database.sql;
+    let live: Set<string>;
+    try {
+      live = await withDeadline(() => liveTargets(sql, unknown), STATEMENT_DEADLINE_MS, 'link check');
+    } catch (error) {
+      if (!isUnavailable(error)) throw error;
+      this.#onUnavailable(error);
+      throw new StoreUnavailableError(`PostgreSQL unreachable: ${reason(error)}`);
+    }
+    return unknown.filter((t) => !live.has(targetKey(t.resource, t.id)));
   }
 
   /** The delete's own statement refuses it while something links to the entity (`StillLinkedError`). */
