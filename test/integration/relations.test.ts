@@ -3,7 +3,8 @@ import { describe, test } from 'node:test';
 import { compileSchema } from '../../src/conventions/schema.js';
 import type { ServedResource } from '../../src/http/app.js';
 import { createMemoryStore } from '../../src/store/memory-store.js';
-import type { EntityRecord, LocalStore, Store } from '../../src/store/store.js';
+import type { EntityRecord, LocalStore, Store, StoredEntity } from '../../src/store/store.js';
+import type { LinkIntegrity } from '../../src/store/integrity.js';
 import { RFC2616, startServer, type TestResponse } from '../helpers/server.js';
 
 /*
@@ -410,30 +411,39 @@ describe('stores that answer later (a networked store: every read a Promise)', (
 });
 
 describe('a store shared with other processes, whose copy here may be behind', () => {
-  test('DELETE of a linked-to entity this copy has not seen yet, with the If-Match the other process gave -> decided by the delete (204), not 404 or 412 from the copy', async () => {
-    const categories = createMemoryStore(CATEGORIES);
-    const products = createMemoryStore(PRODUCTS);
-    // Another process created c9; this one's copy has not seen it: `get` misses, the delete (decided in the database) finds it.
-    await categories.create({ id: 'c9', createdAt: 1, updatedAt: 1, name: 'Fresh' });
-    const tag = `"${categories.get('c9')!.version}"`;
-    const behind = Object.assign(Object.create(categories) as Store, { get: (id: string) => (id === 'c9' ? undefined : categories.get(id)) });
-    const decided: string[] = [];
+  /**
+   * Categories and products in memory stores standing for the shared database, one entity that
+   * another process has just created (`fresh`, in `behind`'s resource) missing from this process's
+   * copy, and a link guard that decides as the PostgreSQL store's does: every check of a delete in
+   * the delete itself, an entity's existence in the shared stores.
+   */
+  async function sharedServer(behind: 'categories' | 'products', fresh: EntityRecord, guard: Pick<LinkIntegrity, 'removing' | 'exists'>) {
+    const shared = new Map<string, Store>([['categories', createMemoryStore(CATEGORIES)], ['products', createMemoryStore(PRODUCTS)]]);
+    const stale = shared.get(behind)!;
+    await stale.create(fresh);
+    const copy = Object.assign(Object.create(stale) as Store, { get: (id: string) => (id === fresh.id ? undefined : stale.get(id)) });
+    const of = (name: string): Store => (name === behind ? copy : shared.get(name)!);
     const s = await startServer({
       resources: [
-        { name: 'categories', store: behind },
-        { name: 'products', store: products, schema: PRODUCT_SCHEMA, validate: compileSchema(PRODUCT_SCHEMA, 'products.schema.json') },
+        { name: 'categories', store: of('categories') },
+        { name: 'products', store: of('products'), schema: PRODUCT_SCHEMA, validate: compileSchema(PRODUCT_SCHEMA, 'products.schema.json') },
       ],
-      // A guard that decides every check in the delete itself, as the PostgreSQL store's does.
-      linkIntegrity: () => ({
-        countsBeforeChecks: false,
-        linking: (_targets, write) => write(),
-        removing: (resource, id, remove) => {
-          decided.push(`${resource}/${id}`);
-          return remove();
-        },
-        exists: () => Promise.reject(new Error('not asked by a delete')),
-      }),
+      linkIntegrity: () => ({ countsBeforeChecks: false, linking: (_targets, write) => write(), ...guard }),
     });
+    return { s, shared };
+  }
+
+  test('DELETE of a linked-to entity this copy has not seen yet, with the If-Match the other process gave -> decided by the delete (204), not 404 or 412 from the copy', async () => {
+    const decided: string[] = [];
+    const { s, shared } = await sharedServer('categories', { id: 'c9', createdAt: 1, updatedAt: 1, name: 'Fresh' }, {
+      removing: (resource, id, remove) => {
+        decided.push(`${resource}/${id}`);
+        return remove();
+      },
+      exists: () => Promise.reject(new Error('not asked by a delete')),
+    });
+    const categories = shared.get('categories')!;
+    const tag = `"${(categories.get('c9') as StoredEntity).version}"`;
     const res = await s.request('/categories/c9', { method: 'DELETE', headers: { 'if-match': tag } });
     assert.equal(res.status, 204);
     assert.deepEqual(decided, ['categories/c9']);
@@ -441,33 +451,19 @@ describe('a store shared with other processes, whose copy here may be behind', (
   });
 
   test('PATCH setting a link on an entity this copy has not seen yet -> asked of the shared database (200), not a 404 from the copy; one nowhere -> 404', async () => {
-    const categories = createMemoryStore(CATEGORIES);
-    const products = createMemoryStore(PRODUCTS);
-    // Another process created p9; this one's copy has not seen it: `get` misses, the shared store has it.
-    await products.create({ id: 'p9', createdAt: 1, updatedAt: 1, name: 'Fresh', category: 'c1' });
-    const behind = Object.assign(Object.create(products) as Store, { get: (id: string) => (id === 'p9' ? undefined : products.get(id)) });
     const asked: string[] = [];
-    const shared = new Map<string, Store>([['categories', categories], ['products', products]]);
-    const s = await startServer({
-      resources: [
-        { name: 'categories', store: categories },
-        { name: 'products', store: behind, schema: PRODUCT_SCHEMA, validate: compileSchema(PRODUCT_SCHEMA, 'products.schema.json') },
-      ],
-      linkIntegrity: () => ({
-        countsBeforeChecks: false,
-        linking: (_targets, write) => write(),
-        removing: (_resource, _id, remove) => remove(),
-        exists: async (resource, id) => {
-          asked.push(`${resource}/${id}`);
-          return shared.get(resource)?.get(id) !== undefined;
-        },
-      }),
+    const { s, shared } = await sharedServer('products', { id: 'p9', createdAt: 1, updatedAt: 1, name: 'Fresh', category: 'c1' }, {
+      removing: (_resource, _id, remove) => remove(),
+      exists: async (resource, id) => {
+        asked.push(`${resource}/${id}`);
+        return shared.get(resource)?.get(id) !== undefined;
+      },
     });
-    const moved = await s.request('/products/p9', { method: 'PATCH', headers: { 'content-type': 'application/merge-patch+json' }, body: JSON.stringify({ category: 'c2' }) });
+    const patch = (id: string) => s.request(`/products/${id}`, { method: 'PATCH', headers: { 'content-type': 'application/merge-patch+json' }, body: JSON.stringify({ category: 'c2' }) });
+    const moved = await patch('p9');
     assert.equal(moved.status, 200, await moved.text());
-    assert.equal(products.get('p9')?.record['category'], 'c2');
-    const nowhere = await s.request('/products/p404', { method: 'PATCH', headers: { 'content-type': 'application/merge-patch+json' }, body: JSON.stringify({ category: 'c2' }) });
-    assert.equal(nowhere.status, 404);
+    assert.equal((shared.get('products')!.get('p9') as StoredEntity).record['category'], 'c2');
+    assert.equal((await patch('p404')).status, 404);
     assert.deepEqual(asked, ['products/p9', 'products/p404']);
   });
 });
