@@ -446,6 +446,30 @@ describe('Idempotency-Key answers in the JSON-lines store', () => {
     await store.close();
   });
 
+  test('keyed writes during a slow compaction -> their answers lines, carried over, still count: the next compaction drops them', async () => {
+    const dir = await tempDir();
+    const { fs: fsys, fault, events } = syncSeam((file) => file.endsWith('.tmp'));
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    fault.sync = () => held;
+    const store = await open(dir, { fs: fsys, compaction: { minBytes: 0 } });
+    /** A key whose answer is much larger than its entity's line. */
+    const large = (name: string): KeyedWrite => ({ key: name, fingerprint: 'f', answer: () => ({ status: 201, headers: {}, body: 'x'.repeat(4000) }) });
+    await store.create(record('first'), large('k0'));
+    // Its answers line is most of the log: a compaction starts, and waits at the sync of its new file.
+    await eventually(() => events.some((e) => e.endsWith('.tmp')), 'the compaction reached its sync');
+    for (let i = 1; i <= 10; i++) await store.create(record(`e${i}`), large(`k${i}`));
+    fault.sync = undefined;
+    release();
+    await store.settled();
+    const log = await fs.readFile(path.join(dir, 'items.jsonl'), 'utf8');
+    const answers = log.split('\n').filter((line) => line.startsWith('{"_answers":'));
+    const answerBytes = answers.reduce((sum, line) => sum + Buffer.byteLength(line) + 1, 0);
+    assert.ok(answerBytes * 2 <= Buffer.byteLength(log), `${answers.length} answers lines, ${answerBytes} bytes of ${Buffer.byteLength(log)}`);
+    for (let i = 0; i <= 10; i++) assert.ok(await replayOf(store, `k${i}`), `k${i} replays`);
+    await store.close();
+  });
+
   test("many keyed writes with few answers kept -> compactions drop the log's answers lines; the answers file holds the live ones", async () => {
     const dir = await tempDir();
     const options = { idempotency: { maxAnswers: 4 }, compaction: { minBytes: 0 } };

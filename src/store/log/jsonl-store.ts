@@ -590,6 +590,8 @@ class JsonlLogStore implements JsonlStore {
     }
     for (const entity of this.#index.values()) lines.push(entity);
     const snapshot = { lines, size: file.size, fileLines: file.lines };
+    /** The answers lines the swap drops; those the log gains meanwhile come with its tail and stay. */
+    const droppedAnswerBytes = this.#answerBytes;
     // The answers of the lines the swap drops, saved while the compaction copies (awaited before the swap).
     const saved = (this.#answersSaved = this.#answers.save());
     saved.catch(() => {});
@@ -609,8 +611,9 @@ class JsonlLogStore implements JsonlStore {
     })().then((done) => {
       this.#compacting = undefined;
       this.#observer?.compacted?.(done);
-      // Those the log gained during the compaction came with its tail, uncounted: the next one comes a little later, is all.
-      if (done) this.#answerBytes = 0;
+      // Answers lines the log gained during the compaction came with its tail: still counted, so
+      // that many keyed writes during a slow compaction start the next one (below).
+      if (done) this.#answerBytes -= droppedAnswerBytes;
       if (!done) this.#compactAfterLines = Math.ceil(file.lines * 1.5);
       // Writes went on during the compaction: if they alone took the file past the ratio again, the
       // next compaction starts now rather than after some later write (whenever that comes).
