@@ -459,7 +459,7 @@ describe('Idempotency-Key answers in the JSON-lines store', () => {
     // Its answers line is most of the log: a compaction starts, and waits at the sync of its new file.
     await eventually(() => events.some((e) => e.endsWith('.tmp')), 'the compaction reached its sync');
     for (let i = 1; i <= 10; i++) await store.create(record(`e${i}`), large(`k${i}`));
-    fault.sync = undefined;
+    delete fault.sync;
     release();
     await store.settled();
     const log = await fs.readFile(path.join(dir, 'items.jsonl'), 'utf8');
