@@ -22,8 +22,8 @@ import type { RecordHolder } from './recent-records.js';
 
 /**
  * An entity the store wrote in this process: its JSON is a string. While it is among the last
- * written (recent-records.ts), it also holds the record it was written from, and reads it without
- * parsing its JSON.
+ * updated (recent-records.ts), or freshly created and its batch not yet followed by another, it
+ * also holds the record it was written from, and reads it without parsing its JSON.
  */
 export class WrittenEntity implements StoredEntity, HeldChange, RecordHolder {
   readonly id: string;

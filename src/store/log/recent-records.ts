@@ -1,10 +1,11 @@
 /**
- * The records of the last entities a store wrote, kept as the objects they were written from, so
- * that what reads a fresh entity right after its write does not parse its JSON again: the answer
- * to the write itself (its links), and the next write of a hot entity (a PATCH merges into the
- * current record). Every other reader, and every entity written longer ago, parses the JSON as
- * before, and gets the same values: a record and the parse of its `JSON.stringify` are equal as
- * JSON.
+ * The records of the last entities a store updated, kept as the objects they were written from, so
+ * that the next write of a hot entity (a PATCH merges into the current record) does not parse its
+ * JSON again. A created entity is not held here: the JSON-lines store keeps its record only until
+ * its batch's successor is applied, long enough for the answer to its write (its links); see
+ * `#holdRecord` in jsonl-store.ts. Every other reader, and every entity written longer ago, parses
+ * the JSON as before, and gets the same values: a record and the parse of its `JSON.stringify` are
+ * equal as JSON.
  *
  * Bounded in entries and in the bytes of the entities' JSON: the oldest holder lets go of its record
  * first (first in, first out; a hit changes nothing, so holding is O(1) whatever the pattern), and
