@@ -1,5 +1,5 @@
 import { StoreWriteError, type Change, type ChangeType, type DeleteCheck, type EntityRecord, type StoredEntity } from './store.js';
-import { settleWrite, WriteQueue, type WriteOp } from './write-queue.js';
+import { gatherWrites, settleWrite, WriteQueue, type WriteOp } from './write-queue.js';
 import type { AnswerBook, KeyedWrite, Remembered, WriteOutcome } from './idempotency.js';
 import { answerOf, decideWrite, idOf, keyOf } from './write-rules.js';
 
@@ -38,7 +38,8 @@ export interface BatchTarget<E extends StoredEntity> {
 
 /**
  * Serialises the writes of one store and commits them in groups (docs/storage.md §1): writes that arrive
- * while one append + sync is in flight wait and go together in the next, sharing its sync. Each
+ * while one append + sync is in flight wait and go together in the next, sharing its sync, and a
+ * batch is taken only once a turn of the event loop has added no write to it (`gatherWrites`). Each
  * write is computed against the latest state, earlier writes of its batch included, and settled
  * only once its batch is durable; if the append fails, every write of the batch fails with
  * `StoreWriteError` and nothing is applied.
@@ -97,6 +98,8 @@ export class WriteBatcher<E extends StoredEntity> {
         await first.run();
         continue;
       }
+      // A group commit: the writes the next turns of the event loop bring share this batch's sync.
+      await gatherWrites(queue);
       await this.#commit(queue.takeWrites());
       this.#target.afterBatch?.();
     }
