@@ -125,9 +125,11 @@ async function generateLinked(dir: string, size: number): Promise<void> {
 
 /**
  * A fresh copy of a data set, so that writes of one workload never reach the next. A running
- * server's Unix socket (`_backup.sock`, for `halserve backup`) is not data and cannot be copied: skipped.
+ * server's Unix socket (`_backup.sock`, for `halserve backup`) is not data and cannot be copied,
+ * and a compaction's temporary file (`<file>.tmp`) comes and goes while the copy is made (a
+ * server's first start on unstamped lines compacts in the background): both skipped.
  */
 export async function copyDataset(data: Dataset, dir: string): Promise<Dataset> {
-  await fs.cp(data.dir, dir, { recursive: true, filter: async (source) => !(await fs.lstat(source)).isSocket() });
+  await fs.cp(data.dir, dir, { recursive: true, filter: async (source) => !source.endsWith('.tmp') && !(await fs.lstat(source)).isSocket() });
   return { ...data, dir };
 }
