@@ -37,15 +37,15 @@ export function nextTurn(): Promise<void> {
  * or `MAX_GATHER_TURNS` turns: a group commit that gathers the requests the sockets already hold.
  *
  * Why: a durable append's cost is mostly fixed. On ext4 over virtio (this project's benchmark
- * machine) an append made durable costs ~70–90 µs of kernel CPU and ~210 µs of wall time, whether
- * it holds 256 bytes or 16 KiB (bench/NOTES.md, "2026-11-27, late evening"), so the writes of a
- * batch share it. Taking the next batch the moment the last one is durable takes only the writes
- * that were queued meanwhile; the requests whose bytes are already in the sockets, and the writes
- * of the clients just answered, wait for a whole further append. Waiting for the event loop's
- * next check phase lets the poll phase read them first: with 50 clients, 18 lines a batch became
- * 31, and a durable POST cost 14% less CPU (a PATCH 16%). A write alone waits one turn of an idle loop
- * (microseconds). PostgreSQL's `commit_delay` is the same idea bounded by time; this one is
- * bounded by turns, so it never waits on a clock.
+ * machine) an append made durable costs ~60–90 µs of CPU, most of it the kernel's, and ~130–230 µs
+ * of wall time, whether it holds 256 bytes or 32 KiB (bench/NOTES.md, "2026-11-27, late
+ * evening"), so the writes of a batch share it. Taking the next batch the moment the last one is
+ * durable takes only the writes that were queued meanwhile; the requests whose bytes are already
+ * in the sockets, and the writes of the clients just answered, wait for a whole further append.
+ * Waiting for the event loop's next check phase lets the poll phase read them first: with 50
+ * clients, 18 lines a batch became 31, and a durable POST cost 14% less CPU (a PATCH 16%). A write
+ * alone waits one turn of an idle loop (microseconds). PostgreSQL's `commit_delay` is the same idea
+ * bounded by time; this one is bounded by turns, so it never waits on a clock.
  */
 export async function gatherWrites(queue: { readonly length: number }, turn: () => Promise<void> = nextTurn, maxTurns = MAX_GATHER_TURNS): Promise<void> {
   for (let seen = -1, turns = 0; queue.length !== seen && turns < maxTurns; turns++) {

@@ -198,4 +198,3 @@ describe('halserve backup (docs/storage.md §4)', () => {
     }
   });
 });
-
