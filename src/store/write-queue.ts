@@ -28,7 +28,7 @@ export function settleWrite(op: WriteOp, written: StoredEntity | undefined, remo
 export const MAX_GATHER_TURNS = 4;
 
 /** One turn of the event loop: resolves in its check phase, after the poll phase has read what the sockets hold. */
-export function nextTurn(): Promise<void> {
+function nextTurn(): Promise<void> {
   return new Promise((resolve) => setImmediate(resolve));
 }
 
