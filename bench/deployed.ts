@@ -171,6 +171,67 @@ export function uniform(ids: readonly string[], count: number, seed: number): st
   return Array.from({ length: count }, () => ids[Math.floor(random() * ids.length)]!);
 }
 
+/**
+ * The hot entity GET after a bulk load of `size`, at saturation and at one offered load for all
+ * (`EQUAL_LOAD`), with servers of their own in each round: one loaded through the API and read
+ * through, one freshly started on a copy of its data, and the limit replaying its answer. Two
+ * processes of one build on this VM can differ by ~10% for as long as they run (where they were
+ * placed, not what they run: their CPU profiles match, bench/NOTES.md), so each round draws its
+ * processes anew rather than the whole run keeping one draw, as a loaded server kept for every
+ * round would.
+ */
+async function hotRounds(config: BenchConfig, dir: string, size: number, log: Log): Promise<WorkloadResult[]> {
+  const rate = config.rate ?? EQUAL_LOAD;
+  const kinds = [
+    { name: `deployed-${size}-hot`, run: config },
+    // At one offered load for all three: at saturation the load generator shares the two cores, and
+    // its pace moves every round's req/s (±25% here); CPU per request at equal load measures what
+    // the server costs, which is what bounds its throughput.
+    { name: `deployed-${size}-hot-equal`, run: { ...config, rate } },
+  ] as const;
+  const columns = [
+    { label: `halserve after the bulk load, ${fmt(size)} loaded`, server: 'halserve' },
+    { label: `halserve freshly started on the same data, ${fmt(size)} loaded`, server: 'halserve-fresh' },
+    { label: 'limit (bare node:http replay)', server: 'limit' },
+  ] as const;
+  const samples = kinds.map(() => columns.map((): Sample[] => []));
+  const loads: number[] = [];
+  for (let round = 1; round <= config.rounds; round++) {
+    const at = path.join(dir, `hot-${round}`);
+    const servers: Running[] = [];
+    try {
+      const data = await emptyData(path.join(at, 'loaded'));
+      const loadedServer = await startHalserveWithToken(config.root, data.dir, config.pin);
+      servers.push(loadedServer);
+      const began = Date.now();
+      const ids = await bulkLoad(loadedServer.port, size);
+      loads.push((Date.now() - began) / 1000);
+      await readAll(loadedServer.port, ids);
+      servers.push(await startHalserveWithToken(config.root, (await copyInUse(data, path.join(at, 'fresh'))).dir, config.pin, [], 'halserve-fresh'));
+      const hot = withToken([entity(ids[ids.length >> 1]!)]);
+      const file = path.join(at, 'capture.json');
+      await fs.writeFile(file, JSON.stringify(await capture(loadedServer.port, hot)));
+      servers.push(await startLimit(config.root, file, config.pin));
+      for (const [k, kind] of kinds.entries()) {
+        for (const [i, column] of columns.entries()) {
+          await untilQuiet(servers.map((x) => x.pid));
+          const sample = await measure(kind.run, servers[i]!, hot, column.label);
+          samples[k]![i]!.push(sample);
+          log(`${kind.name} round ${round}/${config.rounds} ${column.label}: ${fmt(sample.rps)} req/s, ${fmt(sample.cpuUs, 1)} µs/req${sample.problem ? ` INVALID: ${sample.problem}` : ''}`);
+        }
+      }
+    } finally {
+      for (const x of servers) await x.stop();
+      await fs.rm(at, { recursive: true, force: true });
+    }
+  }
+  const perRound = `Each round has servers of its own: one loaded with ${fmt(size)} entities by POST (32 at a time; ${loads.map((x) => fmt(x, 1)).join(', ')} s) and then read once by GET, one freshly started on a copy of its data, and the limit replaying its answer.`;
+  return [
+    { name: kinds[0].name, title: `After a bulk load of ${fmt(size)} entities through the API: GET one hot entity (token on)`, notes: [perRound] },
+    { name: kinds[1].name, title: `After a bulk load of ${fmt(size)} entities: GET one hot entity at ${fmt(rate)} requests a second for every server (token on)`, notes: [perRound, `Every server gets the same offered load, ${fmt(rate)} requests a second (below what any of them reaches on this machine); compare CPU per request.`] },
+  ].map((w, k) => ({ ...w, contenders: columns.map((c, i) => ({ label: c.label, server: c.server, samples: samples[k]![i]! })) }));
+}
+
 /** The workloads after a bulk load of `size` entities through the API. */
 async function loaded(config: BenchConfig, tmp: string, size: number, log: Log): Promise<WorkloadResult[]> {
   const dir = path.join(tmp, `deployed-${size}`);
@@ -188,7 +249,7 @@ async function loaded(config: BenchConfig, tmp: string, size: number, log: Log):
     const ids = await bulkLoad(halserve.port, size);
     const loadSeconds = (Date.now() - began) / 1000;
     await readAll(halserve.port, ids);
-    const loadNote = `Loaded ${fmt(size)} entities by POST, 32 at a time, in ${fmt(loadSeconds, 1)} s, then read each once by GET (what fills the entity cache, which writes do not enter); the loaded server then answers every round without a restart.`;
+    const loadNote = `Loaded ${fmt(size)} entities by POST, 32 at a time, in ${fmt(loadSeconds, 1)} s, then read each once by GET (what fills the entity cache, which writes do not enter); the loaded server then answers every round of the workloads below without a restart.`;
     // The same data, served by a process that has read it from disk and served nothing yet.
     const fresh = await start(startHalserveWithToken(config.root, (await copyInUse(data, path.join(dir, 'fresh'))).dir, config.pin, [], 'halserve-fresh'));
     const hot = withToken([entity(ids[ids.length >> 1]!)]);
@@ -212,23 +273,8 @@ async function loaded(config: BenchConfig, tmp: string, size: number, log: Log):
       { label: label('halserve freshly started on the same data'), server: 'halserve-fresh', requests, running: fresh, ...(order ? { order } : {}) },
       { label: 'limit (bare node:http replay)', server: 'limit', requests, running: limit, ...(order ? { order } : {}) },
     ];
-    out.push(await rounds(config, `deployed-${size}-hot`, `After a bulk load of ${fmt(size)} entities through the API: GET one hot entity (token on)`, both(hot), [loadNote, cacheNote], log));
-    // The same at one offered load for all three: at saturation the load generator shares the two
-    // cores, and its pace moves every round's req/s (±25% here); CPU per request at equal load
-    // measures what the server costs, which is what bounds its throughput.
-    const rate = config.rate ?? EQUAL_LOAD;
-    out.push(
-      await rounds(
-        config,
-        `deployed-${size}-hot-equal`,
-        `After a bulk load of ${fmt(size)} entities: GET one hot entity at ${fmt(rate)} requests a second for every server (token on)`,
-        both(hot),
-        [`Every server gets the same offered load, ${fmt(rate)} requests a second (below what any of them reaches on this machine); compare CPU per request.`],
-        log,
-        { ...config, rate },
-      ),
-    );
-    out.push(await rounds(config, `deployed-${size}-uniform`, `After a bulk load of ${fmt(size)} entities: GET ${fmt(spread.length)} entities drawn uniformly at random (token on)`, both(spread, 'global'), [], log));
+    out.push(...(await hotRounds(config, dir, size, log)));
+    out.push(await rounds(config, `deployed-${size}-uniform`, `After a bulk load of ${fmt(size)} entities: GET ${fmt(spread.length)} entities drawn uniformly at random (token on)`, both(spread, 'global'), [loadNote, cacheNote], log));
     for (const [limitN, requests] of [
       [20, pages20],
       [200, pages200],

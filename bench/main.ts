@@ -75,39 +75,47 @@ async function runWorkload(config: BenchConfig, tmp: string, workload: Workload,
   try {
     // Read-only workloads on the large set use it in place; the others get fresh copies.
     const halData = workload.data === 'large' ? data : await copyDataset(data, path.join(dir, 'halserve'));
-    // As deployed: with a token, which every request to it sends (issue 15).
-    const halserve = await startHalserveWithToken(config.root, halData.dir, config.pin);
-    servers.set('halserve', halserve);
-    if (uses('halserve-no-token')) {
-      const openData = await copyDataset(data, path.join(dir, 'halserve-no-token'));
-      servers.set('halserve-no-token', await startHalserve(config.root, openData.dir, config.pin, [], [], 'halserve-no-token'));
-    }
-    if (uses('halserve-keyed')) {
-      const keyedData = await copyDataset(data, path.join(dir, 'halserve-keyed'));
-      servers.set('halserve-keyed', await startHalserveWithToken(config.root, keyedData.dir, config.pin, [], 'halserve-keyed'));
-    }
-    if (uses('halserve-jwt')) {
-      const jwtData = await copyDataset(data, path.join(dir, 'halserve-jwt'));
-      servers.set('halserve-jwt', await startHalserveWithJwt(config.root, jwtData.dir, config.pin));
-    }
-    if (uses('limit') || uses('durable-limit') || uses('durable-limit-dsync')) {
-      const requests = workload.contenders.filter((c) => c.server === 'limit' || c.server === 'durable-limit' || c.server === 'durable-limit-dsync').flatMap((c) => c.requests);
-      const file = path.join(dir, 'capture.json');
-      await fs.writeFile(file, JSON.stringify(await capture(halserve.port, requests)));
-      if (uses('limit')) {
-        const limit = await startLimit(config.root, file, config.pin);
-        servers.set('limit', limit);
-        notes.push(await verifyReplay(halserve, limit, workload));
+    const copies = new Map<ServerKind, Dataset>();
+    for (const kind of ['halserve-no-token', 'halserve-keyed', 'halserve-jwt', 'json-server'] as const) if (uses(kind)) copies.set(kind, await copyDataset(data, path.join(dir, kind)));
+    /** Every server of the workload on its data (again, for a workload that restarts them each round). */
+    const startServers = async (): Promise<void> => {
+      // As deployed: with a token, which every request to it sends (issue 15).
+      servers.set('halserve', await startHalserveWithToken(config.root, halData.dir, config.pin));
+      const copy = (kind: ServerKind): string => copies.get(kind)!.dir;
+      if (uses('halserve-no-token')) servers.set('halserve-no-token', await startHalserve(config.root, copy('halserve-no-token'), config.pin, [], [], 'halserve-no-token'));
+      if (uses('halserve-keyed')) servers.set('halserve-keyed', await startHalserveWithToken(config.root, copy('halserve-keyed'), config.pin, [], 'halserve-keyed'));
+      if (uses('halserve-jwt')) servers.set('halserve-jwt', await startHalserveWithJwt(config.root, copy('halserve-jwt'), config.pin));
+      if (uses('limit') || uses('durable-limit') || uses('durable-limit-dsync')) {
+        const file = path.join(dir, 'capture.json');
+        if (!existsSync(file)) {
+          const requests = workload.contenders.filter((c) => c.server === 'limit' || c.server === 'durable-limit' || c.server === 'durable-limit-dsync').flatMap((c) => c.requests);
+          await fs.writeFile(file, JSON.stringify(await capture(servers.get('halserve')!.port, requests)));
+        }
+        if (uses('limit')) {
+          const limit = await startLimit(config.root, file, config.pin);
+          servers.set('limit', limit);
+          if (notes.length === 0) notes.push(await verifyReplay(servers.get('halserve')!, limit, workload));
+        }
+        if (uses('durable-limit')) servers.set('durable-limit', await startLimit(config.root, file, config.pin, [], path.join(dir, 'durable-limit.jsonl')));
+        if (uses('durable-limit-dsync')) servers.set('durable-limit-dsync', await startLimit(config.root, file, config.pin, [], path.join(dir, 'durable-limit-dsync.jsonl'), true));
       }
-      if (uses('durable-limit')) servers.set('durable-limit', await startLimit(config.root, file, config.pin, [], path.join(dir, 'durable-limit.jsonl')));
-      if (uses('durable-limit-dsync')) servers.set('durable-limit-dsync', await startLimit(config.root, file, config.pin, [], path.join(dir, 'durable-limit-dsync.jsonl'), true));
-    }
-    if (uses('json-server')) {
-      const jsData = await copyDataset(data, path.join(dir, 'json-server'));
-      servers.set('json-server', await startJsonServer(config.root, path.join(jsData.dir, 'db.json'), config.pin));
-    }
+      if (uses('json-server')) servers.set('json-server', await startJsonServer(config.root, path.join(copy('json-server'), 'db.json'), config.pin));
+    };
+    const stopServers = async (): Promise<void> => {
+      for (const [kind, server] of servers) {
+        const code = await server.stop();
+        if (code !== 0 && code !== null) log(`${kind} exited with ${code}`);
+      }
+      servers.clear();
+    };
+    await startServers();
     const samples = workload.contenders.map((): Sample[] => []);
-    for (let round = 1; round <= config.rounds; round++) {
+    const rounds = config.quick ? config.rounds : Math.max(config.rounds, workload.minRounds ?? 0);
+    for (let round = 1; round <= rounds; round++) {
+      if (workload.restartEachRound && round > 1) {
+        await stopServers();
+        await startServers();
+      }
       for (const [i, contender] of workload.contenders.entries()) {
         const server = servers.get(contender.server);
         if (!server) throw new Error(`no ${contender.server} server`);
@@ -116,7 +124,7 @@ async function runWorkload(config: BenchConfig, tmp: string, workload: Workload,
         const sample = await measure(config, server, contender.requests, contender.label, contender.order, contender.keyed);
         samples[i]!.push(sample);
         log(
-          `${workload.name} round ${round}/${config.rounds} ${contender.label}: ${fmt(sample.rps)} req/s, p99 ${sample.p99} ms, ${fmt(sample.cpuUs, 1)} µs/req${sample.problem ? ` INVALID: ${sample.problem}` : ''}`,
+          `${workload.name} round ${round}/${rounds} ${contender.label}: ${fmt(sample.rps)} req/s, p99 ${sample.p99} ms, ${fmt(sample.cpuUs, 1)} µs/req${sample.problem ? ` INVALID: ${sample.problem}` : ''}`,
         );
       }
     }
