@@ -172,22 +172,24 @@ export function uniform(ids: readonly string[], count: number, seed: number): st
 }
 
 /**
- * The hot entity GET after a bulk load of `size`, at saturation and at one offered load for all
- * (`EQUAL_LOAD`), with servers of their own in each round: one loaded through the API and read
- * through, one freshly started on a copy of its data, and the limit replaying its answer. Two
- * processes of one build on this VM can differ by ~10% for as long as they run (where they were
- * placed, not what they run: their CPU profiles match, bench/NOTES.md), so each round draws its
- * processes anew rather than the whole run keeping one draw, as a loaded server kept for every
- * round would.
+ * The entity GETs after a bulk load of `size` — one hot entity at saturation and at one offered
+ * load for all (`EQUAL_LOAD`), and entities drawn uniformly at random — with servers of their own
+ * in each round: one loaded through the API and read through, one freshly started on a copy of its
+ * data, and the limit replaying its answers. Two processes of one build on this VM can differ by
+ * ~10% for as long as they run (where they were placed, not what they run: their CPU profiles
+ * match, bench/NOTES.md), so each round draws its processes anew rather than the whole run keeping
+ * one draw, as a loaded server kept for every round would.
  */
-async function hotRounds(config: BenchConfig, dir: string, size: number, log: Log): Promise<WorkloadResult[]> {
+async function entityRounds(config: BenchConfig, dir: string, size: number, log: Log, notes: readonly string[]): Promise<WorkloadResult[]> {
   const rate = config.rate ?? EQUAL_LOAD;
+  const spreadCount = config.quick ? 1_000 : 10_000;
   const kinds = [
-    { name: `deployed-${size}-hot`, run: config },
+    { name: `deployed-${size}-hot`, run: config, hot: true },
     // At one offered load for all three: at saturation the load generator shares the two cores, and
     // its pace moves every round's req/s (±25% here); CPU per request at equal load measures what
     // the server costs, which is what bounds its throughput.
-    { name: `deployed-${size}-hot-equal`, run: { ...config, rate } },
+    { name: `deployed-${size}-hot-equal`, run: { ...config, rate }, hot: true },
+    { name: `deployed-${size}-uniform`, run: config, hot: false },
   ] as const;
   const columns = [
     { label: `halserve after the bulk load, ${fmt(size)} loaded`, server: 'halserve' },
@@ -209,13 +211,15 @@ async function hotRounds(config: BenchConfig, dir: string, size: number, log: Lo
       await readAll(loadedServer.port, ids);
       servers.push(await startHalserveWithToken(config.root, (await copyInUse(data, path.join(at, 'fresh'))).dir, config.pin, [], 'halserve-fresh'));
       const hot = withToken([entity(ids[ids.length >> 1]!)]);
+      // The same draw in every round (the ids differ, their positions do not).
+      const spread = withToken(uniform(ids, spreadCount, size).map(entity));
       const file = path.join(at, 'capture.json');
-      await fs.writeFile(file, JSON.stringify(await capture(loadedServer.port, hot)));
+      await fs.writeFile(file, JSON.stringify(await capture(loadedServer.port, [...hot, ...spread])));
       servers.push(await startLimit(config.root, file, config.pin));
       for (const [k, kind] of kinds.entries()) {
         for (const [i, column] of columns.entries()) {
           await untilQuiet(servers.map((x) => x.pid));
-          const sample = await measure(kind.run, servers[i]!, hot, column.label);
+          const sample = kind.hot ? await measure(kind.run, servers[i]!, hot, column.label) : await measure(kind.run, servers[i]!, spread, column.label, 'global');
           samples[k]![i]!.push(sample);
           log(`${kind.name} round ${round}/${config.rounds} ${column.label}: ${fmt(sample.rps)} req/s, ${fmt(sample.cpuUs, 1)} µs/req${sample.problem ? ` INVALID: ${sample.problem}` : ''}`);
         }
@@ -227,8 +231,9 @@ async function hotRounds(config: BenchConfig, dir: string, size: number, log: Lo
   }
   const perRound = `Each round has servers of its own: one loaded with ${fmt(size)} entities by POST (32 at a time; ${loads.map((x) => fmt(x, 1)).join(', ')} s) and then read once by GET, one freshly started on a copy of its data, and the limit replaying its answer.`;
   return [
-    { name: kinds[0].name, title: `After a bulk load of ${fmt(size)} entities through the API: GET one hot entity (token on)`, notes: [perRound] },
+    { name: kinds[0].name, title: `After a bulk load of ${fmt(size)} entities through the API: GET one hot entity (token on)`, notes: [perRound, ...notes] },
     { name: kinds[1].name, title: `After a bulk load of ${fmt(size)} entities: GET one hot entity at ${fmt(rate)} requests a second for every server (token on)`, notes: [perRound, `Every server gets the same offered load, ${fmt(rate)} requests a second (below what any of them reaches on this machine); compare CPU per request.`] },
+    { name: kinds[2].name, title: `After a bulk load of ${fmt(size)} entities: GET ${fmt(spreadCount)} entities drawn uniformly at random (token on)`, notes: [perRound, ...notes] },
   ].map((w, k) => ({ ...w, contenders: columns.map((c, i) => ({ label: c.label, server: c.server, samples: samples[k]![i]! })) }));
 }
 
@@ -249,18 +254,15 @@ async function loaded(config: BenchConfig, tmp: string, size: number, log: Log):
     const ids = await bulkLoad(halserve.port, size);
     const loadSeconds = (Date.now() - began) / 1000;
     await readAll(halserve.port, ids);
-    const loadNote = `Loaded ${fmt(size)} entities by POST, 32 at a time, in ${fmt(loadSeconds, 1)} s, then read each once by GET (what fills the entity cache, which writes do not enter); the loaded server then answers every round of the workloads below without a restart.`;
-    // The same data, served by a process that has read it from disk and served nothing yet.
-    const fresh = await start(startHalserveWithToken(config.root, (await copyInUse(data, path.join(dir, 'fresh'))).dir, config.pin, [], 'halserve-fresh'));
+    const loadNote = `Loaded ${fmt(size)} entities by POST, 32 at a time, in ${fmt(loadSeconds, 1)} s, then read each once by GET (what fills the entity cache, which writes do not enter); the loaded server then answers every round of the page and POST workloads without a restart (the entity GETs load servers of their own each round).`;
     const hot = withToken([entity(ids[ids.length >> 1]!)]);
-    const spread = withToken(uniform(ids, config.quick ? 1_000 : 10_000, size).map(entity));
     const pages = (limit: number): BenchRequest[] => {
       const last = Math.max(1, Math.ceil(size / limit));
       return withToken(Array.from({ length: 20 }, (_, i) => page(1 + Math.floor((i * (last - 1)) / 19), limit)));
     };
     const [pages20, pages200] = [pages(20), pages(200)];
     const file = path.join(dir, 'capture.json');
-    await fs.writeFile(file, JSON.stringify(await capture(halserve.port, [...hot, ...spread, ...pages20, ...pages200, withToken([POST])[0]!])));
+    await fs.writeFile(file, JSON.stringify(await capture(halserve.port, [...pages20, ...pages200, withToken([POST])[0]!])));
     const limit = await start(startLimit(config.root, file, config.pin));
     const durable = await start(startLimit(config.root, file, config.pin, [], path.join(dir, 'durable.jsonl')));
     const body = (await capture(halserve.port, hot))[0]!.body;
@@ -268,13 +270,7 @@ async function loaded(config: BenchConfig, tmp: string, size: number, log: Log):
     const cacheNote = `An entity's HAL answer is ${bytes} bytes: ${fmt(size)} of them, all read once after the load, are ${fmt((size * (bytes + 16)) / 2 ** 20, 1)} MiB against the entity cache's 16 MiB, so the loaded server's cache is ${size * (bytes + 16) > 16 * 2 ** 20 ? 'full and evicting' : 'not full'}. A POST's answer does not enter it.`;
     const label = (what: string): string => `${what}, ${fmt(size)} loaded`;
     const out: WorkloadResult[] = [];
-    const both = (requests: BenchRequest[], order?: RequestOrder): Column[] => [
-      { label: label('halserve after the bulk load'), server: 'halserve', requests, running: halserve, ...(order ? { order } : {}) },
-      { label: label('halserve freshly started on the same data'), server: 'halserve-fresh', requests, running: fresh, ...(order ? { order } : {}) },
-      { label: 'limit (bare node:http replay)', server: 'limit', requests, running: limit, ...(order ? { order } : {}) },
-    ];
-    out.push(...(await hotRounds(config, dir, size, log)));
-    out.push(await rounds(config, `deployed-${size}-uniform`, `After a bulk load of ${fmt(size)} entities: GET ${fmt(spread.length)} entities drawn uniformly at random (token on)`, both(spread, 'global'), [loadNote, cacheNote], log));
+    out.push(...(await entityRounds(config, dir, size, log, [cacheNote])));
     for (const [limitN, requests] of [
       [20, pages20],
       [200, pages200],
@@ -283,7 +279,7 @@ async function loaded(config: BenchConfig, tmp: string, size: number, log: Log):
         await rounds(config, `deployed-${size}-page-${limitN}`, `After a bulk load of ${fmt(size)} entities: GET a page, limit=${limitN} (token on)`, [
           { label: label('halserve after the bulk load'), server: 'halserve', requests, running: halserve },
           { label: 'limit (bare node:http replay)', server: 'limit', requests, running: limit },
-        ], [], log),
+        ], limitN === 20 ? [loadNote, cacheNote] : [], log),
       );
     }
     // POSTs are measured for a shorter time, so that the server restarted on an empty data set for each round stays small (its cache stays empty: a POST's answer does not enter it).
