@@ -72,6 +72,13 @@ async function runWorkload(config: BenchConfig, tmp: string, workload: Workload,
   const uses = (kind: ServerKind): boolean => workload.contenders.some((c) => c.server === kind);
   const servers = new Map<ServerKind, Running>();
   const notes: string[] = [];
+  const stopServers = async (): Promise<void> => {
+    for (const [kind, server] of servers) {
+      const code = await server.stop();
+      if (code !== 0 && code !== null) log(`${kind} exited with ${code}`);
+    }
+    servers.clear();
+  };
   try {
     // Read-only workloads on the large set use it in place; the others get fresh copies.
     const halData = workload.data === 'large' ? data : await copyDataset(data, path.join(dir, 'halserve'));
@@ -101,13 +108,6 @@ async function runWorkload(config: BenchConfig, tmp: string, workload: Workload,
       }
       if (uses('json-server')) servers.set('json-server', await startJsonServer(config.root, path.join(copy('json-server'), 'db.json'), config.pin));
     };
-    const stopServers = async (): Promise<void> => {
-      for (const [kind, server] of servers) {
-        const code = await server.stop();
-        if (code !== 0 && code !== null) log(`${kind} exited with ${code}`);
-      }
-      servers.clear();
-    };
     await startServers();
     const samples = workload.contenders.map((): Sample[] => []);
     const rounds = config.quick ? config.rounds : Math.max(config.rounds, workload.minRounds ?? 0);
@@ -135,10 +135,7 @@ async function runWorkload(config: BenchConfig, tmp: string, workload: Workload,
       notes,
     };
   } finally {
-    for (const [kind, server] of servers) {
-      const code = await server.stop();
-      if (code !== 0 && code !== null) log(`${kind} exited with ${code}`);
-    }
+    await stopServers();
     await fs.rm(dir, { recursive: true, force: true });
   }
 }
