@@ -61,6 +61,13 @@ const EQUAL_LOAD = 15_000;
 /** Rounds at least of the entity GETs after a bulk load (`entityRounds`), each loading servers of its own. */
 const ENTITY_ROUNDS = 5;
 
+/** One measured run of a column in a round, logged as every round here is. */
+async function measureRound(run: BenchConfig, server: Running, requests: readonly BenchRequest[], label: string, order: RequestOrder | undefined, at: string, log: Log): Promise<Sample> {
+  const sample = await measure(run, server, requests, label, order);
+  log(`${at} ${label}: ${fmt(sample.rps)} req/s, ${fmt(sample.cpuUs, 1)} µs/req${sample.problem ? ` INVALID: ${sample.problem}` : ''}`);
+  return sample;
+}
+
 /** Measures the columns in interleaved rounds, as the side-by-side workloads do. */
 async function rounds(config: BenchConfig, name: string, title: string, columns: readonly Column[], notes: string[], log: Log, runConfig: BenchConfig = config): Promise<WorkloadResult> {
   const samples = columns.map((): Sample[] => []);
@@ -70,9 +77,7 @@ async function rounds(config: BenchConfig, name: string, title: string, columns:
       try {
         // Every server of the workload at rest first (proc.ts untilQuiet).
         await untilQuiet([...columns.flatMap((c) => (c.running ? [c.running.pid] : [])), server.pid]);
-        const sample = await measure(runConfig, server, column.requests, column.label, column.order);
-        samples[i]!.push(sample);
-        log(`${name} round ${round}/${config.rounds} ${column.label}: ${fmt(sample.rps)} req/s, ${fmt(sample.cpuUs, 1)} µs/req${sample.problem ? ` INVALID: ${sample.problem}` : ''}`);
+        samples[i]!.push(await measureRound(runConfig, server, column.requests, column.label, column.order, `${name} round ${round}/${config.rounds}`, log));
       } finally {
         if (!column.running) await server.stop();
       }
@@ -224,9 +229,8 @@ async function entityRounds(config: BenchConfig, dir: string, size: number, log:
       for (const [k, kind] of kinds.entries()) {
         for (const [i, column] of columns.entries()) {
           await untilQuiet(servers.map((x) => x.pid));
-          const sample = kind.hot ? await measure(kind.run, servers[i]!, hot, column.label) : await measure(kind.run, servers[i]!, spread, column.label, 'global');
-          samples[k]![i]!.push(sample);
-          log(`${kind.name} round ${round}/${roundCount} ${column.label}: ${fmt(sample.rps)} req/s, ${fmt(sample.cpuUs, 1)} µs/req${sample.problem ? ` INVALID: ${sample.problem}` : ''}`);
+          const [requests, order] = kind.hot ? [hot, undefined] : [spread, 'global' as const];
+          samples[k]![i]!.push(await measureRound(kind.run, servers[i]!, requests, column.label, order, `${kind.name} round ${round}/${roundCount}`, log));
         }
       }
     } finally {
