@@ -193,6 +193,20 @@ describe('three processes on one PostgreSQL: a stream client converges through f
       paused = true;
       await eventually(() => inFlight === 0, 'the writers idle');
     };
+    /**
+     * Once the writers are idle, one more create, and every follower has it, then `caughtUp`: the
+     * feed delivers in cursor order, so the followers then hold every write acknowledged before.
+     * The processes agreeing on a latest change does not show that by itself: a committed write
+     * that no process's feed has delivered yet is in none of their latest cursors.
+     */
+    const settled = async (what: string, followers: readonly Follower[]): Promise<void> => {
+      const res = await fetch(`${processes[0]!.url}/${RESOURCE}`, { method: 'POST', headers: JSON_HEADERS, body: JSON.stringify({ n: what }) });
+      assert.equal(res.status, 201);
+      const id = ((await res.json()) as { id: string }).id;
+      history.possible.set(id, new Set([what]));
+      await eventually(() => followers.every((f) => f.mirror.entities.has(`${RESOURCE}/${id}`)), `the followers have the create "${what}"`);
+      await caughtUp(followers);
+    };
 
     const honest = new Follower(new Mirror());
     const broken = new LateMirror();
@@ -213,7 +227,7 @@ describe('three processes on one PostgreSQL: a stream client converges through f
 
     // 2. A quiet move to process 1, past one create nobody writes again: the late client skips it.
     await quiet();
-    await caughtUp(followers);
+    await settled('before the marker', followers);
     await Promise.all(followers.map((f) => f.stop()));
     const res = await fetch(`${processes[2]!.url}/${RESOURCE}`, { method: 'POST', headers: JSON_HEADERS, body: '{"n":"marker"}' });
     assert.equal(res.status, 201);
@@ -246,7 +260,7 @@ describe('three processes on one PostgreSQL: a stream client converges through f
     await quiet();
     stopped = true;
     await writing;
-    await caughtUp(followers);
+    await settled('the last', followers);
     await Promise.all(followers.map((f) => f.stop()));
 
     const listings = await Promise.all(processes.map((p) => listing(p.url, [RESOURCE])));
