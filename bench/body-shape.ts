@@ -21,7 +21,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { DEFAULT_MAX_BODY_MEMBERS, DEFAULT_MAX_BODY_VALUES } from '../src/http/body.js';
+import { DEFAULT_MAX_BODY_MEMBERS, DEFAULT_MAX_BODY_VALUES } from '../src/conventions/limits.js';
 
 const HERE = fileURLToPath(import.meta.url);
 const SRC = process.env['HALSERVE_SRC'] ?? path.resolve(path.dirname(HERE), '../src');

@@ -1,8 +1,6 @@
 import { isIP } from 'node:net';
-import { keySetUrlProblem, looksLikeUrl } from './http/jwks.js';
-import { tokenProblem } from './http/static-tokens.js';
-import { DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_BODY_MEMBERS, DEFAULT_MAX_BODY_VALUES } from './http/body.js';
-import { DEFAULT_QUERY_BUDGET_MS } from './http/resource.js';
+import { keySetUrlProblem, looksLikeUrl, tokenProblem } from './conventions/credential-forms.js';
+import { DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_BODY_MEMBERS, DEFAULT_MAX_BODY_VALUES, DEFAULT_QUERY_BUDGET_MS } from './conventions/limits.js';
 import { isPostgresUrl } from './store/pg/driver.js';
 import { secretProblem } from './conventions/webhook-signature.js';
 import { webhookUrlProblem } from './conventions/webhook-url.js';

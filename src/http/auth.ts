@@ -11,8 +11,6 @@ export type { Access } from '../conventions/scopes.js';
  * turn, and an embedder may add its own. What a principal may do is decided here, by pure functions.
  */
 
-/** Prefix of a token that may only read. */
-export const READ_ONLY_PREFIX = 'read:';
 
 /**
  * Who a request's credential names, and what it may do. Built once per credential and cached, so

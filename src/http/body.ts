@@ -2,21 +2,10 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { badRequest, payloadTooLarge, unsupportedMediaType, type HttpProblem } from '../conventions/problem.js';
 import { BodyShapeScanner, checkValueShape, type ShapeViolation } from './body-shape.js';
 import type { ClientFields } from '../conventions/entity.js';
+import { DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_BODY_MEMBERS, DEFAULT_MAX_BODY_VALUES } from '../conventions/limits.js';
 
-/** docs/conventions.md §5: bodies are at most 1 MiB unless `--max-body` says otherwise. */
-export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
 /** Deeper bodies are refused: serialising or merging them would exhaust the stack. */
 export const MAX_BODY_DEPTH = 1024;
-/**
- * docs/conventions.md §8: values (objects, arrays, strings, numbers, literals) a body may hold. The costliest
- * request these limits admit, a PATCH of 2 objects of 1,000 members onto an entity of that shape,
- * holds the event loop 5–7 ms at least (6–11 ms median) on the 2-core VM, about what a 1 MiB string does
- * (`bench/body-shape.ts`); at 5,000 values it took 9–19 ms, at 10,000 24 ms and more, and one
- * object of 121,838 members 220 ms and more. Members are what cost: each is a named property.
- */
-export const DEFAULT_MAX_BODY_VALUES = 2_500;
-/** Members of any one object: a member costs V8 far more than an array element (a named property). */
-export const DEFAULT_MAX_BODY_MEMBERS = 1_000;
 
 /** What one request body may be: bytes, then the shape that bounds the work of parsing it. */
 export interface BodyLimits {

@@ -1,5 +1,6 @@
 import { createPublicKey, type JsonWebKey, type KeyObject } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
+import { keySetUrlProblem } from '../conventions/credential-forms.js';
 import { JWT_ALGORITHMS, type JwtAlgorithm, type VerificationKey } from './jwt.js';
 
 /**
@@ -129,27 +130,6 @@ export async function readKeySetFile(path: string): Promise<KeySet> {
     throw new JwksError(`--jwks ${path}: not valid JSON`);
   }
   return staticKeySet(document, `--jwks ${path}`);
-}
-
-/** True for a loopback host, where an `http:` set URL is allowed. */
-function loopbackHost(hostname: string): boolean {
-  return hostname === 'localhost' || hostname === '[::1]' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(hostname);
-}
-
-/** A `--jwks` value that names a URL (a scheme and `//`) rather than a file. */
-export const looksLikeUrl = (source: string): boolean => /^[a-z][a-z0-9+.-]*:\/\//i.test(source);
-
-/** Why a set URL cannot be used, or undefined: `https:`, or `http:` on a loopback host. */
-export function keySetUrlProblem(source: string): string | undefined {
-  let url: URL;
-  try {
-    url = new URL(source);
-  } catch {
-    return `${JSON.stringify(source)} is not a URL`;
-  }
-  if (url.protocol === 'https:') return undefined;
-  if (url.protocol === 'http:' && loopbackHost(url.hostname)) return undefined;
-  return `${url.protocol}//${url.host} is neither https nor http on a loopback address (127.0.0.0/8, [::1], localhost)`;
 }
 
 export interface RemoteKeySetOptions {

@@ -20,6 +20,7 @@ import { allMaybe, mapMaybe } from './maybe-promise.js';
 import { checkMergedLimits, type BodyLimits } from './body.js';
 import type { Related } from './related.js';
 import type { Reply } from './reply.js';
+import { DEFAULT_QUERY_BUDGET_MS } from '../conventions/limits.js';
 
 /** One resource served by the handler. */
 export interface ResourceOptions {
@@ -107,8 +108,6 @@ const ENTITY_CACHE_MAX_ENTRY_BYTES = ENTITY_CACHE_BYTES / 16;
 const ENTITY_CACHE_ENTRIES = 131_072;
 /** Query parameters a stream of a collection ignores, unchecked: they shape pages, not the set. */
 const STREAM_IGNORED: readonly string[] = ['page', 'limit', 'sort', 'embed', 'facets'];
-/** docs/conventions.md §8: a query that cannot finish within this many milliseconds ends in a 503 problem. */
-export const DEFAULT_QUERY_BUDGET_MS = 5000;
 
 /** One resource as the HTTP layer sees it: its representations, its pages, its writes and their checks. */
 export class Resource {

@@ -1,7 +1,8 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Access } from '../conventions/scopes.js';
-import { bearerToken, READ_ONLY_PREFIX, type Authenticator, type Principal } from './auth.js';
+import { READ_ONLY_PREFIX, tokenProblem } from '../conventions/credential-forms.js';
+import { bearerToken, type Authenticator, type Principal } from './auth.js';
 
 /**
  * The static bearer tokens of `--token` (README, "Authentication"): each a principal of its own,
@@ -12,12 +13,6 @@ import { bearerToken, READ_ONLY_PREFIX, type Authenticator, type Principal } fro
  * Only valid values are remembered (an invented token never enters the cache), the cache holds at
  * most `CACHE_ENTRIES` and is emptied when full: a client can only churn it with valid tokens.
  */
-
-/**
- * What a client can send after `Bearer ` and have arrive unchanged: visible ASCII, no spaces.
- * (RFC 6750 §2.1's b64token is narrower; tokens in use are not always that tidy.)
- */
-export const SENDABLE_TOKEN = /^[\x21-\x7e]+$/;
 
 /** Most `Authorization` values remembered; emptied when full (no recency order to keep). */
 const CACHE_ENTRIES = 256;
@@ -40,19 +35,6 @@ const digest = (token: string): Buffer => createHash('sha256').update(token).dig
  */
 export function staticTokenKey(token: string): string {
   return `token:${createHash('sha256').update(KEY_CONTEXT).update(token).digest('hex').slice(0, 16)}`;
-}
-
-/**
- * Why a configured token (`read:`-prefixed or plain) can never be presented, or undefined when it
- * can. The message never repeats the token.
- */
-export function tokenProblem(raw: string, position: number): string | undefined {
-  const token = raw.startsWith(READ_ONLY_PREFIX) ? raw.slice(READ_ONLY_PREFIX.length) : raw;
-  if (token === '') return `token ${position} is empty`;
-  if (!SENDABLE_TOKEN.test(token)) {
-    return `token ${position} has characters no client can send in an Authorization header (only visible ASCII, no spaces)`;
-  }
-  return undefined;
 }
 
 /** Parses `read:`-prefixed and plain tokens; one that no client could send is refused. */

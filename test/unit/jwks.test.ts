@@ -3,7 +3,8 @@ import { generateKeyPairSync, type JsonWebKey, type KeyPairKeyObjectResult } fro
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
-import { importKeySet, keySetUrlProblem, readKeySetFile, remoteKeySet, selectKey, type KeyRefusal } from '../../src/http/jwks.js';
+import { keySetUrlProblem } from '../../src/conventions/credential-forms.js';
+import { importKeySet, readKeySetFile, remoteKeySet, selectKey, type KeyRefusal } from '../../src/http/jwks.js';
 import type { VerificationKey } from '../../src/http/jwt.js';
 import { tempDir } from '../helpers/process.js';
 
