@@ -11,7 +11,6 @@ export type { Access } from '../conventions/scopes.js';
  * turn, and an embedder may add its own. What a principal may do is decided here, by pure functions.
  */
 
-
 /**
  * Who a request's credential names, and what it may do. Built once per credential and cached, so
  * it must not hold anything specific to one request.
