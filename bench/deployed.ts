@@ -338,7 +338,13 @@ async function rateLimited(config: BenchConfig, tmp: string, log: Log): Promise<
     const many = async (): Promise<Running> => {
       const server = await startHalserveWithToken(config.root, data.dir, config.pin, limited);
       log(`rate-limit: ${fmt(known - 1)} clients from their own addresses`);
-      await seedClients(server.port, known - 1);
+      try {
+        await seedClients(server.port, known - 1);
+      } catch (error) {
+        // `rounds` stops the servers it is given; one whose seeding failed never reaches it.
+        await server.stop();
+        throw error;
+      }
       return server;
     };
     const one = (): Promise<Running> => startHalserveWithToken(config.root, data.dir, config.pin, limited, 'halserve-fresh');
