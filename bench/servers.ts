@@ -4,6 +4,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { generateKeyPairSync, sign } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { createServer, request } from 'node:http';
 import { once } from 'node:events';
@@ -160,7 +161,17 @@ function listeningPort(line: string): number | undefined {
 }
 
 /**
- * halserve from its built output, as a user runs it: `node dist/cli.js --port 0 --data <dir> --log off`
+ * The node flags of a built CLI's first line (`#!/usr/bin/env -S node <flags>`, src/cli.ts): what
+ * `halserve`, `npm start` and the image run it with. None for a file without them (an older build).
+ */
+export function nodeFlagsOf(entry: string): string[] {
+  const first = readFileSync(entry, 'utf8').slice(0, 200).split('\n', 1)[0] ?? '';
+  const flags = /^#!\/usr\/bin\/env -S node((?: --[\w-]+(?:=\S+)?)*)\s*$/.exec(first)?.[1];
+  return flags === undefined ? [] : flags.trim().split(/\s+/).filter((f) => f !== '');
+}
+
+/**
+ * halserve from its built output, as a user runs it: `node <flags of its first line> dist/cli.js --port 0 --data <dir> --log off`
  * (durability full, the default). `nodeArgs` go to node itself (`--cpu-prof` for bench/profile.ts),
  * `extraArgs` to halserve (`--durability full`, `--resource blobs`).
  */
@@ -177,7 +188,7 @@ export function startHalserve(
     kind,
     pin,
     cwd: root,
-    args: [...nodeArgs, entry, '--port', '0', '--host', '127.0.0.1', '--data', dataDir, '--log', 'off', ...extraArgs],
+    args: [...nodeFlagsOf(path.resolve(root, entry)), ...nodeArgs, entry, '--port', '0', '--host', '127.0.0.1', '--data', dataDir, '--log', 'off', ...extraArgs],
     readyLine: listeningPort,
     timeoutMs: 180_000,
   });

@@ -27,6 +27,7 @@ import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { findPostgres, startCluster } from '../test/helpers/pg-cluster.js';
 import { cpuSeconds } from './proc.js';
+import { nodeFlagsOf } from './servers.js';
 
 const quick = process.argv[2] === 'quick';
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -50,7 +51,7 @@ interface Server {
 /** Starts the CLI (the build in dist/, else the source through tsx) with a raised descriptor limit. */
 async function startServer(args: readonly string[]): Promise<Server> {
   const built = path.join(ROOT, 'dist', 'cli.js');
-  const node = existsSync(built) ? [process.execPath, built] : [process.execPath, '--import', 'tsx', path.join(ROOT, 'src', 'cli.ts')];
+  const node = existsSync(built) ? [process.execPath, ...nodeFlagsOf(built), built] : [process.execPath, '--import', 'tsx', path.join(ROOT, 'src', 'cli.ts')];
   const quoted = [...node, '--port', '0', '--host', '127.0.0.1', '--log', 'off', '--max-streams', String(IDLE + 100), ...args].map((a) => `'${a.replaceAll("'", "'\\''")}'`).join(' ');
   // `exec`: the pid is the server's own, for its RSS.
   const child = spawn('bash', ['-c', `ulimit -n ${NOFILE} 2>/dev/null || ulimit -n hard; exec ${quoted}`], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });

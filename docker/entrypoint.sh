@@ -1,6 +1,7 @@
 #!/bin/sh
 # halserve container entrypoint: seed the data directory with the demo data on first start,
-# then exec the server so that node is PID 1 and receives the stop signal (SIGTERM) itself.
+# then exec the server so that node is PID 1 and receives the stop signal (SIGTERM) itself, with
+# the V8 flag of src/cli.ts's first line (why: the comment under it).
 #
 # Variables (besides the server's own HALSERVE_*):
 #   HALSERVE_DATA  the data directory (the image sets /data, a volume)
@@ -9,7 +10,7 @@ set -eu
 
 # `halserve import|export` move data between a directory and PostgreSQL: no server, no seeding.
 case "${1:-}" in
-  import | export) exec node /app/dist/cli.js "$@" ;;
+  import | export) exec node --min-semi-space-size=16 /app/dist/cli.js "$@" ;;
 esac
 
 data="${HALSERVE_DATA:-/data}"
@@ -38,4 +39,4 @@ if [ "${HALSERVE_SEED:-1}" != 0 ] && ! has_store "$data"; then
   echo "halserve: seeded $data with the demo data" >&2
 fi
 
-exec node /app/dist/cli.js "$@"
+exec node --min-semi-space-size=16 /app/dist/cli.js "$@"
