@@ -1,11 +1,11 @@
 #!/usr/bin/env -S node --min-semi-space-size=16
 // The flag on the line above (also in package.json's `start` and docker/entrypoint.sh; a test
-// keeps the three equal): V8 shrinks its young generation to 1 MiB after a few idle seconds and
-// grows it again only when objects survive, which a server's short-lived request garbage never
-// does. A server that idled once then collected 5x as often, and with a large heap each
-// collection walks every old-generation page: ~3 µs of CPU per request at 15,000 req/s after a
-// bulk load of 100,000 entities (bench/NOTES.md, "2026-11-28"). 16 MiB is the size it grows to
-// under load; the memory is 32 MiB (two semi-spaces) at all times.
+// keeps the three equal): after a few idle seconds V8 shrinks its young generation (to a fifth of
+// its size under load, here) and grows it again only when objects survive, which a server's
+// short-lived request garbage never does. A server that idled once then collected 5x as often,
+// and with a large heap each collection walks every old-generation page: ~3 µs of CPU per request
+// at 15,000 req/s after a bulk load of 100,000 entities (bench/NOTES.md, "2026-11-28"). 16 MiB is
+// the size it grows to under load; the memory is 32 MiB (two semi-spaces) at all times.
 import { readFile } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
