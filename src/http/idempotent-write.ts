@@ -1,5 +1,5 @@
 import type { IncomingMessage } from 'node:http';
-import { IDEMPOTENCY_KEY, IDEMPOTENCY_REPLAYED, ledgerKey, parseIdempotencyKey, requestFingerprint } from '../conventions/idempotency-key.js';
+import { IDEMPOTENCY_KEY, IDEMPOTENCY_REPLAYED, ledgerKey, legacyFingerprint, parseIdempotencyKey, requestFingerprint } from '../conventions/idempotency-key.js';
 import { HttpProblem } from '../conventions/problem.js';
 import { KeyInFlightError, KeyReusedError, ReplayedAnswer, type IdempotencyLedger, type KeyedWrite, type StoredAnswer, type WriteOutcome } from '../store/idempotency.js';
 import type { StoredEntity } from '../store/store.js';
@@ -53,6 +53,8 @@ export interface KeyedRequest {
   readonly key: string;
   /** The parsed body. */
   readonly body: unknown;
+  /** The body's bytes as they came: what the request's digest is of. */
+  readonly bytes: Uint8Array;
   /** The store's ledger; undefined: the store keeps no answers (a 501). */
   readonly ledger: IdempotencyLedger | undefined;
   /** The write, given the key to pass to the store. */
@@ -70,11 +72,12 @@ export async function keyedWrite(request: KeyedRequest): Promise<Reply> {
   const url = originForm(req.url ?? '/');
   const mark = url.indexOf('?');
   const key = ledgerKey(principalKey(req, request.principal), req.method ?? 'POST', mark === -1 ? url : url.slice(0, mark), request.key);
-  const fingerprint = requestFingerprint(request.body);
+  const fingerprint = requestFingerprint(request.bytes);
+  const legacy = (): string => legacyFingerprint(request.body);
   let claim;
   try {
     // A local store answers at once: no turn of the microtask queue for it.
-    const claimed = ledger.claim(key, fingerprint);
+    const claimed = ledger.claim(key, fingerprint, legacy);
     claim = claimed instanceof Promise ? await claimed : claimed;
   } catch (error) {
     throw keyProblem(error);
@@ -94,7 +97,7 @@ export async function keyedWrite(request: KeyedRequest): Promise<Reply> {
     return given === undefined ? undefined : storedAnswer(given);
   };
   try {
-    const entity = await request.write({ key, fingerprint, answer });
+    const entity = await request.write({ key, fingerprint, legacyFingerprint: legacy, answer });
     return given ?? request.reply(entity);
   } catch (error) {
     if (error instanceof ReplayedAnswer) return replayReply(error.answer);
@@ -102,7 +105,7 @@ export async function keyedWrite(request: KeyedRequest): Promise<Reply> {
     // Refused before the write order (validation of a POST, a PATCH's missing entity): remembered now.
     if (!decided && error instanceof HttpProblem && remembered(error)) {
       const fixed = storedAnswer(problemReply(error));
-      await ledger.remember({ key, fingerprint, answer: () => fixed }).catch((failure: unknown) => {
+      await ledger.remember({ key, fingerprint, legacyFingerprint: legacy, answer: () => fixed }).catch((failure: unknown) => {
         if (failure instanceof ReplayedAnswer || failure instanceof KeyReusedError) return;
         throw failure;
       });

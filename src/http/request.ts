@@ -90,6 +90,22 @@ export function readJsonBody(req: IncomingMessage, res: ServerResponse, types: r
   return readBody(req, maxBody, res).then(parseJsonObject);
 }
 
+/** A JSON request body: its value, and its bytes as they came (what an `Idempotency-Key`'s digest is of). */
+export interface JsonRequestBody {
+  readonly value: JsonObject;
+  readonly bytes: Buffer;
+}
+
+/** As `readJsonBody`, keeping the body's bytes beside its value. */
+export function readJsonRequest(req: IncomingMessage, res: ServerResponse, types: readonly string[], maxBody: BodyLimits): Promise<JsonRequestBody> {
+  try {
+    checkBodyHeaders(req, types, (contentType) => acceptedContentType(contentType, types));
+  } catch (error) {
+    return Promise.reject(error);
+  }
+  return readBody(req, maxBody, res).then((bytes) => ({ value: parseJsonObject(bytes), bytes }));
+}
+
 /**
  * The path and query of a request target: an absolute-form target (`http://host/items`), which a
  * server must accept (RFC 9112 §3.2.2), is reduced to its origin form (`/items`).

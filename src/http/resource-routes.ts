@@ -15,7 +15,7 @@ import type { BodyLimits } from './body.js';
 import type { RouteHandler } from './context.js';
 import { HAL_FORMS, HAL_JSON, JSON_TYPE, MERGE_PATCH_JSON } from './negotiation.js';
 import { jsonReply, prepared, type Reply } from './reply.js';
-import { accepted, readJsonBody } from './request.js';
+import { accepted, readJsonBody, readJsonRequest, type JsonRequestBody } from './request.js';
 import { mapMaybe } from './maybe-promise.js';
 import { keyedWrite, requestKey } from './idempotent-write.js';
 import type { Principal } from './auth.js';
@@ -124,8 +124,9 @@ export function addResourceRoutes(router: Router<RouteHandler>, options: Resourc
     // A malformed key is refused before the body is read (docs/conventions.md).
     const key = requestKey(req);
     const reply = (entity: StoredEntity): Reply => entityReply(201, mediaType, resource, entity, { location: resource.href(entity.id) });
-    return readJsonBody(req, res, JSON_BODY_TYPES, maxBody).then((body) =>
-      write({ req, principal, key, body, resource, reply, id: '' }, (keyed) => resource.create(body, now(), newId, keyed)),
+    if (key === undefined) return readJsonBody(req, res, JSON_BODY_TYPES, maxBody).then((body) => resource.create(body, now(), newId).then(reply));
+    return readJsonRequest(req, res, JSON_BODY_TYPES, maxBody).then((body) =>
+      keyed({ req, principal, key, body, resource, reply, id: '' }, (keyedWrite) => resource.create(body.value, now(), newId, keyedWrite)),
     );
   });
 
@@ -160,8 +161,9 @@ export function addResourceRoutes(router: Router<RouteHandler>, options: Resourc
     const key = requestKey(req);
     const id = params['id'] ?? '';
     const reply = (entity: StoredEntity): Reply => entityReply(200, mediaType, resource, entity);
-    return readJsonBody(req, res, PATCH_BODY_TYPES, maxBody).then((body) =>
-      write({ req, principal, key, body, resource, reply, id }, (keyed) => resource.patch(id, body, now(), writeConditions(req), keyed)),
+    if (key === undefined) return readJsonBody(req, res, PATCH_BODY_TYPES, maxBody).then((body) => resource.patch(id, body, now(), writeConditions(req)).then(reply));
+    return readJsonRequest(req, res, PATCH_BODY_TYPES, maxBody).then((body) =>
+      keyed({ req, principal, key, body, resource, reply, id }, (keyedWrite) => resource.patch(id, body.value, now(), writeConditions(req), keyedWrite)),
     );
   });
 
@@ -171,23 +173,22 @@ export function addResourceRoutes(router: Router<RouteHandler>, options: Resourc
   });
 }
 
-/** A POST's or PATCH's request, as far as the choice between a plain and a keyed write needs it. */
-interface WriteRequest {
+/** A POST's or PATCH's request with an `Idempotency-Key`, as far as its keyed write needs it. */
+interface KeyedWriteRequest {
   readonly req: IncomingMessage;
   readonly principal: Principal | undefined;
-  /** The `Idempotency-Key` (`requestKey`), if any. */
-  readonly key: string | undefined;
-  readonly body: unknown;
+  /** The `Idempotency-Key` (`requestKey`). */
+  readonly key: string;
+  readonly body: JsonRequestBody;
   readonly resource: Resource;
   readonly reply: (entity: StoredEntity) => Reply;
   /** The id written ('' for a POST), for the 404 of a keyed write that found none. */
   readonly id: string;
 }
 
-/** Runs `run` as a plain write, or through the idempotency ledger when the request has a key. */
-function write({ req, principal, key, body, resource, reply, id }: WriteRequest, run: (keyed?: KeyedWrite) => Promise<StoredEntity>): Promise<Reply> {
-  if (key === undefined) return run().then(reply);
-  return keyedWrite({ req, principal, key, body, ledger: resource.store.idempotency, write: run, reply, missing: () => resource.missing(id) });
+/** Runs `run` through the idempotency ledger. */
+function keyed({ req, principal, key, body, resource, reply, id }: KeyedWriteRequest, run: (keyed: KeyedWrite) => Promise<StoredEntity>): Promise<Reply> {
+  return keyedWrite({ req, principal, key, body: body.value, bytes: body.bytes, ledger: resource.store.idempotency, write: run, reply, missing: () => resource.missing(id) });
 }
 
 /** The conditions of a write (RFC 9110 §13.1.1, §13.1.2), checked by the resource inside the store's write order. */

@@ -29,6 +29,8 @@ export interface KeyedWrite {
   readonly key: string;
   /** A digest of the request: the same key with another fingerprint is refused (`KeyReusedError`). */
   readonly fingerprint: string;
+  /** The request's digest as earlier versions made it, for answers they recorded (`matchesRequest`). */
+  readonly legacyFingerprint?: (() => string) | undefined;
   /**
    * The answer the outcome gets, or undefined for an outcome that is never remembered (a 5xx, an
    * error outside the write's own rules). Called inside the store's write order, before the write
@@ -44,6 +46,15 @@ export interface Remembered {
   /** When it was recorded: milliseconds of the ledger's clock. */
   readonly at: number;
   readonly answer: StoredAnswer;
+}
+
+/**
+ * Whether an answer recorded with `stored` was given to the request whose digest is `fingerprint`:
+ * the same digest, or, for an answer recorded by an earlier version (which digested the body
+ * another way), the request's digest made that way (`legacy`, computed only when the first differs).
+ */
+export function matchesRequest(stored: string, fingerprint: string, legacy?: () => string): boolean {
+  return stored === fingerprint || (legacy !== undefined && stored === legacy());
 }
 
 /** A keyed write whose key already has an answer: the write is not made, the answer is sent again. */
@@ -75,10 +86,11 @@ export type Claim = { readonly kind: 'replay'; readonly answer: StoredAnswer } |
 /** The idempotency side of a store (the port's `idempotency`). */
 export interface IdempotencyLedger {
   /**
-   * Claims `key` for a request with `fingerprint`. Throws `KeyInFlightError` when another request
-   * holds it and `KeyReusedError` when its answer was given to another request.
+   * Claims `key` for a request with `fingerprint` (and, for answers of earlier versions, `legacy`:
+   * `matchesRequest`). Throws `KeyInFlightError` when another request holds it and
+   * `KeyReusedError` when its answer was given to another request.
    */
-  claim(key: string, fingerprint: string): Claim | Promise<Claim>;
+  claim(key: string, fingerprint: string, legacy?: () => string): Claim | Promise<Claim>;
   /**
    * Records `keyed.answer({ entity: undefined })`, the answer of a keyed request refused before it
    * reached the store's write order (a validation failure, a missing entity), durably, in the write
@@ -177,11 +189,11 @@ export class AnswerBook {
   }
 
   /** See `IdempotencyLedger.claim`. */
-  claim(key: string, fingerprint: string): Claim {
+  claim(key: string, fingerprint: string, legacy?: () => string): Claim {
     if (this.#inFlight.has(key)) throw new KeyInFlightError('a request with this key is still being processed');
     const found = this.get(key);
     if (found !== undefined) {
-      if (found.fingerprint !== fingerprint) throw new KeyReusedError('the key was used for another request');
+      if (!matchesRequest(found.fingerprint, fingerprint, legacy)) throw new KeyReusedError('the key was used for another request');
       return { kind: 'replay', answer: found.answer };
     }
     this.#inFlight.add(key);

@@ -119,7 +119,7 @@ export function createMemoryStore(initial: Iterable<EntityRecord> = [], options:
       return write({ kind: 'delete', id, check }) as boolean;
     },
     idempotency: {
-      claim: (key, fingerprint) => book.claim(key, fingerprint),
+      claim: (key, fingerprint, legacy) => book.claim(key, fingerprint, legacy),
       remember: async (keyed) => {
         write({ kind: 'answer', keyed });
       },

@@ -1,4 +1,4 @@
-import { KeyReusedError, ReplayedAnswer, type KeyedWrite, type Remembered, type WriteOutcome } from './idempotency.js';
+import { KeyReusedError, matchesRequest, ReplayedAnswer, type KeyedWrite, type Remembered, type WriteOutcome } from './idempotency.js';
 import { StoreConflictError, type Change, type DeleteCheck, type EntityRecord, type StoredEntity } from './store.js';
 
 /**
@@ -45,7 +45,7 @@ const REMOVE: WriteDecision = Object.freeze({ kind: 'remove' });
  */
 export function decideWrite(op: WriteRequest, current: StoredEntity | undefined, remembered?: Remembered): WriteDecision {
   if (remembered !== undefined && op.kind !== 'delete' && op.keyed !== undefined) {
-    if (remembered.fingerprint !== op.keyed.fingerprint) throw new KeyReusedError('the key was used for another request');
+    if (!matchesRequest(remembered.fingerprint, op.keyed.fingerprint, op.keyed.legacyFingerprint)) throw new KeyReusedError('the key was used for another request');
     throw new ReplayedAnswer(remembered.answer);
   }
   if (op.kind === 'create') {

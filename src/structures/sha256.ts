@@ -11,3 +11,7 @@ const oneShot = (crypto as Partial<typeof crypto>).hash;
  */
 export const sha256Base64url: (text: string) => string =
   oneShot === undefined ? (text) => crypto.createHash('sha256').update(text).digest('base64url') : (text) => oneShot('sha256', text, 'base64url');
+
+/** SHA-256 of bytes, base64url: one call where Node has `crypto.hash`, which takes a buffer as it is. */
+export const sha256Base64urlOfBytes: (bytes: Uint8Array) => string =
+  oneShot === undefined ? (bytes) => crypto.createHash('sha256').update(bytes).digest('base64url') : (bytes) => oneShot('sha256', bytes, 'base64url');

@@ -3,6 +3,7 @@ import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
+import { legacyFingerprint, requestFingerprint } from '../../src/conventions/idempotency-key.js';
 import { AnswerBook, ReplayedAnswer, type KeyedWrite, type StoredAnswer } from '../../src/store/idempotency.js';
 import { discoverResources } from '../../src/store/log/data-dir.js';
 import { openJsonlStore, type JsonlStore, type JsonlStoreOptions } from '../../src/store/log/jsonl-store.js';
@@ -599,6 +600,36 @@ describe('Idempotency-Key across kill -9 (a real server process)', () => {
     assert.equal(new Set(burst.filter((r) => r.status === 201).map((r) => r.headers.get('location'))).size, 1);
     const list = (await (await fetch(`${server.url}/items`)).json()) as { total: number };
     assert.equal(list.total, 2);
+    server.child.kill('SIGKILL');
+    await server.exited;
+  });
+
+  test('an answer recorded by an earlier version (its fingerprint of the body as JSON) -> the same bytes replay it after the upgrade; another body is a 422', async () => {
+    const dir = await tempDir();
+    const headers = { 'content-type': 'application/json', 'idempotency-key': 'order-8' };
+    // Spaced: the bytes' digest and the JSON value's digest differ.
+    const body = '{ "sku": "x", "n": 1 }';
+    let server = await startServer(dir);
+    const first = await fetch(`${server.url}/items`, { method: 'POST', headers, body });
+    assert.equal(first.status, 201);
+    const firstBody = await first.text();
+    server.child.kill('SIGTERM');
+    await server.exited;
+    // The log as an earlier version wrote it: the answer's fingerprint is of the body as JSON.
+    const log = path.join(dir, 'items.jsonl');
+    const text = await fs.readFile(log, 'utf8');
+    const now = requestFingerprint(Buffer.from(body));
+    assert.ok(text.includes(`"f":"${now}"`));
+    await fs.writeFile(log, text.replace(`"f":"${now}"`, `"f":"${legacyFingerprint(JSON.parse(body))}"`));
+    server = await startServer(dir);
+    const again = await fetch(`${server.url}/items`, { method: 'POST', headers, body });
+    assert.equal(again.status, 201);
+    assert.equal(again.headers.get('idempotency-replayed'), 'true');
+    assert.equal(await again.text(), firstBody);
+    const other = await fetch(`${server.url}/items`, { method: 'POST', headers, body: '{"sku":"y"}' });
+    assert.equal(other.status, 422);
+    const list = (await (await fetch(`${server.url}/items`)).json()) as { total: number };
+    assert.equal(list.total, 1);
     server.child.kill('SIGKILL');
     await server.exited;
   });

@@ -2,8 +2,8 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { HttpProblem } from '../../src/conventions/problem.js';
 import { createHash } from 'node:crypto';
-import { ledgerKey, parseIdempotencyKey, requestFingerprint } from '../../src/conventions/idempotency-key.js';
-import { AnswerBook, KeyInFlightError, KeyReusedError } from '../../src/store/idempotency.js';
+import { ledgerKey, legacyFingerprint, parseIdempotencyKey, requestFingerprint } from '../../src/conventions/idempotency-key.js';
+import { AnswerBook, KeyInFlightError, KeyReusedError, matchesRequest } from '../../src/store/idempotency.js';
 
 test('Idempotency-Key as an sf-string, with escapes, or bare (a UUID starting with a digit) -> the key', () => {
   assert.equal(parseIdempotencyKey('"8e03978e-40d5-43e8-bc93-6894a57f9324"'), '8e03978e-40d5-43e8-bc93-6894a57f9324');
@@ -86,12 +86,30 @@ test('AnswerBook with maxAnswers 0 -> keys in flight only, no answer kept', () =
   assert.throws(() => book.claim('k', 'f'), KeyInFlightError);
 });
 
-test('a fingerprint is the SHA-256 (base64url) of the body as JSON, as earlier versions stored it', () => {
-  // Logs and answer files hold fingerprints: a retry after an upgrade must match the one stored before it.
+test('a fingerprint is the SHA-256 (base64url) of the body\'s bytes; the legacy one, of the body as JSON, as earlier versions stored it', () => {
+  const bytes = Buffer.from('{"sku":"LMP-1","name":"Lampe à poser","price":39.9}');
+  assert.equal(requestFingerprint(bytes), createHash('sha256').update(bytes).digest('base64url'));
+  // The same value sent with other spacing is another request.
+  assert.notEqual(requestFingerprint(Buffer.from('{ "sku": "LMP-1", "name": "Lampe à poser", "price": 39.9 }')), requestFingerprint(bytes));
+  // Logs and answer files hold fingerprints of earlier versions: a retry after an upgrade must match the one stored before it.
   const body = { sku: 'LMP-1', name: 'Lampe à poser', price: 39.9 };
-  assert.equal(requestFingerprint(body), '2e7mSjxWGLZFXGL6FOWFpNduFnR8lLNTq7KwK1U1Gi8');
+  assert.equal(legacyFingerprint(body), '2e7mSjxWGLZFXGL6FOWFpNduFnR8lLNTq7KwK1U1Gi8');
   for (const other of [{}, [], 'text \ud800', { a: [1, { b: null }], '𝄞': '\u2028' }]) {
-    assert.equal(requestFingerprint(other), createHash('sha256').update(JSON.stringify(other)).digest('base64url'));
+    assert.equal(legacyFingerprint(other), createHash('sha256').update(JSON.stringify(other)).digest('base64url'));
   }
-  assert.notEqual(requestFingerprint({ a: 1, b: 2 }), requestFingerprint({ b: 2, a: 1 }));
+  assert.notEqual(legacyFingerprint({ a: 1, b: 2 }), legacyFingerprint({ b: 2, a: 1 }));
+});
+
+test('matchesRequest -> the same digest, or an earlier version\'s digest of the request, computed only when the first differs', () => {
+  let computed = 0;
+  const legacy = (): string => {
+    computed++;
+    return 'old';
+  };
+  assert.equal(matchesRequest('new', 'new', legacy), true);
+  assert.equal(computed, 0);
+  assert.equal(matchesRequest('old', 'new', legacy), true);
+  assert.equal(matchesRequest('other', 'new', legacy), false);
+  assert.equal(computed, 2);
+  assert.equal(matchesRequest('old', 'new'), false);
 });

@@ -519,7 +519,7 @@ class JsonlLogStore implements JsonlStore {
   }
 
   readonly idempotency: IdempotencyLedger = {
-    claim: (key: string, fingerprint: string): Claim => this.#answers.book.claim(key, fingerprint),
+    claim: (key: string, fingerprint: string, legacy?: () => string): Claim => this.#answers.book.claim(key, fingerprint, legacy),
     remember: (keyed: KeyedWrite): Promise<void> => this.#writes.remember(keyed),
   };
 

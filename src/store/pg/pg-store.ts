@@ -79,7 +79,7 @@ export class PgStore implements LocalStore {
 
   readonly idempotency: IdempotencyLedger = {
     // A retry of an answered key is known only to the database: its write, decided there, replays.
-    claim: (key, fingerprint) => this.#inFlight.claim(key, fingerprint),
+    claim: (key, fingerprint, legacy) => this.#inFlight.claim(key, fingerprint, legacy),
     remember: (keyed) => this.#writer.remember(keyed),
   };
 
