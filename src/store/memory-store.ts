@@ -70,7 +70,7 @@ export function createMemoryStore(initial: Iterable<EntityRecord> = [], options:
     let outcome: WriteOutcome = { entity: undefined };
     try {
       const id = idOf(op);
-      const decision = decideWrite(op, id === undefined ? undefined : index.get(id), keyed && book.get(keyed.key));
+      const decision = decideWrite(op, id === undefined ? undefined : index.get(id), keyed && book.latest(keyed.key));
       if (decision.kind === 'missing') return op.kind === 'delete' ? false : undefined;
       if (decision.kind === 'remove') {
         index.remove(id!);

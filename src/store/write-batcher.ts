@@ -129,7 +129,7 @@ export class WriteBatcher<E extends StoredEntity> {
       let change: number | undefined;
       try {
         const id = idOf(op);
-        const remembered = keyed === undefined || book === undefined ? undefined : (answered.get(keyed.key) ?? book.get(keyed.key));
+        const remembered = keyed === undefined || book === undefined ? undefined : (answered.get(keyed.key) ?? book.latest(keyed.key));
         const decision = decideWrite(op, id === undefined ? undefined : latest(id), remembered);
         if (decision.kind === 'missing') {
           outcome = { entity: undefined };

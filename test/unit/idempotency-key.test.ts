@@ -76,6 +76,23 @@ test('AnswerBook over a long run past its bound -> exactly the newest answers, i
   assert.equal([...book.entries()][0]![0], 'k9920');
 });
 
+test('AnswerBook.latest -> none while a claim holds the key and nothing was recorded under it; an answer recorded since, after the release too', () => {
+  const book = new AnswerBook();
+  const answer = { status: 201, headers: {}, body: 'x' };
+  book.put('old', { fingerprint: 'f', at: Date.now(), answer });
+  assert.equal(book.latest('old')?.fingerprint, 'f');
+  const claim = book.claim('k', 'f');
+  assert.equal(claim.kind, 'fresh');
+  assert.equal(book.latest('k'), undefined);
+  const recorded = { fingerprint: 'f', at: Date.now(), answer };
+  book.put('k', recorded);
+  assert.equal(book.latest('k'), recorded);
+  if (claim.kind === 'fresh') claim.release();
+  assert.equal(book.latest('k'), recorded);
+  // Claimed again after the release: the answer is there, a replay.
+  assert.equal(book.claim('k', 'f').kind, 'replay');
+});
+
 test('AnswerBook with maxAnswers 0 -> keys in flight only, no answer kept', () => {
   const book = new AnswerBook({ maxAnswers: 0 });
   book.put('k', { fingerprint: 'f', at: Date.now(), answer: { status: 201, headers: {}, body: '' } });

@@ -116,11 +116,12 @@ export class AnswerFile {
   /** Records an answer in the book that only the log holds so far (a batch's, or the log's at start-up). */
   put(key: string, remembered: Remembered): void {
     const book = this.#book;
-    book.put(key, remembered);
+    const size = sizeOf(remembered);
+    book.put(key, remembered, size);
     if (book.maxAnswers === 0) return;
     const pending = this.#pending;
     pending.push([key, remembered]);
-    this.#pendingBytes += sizeOf(remembered);
+    this.#pendingBytes += size;
     // Past what the book holds, the front answers it has let go of go too (they need no save).
     while (this.#head < pending.length && (pending.length - this.#head > book.size || this.#pendingBytes > book.weight)) {
       const [frontKey, front] = pending[this.#head]!;
