@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import net from 'node:net';
 import { after, describe, test } from 'node:test';
 import postgres from 'postgres';
+import { legacyFingerprint, requestFingerprint } from '../../src/conventions/idempotency-key.js';
 import { ReplayedAnswer, type KeyedWrite, type StoredAnswer } from '../../src/store/idempotency.js';
 import { SCHEMA } from '../../src/store/pg/layout.js';
 import { StoreUnavailableError } from '../../src/store/store.js';
@@ -99,6 +100,31 @@ describe('Idempotency-Key on PostgreSQL', { skip: pgMissing }, () => {
       p.child.kill('SIGTERM');
       assert.equal(await p.exited, 0);
     }
+  });
+
+  test('an answer an earlier version recorded (its fingerprint of the body as JSON) -> the same bytes replay it; another body is a 422', async () => {
+    const url = await freshDatabase();
+    const server = await startCli(['--port', '0', '--log', 'off', '--store', url, '--resource', 'items', '--data', await tempDir()]);
+    // Spaced: the digest of the bytes and the digest of the JSON value differ.
+    const body = '{ "n": 3 }';
+    const first = await fetch(`${server.url}/items`, { method: 'POST', headers: headers('k-old'), body });
+    assert.equal(first.status, 201);
+    const firstBody = await first.text();
+    const sql = postgres(url, { max: 1, onnotice: () => {} });
+    try {
+      const changed = await sql.unsafe(`UPDATE ${SCHEMA}.answers SET fingerprint = $1 WHERE fingerprint = $2`, [legacyFingerprint(JSON.parse(body)), requestFingerprint(Buffer.from(body))]);
+      assert.equal(changed.count, 1);
+    } finally {
+      await sql.end();
+    }
+    const again = await fetch(`${server.url}/items`, { method: 'POST', headers: headers('k-old'), body });
+    assert.equal(again.status, 201);
+    assert.equal(again.headers.get('idempotency-replayed'), 'true');
+    assert.equal(await again.text(), firstBody);
+    assert.equal((await fetch(`${server.url}/items`, { method: 'POST', headers: headers('k-old'), body: '{"n":4}' })).status, 422);
+    assert.equal((await liveRows(url)).length, 1);
+    server.child.kill('SIGTERM');
+    assert.equal(await server.exited, 0);
   });
 
   test('a keyed write committed, its reply lost (503) -> the retry replays it, one entity', async () => {
