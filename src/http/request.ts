@@ -80,14 +80,19 @@ function acceptedContentType(contentType: string | undefined, types: readonly st
   return outcome;
 }
 
-/** Checks `Content-Type` before reading anything (docs/conventions.md §7 rule 2), then reads a JSON object within `maxBody`'s limits. */
-export function readJsonBody(req: IncomingMessage, res: ServerResponse, types: readonly string[], maxBody: BodyLimits): Promise<JsonObject> {
+/** Checks `Content-Type` before reading anything (docs/conventions.md §7 rule 2), then reads the body within `maxBody`'s limits. */
+function readCheckedBody(req: IncomingMessage, res: ServerResponse, types: readonly string[], maxBody: BodyLimits): Promise<Buffer> {
   try {
     checkBodyHeaders(req, types, (contentType) => acceptedContentType(contentType, types));
   } catch (error) {
     return Promise.reject(error);
   }
-  return readBody(req, maxBody, res).then(parseJsonObject);
+  return readBody(req, maxBody, res);
+}
+
+/** A JSON object body, its `Content-Type` checked before anything is read (`readCheckedBody`). */
+export function readJsonBody(req: IncomingMessage, res: ServerResponse, types: readonly string[], maxBody: BodyLimits): Promise<JsonObject> {
+  return readCheckedBody(req, res, types, maxBody).then(parseJsonObject);
 }
 
 /** A JSON request body: its value, and its bytes as they came (what an `Idempotency-Key`'s digest is of). */
@@ -98,12 +103,7 @@ export interface JsonRequestBody {
 
 /** As `readJsonBody`, keeping the body's bytes beside its value. */
 export function readJsonRequest(req: IncomingMessage, res: ServerResponse, types: readonly string[], maxBody: BodyLimits): Promise<JsonRequestBody> {
-  try {
-    checkBodyHeaders(req, types, (contentType) => acceptedContentType(contentType, types));
-  } catch (error) {
-    return Promise.reject(error);
-  }
-  return readBody(req, maxBody, res).then((bytes) => ({ value: parseJsonObject(bytes), bytes }));
+  return readCheckedBody(req, res, types, maxBody).then((bytes) => ({ value: parseJsonObject(bytes), bytes }));
 }
 
 /**
