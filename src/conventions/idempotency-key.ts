@@ -1,4 +1,4 @@
-import { sha256Base64url, sha256Base64urlOfBytes } from '../structures/sha256.js';
+import { sha256Base64url } from '../structures/sha256.js';
 import { badRequest } from './problem.js';
 
 /**
@@ -78,7 +78,7 @@ export function ledgerKey(principal: string, method: string, path: string, key: 
  * sends the bytes it sent before.
  */
 export function requestFingerprint(body: Uint8Array): string {
-  return sha256Base64urlOfBytes(body);
+  return sha256Base64url(body);
 }
 
 /**
