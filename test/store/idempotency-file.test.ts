@@ -113,6 +113,28 @@ describe('Idempotency-Key answers in the JSON-lines store', () => {
     }
   });
 
+  test('keyed create, its entity changed since, reopen -> the replay is the first answer: its body, given in the log by reference to its own line, is joined from that line', async () => {
+    const dir = await tempDir();
+    let store = await open(dir, { compaction: { auto: false } });
+    const entity = await store.create(record('a'), key('k'));
+    await store.update('a', (current) => ({ ...current.record, n: 1 }));
+    await store.update('a', (current) => ({ ...current.record, n: 2 }));
+    await store.close();
+    const log = await fs.readFile(path.join(dir, 'items.jsonl'), 'utf8');
+    const answers = JSON.parse(log.split('\n').find((line) => line.startsWith('{"_answers"'))!) as { a: { b?: string; bp?: number; bx?: string }[] };
+    assert.equal(answers.a[0]!.b, undefined, 'the body is not written whole');
+    assert.equal(typeof answers.a[0]!.bp, 'number');
+    assert.ok(!log.includes(JSON.stringify(entity.json).slice(1, -1)), 'nor escaped anywhere in the log');
+    for (const compact of [false, true]) {
+      store = await open(dir, { compaction: { auto: false } });
+      assert.equal(store.get('a')?.record['n'], 2);
+      assert.deepEqual(await replayOf(store, 'k'), { status: 201, headers: { location: '/items/a' }, body: entity.json }, compact ? 'from the answers file' : 'from the log');
+      if (compact) assert.ok(!(await fs.readFile(path.join(dir, 'items.jsonl'), 'utf8')).includes('"n":0'), 'the first line is gone from the log');
+      else assert.equal(await store.compact(), true);
+      await store.close();
+    }
+  });
+
   test('the log append fails -> the write fails, its answer is not kept, before or after reopening; the retry is processed', async () => {
     const store = await syncFailsThenRetry('items.jsonl');
     await store.close();

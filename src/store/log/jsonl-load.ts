@@ -87,7 +87,7 @@ export async function loadLog(
         let stampAt = findStamp(buffer, r.objectStart, r.objectEnd);
         const stamp = stampAt < 0 ? undefined : readStamp(buffer, stampAt, r.objectEnd);
         if (stamp === undefined) stampAt = -1;
-        else answers.change(stamp.seq);
+        else answers.change(stamp.seq, buffer, r.objectStart, r.objectEnd);
         if (idHash !== undefined) {
           index.put(new LoadedEntity(buffer, r.objectStart, r.objectEnd, line, r.idStart, r.idEnd, stampAt), idHash);
         } else {

@@ -215,7 +215,7 @@ class JsonlLogStore implements JsonlStore {
           // that is safe). Written whenever `entity` counted it, so that the lines are where it said.
           let answerBytes = 0;
           if (answering && (lines.length > 0 || keyed.length > 0)) {
-            const entries = keyed.map((k) => entryOf(k.key, k.remembered, k.change === undefined ? undefined : first + k.change));
+            const entries = keyed.map((k) => (k.change === undefined ? entryOf(k.key, k.remembered) : entryOf(k.key, k.remembered, first + k.change, lines[k.change])));
             const line = answersLine(entries, batch.length === 0 ? 0 : first + batch.length - 1);
             answerBytes = Buffer.byteLength(line) + 1;
             lines.unshift(line);
