@@ -600,6 +600,39 @@ describe('Idempotency-Key across kill -9 (a real server process)', () => {
     await server.exited;
   });
 
+  test('keyed POST and PATCH answered (non-ASCII text), the entity changed since, kill -9, restart -> each replays its first answer byte for byte, its body joined from its line', async () => {
+    const dir = await tempDir();
+    const json = { 'content-type': 'application/json' };
+    let server = await startServer(dir);
+    try {
+      const created = await fetch(`${server.url}/items`, { method: 'POST', headers: { ...json, 'idempotency-key': 'c-1' }, body: '{"sku":"x","note":"café 𝄞 ✓ \\u2028"}' });
+      assert.equal(created.status, 201);
+      const createdBody = await created.text();
+      const location = created.headers.get('location')!;
+      const patched = await fetch(`${server.url}${location}`, { method: 'PATCH', headers: { ...json, 'idempotency-key': 'p-1' }, body: '{"note":"naïve — 𝄞𝄞"}' });
+      assert.equal(patched.status, 200);
+      const patchedBody = await patched.text();
+      assert.equal((await fetch(`${server.url}${location}`, { method: 'PATCH', headers: json, body: '{"note":"later"}' })).status, 200);
+      const log = await fs.readFile(path.join(dir, 'items.jsonl'), 'utf8');
+      assert.equal((log.match(/"bp":/g) ?? []).length, 2, 'both bodies given by reference');
+      server.child.kill('SIGKILL');
+      await server.exited;
+      server = await startServer(dir);
+      const again = await fetch(`${server.url}/items`, { method: 'POST', headers: { ...json, 'idempotency-key': 'c-1' }, body: '{"sku":"x","note":"café 𝄞 ✓ \\u2028"}' });
+      assert.equal(again.headers.get('idempotency-replayed'), 'true');
+      assert.equal(await again.text(), createdBody);
+      const patchAgain = await fetch(`${server.url}${location}`, { method: 'PATCH', headers: { ...json, 'idempotency-key': 'p-1' }, body: '{"note":"naïve — 𝄞𝄞"}' });
+      assert.equal(patchAgain.status, 200);
+      assert.equal(patchAgain.headers.get('idempotency-replayed'), 'true');
+      assert.equal(await patchAgain.text(), patchedBody);
+      assert.equal(((await (await fetch(`${server.url}${location}`)).json()) as { note: string }).note, 'later');
+    } finally {
+      // Also when an assertion fails: a server left running would keep the test process alive.
+      server.child.kill('SIGKILL');
+      await server.exited;
+    }
+  });
+
   test('keyed POST answered, kill -9, restart, the same POST -> the same answer replayed, one entity; 16 concurrent retries -> still one', async () => {
     const dir = await tempDir();
     const headers = { 'content-type': 'application/json', 'idempotency-key': '"order-7"' };
