@@ -51,9 +51,9 @@ import type { Remembered } from '../idempotency.js';
  * it repeats most of the line (`{"id":…,"description":"…"` up to the line's stamp, where the
  * representation's `_links` begin): written whole, the body, escaped, made an answers line nearly
  * three times the size of its change's line, and the log's answers lines outweighed its entities
- * (a compaction each time the log of a keyed create load doubled). By reference, the replay is
- * still the first answer byte for byte: the prefix is taken from the line as written, and start-up
- * joins it again from the line as read (`AnswerLines`). A line's answers are kept only with their
+ * (a compaction each time the entities of a keyed create load grew by about half). By reference,
+ * the replay is still the first answer byte for byte: the prefix is taken from the line as
+ * written, and start-up joins it again from the line as read (`AnswerLines`). A line's answers are kept only with their
  * change's line in any case (see above), so the reference never outlives what it points to; the
  * answers file (answer-file.ts) holds bodies whole.
  */
