@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { stampedLine } from '../../src/store/changes/change-stamp.js';
-import { AnswerLines, answersLine, entryOf, entryText, isAnswersLine, rememberedOf, sharedPrefix, type AnswerEntry } from '../../src/store/log/answer-lines.js';
+import { AnswerLines, answersLine, entryOf, entryText, HeldAnswer, heldLine, isAnswersLine, rememberedOf, sharedPrefix, sharedWithLine, type AnswerEntry } from '../../src/store/log/answer-lines.js';
 import { prefixThrough } from '../../src/store/log/log-prefix.js';
 
 const answer = (k: string, t: number, n?: number): AnswerEntry => entryOf(k, { fingerprint: 'f', at: t, answer: { status: n === undefined ? 404 : 201, headers: { a: '"quoted"' }, body: '{"id":"x"}\n' } }, n);
@@ -162,5 +162,54 @@ describe('answers lines of the log (answer-lines.ts)', () => {
       assert.equal(read(lines).length, 1);
     });
   });
-});
+  describe('answers held in memory as their entries (HeldAnswer)', () => {
+    const texts = ['plain', '"quoted" \\ back\nslash', '\u2028 é 𝄞 ✓', '</script>', '\ud800 lone', ''];
+    /** An answer to the create of `record`, its line, and the answer held by reference to the entity's line. */
+    const held = (record: Record<string, unknown>, status = 201): { remembered: { fingerprint: string; at: number; answer: { status: number; headers: Record<string, string>; body: string } }; line: string; held: HeldAnswer; json: string } => {
+      const json = JSON.stringify(record);
+      const line = stampedLine(json, { seq: 9, type: 'created', at: 1 });
+      const remembered = { fingerprint: 'fp-\u00e9"', at: 1_764_000_000_123, answer: { status, headers: { location: '/items/x', etag: '"9.abc"' }, body: `${json.slice(0, -1)},"_links":{"self":{"href":"/items/x"}}}` } };
+      // The entity (anything with the line) is what the store passes: it gives the line again on a replay.
+      return { remembered, line, json, held: new HeldAnswer(entryOf('["p","POST","/items","k"]', remembered, 9, line, json), { line: () => line }) };
+    };
 
+    test('a held answer gives the answer, the fingerprint and the time it was recorded with, byte for byte, its body given by reference', () => {
+      for (const text of texts) {
+        const { remembered, held: h } = held({ id: 'x', description: `a long enough description: ${text}`, n: 1 });
+        assert.match(h.text, /"bp":\d+,"bx":/, 'the body by reference');
+        assert.deepEqual(h.answer, remembered.answer);
+        assert.equal(h.fingerprint, remembered.fingerprint);
+        assert.equal(h.at, remembered.at);
+        assert.ok(h.weight >= h.text.length + remembered.answer.body.length - 60, 'its weight counts the line it keeps');
+      }
+    });
+
+    test("its text is the entry the log's answers line holds, and the answers file's text its entry with the body whole", () => {
+      for (const text of texts) {
+        for (const status of [201, 404]) {
+          const { remembered, line, json, held: h } = held({ id: 'x', description: `a long enough description: ${text}` }, status);
+          const entry = status === 404 ? entryOf('["p","POST","/items","k"]', remembered) : entryOf('["p","POST","/items","k"]', remembered, 9, line, json);
+          const alone = status === 404 ? new HeldAnswer(entry) : h;
+          assert.equal(alone.text, JSON.stringify(entry));
+          assert.equal(heldLine([alone, alone], 9), answersLine([entry, entry], 9));
+          assert.equal(alone.wholeText(), entryText(entryOf('["p","POST","/items","k"]', remembered)), `${text}, ${status}`);
+          assert.deepEqual(JSON.parse(alone.wholeText()), { k: '["p","POST","/items","k"]', f: remembered.fingerprint, t: remembered.at, s: remembered.answer.status, h: remembered.answer.headers, b: remembered.answer.body });
+        }
+      }
+    });
+
+    test('the shared start found through the JSON a line was made from is the one found in the line itself, on 20,000 generated pairs (a fixed seed)', () => {
+      let seed = 7;
+      const next = (n: number): number => ((seed = (seed * 1103515245 + 12345) % 2 ** 31), seed % n);
+      const alphabet = ['a', 'b', '"', '\\', '}', ',', 'é', '\ud834\udd1e', '\ud834', '_change'];
+      const text = (): string => Array.from({ length: next(12) }, () => alphabet[next(alphabet.length)]).join('');
+      for (let n = 0; n < 20_000; n++) {
+        const json = JSON.stringify({ id: text(), v: text() });
+        const line = next(4) === 0 ? json : stampedLine(json, { seq: 1 + next(50), type: 'created', at: 1 });
+        const cut = next(line.length + 1);
+        const body = next(3) === 0 ? line.slice(0, cut) + text() : json.slice(0, cut) + text();
+        assert.equal(sharedWithLine(body, line, json), sharedPrefix(body, line), JSON.stringify([body, line]));
+      }
+    });
+  });
+});

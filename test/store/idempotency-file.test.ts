@@ -469,17 +469,21 @@ describe('Idempotency-Key answers in the JSON-lines store', () => {
     await store.close();
   });
 
-  test('keyed writes during a slow compaction -> their answers lines, carried over, still count: the next compaction drops them', async () => {
+  test('keyed writes during a slow compaction -> their answers lines, carried over, still count: the next compaction drops those no longer kept', async () => {
     const dir = await tempDir();
     const { fs: fsys, fault, events } = syncSeam((file) => file.endsWith('.tmp'));
     let release!: () => void;
     const held = new Promise<void>((resolve) => (release = resolve));
     fault.sync = () => held;
-    const store = await open(dir, { fs: fsys, compaction: { minBytes: 0 } });
+    // One answer kept: each keyed write lets the one before it go, and its answers line becomes waste.
+    const store = await open(dir, { fs: fsys, compaction: { minBytes: 0 }, idempotency: { maxAnswers: 1 } });
     /** A key whose answer is much larger than its entity's line. */
     const large = (name: string): KeyedWrite => ({ key: name, fingerprint: 'f', answer: () => ({ status: 201, headers: {}, body: 'x'.repeat(4000) }) });
     await store.create(record('first'), large('k0'));
-    // Its answers line is most of the log: a compaction starts, and waits at the sync of its new file.
+    assert.equal(events.some((e) => e.endsWith('.tmp')), false, 'the answers line of an answer still kept is no waste: no compaction');
+    await store.create(record('second'), large('kA'));
+    await store.create(record('third'), large('kB'));
+    // The answers lines of k0 and kA, no longer kept, are most of the log: a compaction starts, and waits at the sync of its new file.
     await eventually(() => events.some((e) => e.endsWith('.tmp')), 'the compaction reached its sync');
     for (let i = 1; i <= 10; i++) await store.create(record(`e${i}`), large(`k${i}`));
     delete fault.sync;
@@ -488,8 +492,21 @@ describe('Idempotency-Key answers in the JSON-lines store', () => {
     const log = await fs.readFile(path.join(dir, 'items.jsonl'), 'utf8');
     const answers = log.split('\n').filter((line) => line.startsWith('{"_answers":'));
     const answerBytes = answers.reduce((sum, line) => sum + Buffer.byteLength(line) + 1, 0);
-    assert.ok(answerBytes * 2 <= Buffer.byteLength(log), `${answers.length} answers lines, ${answerBytes} bytes of ${Buffer.byteLength(log)}`);
-    for (let i = 0; i <= 10; i++) assert.ok(await replayOf(store, `k${i}`), `k${i} replays`);
+    assert.ok(answers.length < 10, `${answers.length} answers lines: those carried over were dropped`);
+    assert.ok(answerBytes * 2 <= Buffer.byteLength(log) + 2 * (Buffer.byteLength(answers.at(-1) ?? '') + 1), `${answers.length} answers lines, ${answerBytes} bytes of ${Buffer.byteLength(log)}`);
+    assert.ok(await replayOf(store, 'k10'), 'the answer kept replays');
+    await store.close();
+  });
+
+  test('a load of keyed creates whose answers are all kept -> no compaction: their lines would only move to the answers file', async () => {
+    const dir = await tempDir();
+    const store = await open(dir, { compaction: { minBytes: 0 } });
+    for (let i = 0; i < 100; i++) await store.create(record(`e${i}`), key(`k${i}`));
+    await store.settled();
+    const log = await fs.readFile(path.join(dir, 'items.jsonl'), 'utf8');
+    assert.equal(log.split('\n').filter((line) => line.startsWith('{"_answers":')).length, 100, 'every answers line still in the log');
+    await assert.rejects(fs.stat(path.join(dir, '_idempotency.items')), { code: 'ENOENT' }, 'no compaction saved answers');
+    for (let i = 0; i < 100; i += 33) assert.ok(await replayOf(store, `k${i}`));
     await store.close();
   });
 

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import path from 'node:path';
 import { sizeOf, type AnswerBook, type Remembered } from '../idempotency.js';
-import { entryOf, entryText, rememberedOf, type AnswerEntry } from './answer-lines.js';
+import { entryOf, entryText, HeldAnswer, rememberedOf, type AnswerEntry } from './answer-lines.js';
 import { StoreOpenError } from '../store.js';
 import { OPEN_READ, OPEN_READ_WRITE, OPEN_TRUNCATE, syncDirectory, writeAll, type StoreFs } from './store-fs.js';
 
@@ -70,7 +70,17 @@ const CHUNK = 1024;
 
 /** An answer as one line of the file: `{"a":[<entry>]}` (the shape of files of earlier versions, without a range). */
 function fileLine(key: string, remembered: Remembered): string {
-  return `{"a":[${entryText(entryOf(key, remembered))}]}\n`;
+  return `{"a":[${remembered instanceof HeldAnswer ? remembered.wholeText() : entryText(entryOf(key, remembered))}]}\n`;
+}
+
+/** The book's estimate of what an answer holds (`sizeOf`; a held one knows its own). */
+function weightOf(remembered: Remembered): number {
+  return remembered instanceof HeldAnswer ? remembered.weight : sizeOf(remembered);
+}
+
+/** Bytes an answer takes in the log's answers line, about (its weight, for one loaded at start-up: more, if anything). */
+function logSizeOf(remembered: Remembered): number {
+  return remembered instanceof HeldAnswer ? remembered.text.length + 1 : weightOf(remembered);
 }
 
 /** The file of the log `logFile` (`<dir>/<name>.jsonl` → `<dir>/_idempotency.<name>`). */
@@ -90,6 +100,8 @@ export class AnswerFile {
   #head = 0;
   /** Their bytes, by the book's estimate (`sizeOf`). */
   #pendingBytes = 0;
+  /** Their bytes in the log's answers lines, about (`logSizeOf`). */
+  #pendingLogBytes = 0;
   /** Whether the file is as this process last wrote it, `#lines` answers in `#bytes` bytes: false before the first write and after a failed one. */
   #known = false;
   #lines = 0;
@@ -113,21 +125,32 @@ export class AnswerFile {
     return this.#pending.length - this.#head;
   }
 
+  /**
+   * Bytes of the log's answers lines that hold answers still kept, about: the answers recorded
+   * since the last save that the book still holds. The rest of those lines' bytes is what a
+   * compaction would free (jsonl-store.ts).
+   */
+  get liveLogBytes(): number {
+    return this.#pendingLogBytes;
+  }
+
   /** Records an answer in the book that only the log holds so far (a batch's, or the log's at start-up). */
   put(key: string, remembered: Remembered): void {
     const book = this.#book;
-    const size = sizeOf(remembered);
+    const size = weightOf(remembered);
     book.put(key, remembered, size);
     if (book.maxAnswers === 0) return;
     const pending = this.#pending;
     pending.push([key, remembered]);
     this.#pendingBytes += size;
+    this.#pendingLogBytes += logSizeOf(remembered);
     // Past what the book holds, the front answers it has let go of go too (they need no save).
     while (this.#head < pending.length && (pending.length - this.#head > book.size || this.#pendingBytes > book.weight)) {
       const [frontKey, front] = pending[this.#head]!;
       if (book.get(frontKey) === front) break;
       pending[this.#head++] = undefined;
-      this.#pendingBytes -= sizeOf(front);
+      this.#pendingBytes -= weightOf(front);
+      this.#pendingLogBytes -= logSizeOf(front);
     }
     if (this.#head > 1024 && this.#head * 2 > pending.length) {
       pending.splice(0, this.#head);
@@ -145,7 +168,11 @@ export class AnswerFile {
     this.#pending = this.#taken().filter(([key, remembered]) => book.get(key) === remembered);
     this.#head = 0;
     this.#pendingBytes = 0;
-    for (const entry of this.#pending) this.#pendingBytes += sizeOf(entry![1]);
+    this.#pendingLogBytes = 0;
+    for (const entry of this.#pending) {
+      this.#pendingBytes += weightOf(entry![1]);
+      this.#pendingLogBytes += logSizeOf(entry![1]);
+    }
   }
 
   /** The pending answers, oldest first. */
@@ -256,9 +283,11 @@ export class AnswerFile {
     const taken = this.#taken();
     if (taken.length === 0 && (this.#known || this.#book.size === 0)) return;
     const takenBytes = this.#pendingBytes;
+    const takenLogBytes = this.#pendingLogBytes;
     this.#pending = [];
     this.#head = 0;
     this.#pendingBytes = 0;
+    this.#pendingLogBytes = 0;
     try {
       const book = this.#book;
       if (!this.#known || this.#lines + taken.length > 2 * book.size || this.#bytes > 4 * book.weight) await this.#rewrite();
@@ -267,6 +296,7 @@ export class AnswerFile {
       this.#pending = [...taken, ...this.#taken()];
       this.#head = 0;
       this.#pendingBytes += takenBytes;
+      this.#pendingLogBytes += takenLogBytes;
       this.#known = false;
       throw error;
     }

@@ -1,4 +1,4 @@
-import type { Remembered } from '../idempotency.js';
+import type { Remembered, StoredAnswer } from '../idempotency.js';
 
 /**
  * The answers of a batch's keyed writes (`Idempotency-Key`), as one line of the resource's own log,
@@ -98,6 +98,19 @@ export function sharedPrefix(body: string, line: string): number {
   return lo;
 }
 
+/**
+ * `sharedPrefix(body, line)`, where `json` (if given) is the text the line was made from: the line
+ * must begin with all of it but its last character (a stamped line does, change-stamp.ts; an
+ * unstamped one is `json` itself). Compared with `json`, one flat string
+ * already, rather than with the line, which is joined from parts and would be copied whole to be
+ * compared; the line itself is compared only when the body goes on matching to the end of that part.
+ */
+export function sharedWithLine(body: string, line: string, json?: string): number {
+  if (json === undefined) return sharedPrefix(body, line);
+  const shared = sharedPrefix(body, json);
+  return shared < json.length - 1 ? shared : sharedPrefix(body, line);
+}
+
 /** What begins every answers line. */
 const PREFIX = '{"_answers":';
 const PREFIX_BYTES = Buffer.from(PREFIX, 'latin1');
@@ -106,11 +119,11 @@ const PREFIX_BYTES = Buffer.from(PREFIX, 'latin1');
  * The entry of an answer (`n`: its change's sequence number, if it made one; `line`: that change's
  * line as the log gets it, to take the body's start from).
  */
-export function entryOf(key: string, remembered: Remembered, n?: number, line?: string): AnswerEntry {
+export function entryOf(key: string, remembered: Remembered, n?: number, line?: string, json?: string): AnswerEntry {
   const { answer } = remembered;
   const body = answer.body;
   if (n === undefined) return { k: key, f: remembered.fingerprint, t: remembered.at, s: answer.status, h: answer.headers, b: body };
-  const shared = line === undefined ? 0 : sharedPrefix(body, line);
+  const shared = line === undefined ? 0 : sharedWithLine(body, line, json);
   return shared < MIN_SHARED
     ? { k: key, f: remembered.fingerprint, t: remembered.at, s: answer.status, h: answer.headers, b: body, n }
     : { k: key, f: remembered.fingerprint, t: remembered.at, s: answer.status, h: answer.headers, bp: shared, bx: body.slice(shared), n };
@@ -122,9 +135,103 @@ export function entryOf(key: string, remembered: Remembered, n?: number, line?: 
  * without): 3.0 µs a one-answer line against 4.3 µs, measured alone in a loop.
  */
 export function entryText(e: AnswerEntry): string {
+  return entryHead(e) + entryBody(e);
+}
+
+/** The members before the body, the comma after them included. */
+function entryHead(e: AnswerEntry): string {
+  return `{"k":${JSON.stringify(e.k)},"f":${JSON.stringify(e.f)},"t":${e.t},"s":${e.s},"h":${JSON.stringify(e.h)},`;
+}
+
+/** The body's members and what follows them, to the closing brace. */
+function entryBody(e: AnswerEntry): string {
   const n = e.n === undefined ? '' : `,"n":${e.n}`;
-  const body = e.bp === undefined ? `"b":${JSON.stringify(e.b)}` : `"bp":${e.bp},"bx":${JSON.stringify(e.bx)}`;
-  return `{"k":${JSON.stringify(e.k)},"f":${JSON.stringify(e.f)},"t":${e.t},"s":${e.s},"h":${JSON.stringify(e.h)},${body}${n}}`;
+  return e.bp === undefined ? `"b":${JSON.stringify(e.b)}${n}}` : `"bp":${e.bp},"bx":${JSON.stringify(e.bx)}${n}}`;
+}
+
+/**
+ * `text`, made one flat string. A string built by concatenation is a tree of the parts it was
+ * joined from (V8's cons strings: here about ten objects, 1,105 bytes for a 326-character entry);
+ * reading a character flattens it in place into one string, which the collector then keeps alone
+ * (372 bytes). Held by the hundred thousand, the difference is most of what holding them costs.
+ */
+function flat(text: string): string {
+  text.charCodeAt(0);
+  return text;
+}
+
+/** What a body given by reference was taken from: a change's line, or what gives it again (the entity that wrote it). */
+export type LineSource = string | { line(): string };
+
+/**
+ * A remembered answer as the JSON-lines store holds it in memory: its entry's text, as the answers
+ * line has it, and (for a body given by reference) what holds the line the body begins as. The
+ * store holds up to 100,000 of these; held as a `Remembered` of its parts (an object for the
+ * answer, one for its headers, strings for each header, the body, the fingerprint), each answer
+ * was a dozen objects that every collection of the young generation copied and every full one
+ * marked: 11 µs of each keyed POST, by CPU, against one that held none (bench/NOTES.md,
+ * 2026-11-28). Here it is one object and one string, and the line is the entity's own while the
+ * entity is unchanged. The fingerprint and the answer, read only by a retry, are parsed from the
+ * text when asked for; the answers file gets the entry with its body whole (`wholeText`) by
+ * joining text, without a parse.
+ */
+export class HeldAnswer implements Remembered {
+  readonly at: number;
+  /** The entry as the log's answers line holds it (`entryText`). */
+  readonly text: string;
+  /** Where the body's members begin in `text` (`"bp":` or `"b":`). */
+  readonly #cut: number;
+  /** Where the text's closing brace is, or its `,"n":…` before it. */
+  readonly #end: number;
+  /** Characters of the line the body begins as (0: the body is whole in `text`). */
+  readonly #shared: number;
+  readonly #source: LineSource | undefined;
+
+  constructor(e: AnswerEntry, source?: LineSource) {
+    const head = entryHead(e);
+    this.at = e.t;
+    this.text = flat(head + entryBody(e));
+    this.#cut = head.length;
+    this.#end = this.text.length - 1 - (e.n === undefined ? 0 : `,"n":${e.n}`.length);
+    this.#shared = e.bp ?? 0;
+    this.#source = e.bp === undefined ? undefined : source;
+  }
+
+  /** Bytes it holds, by the estimate that bounds the answers (`sizeOf`): its text and the line's characters it keeps. */
+  get weight(): number {
+    return this.text.length + this.#shared + 64;
+  }
+
+  get fingerprint(): string {
+    return this.#entry().f;
+  }
+
+  get answer(): StoredAnswer {
+    const e = this.#entry();
+    return { status: e.s, headers: e.h, body: e.bp === undefined ? (e.b ?? '') : this.#line().slice(0, e.bp) + (e.bx ?? '') };
+  }
+
+  /**
+   * The entry with its body whole (`"b"`), as `entryText` writes an entry without `n`: the text
+   * before the body, the line's shared characters escaped, then the rest of the body as the text
+   * has it escaped already. Escaping is character by character, and the shared part never ends
+   * inside a surrogate pair (`sharedPrefix`), so the halves join as one string literal would.
+   */
+  wholeText(): string {
+    const text = this.text;
+    if (this.#shared === 0) return `${text.slice(0, this.#end)}}`;
+    const literal = this.#cut + `"bp":${this.#shared},"bx":`.length;
+    return `${text.slice(0, this.#cut)}"b":${JSON.stringify(this.#line().slice(0, this.#shared)).slice(0, -1)}${text.slice(literal + 1, this.#end)}}`;
+  }
+
+  #line(): string {
+    const source = this.#source!;
+    return typeof source === 'string' ? source : source.line();
+  }
+
+  #entry(): AnswerEntry {
+    return JSON.parse(this.text) as AnswerEntry;
+  }
 }
 
 /** The remembered answer an entry holds (its body whole: `AnswerLines` joins one given by reference). */
@@ -134,11 +241,16 @@ export function rememberedOf(e: AnswerEntry): Remembered {
 
 /** The answers line of a batch whose last change has sequence number `last` (0: none). */
 export function answersLine(entries: readonly AnswerEntry[], last: number): string {
+  return heldLine(entries.map((e) => new HeldAnswer(e)), last);
+}
+
+/** The answers line of held answers (`HeldAnswer`), of a batch whose last change has sequence number `last` (0: none). */
+export function heldLine(answers: readonly HeldAnswer[], last: number): string {
   let at = 0;
   let list = '';
-  for (const e of entries) {
-    if (e.t > at) at = e.t;
-    list += list === '' ? entryText(e) : `,${entryText(e)}`;
+  for (const a of answers) {
+    if (a.at > at) at = a.at;
+    list += list === '' ? a.text : `,${a.text}`;
   }
   return `${PREFIX}${at},"last":${last},"a":[${list}]}`;
 }

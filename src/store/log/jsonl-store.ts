@@ -17,9 +17,9 @@ import {
 } from '../store.js';
 import { WriteBatcher } from '../write-batcher.js';
 import { ChangesFile } from './changes-file.js';
-import { AnswerBook, type AnswerBookOptions, type Claim, type IdempotencyLedger, type KeyedWrite } from '../idempotency.js';
+import { AnswerBook, type AnswerBookOptions, type Claim, type IdempotencyLedger, type KeyedWrite, type Remembered } from '../idempotency.js';
 import { AnswerFile, answerFileOf } from './answer-file.js';
-import { AnswerLines, answersLine, entryOf, rememberedOf } from './answer-lines.js';
+import { AnswerLines, entryOf, HeldAnswer, heldLine, rememberedOf } from './answer-lines.js';
 import { Compaction, TMP_SUFFIX } from './jsonl-compaction.js';
 import { RestampedEntity, WrittenEntity, writeLine, type LoadedEntity, type LogEntity } from './jsonl-entity.js';
 import { JsonlFile, type FileView } from './jsonl-file.js';
@@ -214,9 +214,11 @@ class JsonlLogStore implements JsonlStore {
           // The answers first, in the same append and the same sync (answer-lines.ts explains why
           // that is safe). Written whenever `entity` counted it, so that the lines are where it said.
           let answerBytes = 0;
+          let held: HeldAnswer[] = [];
           if (answering && (lines.length > 0 || keyed.length > 0)) {
-            const entries = keyed.map((k) => (k.change === undefined ? entryOf(k.key, k.remembered) : entryOf(k.key, k.remembered, first + k.change, lines[k.change])));
-            const line = answersLine(entries, batch.length === 0 ? 0 : first + batch.length - 1);
+            // Held as the line has them (HeldAnswer): a body by reference keeps the entity that wrote the line.
+            held = keyed.map((k) => (k.change === undefined ? new HeldAnswer(entryOf(k.key, k.remembered)) : heldOf(k.key, k.remembered, first + k.change, batch[k.change]!, lines[k.change]!)));
+            const line = heldLine(held, batch.length === 0 ? 0 : first + batch.length - 1);
             answerBytes = Buffer.byteLength(line) + 1;
             lines.unshift(line);
           }
@@ -234,7 +236,7 @@ class JsonlLogStore implements JsonlStore {
           }
           if (answering) {
             this.#answerBytes += answerBytes;
-            for (const k of keyed) answers.put(k.key, k.remembered);
+            for (let i = 0; i < held.length; i++) answers.put(keyed[i]!.key, held[i]!);
           }
         },
         apply: (change, record) => {
@@ -533,9 +535,11 @@ class JsonlLogStore implements JsonlStore {
     if (!this.#autoCompact || this.#compacting || this.#closing) return;
     const file = this.#file;
     if (file.size < this.#minBytes) return;
-    // More lines than the ratio allows per live entity, or answers lines (bodies and all, nothing
-    // live) for more than half the file's bytes: a log of keyed creates alone has few lines to spare.
-    if (file.lines <= this.#ratio * this.#index.size && this.#answerBytes * 2 <= file.size) return;
+    // More lines than the ratio allows per live entity, or answers lines whose answers are no longer
+    // kept (expired, or past the book's bounds) for more than half the file's bytes: a log of keyed
+    // creates alone has few lines to spare. Lines of answers still kept are not counted: a compaction
+    // would only move them to the answers file, so one per batch of them rewrote every entity to free nothing.
+    if (file.lines <= this.#ratio * this.#index.size && (this.#answerBytes - this.#answers.liveLogBytes) * 2 <= file.size) return;
     if (file.lines < this.#compactAfterLines) return;
     // This store's last changes may still wait for another store's sync to be published (and its
     // deletes to be in the order the snapshot copies): then a later batch tries again.
@@ -641,6 +645,17 @@ class JsonlLogStore implements JsonlStore {
     this.#open = false;
     await this.#file.close(this.#warn);
   }
+}
+
+/**
+ * The answer of a keyed write whose change (sequence number `n`) a batch wrote as `line`, held by
+ * reference to that line where its body begins as the line does. The entity written gives the line
+ * again (its JSON and the stamp it was given then) and is held by the index anyway while current;
+ * its JSON, one flat string, is what the body is compared with (`sharedWithLine`).
+ */
+function heldOf(key: string, remembered: Remembered, n: number, change: LogEntity | { readonly deleted: string }, line: string): HeldAnswer {
+  const written = change instanceof WrittenEntity ? change : undefined;
+  return new HeldAnswer(entryOf(key, remembered, n, line, written?.json), written ?? line);
 }
 
 function openError(file: string, error: unknown): StoreOpenError {
