@@ -6,7 +6,9 @@
  *   node --import tsx bench/ab-deployed.ts hot|uniform|page-20|page-200|post|patch <rounds> <entities> <server entry>...
  *
  * (an entry is a built `cli.js`, e.g. a copy of `dist/` made before a change; `keyed:<cli.js>`, for
- * `post`, a server of that build sent a fresh `Idempotency-Key` with every POST). The entry `limit`
+ * `post`, a server of that build sent a fresh `Idempotency-Key` with every POST; `nonce:<cli.js>`,
+ * the same requests with the header named `X-Request-Nonce`, which the server does not read: the
+ * same bytes, built by the same code of the load generator). The entry `limit`
  * adds the limit (bare node:http replaying the first build's answers; for `post`, the durable
  * limit, as for `patch`; `limit-dsync`, for `post` and `patch`, the durable limit with O_DSYNC, one
  * synced write per batch, as halserve's log syncs), so that a build's ratio to it is measured in the same rounds. Prints each round's
@@ -36,7 +38,7 @@ if (entries.length === 0 || !KINDS.includes(kind)) {
 const config = readConfig();
 const entities = Number(entitiesText);
 const tmp = await fs.mkdtemp(path.join(os.tmpdir(), 'halserve-ab-deployed-'));
-const servers: { entry: string; server: Running; requests: BenchRequest[]; keyed: boolean }[] = [];
+const servers: { entry: string; server: Running; requests: BenchRequest[]; fresh: string | undefined }[] = [];
 const samples = new Map<string, Sample[]>();
 const ACCEPT = { accept: 'application/json' } as const;
 const order: RequestOrder = kind === 'uniform' ? 'global' : 'per-connection';
@@ -66,22 +68,23 @@ try {
       const writes = kind === 'post' || kind === 'patch';
       if (entry === 'limit-dsync' && !writes) throw new Error('limit-dsync is for post and patch only');
       const server = await startLimit(config.root, file, config.pin, [], writes ? path.join(tmp, `${entry}.jsonl`) : undefined, entry === 'limit-dsync');
-      servers.push({ entry, server, requests: first.requests, keyed: false });
+      servers.push({ entry, server, requests: first.requests, fresh: undefined });
     } else {
-      const keyed = entry.startsWith('keyed:');
-      if (keyed && kind !== 'post') throw new Error('keyed:<entry> is for post only');
-      process.env['BENCH_HALSERVE'] = keyed ? entry.slice('keyed:'.length) : entry;
+      const mark = /^(keyed|nonce):/.exec(entry);
+      const fresh = mark === null ? undefined : mark[1] === 'keyed' ? 'idempotency-key' : 'x-request-nonce';
+      if (fresh !== undefined && kind !== 'post') throw new Error('keyed:<entry> and nonce:<entry> are for post only');
+      process.env['BENCH_HALSERVE'] = entry.slice(mark === null ? 0 : mark[0].length);
       const data = await emptyData(path.join(tmp, String(i)));
       const server = await startHalserveWithToken(config.root, data.dir, config.pin);
       const ids = await bulkLoad(server.port, entities);
-      servers.push({ entry, server, requests: requestsOf(ids), keyed });
+      servers.push({ entry, server, requests: requestsOf(ids), fresh });
       process.stderr.write(`[ab] ${entry}: ${fmt(entities)} loaded\n`);
     }
     samples.set(entry, []);
   }
   for (let round = 1; round <= Number(roundsText); round++) {
-    for (const { entry, server, requests, keyed } of servers) {
-      const sample = await measure(config, server, requests, entry, order, keyed);
+    for (const { entry, server, requests, fresh } of servers) {
+      const sample = await measure(config, server, requests, entry, order, fresh);
       samples.get(entry)!.push(sample);
       console.log(`round ${round} ${entry}: ${fmt(sample.rps)} req/s, ${fmt(sample.cpuUs, 1)} µs/req${sample.problem ? ` INVALID: ${sample.problem}` : ''}, load ${os.loadavg()[0]!.toFixed(1)}`);
     }

@@ -4,8 +4,10 @@
 // Usage: node bench/load.mjs <job.json>
 // <job.json>: { url, connections, warmup, duration, rate?, order?, requests: [{ method, path, headers, body }] }
 //   rate: requests per second for all connections together (a diagnostic: CPU per request at equal load)
-//   keyed: every request gets an Idempotency-Key of its own (a fresh key each time, as a client
-//     that retries only on failure sends): measures keyed writes against the same unkeyed ones
+//   fresh: the name of a header every request gets with a value of its own: `idempotency-key` (a
+//     fresh key each time, as a client that retries only on failure sends), or one the server does
+//     not read (`x-request-nonce`, as long), so that the unkeyed POSTs it is compared with are the
+//     same bytes, built by the same code of the load generator, at the same cost to it
 // Protocol on stdout, one JSON object per line:
 //   {"event":"ready"}                 warm-up done; waits for a line "go" on stdin
 //   {"event":"done","result":{...}}   measured run finished
@@ -26,10 +28,12 @@ const job = JSON.parse(readFileSync(process.argv[2] ?? '', 'utf8'));
 // before any goes out again), instead of each connection walking the list from its start.
 let next = 0;
 const shared = [{ setupRequest: (request) => ({ ...request, ...job.requests[next++ % job.requests.length] }) }];
-// `keyed: true`: a fresh Idempotency-Key on every request, unique across runs of this process.
+// `fresh: <header>`: that header with a value of its own on every request, unique across runs of this
+// process. autocannon then builds each request afresh (setupRequest), which costs the load generator
+// ~35 µs a request more than sending a request built once (bench/NOTES.md, 2026-11-28).
 let keys = 0;
 const prefix = `${process.pid.toString(36)}-${Date.now().toString(36)}`;
-const keyed = job.requests.map((r) => ({ ...r, setupRequest: (request) => ({ ...request, headers: { ...request.headers, 'idempotency-key': `${prefix}-${(keys++).toString(36)}` } }) }));
+const fresh = job.fresh && job.requests.map((r) => ({ ...r, setupRequest: (request) => ({ ...request, headers: { ...request.headers, [job.fresh]: `${prefix}-${(keys++).toString(36)}` } }) }));
 
 function run(seconds) {
   return autocannon({
@@ -38,7 +42,7 @@ function run(seconds) {
     pipelining: 1,
     duration: seconds,
     timeout: 10,
-    requests: job.keyed ? keyed : job.order === 'global' ? shared : job.requests,
+    requests: fresh ? fresh : job.order === 'global' ? shared : job.requests,
     ...(job.rate ? { overallRate: job.rate } : {}),
   });
 }

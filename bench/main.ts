@@ -83,7 +83,7 @@ async function runWorkload(config: BenchConfig, tmp: string, workload: Workload,
     // Read-only workloads on the large set use it in place; the others get fresh copies.
     const halData = workload.data === 'large' ? data : await copyDataset(data, path.join(dir, 'halserve'));
     const copies = new Map<ServerKind, Dataset>();
-    for (const kind of ['halserve-no-token', 'halserve-keyed', 'halserve-jwt', 'json-server'] as const) if (uses(kind)) copies.set(kind, await copyDataset(data, path.join(dir, kind)));
+    for (const kind of ['halserve-no-token', 'halserve-keyed', 'halserve-nonce', 'halserve-jwt', 'json-server'] as const) if (uses(kind)) copies.set(kind, await copyDataset(data, path.join(dir, kind)));
     /** Every server of the workload on its data (again, for a workload that restarts them each round). */
     const startServers = async (): Promise<void> => {
       // As deployed: with a token, which every request to it sends (issue 15).
@@ -91,6 +91,7 @@ async function runWorkload(config: BenchConfig, tmp: string, workload: Workload,
       const copy = (kind: ServerKind): string => copies.get(kind)!.dir;
       if (uses('halserve-no-token')) servers.set('halserve-no-token', await startHalserve(config.root, copy('halserve-no-token'), config.pin, [], [], 'halserve-no-token'));
       if (uses('halserve-keyed')) servers.set('halserve-keyed', await startHalserveWithToken(config.root, copy('halserve-keyed'), config.pin, [], 'halserve-keyed'));
+      if (uses('halserve-nonce')) servers.set('halserve-nonce', await startHalserveWithToken(config.root, copy('halserve-nonce'), config.pin, [], 'halserve-nonce'));
       if (uses('halserve-jwt')) servers.set('halserve-jwt', await startHalserveWithJwt(config.root, copy('halserve-jwt'), config.pin));
       if (uses('limit') || uses('durable-limit') || uses('durable-limit-dsync')) {
         const file = path.join(dir, 'capture.json');
@@ -121,7 +122,7 @@ async function runWorkload(config: BenchConfig, tmp: string, workload: Workload,
         if (!server) throw new Error(`no ${contender.server} server`);
         // Every server of the workload at rest first (proc.ts untilQuiet): none still busy with the last run's queue.
         await untilQuiet([...servers.values()].map((s) => s.pid));
-        const sample = await measure(config, server, contender.requests, contender.label, contender.order, contender.keyed);
+        const sample = await measure(config, server, contender.requests, contender.label, contender.order, contender.fresh);
         samples[i]!.push(sample);
         log(
           `${workload.name} round ${round}/${rounds} ${contender.label}: ${fmt(sample.rps)} req/s, p99 ${sample.p99} ms, ${fmt(sample.cpuUs, 1)} µs/req${sample.problem ? ` INVALID: ${sample.problem}` : ''}`,

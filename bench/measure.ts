@@ -48,7 +48,7 @@ export type RequestOrder = 'per-connection' | 'global';
  * Runs warm-up and then the measured load against `server`. A run in which some answer was not 2xx
  * is returned with `problem` set (and reported as such), never quietly averaged in.
  */
-export async function measure(config: BenchConfig, server: Running, requests: readonly BenchRequest[], label: string, order: RequestOrder = 'per-connection', keyed = false): Promise<Sample> {
+export async function measure(config: BenchConfig, server: Running, requests: readonly BenchRequest[], label: string, order: RequestOrder = 'per-connection', fresh?: string): Promise<Sample> {
   const job = path.join(config.work, `job-${process.pid}.json`);
   await fs.writeFile(
     job,
@@ -59,7 +59,7 @@ export async function measure(config: BenchConfig, server: Running, requests: re
       duration: config.duration,
       rate: config.rate,
       order,
-      keyed,
+      fresh,
       requests,
     }),
   );

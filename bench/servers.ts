@@ -18,7 +18,7 @@ import path from 'node:path';
  * (`halserve-fresh`), the replay limit, the durable limit (the replay limit that also parses each
  * write's body, appends it and fdatasyncs per batch), and json-server.
  */
-export type ServerKind = 'halserve' | 'halserve-keyed' | 'halserve-no-token' | 'halserve-jwt' | 'halserve-fresh' | 'limit' | 'durable-limit' | 'durable-limit-dsync' | 'json-server';
+export type ServerKind = 'halserve' | 'halserve-keyed' | 'halserve-nonce' | 'halserve-no-token' | 'halserve-jwt' | 'halserve-fresh' | 'limit' | 'durable-limit' | 'durable-limit-dsync' | 'json-server';
 
 /** The bearer token halserve is started with (`--token`) and every request to it sends, as deployments do. */
 export const BENCH_TOKEN = 'bench-3f9c2a7d41e85b06c1d9e4f2a8b7c530';
