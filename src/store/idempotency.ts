@@ -184,11 +184,14 @@ export class AnswerBook {
 
   /** Records an answer (already durable, for a durable store); one larger than `maxBytes` is not kept. `weight`: its `sizeOf`, if the caller has it. */
   put(key: string, remembered: Remembered, weight = sizeOf(remembered)): void {
-    if (this.#inFlight.has(key)) this.#inFlight.set(key, true);
+    const claimed = this.#inFlight.get(key);
+    if (claimed !== undefined) this.#inFlight.set(key, true);
     const answers = this.#answers;
     if (answers === undefined) return;
-    // A key recorded again moves to the end, as if recorded for the first time.
-    answers.set(key, remembered, weight);
+    // A key claimed here with no answer put since is not in the table (as `latest` knows): added
+    // without looking for it. A key recorded again moves to the end, as if recorded for the first time.
+    if (claimed === false) answers.add(key, remembered, weight);
+    else answers.set(key, remembered, weight);
     for (let oldest = answers.oldestValue(); oldest !== undefined; oldest = answers.oldestValue()) {
       if (!this.#expired(oldest)) break;
       answers.delete(answers.oldestKey()!);
