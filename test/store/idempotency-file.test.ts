@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { after, describe, test } from 'node:test';
+import { after, afterEach, describe, test } from 'node:test';
 import { legacyFingerprint, requestFingerprint } from '../../src/conventions/idempotency-key.js';
 import { AnswerBook, ReplayedAnswer, type KeyedWrite, type StoredAnswer } from '../../src/store/idempotency.js';
 import { discoverResources } from '../../src/store/log/data-dir.js';
@@ -11,7 +11,7 @@ import { AnswerFile, lineHash } from '../../src/store/log/answer-file.js';
 import { nodeFs, type StoreFs } from '../../src/store/log/store-fs.js';
 import { StoreWriteError, type EntityRecord } from '../../src/store/store.js';
 import { eventually } from '../helpers/process.js';
-import { removeDir, startServer } from './crash-harness.js';
+import { removeDir, startServer as startCrashServer, type Server } from './crash-harness.js';
 import { syncSeam } from './helpers.js';
 
 const dirs: string[] = [];
@@ -568,6 +568,20 @@ describe('Idempotency-Key answers in the JSON-lines store', () => {
 });
 
 describe('Idempotency-Key across kill -9 (a real server process)', () => {
+  /** Every server a test started: killed after it, so that a failing assertion fails the test at once rather than leaving a child that keeps the file's process waiting for its timeout. */
+  const started: Server[] = [];
+  const startServer = async (dir: string): Promise<Server> => {
+    const server = await startCrashServer(dir);
+    started.push(server);
+    return server;
+  };
+  afterEach(async () => {
+    for (const server of started.splice(0)) {
+      if (server.child.exitCode === null && server.child.signalCode === null) server.child.kill('SIGKILL');
+      await server.exited;
+    }
+  });
+
   test('keyed POSTs in flight, kill -9, restart, every key retried -> an acknowledged key replays its answer; each key made one entity', async () => {
     const dir = await tempDir();
     let server = await startServer(dir);
