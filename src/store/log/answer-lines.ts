@@ -153,7 +153,7 @@ function entryBody(e: AnswerEntry): string {
  * `text`, made one flat string. A string built by concatenation is a tree of the parts it was
  * joined from (V8's cons strings: here about ten objects, 1,105 bytes for a 326-character entry);
  * reading a character flattens it in place into one string, which the collector then keeps alone
- * (372 bytes). Held by the hundred thousand, the difference is most of what holding them costs.
+ * (372 bytes): a third of the memory, and one object to copy and mark instead of ten.
  */
 function flat(text: string): string {
   text.charCodeAt(0);
@@ -167,11 +167,10 @@ export type LineSource = string | { line(): string };
  * A remembered answer as the JSON-lines store holds it in memory: its entry's text, as the answers
  * line has it, and (for a body given by reference) what holds the line the body begins as. The
  * store holds up to 100,000 of these; held as a `Remembered` of its parts (an object for the
- * answer, one for its headers, strings for each header, the body, the fingerprint), each answer
- * was a dozen objects that every collection of the young generation copied and every full one
- * marked: 11 µs of each keyed POST, by CPU, against one that held none (bench/NOTES.md,
- * 2026-11-28). Here it is one object and one string, and the line is the entity's own while the
- * entity is unchanged. The fingerprint and the answer, read only by a retry, are parsed from the
+ * answer, one for its headers, strings for each header, the body as a tree of its parts, the
+ * fingerprint), each answer was a dozen objects that every collection of the young generation
+ * copied and every full one marked (bench/NOTES.md, "2026-11-28, morning"). Here it is one object
+ * and one string, and the line is the entity's own while the entity is unchanged. The fingerprint and the answer, read only by a retry, are parsed from the
  * text when asked for; the answers file gets the entry with its body whole (`wholeText`) by
  * joining text, without a parse.
  */
