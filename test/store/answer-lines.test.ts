@@ -191,7 +191,8 @@ describe('answers lines of the log (answer-lines.ts)', () => {
           const entry = status === 404 ? entryOf('["p","POST","/items","k"]', remembered) : entryOf('["p","POST","/items","k"]', remembered, 9, line, json);
           const alone = status === 404 ? new HeldAnswer(entry) : h;
           assert.equal(alone.text, JSON.stringify(entry));
-          assert.equal(heldLine([alone, alone], 9), answersLine([entry, entry], 9));
+          // Built independently of heldLine (answersLine itself goes through it): the line as JSON.stringify writes it.
+          assert.equal(heldLine([alone, alone], 9), JSON.stringify({ _answers: remembered.at, last: 9, a: [entry, entry] }));
           assert.equal(alone.wholeText(), entryText(entryOf('["p","POST","/items","k"]', remembered)), `${text}, ${status}`);
           assert.deepEqual(JSON.parse(alone.wholeText()), { k: '["p","POST","/items","k"]', f: remembered.fingerprint, t: remembered.at, s: remembered.answer.status, h: remembered.answer.headers, b: remembered.answer.body });
         }
