@@ -122,39 +122,102 @@ export function sizeOf(r: Remembered): number {
 }
 
 /**
+ * Where an `AnswerBook` keeps its answers: a table in the order they were recorded (a key recorded
+ * again moves to the end), bounded by its own rules, that lets go of its oldest first. `LruAnswers`
+ * keeps them as objects; the JSON-lines store keeps them as bytes (log/answer-ring.ts).
+ */
+export interface AnswerTable {
+  /** Answers held. */
+  readonly size: number;
+  /** Bytes they hold, by the table's own measure. */
+  readonly weight: number;
+  /** The answer of `key`, expired or not. */
+  peek(key: string): Remembered | undefined;
+  /** Records `remembered` under `key` (`weight`: its `sizeOf`); `fresh`: the key is known to hold no answer. */
+  put(key: string, remembered: Remembered, weight: number, fresh: boolean): void;
+  delete(key: string): boolean;
+  /** Lets go of the oldest answers while they were recorded at `cutoff` or before. */
+  dropExpired(cutoff: number): void;
+  /** The answers held, oldest first. */
+  entries(): IterableIterator<[string, Remembered]>;
+}
+
+/** An `AnswerTable` of objects, in an `LruMap` read with `peek` only: an insertion-ordered map whose oldest entry is found in O(1). */
+export class LruAnswers implements AnswerTable {
+  readonly #map: LruMap<Remembered>;
+
+  constructor(maxAnswers: number, maxBytes: number) {
+    this.#map = new LruMap({ maxEntries: maxAnswers, maxWeight: maxBytes, maxEntryWeight: maxBytes });
+  }
+
+  get size(): number {
+    return this.#map.size;
+  }
+
+  get weight(): number {
+    return this.#map.weight;
+  }
+
+  peek(key: string): Remembered | undefined {
+    return this.#map.peek(key);
+  }
+
+  put(key: string, remembered: Remembered, weight: number, fresh: boolean): void {
+    if (fresh) this.#map.add(key, remembered, weight);
+    else this.#map.set(key, remembered, weight);
+  }
+
+  delete(key: string): boolean {
+    return this.#map.delete(key);
+  }
+
+  dropExpired(cutoff: number): void {
+    const map = this.#map;
+    for (let oldest = map.oldestValue(); oldest !== undefined && oldest.at <= cutoff; oldest = map.oldestValue()) map.delete(map.oldestKey()!);
+  }
+
+  entries(): IterableIterator<[string, Remembered]> {
+    return this.#map.entries();
+  }
+}
+
+/**
  * The answers a local store remembers, in the order they were recorded (so the oldest expire
  * first), and the keys held by requests in flight in this process. Bounded: expired answers are
  * dropped as new ones come and whenever asked for, and past `maxAnswers` answers or `maxBytes`
- * bytes the oldest go. Keys in flight are as many as requests in flight.
+ * bytes the oldest go (`AnswerTable`). Keys in flight are as many as requests in flight.
  *
- * The order is an `LruMap` read with `peek` only, so recording an answer and dropping the oldest
- * cost O(1) however many are held: walking a `Map` from its start to find the oldest walks past
- * every entry deleted since the table was last rebuilt, which cost 106 µs per keyed write once
- * 100,000 answers were held (`bench/answer-book.ts`).
+ * The table's oldest answer is found in O(1), so recording an answer and dropping the oldest cost
+ * O(1) however many are held: walking a `Map` from its start to find the oldest walks past every
+ * entry deleted since the table was last rebuilt, which cost 106 µs per keyed write once 100,000
+ * answers were held (`bench/answer-book.ts`).
  */
 export class AnswerBook {
   readonly now: () => number;
   readonly ttlMs: number;
   /** The most answers held. */
   readonly maxAnswers: number;
+  /** The most bytes of answers held. */
+  readonly maxBytes: number;
   /** Undefined where `maxAnswers` is 0: the book holds keys in flight only. */
-  readonly #answers: LruMap<Remembered> | undefined;
+  readonly #answers: AnswerTable | undefined;
   /** The keys claimed by requests in flight, each with whether an answer was put under it since its claim. */
   readonly #inFlight = new Map<string, boolean>();
 
-  constructor(options: AnswerBookOptions = {}) {
+  /** `table`: where the answers are kept (given the bounds); default `LruAnswers`. */
+  constructor(options: AnswerBookOptions = {}, table?: (maxAnswers: number, maxBytes: number) => AnswerTable) {
     this.now = options.now ?? Date.now;
     this.ttlMs = options.ttlMs ?? ANSWER_TTL_MS;
     const maxAnswers = (this.maxAnswers = Math.max(0, Math.floor(options.maxAnswers ?? MAX_ANSWERS)));
-    const maxBytes = options.maxBytes ?? MAX_ANSWER_BYTES;
-    this.#answers = maxAnswers >= 1 ? new LruMap({ maxEntries: maxAnswers, maxWeight: maxBytes, maxEntryWeight: maxBytes }) : undefined;
+    const maxBytes = (this.maxBytes = options.maxBytes ?? MAX_ANSWER_BYTES);
+    this.#answers = maxAnswers >= 1 ? (table ?? ((n, bytes) => new LruAnswers(n, bytes)))(maxAnswers, maxBytes) : undefined;
   }
 
   get size(): number {
     return this.#answers?.size ?? 0;
   }
 
-  /** The bytes the answers held take, by the estimate that bounds them (`maxBytes`). */
+  /** The bytes the answers held take, by the table's measure (which `maxBytes` bounds). */
   get weight(): number {
     return this.#answers?.weight ?? 0;
   }
@@ -190,12 +253,8 @@ export class AnswerBook {
     if (answers === undefined) return;
     // A key claimed here with no answer put since is not in the table (as `latest` knows): added
     // without looking for it. A key recorded again moves to the end, as if recorded for the first time.
-    if (claimed === false) answers.add(key, remembered, weight);
-    else answers.set(key, remembered, weight);
-    for (let oldest = answers.oldestValue(); oldest !== undefined; oldest = answers.oldestValue()) {
-      if (!this.#expired(oldest)) break;
-      answers.delete(answers.oldestKey()!);
-    }
+    answers.put(key, remembered, weight, claimed === false);
+    answers.dropExpired(this.now() - this.ttlMs);
   }
 
   /** The live answers, oldest first (rewriting a durable ledger). */

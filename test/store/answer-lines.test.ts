@@ -208,7 +208,9 @@ describe('answers lines of the log (answer-lines.ts)', () => {
         const json = JSON.stringify({ id: text(), v: text() });
         const line = next(4) === 0 ? json : stampedLine(json, { seq: 1 + next(50), type: 'created', at: 1 });
         const cut = next(line.length + 1);
-        const body = next(3) === 0 ? line.slice(0, cut) + text() : json.slice(0, cut) + text();
+        // A quarter of them as a representation is made: the record's JSON up to its closing brace, then more members.
+        const shape = next(4);
+        const body = shape === 0 ? line.slice(0, cut) + text() : shape === 1 ? `${json.slice(0, -1)},"_${text()}` : json.slice(0, cut) + text();
         assert.equal(sharedWithLine(body, line, json), sharedPrefix(body, line), JSON.stringify([body, line]));
       }
     });

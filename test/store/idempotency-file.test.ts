@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, afterEach, describe, test } from 'node:test';
 import { legacyFingerprint, requestFingerprint } from '../../src/conventions/idempotency-key.js';
-import { AnswerBook, ReplayedAnswer, type KeyedWrite, type StoredAnswer } from '../../src/store/idempotency.js';
+import { ReplayedAnswer, type KeyedWrite, type StoredAnswer } from '../../src/store/idempotency.js';
 import { discoverResources } from '../../src/store/log/data-dir.js';
 import { openJsonlStore, type JsonlStore, type JsonlStoreOptions } from '../../src/store/log/jsonl-store.js';
 import { AnswerFile, lineHash } from '../../src/store/log/answer-file.js';
@@ -193,12 +193,12 @@ describe('Idempotency-Key answers in the JSON-lines store', () => {
 
   test('answers waiting for a save are bounded as the book is: those it pushed out are let go as it does; a save writes exactly the live ones', async () => {
     const dir = await tempDir();
-    const book = new AnswerBook({ maxAnswers: 1000, maxBytes: 50_000 });
-    const file = new AnswerFile(path.join(dir, '_idempotency.items'), nodeFs, false, book);
+    const file = new AnswerFile(path.join(dir, '_idempotency.items'), nodeFs, false, { maxAnswers: 1000, maxBytes: 50_000 });
+    const book = file.book;
     const body = 'x'.repeat(1000);
     for (let i = 0; i < 20_000; i++) {
       file.put(`k${i}`, { fingerprint: 'f', at: Date.now(), answer: { status: 201, headers: {}, body } });
-      // ~1,070 bytes each: the book holds 46 of them, and no more wait.
+      // ~1,100 bytes each in a ring of 32 KiB: the book holds 29 of them, and no more wait.
       assert.ok(file.waiting <= book.size, `${file.waiting} waiting, ${book.size} kept`);
     }
     await file.save();

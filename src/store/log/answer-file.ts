@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
 import path from 'node:path';
-import { sizeOf, type AnswerBook, type Remembered } from '../idempotency.js';
-import { entryOf, entryText, HeldAnswer, rememberedOf, type AnswerEntry } from './answer-lines.js';
+import { AnswerBook, type AnswerBookOptions, type Remembered } from '../idempotency.js';
+import { rememberedOf, type AnswerEntry, type HeldAnswer } from './answer-lines.js';
+import { AnswerRing } from './answer-ring.js';
 import { StoreOpenError } from '../store.js';
 import { OPEN_READ, OPEN_READ_WRITE, OPEN_TRUNCATE, syncDirectory, writeAll, type StoreFs } from './store-fs.js';
 
@@ -24,12 +25,10 @@ import { OPEN_READ, OPEN_READ_WRITE, OPEN_TRUNCATE, syncDirectory, writeAll, typ
  * Storage is bounded: the file holds at most twice the in-memory table's answers (time to live,
  * count, bytes: idempotency.ts), and the log's answers lines go with each compaction.
  *
- * The answers recorded since the last save wait for the next one in a list, bounded as the book is:
- * the book lets go of its oldest answers first (pushed out by newer ones, or expired), so while the
- * list holds more answers or bytes than the book, its front answer is looked up and let go if the
- * book no longer holds it: one lookup a put once the list spans more than the book, none before. A
- * save writes only live answers, and looks each up as it writes it, a chunk at a time, so that no
- * step holds the event loop for a walk of the whole list.
+ * The answers recorded since the last save are the ring's from its save mark on (answer-ring.ts):
+ * those the ring has let go of meanwhile (pushed out by newer ones, or expired) need no save. A
+ * save writes only live answers, reading the ring a chunk at a time, so that no step holds the
+ * event loop for a walk of all of them.
  *
  * A save runs beside the writes: the compaction starts it when it takes its snapshot of the log and
  * waits for it only before it swaps the files, so no batch waits for it. Saves run one at a time.
@@ -62,25 +61,12 @@ export function lineHash(bytes: Uint8Array): string {
   return createHash('sha256').update(bytes).digest('base64url').slice(0, 22);
 }
 
-/** Bytes of pending answers beyond twice the book's that `AnswerFile.put` lets wait before it drops those gone from the book. */
-const PENDING_SLACK_BYTES = 1 << 20;
-
 /** Answers stringified and written at a time: the event loop turns between chunks of a large save. */
 const CHUNK = 1024;
 
-/** An answer as one line of the file: `{"a":[<entry>]}` (the shape of files of earlier versions, without a range). */
-function fileLine(key: string, remembered: Remembered): string {
-  return `{"a":[${remembered instanceof HeldAnswer ? remembered.wholeText() : entryText(entryOf(key, remembered))}]}\n`;
-}
-
-/** The book's estimate of what an answer holds (`sizeOf`; a held one knows its own). */
-function weightOf(remembered: Remembered): number {
-  return remembered instanceof HeldAnswer ? remembered.weight : sizeOf(remembered);
-}
-
-/** Bytes an answer takes in the log's answers line, about (its weight, for one loaded at start-up: more, if anything). */
-function logSizeOf(remembered: Remembered): number {
-  return remembered instanceof HeldAnswer ? remembered.text.length + 1 : weightOf(remembered);
+/** An answer as one line of the file: `{"a":[<entry>]}` (the shape of files of earlier versions, without a range), its body whole. */
+function fileLine(held: HeldAnswer): string {
+  return `{"a":[${held.wholeText()}]}\n`;
 }
 
 /** The file of the log `logFile` (`<dir>/<name>.jsonl` → `<dir>/_idempotency.<name>`). */
@@ -94,14 +80,8 @@ export class AnswerFile {
   readonly #fs: StoreFs;
   readonly #sync: boolean;
   readonly #book: AnswerBook;
-  /** Answers put in the book that only the log holds, oldest first from `#head`: what the next save writes. */
-  #pending: ([string, Remembered] | undefined)[] = [];
-  /** Where the list begins: the slots before it are answers let go. */
-  #head = 0;
-  /** Their bytes, by the book's estimate (`sizeOf`). */
-  #pendingBytes = 0;
-  /** Their bytes in the log's answers lines, about (`logSizeOf`). */
-  #pendingLogBytes = 0;
+  /** Where the book keeps its answers; undefined where it keeps none (`maxAnswers` 0). */
+  readonly #ring: AnswerRing | undefined;
   /** Whether the file is as this process last wrote it, `#lines` answers in `#bytes` bytes: false before the first write and after a failed one. */
   #known = false;
   #lines = 0;
@@ -109,75 +89,38 @@ export class AnswerFile {
   /** The last save: saves run one after another. */
   #saving: Promise<void> = Promise.resolve();
 
-  constructor(file: string, fsys: StoreFs, sync: boolean, book: AnswerBook) {
+  constructor(file: string, fsys: StoreFs, sync: boolean, options: AnswerBookOptions = {}) {
     this.#path = file;
     this.#fs = fsys;
     this.#sync = sync;
-    this.#book = book;
+    let ring: AnswerRing | undefined;
+    this.#book = new AnswerBook(options, (maxAnswers, maxBytes) => (ring = new AnswerRing({ maxAnswers, maxBytes })));
+    this.#ring = ring;
   }
 
+  /** The answers, kept in the ring. */
   get book(): AnswerBook {
     return this.#book;
   }
 
-  /** Answers recorded since the last save that the next one writes, or lets go if they have left the book by then. */
+  /** Answers recorded since the last save that the next one writes, or that leave the ring first. */
   get waiting(): number {
-    return this.#pending.length - this.#head;
+    return this.#ring?.unsaved ?? 0;
   }
 
   /**
    * Bytes of the log's answers lines that hold answers still kept, about: the answers recorded
-   * since the last save that the book still holds. The rest of those lines' bytes is what a
+   * since the last save that the ring still holds. The rest of those lines' bytes is what a
    * compaction would free (jsonl-store.ts).
    */
   get liveLogBytes(): number {
-    return this.#pendingLogBytes;
+    return this.#ring?.unsavedBytes ?? 0;
   }
 
   /** Records an answer in the book that only the log holds so far (a batch's, or the log's at start-up). */
   put(key: string, remembered: Remembered): void {
-    const book = this.#book;
-    const size = weightOf(remembered);
-    book.put(key, remembered, size);
-    if (book.maxAnswers === 0) return;
-    const pending = this.#pending;
-    pending.push([key, remembered]);
-    this.#pendingBytes += size;
-    this.#pendingLogBytes += logSizeOf(remembered);
-    // Past what the book holds, the front answers it has let go of go too (they need no save).
-    while (this.#head < pending.length && (pending.length - this.#head > book.size || this.#pendingBytes > book.weight)) {
-      const [frontKey, front] = pending[this.#head]!;
-      if (book.get(frontKey) === front) break;
-      pending[this.#head++] = undefined;
-      this.#pendingBytes -= weightOf(front);
-      this.#pendingLogBytes -= logSizeOf(front);
-    }
-    if (this.#head > 1024 && this.#head * 2 > pending.length) {
-      pending.splice(0, this.#head);
-      this.#head = 0;
-    }
-    // A front answer still held with gone ones behind it: only an answer recorded again under its
-    // key leaves one behind, which does not happen in one process's write order. Should it, past
-    // twice the book's answers or bytes (and some slack) every one is looked up.
-    if (pending.length - this.#head > 2 * book.size + 1024 || this.#pendingBytes > 2 * book.weight + PENDING_SLACK_BYTES) this.#dropGone();
-  }
-
-  /** Keeps of the pending answers those the book still holds. */
-  #dropGone(): void {
-    const book = this.#book;
-    this.#pending = this.#taken().filter(([key, remembered]) => book.get(key) === remembered);
-    this.#head = 0;
-    this.#pendingBytes = 0;
-    this.#pendingLogBytes = 0;
-    for (const entry of this.#pending) {
-      this.#pendingBytes += weightOf(entry![1]);
-      this.#pendingLogBytes += logSizeOf(entry![1]);
-    }
-  }
-
-  /** The pending answers, oldest first. */
-  #taken(): [string, Remembered][] {
-    return this.#pending.slice(this.#head) as [string, Remembered][];
+    // The ring measures an answer by its bytes: no estimate to make.
+    this.#book.put(key, remembered, 0);
   }
 
   /**
@@ -190,7 +133,7 @@ export class AnswerFile {
     if (lines === undefined) return; // no file: no key was ever used
     let doubt: readonly FileEntry[] = [];
     const keep = (entries: readonly FileEntry[]): void => {
-      for (const e of entries) this.#book.put(e.k, rememberedOf(e));
+      for (const e of entries) this.put(e.k, rememberedOf(e));
     };
     lines.forEach((line, i) => {
       let parsed: FileLine;
@@ -216,7 +159,7 @@ export class AnswerFile {
       }
     });
     keep(await this.#made(doubt, logFile, logSize));
-    await this.#rewrite();
+    await this.#rewrite(this.#ring?.takeUnsaved().to ?? 0);
   }
 
   /**
@@ -280,35 +223,26 @@ export class AnswerFile {
   }
 
   async #save(): Promise<void> {
-    const taken = this.#taken();
-    if (taken.length === 0 && (this.#known || this.#book.size === 0)) return;
-    const takenBytes = this.#pendingBytes;
-    const takenLogBytes = this.#pendingLogBytes;
-    this.#pending = [];
-    this.#head = 0;
-    this.#pendingBytes = 0;
-    this.#pendingLogBytes = 0;
+    const ring = this.#ring;
+    if (ring === undefined || (ring.unsaved === 0 && (this.#known || this.#book.size === 0))) return;
+    const taken = ring.takeUnsaved();
     try {
       const book = this.#book;
-      if (!this.#known || this.#lines + taken.length > 2 * book.size || this.#bytes > 4 * book.weight) await this.#rewrite();
-      else await this.#append(taken);
+      if (!this.#known || this.#lines + taken.count > 2 * book.size || this.#bytes > 4 * book.weight) await this.#rewrite(taken.to);
+      else await this.#append(taken.from, taken.to);
     } catch (error) {
-      this.#pending = [...taken, ...this.#taken()];
-      this.#head = 0;
-      this.#pendingBytes += takenBytes;
-      this.#pendingLogBytes += takenLogBytes;
+      ring.restoreUnsaved(taken.from);
       this.#known = false;
       throw error;
     }
   }
 
-  /** Those of `entries` the book still holds, appended where the file ends, synced. */
-  async #append(entries: readonly [string, Remembered][]): Promise<void> {
-    if (entries.length === 0) return;
+  /** The live answers recorded at positions [from, to) of the ring, appended where the file ends, synced. */
+  async #append(from: number, to: number): Promise<void> {
     const fsys = this.#fs;
     const fd = await fsys.open(this.#path, OPEN_READ_WRITE, 0o644);
     try {
-      const { bytes, lines } = await this.#write(fd, this.#bytes, entries, true);
+      const { bytes, lines } = await this.#write(fd, this.#bytes, from, to);
       if (this.#sync && lines > 0) await fsys.fdatasync(fd);
       this.#bytes += bytes;
       this.#lines += lines;
@@ -317,15 +251,15 @@ export class AnswerFile {
     }
   }
 
-  /** The file replaced by one of the live answers: temporary file, synced, renamed, directory synced. Rejects if any step fails. */
-  async #rewrite(): Promise<void> {
-    const entries = [...this.#book.entries()];
+  /** The file replaced by one of the live answers recorded before position `to`: temporary file, synced, renamed, directory synced. Rejects if any step fails. */
+  async #rewrite(to: number): Promise<void> {
     const fsys = this.#fs;
     const tmp = `${this.#path}.tmp`;
     const fd = await fsys.open(tmp, OPEN_TRUNCATE, 0o644);
     let bytes: number;
+    let lines: number;
     try {
-      ({ bytes } = await this.#write(fd, 0, entries, false));
+      ({ bytes, lines } = await this.#write(fd, 0, this.#ring?.head ?? 0, to));
       if (this.#sync) await fsys.fdatasync(fd);
     } finally {
       await fsys.close(fd);
@@ -333,26 +267,25 @@ export class AnswerFile {
     await fsys.rename(tmp, this.#path);
     if (this.#sync) await syncDirectory(fsys, path.dirname(this.#path));
     this.#known = true;
-    this.#lines = entries.length;
+    this.#lines = lines;
     this.#bytes = bytes;
   }
 
   /**
-   * Writes `entries` (with `onlyLive`, those the book still holds, looked up as they are written),
-   * one a line, from `position`, `CHUNK` at a time; resolves with the bytes and lines written.
+   * Writes the live answers at positions [from, to) of the ring, one a line, from `position` in
+   * the file, `CHUNK` at a time (each read from the ring as it is written: what the ring lets go
+   * of meanwhile is not written); resolves with the bytes and lines written.
    */
-  async #write(fd: number, position: number, entries: readonly [string, Remembered][], onlyLive: boolean): Promise<{ bytes: number; lines: number }> {
-    const book = this.#book;
+  async #write(fd: number, position: number, from: number, to: number): Promise<{ bytes: number; lines: number }> {
+    const ring = this.#ring;
     let at = position;
     let lines = 0;
-    for (let i = 0; i < entries.length; i += CHUNK) {
+    for (let cursor = from; ring !== undefined && cursor < to; ) {
       let text = '';
-      for (let j = i; j < Math.min(i + CHUNK, entries.length); j++) {
-        const [key, remembered] = entries[j]!;
-        if (onlyLive && book.get(key) !== remembered) continue;
-        text += fileLine(key, remembered);
+      cursor = ring.collect(cursor, to, CHUNK, (held) => {
+        text += fileLine(held);
         lines++;
-      }
+      });
       if (text === '') continue;
       const bytes = Buffer.from(text);
       await writeAll(this.#fs, fd, bytes, at);

@@ -107,8 +107,19 @@ export function sharedPrefix(body: string, line: string): number {
  */
 export function sharedWithLine(body: string, line: string, json?: string): number {
   if (json === undefined) return sharedPrefix(body, line);
+  const whole = json.length - 1;
+  if (whole > 0 && body.length > whole && body.slice(0, whole) === json.slice(0, whole)) {
+    // The usual case, in one comparison: the body is the record's JSON up to its closing brace,
+    // then its links. The line begins so too; the few characters after that (its stamp, ASCII)
+    // are compared one by one. No half of a surrogate pair ends the shared part: the last
+    // character is ASCII, or the one that ends the record's last value.
+    const max = Math.min(body.length, line.length);
+    let shared = whole;
+    while (shared < max && body.charCodeAt(shared) === line.charCodeAt(shared)) shared++;
+    return shared;
+  }
   const shared = sharedPrefix(body, json);
-  return shared < json.length - 1 ? shared : sharedPrefix(body, line);
+  return shared < whole ? shared : sharedPrefix(body, line);
 }
 
 /** What begins every answers line. */
@@ -164,41 +175,52 @@ function flat(text: string): string {
 export type LineSource = string | { line(): string };
 
 /**
- * A remembered answer as the JSON-lines store holds it in memory: its entry's text, as the answers
- * line has it, and (for a body given by reference) what holds the line the body begins as. The
- * store holds up to 100,000 of these; held as a `Remembered` of its parts (an object for the
- * answer, one for its headers, strings for each header, the body as a tree of its parts, the
- * fingerprint), each answer was a dozen objects that every collection of the young generation
- * copied and every full one marked (bench/NOTES.md, "2026-11-28, morning"). Here it is one object
- * and one string, and the line is the entity's own while the entity is unchanged. The fingerprint and the answer, read only by a retry, are parsed from the
- * text when asked for; the answers file gets the entry with its body whole (`wholeText`) by
- * joining text, without a parse.
+ * A remembered answer as the JSON-lines store records it: its entry's text, as the answers line
+ * has it, and (for a body given by reference) what holds the line the body begins as. Held as a
+ * `Remembered` of its parts (an object for the answer, one for its headers, strings for each
+ * header, the body as a tree of its parts, the fingerprint), each answer was a dozen objects that
+ * every collection of the young generation copied and every full one marked (bench/NOTES.md,
+ * "2026-11-28, morning"); the store's table of answers (answer-ring.ts) keeps this text as bytes
+ * outside the JavaScript heap, and gives a `HeldAnswer` back, from its parts (`HeldParts`), when
+ * one is asked for. The fingerprint and the answer, read only by a retry, are parsed from the text
+ * when asked for; the answers file gets the entry with its body whole (`wholeText`) by joining
+ * text, without a parse.
  */
 export class HeldAnswer implements Remembered {
   readonly at: number;
   /** The entry as the log's answers line holds it (`entryText`). */
   readonly text: string;
   /** Where the body's members begin in `text` (`"bp":` or `"b":`). */
-  readonly #cut: number;
+  readonly cut: number;
   /** Where the text's closing brace is, or its `,"n":…` before it. */
-  readonly #end: number;
+  readonly end: number;
   /** Characters of the line the body begins as (0: the body is whole in `text`). */
-  readonly #shared: number;
+  readonly shared: number;
   readonly #source: LineSource | undefined;
 
-  constructor(e: AnswerEntry, source?: LineSource) {
+  /** From an entry, or from the parts of one already held (`HeldParts`: `source` then is the body's start itself). */
+  constructor(e: AnswerEntry | HeldParts, source?: LineSource) {
+    if ('text' in e) {
+      this.at = e.at;
+      this.text = e.text;
+      this.cut = e.cut;
+      this.end = e.end;
+      this.shared = e.shared;
+      this.#source = e.shared === 0 ? undefined : source;
+      return;
+    }
     const head = entryHead(e);
     this.at = e.t;
     this.text = flat(head + entryBody(e));
-    this.#cut = head.length;
-    this.#end = this.text.length - 1 - (e.n === undefined ? 0 : `,"n":${e.n}`.length);
-    this.#shared = e.bp ?? 0;
+    this.cut = head.length;
+    this.end = this.text.length - 1 - (e.n === undefined ? 0 : `,"n":${e.n}`.length);
+    this.shared = e.bp ?? 0;
     this.#source = e.bp === undefined ? undefined : source;
   }
 
   /** Bytes it holds, by the estimate that bounds the answers (`sizeOf`): its text and the line's characters it keeps. */
   get weight(): number {
-    return this.text.length + this.#shared + 64;
+    return this.text.length + this.shared + 64;
   }
 
   get fingerprint(): string {
@@ -207,7 +229,20 @@ export class HeldAnswer implements Remembered {
 
   get answer(): StoredAnswer {
     const e = this.#entry();
-    return { status: e.s, headers: e.h, body: e.bp === undefined ? (e.b ?? '') : this.#line().slice(0, e.bp) + (e.bx ?? '') };
+    return { status: e.s, headers: e.h, body: e.bp === undefined ? (e.b ?? '') : this.prefix() + (e.bx ?? '') };
+  }
+
+  /** The body's first `shared` characters, from the line they were taken from ('' for a body whole in the text). */
+  prefix(): string {
+    if (this.shared === 0) return '';
+    const source = this.#source!;
+    return (typeof source === 'string' ? source : source.line()).slice(0, this.shared);
+  }
+
+  /** Whether this is the answer of ledger key `key` (its text begins with the key's member). */
+  isOf(key: string): boolean {
+    const k = JSON.stringify(key);
+    return this.text.startsWith(k, 5) && this.text.startsWith(',"f":', 5 + k.length);
   }
 
   /**
@@ -218,19 +253,23 @@ export class HeldAnswer implements Remembered {
    */
   wholeText(): string {
     const text = this.text;
-    if (this.#shared === 0) return `${text.slice(0, this.#end)}}`;
-    const literal = this.#cut + `"bp":${this.#shared},"bx":`.length;
-    return `${text.slice(0, this.#cut)}"b":${JSON.stringify(this.#line().slice(0, this.#shared)).slice(0, -1)}${text.slice(literal + 1, this.#end)}}`;
-  }
-
-  #line(): string {
-    const source = this.#source!;
-    return typeof source === 'string' ? source : source.line();
+    if (this.shared === 0) return `${text.slice(0, this.end)}}`;
+    const literal = this.cut + `"bp":${this.shared},"bx":`.length;
+    return `${text.slice(0, this.cut)}"b":${JSON.stringify(this.prefix()).slice(0, -1)}${text.slice(literal + 1, this.end)}}`;
   }
 
   #entry(): AnswerEntry {
     return JSON.parse(this.text) as AnswerEntry;
   }
+}
+
+/** A `HeldAnswer` as its parts: what the table of answers keeps of one (answer-ring.ts). */
+export interface HeldParts {
+  readonly at: number;
+  readonly text: string;
+  readonly cut: number;
+  readonly end: number;
+  readonly shared: number;
 }
 
 /** The remembered answer an entry holds (its body whole: `AnswerLines` joins one given by reference). */

@@ -187,7 +187,7 @@ class JsonlLogStore implements JsonlStore {
     this.changesFile = shared?.file ?? new ChangesFile(dirname(this.#path), this.#fs);
     const changes = (this.#changes = log.resource(options.resource ?? basename(this.#path).replace(/\.jsonl$/, '')));
     this.#idempotency = options.idempotency;
-    const answers = (this.#answers = new AnswerFile(answerFileOf(this.#path), this.#fs, durable, new AnswerBook(options.idempotency)));
+    const answers = (this.#answers = new AnswerFile(answerFileOf(this.#path), this.#fs, durable, options.idempotency));
     this.#writes = new WriteBatcher<LogEntity>(
       {
         get: (id) => index.get(id),

@@ -1,0 +1,448 @@
+import type { AnswerTable, Remembered } from '../idempotency.js';
+import { entryOf, HeldAnswer } from './answer-lines.js';
+
+/**
+ * The JSON-lines store's table of remembered answers (`AnswerTable`, idempotency.ts): each answer
+ * kept as bytes in a ring buffer, outside the JavaScript heap, and found through an open-addressing
+ * hash table of typed arrays keyed by a 64-bit hash of its ledger key.
+ *
+ * ## Why bytes
+ *
+ * A keyed create load records an answer a request, and the table holds up to 100,000 of them. Held
+ * as JavaScript objects (a `Map` from key to answer, an LRU list, each answer an object and a
+ * string), every answer survived a collection of the young generation or two (copied each time),
+ * was then marked by every full collection for the day it is kept, and each keyed write made four
+ * lookups in a `Map` of 100,000 string keys (the claim's miss, the insert, the eviction of the
+ * oldest, the answers file's check of its oldest unsaved answer), each missing the processor's
+ * caches on the bucket, the entry and the key's string (bench/NOTES.md, "2026-11-28, afternoon").
+ * Here an answer is copied once, into the ring, and the collector never sees it; a lookup hashes
+ * the key and reads one slot of three typed arrays; the oldest answer is where the ring's head is.
+ *
+ * ## Layout
+ *
+ * The ring is a `Buffer` of a power of two bytes, doubled as answers come (from 64 KiB) up to the
+ * largest power of two within `maxBytes`. Positions are *logical*: they only grow, and a record at
+ * logical position `p` lies at `p % capacity`, never across the buffer's end (a pad record fills
+ * what is left there). Every record is a multiple of 8 bytes long, so a pad fits wherever one is
+ * needed; doubling the buffer copies each record to its logical position modulo the new capacity,
+ * which it fits at too, so no position held anywhere changes. A record is
+ *
+ *     u32 length · u32 kind (0 pad, 1 answer) · u32 hash, low · u32 hash, high · f64 time ·
+ *     u32 text bytes · u32 cut · u32 end · u32 shared · text (UTF-8) · the body's start (UTF-8)
+ *
+ * (`HeldParts`: the entry's text as the log's answers line has it, and the characters of the
+ * change's line the body begins with, when the body is given by reference).
+ *
+ * Answers leave from the ring's head, oldest first: past `maxAnswers` records, when the bytes
+ * would pass the capacity, and when expired. A key recorded again, or an answer deleted (expired
+ * when read), leaves its record in the ring as a dead one, no longer in the hash table, until the
+ * head passes it: its bytes stay counted against the capacity, not the weight.
+ *
+ * A hash's match is checked against the key itself (the text begins with it, `HeldAnswer.isOf`),
+ * so two keys of one hash are two entries of the table, each found by its own key.
+ *
+ * ## Saves
+ *
+ * The answers file (answer-file.ts) saves the answers recorded since its last save: those at
+ * positions from `mark` on. A save takes the range (`takeUnsaved`) and reads it a chunk at a time
+ * (`collect`), each chunk synchronously: what the head has passed meanwhile left the table and
+ * needs no save, and positions do not move, so the save's cursor stays valid.
+ */
+
+/** Bytes of a record before its text. */
+const HEADER = 40;
+const KIND_PAD = 0;
+const KIND_ANSWER = 1;
+/** The ring's first capacity (or `maxBytes`' power of two, if smaller). */
+const INITIAL_CAPACITY = 64 * 1024;
+/** Slots of the hash table at first; doubled while more than half of them are taken. */
+const INITIAL_SLOTS = 256;
+/** An empty slot. */
+const EMPTY = -1;
+
+/** The two halves of the last key hashed (`hashKey`). */
+let hashLow = 0;
+let hashHigh = 0;
+
+/** A 64-bit hash of `key`, as two 32-bit halves in `hashLow` and `hashHigh` (FNV-1a and a multiply-rotate mix, each finished as MurmurHash3's fmix32). */
+function hashKey(key: string): void {
+  let a = 0x811c9dc5 | 0;
+  let b = 0x9747b28c | 0;
+  for (let i = 0; i < key.length; i++) {
+    const c = key.charCodeAt(i);
+    a = Math.imul(a ^ c, 0x01000193);
+    b = Math.imul(b ^ c, 0x5bd1e995);
+    b = (b << 13) | (b >>> 19);
+  }
+  hashLow = fmix(a);
+  hashHigh = fmix(b ^ key.length);
+}
+
+function fmix(h: number): number {
+  h ^= h >>> 16;
+  h = Math.imul(h, 0x85ebca6b);
+  h ^= h >>> 13;
+  h = Math.imul(h, 0xc2b2ae35);
+  return (h ^ (h >>> 16)) | 0;
+}
+
+/** The largest power of two within `n` (at least 8). */
+function powerWithin(n: number): number {
+  let p = 8;
+  while (p * 2 <= n) p *= 2;
+  return p;
+}
+
+/**
+ * `Buffer#utf8Write`, which `Buffer#write` calls once it has worked out its arguments: called
+ * directly, a record's two strings are written without that (Node has it on every `Buffer`).
+ */
+interface Utf8Writable {
+  utf8Write(text: string, offset: number, length?: number): number;
+}
+const utf8Write = (Buffer.prototype as unknown as Utf8Writable).utf8Write;
+
+export interface AnswerRingOptions {
+  /** Answers held at most (at least 1). */
+  readonly maxAnswers: number;
+  /** Bytes of the ring at most: its capacity grows to the largest power of two within it. */
+  readonly maxBytes: number;
+  /** The bits of each half of a key's hash that the table keeps (default all): tests keep few, so that keys collide. */
+  readonly hashMask?: number;
+}
+
+export class AnswerRing implements AnswerTable {
+  readonly #maxAnswers: number;
+  readonly #maxCapacity: number;
+  readonly #hashMask: number;
+  #buf: Buffer;
+  #capacity: number;
+  /** Logical positions: the oldest record, and where the next goes. */
+  #head = 0;
+  #tail = 0;
+  /** Records in the ring (pads aside), live or dead. */
+  #records = 0;
+  /** Records in the hash table, and their bytes. */
+  #live = 0;
+  #liveBytes = 0;
+  /** Where the answers not yet saved begin (`takeUnsaved`), and how many records and text bytes are at or after it. */
+  #mark = 0;
+  #unsaved = 0;
+  #unsavedBytes = 0;
+  /** The hash table, two numbers a slot side by side (one cache line for both): its key's hash (`hashOf`) and its record's logical position (EMPTY: none). */
+  #slots: Float64Array;
+  #mask: number;
+
+  constructor(options: AnswerRingOptions) {
+    if (!(options.maxAnswers >= 1)) throw new RangeError('maxAnswers must be at least 1');
+    this.#maxAnswers = Math.floor(options.maxAnswers);
+    this.#maxCapacity = powerWithin(options.maxBytes);
+    this.#hashMask = options.hashMask ?? -1;
+    this.#capacity = Math.min(INITIAL_CAPACITY, this.#maxCapacity);
+    this.#buf = Buffer.alloc(this.#capacity);
+    this.#slots = emptySlots(INITIAL_SLOTS);
+    this.#mask = INITIAL_SLOTS - 1;
+  }
+
+  /** Answers held. */
+  get size(): number {
+    return this.#live;
+  }
+
+  /** Bytes of the answers held (their records). */
+  get weight(): number {
+    return this.#liveBytes;
+  }
+
+  /** The ring's capacity now (it grows to the largest power of two within `maxBytes`). */
+  get capacity(): number {
+    return this.#capacity;
+  }
+
+  peek(key: string): HeldAnswer | undefined {
+    const slot = this.#find(key);
+    return slot === EMPTY ? undefined : this.#held(this.#slots[2 * slot + 1]!);
+  }
+
+  /** The answer at logical position `at`, from its record's parts. */
+  #held(at: number): HeldAnswer {
+    const buf = this.#buf;
+    const p = at % this.#capacity;
+    const length = buf.readUInt32LE(p);
+    const textBytes = buf.readUInt32LE(p + 24);
+    const shared = buf.readUInt32LE(p + 36);
+    const text = buf.toString('utf8', p + HEADER, p + HEADER + textBytes);
+    const prefix = shared === 0 ? undefined : buf.toString('utf8', p + HEADER + textBytes, p + length).slice(0, shared);
+    return new HeldAnswer({ at: buf.readDoubleLE(p + 16), text, cut: buf.readUInt32LE(p + 28), end: buf.readUInt32LE(p + 32), shared }, prefix);
+  }
+
+  put(key: string, remembered: Remembered, _weight: number, fresh: boolean): void {
+    const held = remembered instanceof HeldAnswer ? remembered : new HeldAnswer(entryOf(key, remembered));
+    if (!fresh) this.delete(key);
+    hashKey(key);
+    const low = hashLow & this.#hashMask;
+    const high = hashHigh & this.#hashMask;
+    const text = held.text;
+    const prefix = held.prefix();
+    const textBytes = Buffer.byteLength(text);
+    const length = (HEADER + textBytes + Buffer.byteLength(prefix) + 7) & ~7;
+    if (length > this.#maxCapacity) return;
+    const at = this.#reserve(length);
+    const buf = this.#buf;
+    const p = at % this.#capacity;
+    buf.writeUInt32LE(length, p);
+    buf.writeUInt32LE(KIND_ANSWER, p + 4);
+    buf.writeInt32LE(low, p + 8);
+    buf.writeInt32LE(high, p + 12);
+    buf.writeDoubleLE(held.at, p + 16);
+    buf.writeUInt32LE(textBytes, p + 24);
+    buf.writeUInt32LE(held.cut, p + 28);
+    buf.writeUInt32LE(held.end, p + 32);
+    buf.writeUInt32LE(held.shared, p + 36);
+    utf8Write.call(buf, text, p + HEADER, textBytes);
+    if (prefix !== '') utf8Write.call(buf, prefix, p + HEADER + textBytes);
+    this.#tail = at + length;
+    this.#records++;
+    this.#unsaved++;
+    this.#unsavedBytes += textBytes + 1;
+    this.#live++;
+    this.#liveBytes += length;
+    if (this.#live * 2 > this.#mask + 1) this.#rehash(2 * (this.#mask + 1));
+    this.#insert(hashOf(low, high), at);
+  }
+
+  delete(key: string): boolean {
+    const slot = this.#find(key);
+    if (slot === EMPTY) return false;
+    const at = this.#slots[2 * slot + 1]!;
+    this.#liveBytes -= this.#buf.readUInt32LE(at % this.#capacity);
+    this.#live--;
+    this.#removeSlot(slot);
+    return true;
+  }
+
+  dropExpired(cutoff: number): void {
+    const buf = this.#buf;
+    while (this.#head < this.#tail) {
+      const p = this.#head % this.#capacity;
+      if (buf.readUInt32LE(p + 4) === KIND_ANSWER && buf.readDoubleLE(p + 16) > cutoff) return;
+      this.#evict();
+    }
+  }
+
+  *entries(): IterableIterator<[string, Remembered]> {
+    const end = this.#tail;
+    for (let at = this.#head; at < end; ) {
+      at = Math.max(at, this.#head);
+      if (at >= end) return;
+      const length = this.#buf.readUInt32LE(at % this.#capacity);
+      if (this.#isLive(at)) {
+        const held = this.#held(at);
+        yield [(JSON.parse(held.text) as { k: string }).k, held];
+      }
+      at += length;
+    }
+  }
+
+  /** Answers recorded since the last save (`takeUnsaved`) that the ring still holds, live or dead. */
+  get unsaved(): number {
+    return this.#unsaved;
+  }
+
+  /** Their text bytes, each with a newline: about what they take in the log's answers lines. */
+  get unsavedBytes(): number {
+    return this.#unsavedBytes;
+  }
+
+  /** The range of positions recorded since the last save, which now counts as saved; `restoreUnsaved(from)` if the save fails. */
+  takeUnsaved(): { readonly from: number; readonly to: number; readonly count: number } {
+    const taken = { from: this.#mark, to: this.#tail, count: this.#unsaved };
+    this.#mark = this.#tail;
+    this.#unsaved = 0;
+    this.#unsavedBytes = 0;
+    return taken;
+  }
+
+  /** Positions from `from` on are unsaved again (a save that failed), those the head has not passed. */
+  restoreUnsaved(from: number): void {
+    this.#mark = Math.max(Math.min(from, this.#mark), this.#head);
+    this.#unsaved = 0;
+    this.#unsavedBytes = 0;
+    for (let at = this.#mark; at < this.#tail; ) {
+      const p = at % this.#capacity;
+      if (this.#buf.readUInt32LE(p + 4) === KIND_ANSWER) {
+        this.#unsaved++;
+        this.#unsavedBytes += this.#buf.readUInt32LE(p + 24) + 1;
+      }
+      at += this.#buf.readUInt32LE(p);
+    }
+  }
+
+  /** The oldest position held: a save of every answer (`collect`) starts here. */
+  get head(): number {
+    return this.#head;
+  }
+
+  /** Where the next record goes: a save's range ends here. */
+  get tail(): number {
+    return this.#tail;
+  }
+
+  /**
+   * Calls `each` with the live answers from position `from` (or the head, if it has passed it) up
+   * to `to`, at most `max` of them, in the order recorded; returns where the next call goes on
+   * from (`to` once all were given).
+   */
+  collect(from: number, to: number, max: number, each: (held: HeldAnswer) => void): number {
+    let at = Math.max(from, this.#head);
+    let given = 0;
+    while (at < to && given < max) {
+      const length = this.#buf.readUInt32LE(at % this.#capacity);
+      if (this.#isLive(at)) {
+        each(this.#held(at));
+        given++;
+      }
+      at += length;
+    }
+    return Math.min(at, to);
+  }
+
+  /** Whether the record at `at` is an answer the hash table still holds. */
+  #isLive(at: number): boolean {
+    const p = at % this.#capacity;
+    if (this.#buf.readUInt32LE(p + 4) !== KIND_ANSWER) return false;
+    return this.#slotOf(this.#buf.readInt32LE(p + 8), at) !== EMPTY;
+  }
+
+  /** Room for a record of `length` bytes where the tail is (past a pad, if the buffer ends first): its logical position. */
+  #reserve(length: number): number {
+    for (;;) {
+      const capacity = this.#capacity;
+      const p = this.#tail % capacity;
+      const start = p + length > capacity ? this.#tail + capacity - p : this.#tail;
+      if (start + length - this.#head <= capacity && this.#records < this.#maxAnswers) {
+        if (start > this.#tail) {
+          this.#buf.writeUInt32LE(start - this.#tail, p);
+          this.#buf.writeUInt32LE(KIND_PAD, p + 4);
+        }
+        return start;
+      }
+      if (this.#records < this.#maxAnswers && capacity < this.#maxCapacity) this.#grow();
+      else if (this.#head === this.#tail) this.#head = this.#tail = start;
+      else this.#evict();
+    }
+  }
+
+  /** The record at the head leaves the ring (and the hash table, if it is live there). */
+  #evict(): void {
+    const buf = this.#buf;
+    const at = this.#head;
+    const p = at % this.#capacity;
+    const length = buf.readUInt32LE(p);
+    if (buf.readUInt32LE(p + 4) === KIND_ANSWER) {
+      this.#records--;
+      if (at >= this.#mark) {
+        this.#unsaved--;
+        this.#unsavedBytes -= buf.readUInt32LE(p + 24) + 1;
+      }
+      const slot = this.#slotOf(buf.readInt32LE(p + 8), at);
+      if (slot !== EMPTY) {
+        this.#live--;
+        this.#liveBytes -= length;
+        this.#removeSlot(slot);
+      }
+    }
+    this.#head = at + length;
+  }
+
+  /** Twice the capacity: each record copied to its logical position modulo the new one. */
+  #grow(): void {
+    const old = this.#buf;
+    const oldCapacity = this.#capacity;
+    const capacity = oldCapacity * 2;
+    const buf = Buffer.alloc(capacity);
+    for (let at = this.#head; at < this.#tail; ) {
+      const p = at % oldCapacity;
+      const length = old.readUInt32LE(p);
+      old.copy(buf, at % capacity, p, p + length);
+      at += length;
+    }
+    this.#buf = buf;
+    this.#capacity = capacity;
+  }
+
+  /** The slot of `key`, or EMPTY. */
+  #find(key: string): number {
+    hashKey(key);
+    const low = hashLow & this.#hashMask;
+    const hash = hashOf(low, hashHigh & this.#hashMask);
+    const slots = this.#slots;
+    const mask = this.#mask;
+    for (let i = low & mask; ; i = (i + 1) & mask) {
+      const at = slots[2 * i + 1]!;
+      if (at === EMPTY) return EMPTY;
+      if (slots[2 * i] === hash && this.#held(at).isOf(key)) return i;
+    }
+  }
+
+  /** The slot holding the record at `at`, whose key's hash begins `low`; EMPTY if none (a dead record). */
+  #slotOf(low: number, at: number): number {
+    const slots = this.#slots;
+    const mask = this.#mask;
+    for (let i = low & mask; ; i = (i + 1) & mask) {
+      const held = slots[2 * i + 1]!;
+      if (held === EMPTY) return EMPTY;
+      if (held === at) return i;
+    }
+  }
+
+  /** Puts the record at `at`, of hash `hash` (`hashOf`), in the first free slot from its home. */
+  #insert(hash: number, at: number): void {
+    const slots = this.#slots;
+    const mask = this.#mask;
+    let i = hash & mask;
+    while (slots[2 * i + 1] !== EMPTY) i = (i + 1) & mask;
+    slots[2 * i] = hash;
+    slots[2 * i + 1] = at;
+  }
+
+  /** Empties `slot`, moving back the entries after it that it would cut off from their home slot (linear probing's deletion, no tombstones). */
+  #removeSlot(slot: number): void {
+    const slots = this.#slots;
+    const mask = this.#mask;
+    let hole = slot;
+    for (let j = (hole + 1) & mask; slots[2 * j + 1] !== EMPTY; j = (j + 1) & mask) {
+      const home = slots[2 * j]! & mask;
+      // The entry at j stays if its home lies cyclically in (hole, j].
+      if (hole <= j ? hole < home && home <= j : hole < home || home <= j) continue;
+      slots[2 * hole] = slots[2 * j]!;
+      slots[2 * hole + 1] = slots[2 * j + 1]!;
+      hole = j;
+    }
+    slots[2 * hole + 1] = EMPTY;
+  }
+
+  /** The table, `count` slots large, its entries put again. */
+  #rehash(count: number): void {
+    const old = this.#slots;
+    this.#slots = emptySlots(count);
+    this.#mask = count - 1;
+    for (let i = 0; i < old.length; i += 2) if (old[i + 1] !== EMPTY) this.#insert(old[i]!, old[i + 1]!);
+  }
+}
+
+/**
+ * A key's hash as a slot holds it: 52 of its 64 bits (all of the low half, which also gives the
+ * home slot, and 20 of the high), one number that a double holds exactly. A match is checked
+ * against the key itself in any case.
+ */
+function hashOf(low: number, high: number): number {
+  return (high & 0xfffff) * 0x1_0000_0000 + (low >>> 0);
+}
+
+/** `count` empty slots: two numbers each, the hash (`hashOf`) and the record's position (EMPTY: none). */
+function emptySlots(count: number): Float64Array {
+  const slots = new Float64Array(2 * count);
+  for (let i = 1; i < slots.length; i += 2) slots[i] = EMPTY;
+  return slots;
+}
