@@ -21,6 +21,22 @@ test('malformed Idempotency-Key values -> a 400 problem each', () => {
   assert.throws(() => parseIdempotencyKey(['a', 'b']), (e: unknown) => e instanceof HttpProblem && /more than one/.test(e.detail));
 });
 
+test('ledger keys -> the JSON array of the parts, as JSON.stringify writes it, whatever characters they hold (the text answers recorded earlier are found by)', () => {
+  const alphabet = ['a', 'Z', '0', '/', '-', ':', '"', '\\', '\n', '\u0000', '\u001f', '\u007f', 'é', '€', '\ud83d\ude00', '\ud800', '\udfff', ' ', '%22'];
+  let seed = 17;
+  const random = (): number => ((seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) / 2 ** 32);
+  const part = (): string => Array.from({ length: Math.floor(random() * 6) }, () => alphabet[Math.floor(random() * alphabet.length)]).join('');
+  let escaped = 0;
+  for (let i = 0; i < 5000; i++) {
+    const parts = [part(), random() < 0.5 ? 'POST' : part(), part(), part()] as const;
+    const expected = JSON.stringify(parts);
+    if (expected.length !== parts.join('').length + 13) escaped++;
+    assert.equal(ledgerKey(...parts), expected, JSON.stringify(parts));
+  }
+  // Both ways were taken: parts written as they are, and parts JSON escapes.
+  assert.ok(escaped > 1000 && escaped < 4900, `${escaped} of 5000 escaped`);
+});
+
 test('ledger keys of different requests -> never equal, whatever the parts hold', () => {
   assert.notEqual(ledgerKey('a\nb', 'POST', '/x', 'k'), ledgerKey('a', 'b\nPOST', '/x', 'k'));
   assert.equal(ledgerKey('p', 'POST', '/x', 'k'), ledgerKey('p', 'POST', '/x', 'k'));
