@@ -1,3 +1,4 @@
+import { NEEDS_ESCAPE } from '../structures/json-string.js';
 import { sha256Base64url } from '../structures/sha256.js';
 import { badRequest } from './problem.js';
 
@@ -73,9 +74,6 @@ export function ledgerKey(principal: string, method: string, path: string, key: 
   if (NEEDS_ESCAPE.test(principal) || NEEDS_ESCAPE.test(path) || NEEDS_ESCAPE.test(key) || NEEDS_ESCAPE.test(method)) return JSON.stringify([principal, method, path, key]);
   return `["${principal}","${method}","${path}","${key}"]`;
 }
-
-/** A character `JSON.stringify` writes escaped: a quote, a backslash, a control character, or a surrogate (a lone one is escaped; a pair is taken the long way too). */
-const NEEDS_ESCAPE = /["\\\u0000-\u001f\ud800-\udfff]/;
 
 /**
  * A digest of a request's body as it came, its bytes (SHA-256, base64url): the same key with

@@ -1,3 +1,4 @@
+import { jsonString } from '../../structures/json-string.js';
 import type { Remembered, StoredAnswer } from '../idempotency.js';
 
 /**
@@ -151,7 +152,7 @@ export function entryText(e: AnswerEntry): string {
 
 /** The members before the body, the comma after them included. */
 function entryHead(e: AnswerEntry): string {
-  return `{"k":${JSON.stringify(e.k)},"f":${JSON.stringify(e.f)},"t":${e.t},"s":${e.s},"h":${JSON.stringify(e.h)},`;
+  return `{"k":${JSON.stringify(e.k)},"f":${jsonString(e.f)},"t":${e.t},"s":${e.s},"h":${JSON.stringify(e.h)},`;
 }
 
 /** The body's members and what follows them, to the closing brace. */

@@ -28,7 +28,8 @@ import { entryOf, HeldAnswer } from './answer-lines.js';
  * which it fits at too, so no position held anywhere changes. A record is
  *
  *     u32 length · u32 kind (0 pad, 1 answer) · u32 hash, low · u32 hash, high · f64 time ·
- *     u32 text bytes · u32 cut · u32 end · u32 shared · text (UTF-8) · the body's start (UTF-8)
+ *     u32 text bytes · u32 cut · u32 end · u32 shared (characters) · u32 the body's start (bytes) ·
+ *     u32 unused · text (UTF-8) · the body's start (UTF-8)
  *
  * (`HeldParts`: the entry's text as the log's answers line has it, and the characters of the
  * change's line the body begins with, when the body is given by reference).
@@ -49,8 +50,17 @@ import { entryOf, HeldAnswer } from './answer-lines.js';
  * needs no save, and positions do not move, so the save's cursor stays valid.
  */
 
-/** Bytes of a record before its text. */
-const HEADER = 40;
+/** A record's header: its fields' places in words (the time in doubles), and its size in bytes. */
+const KIND = 1;
+const LOW = 2;
+const HIGH = 3;
+const AT = 2;
+const TEXT = 6;
+const CUT = 7;
+const END = 8;
+const SHARED = 9;
+const PREFIX = 10;
+const HEADER = 48;
 const KIND_PAD = 0;
 const KIND_ANSWER = 1;
 /** The ring's first capacity (or `maxBytes`' power of two, if smaller). */
@@ -116,6 +126,10 @@ export class AnswerRing implements AnswerTable {
   readonly #maxCapacity: number;
   readonly #hashMask: number;
   #buf: Buffer;
+  /** The buffer's words and doubles (a record starts at a multiple of 8, so its header's fields are whole elements: `word`). */
+  #u32: Uint32Array;
+  #i32: Int32Array;
+  #f64: Float64Array;
   #capacity: number;
   /** Logical positions: the oldest record, and where the next goes. */
   #head = 0;
@@ -139,7 +153,10 @@ export class AnswerRing implements AnswerTable {
     this.#maxCapacity = powerWithin(options.maxBytes);
     this.#hashMask = options.hashMask ?? -1;
     this.#capacity = Math.min(INITIAL_CAPACITY, this.#maxCapacity);
-    this.#buf = Buffer.alloc(this.#capacity);
+    this.#buf = Buffer.allocUnsafeSlow(this.#capacity);
+    this.#u32 = new Uint32Array(this.#buf.buffer, this.#buf.byteOffset, this.#capacity >>> 2);
+    this.#i32 = new Int32Array(this.#buf.buffer, this.#buf.byteOffset, this.#capacity >>> 2);
+    this.#f64 = new Float64Array(this.#buf.buffer, this.#buf.byteOffset, this.#capacity >>> 3);
     this.#slots = emptySlots(INITIAL_SLOTS);
     this.#mask = INITIAL_SLOTS - 1;
   }
@@ -164,16 +181,21 @@ export class AnswerRing implements AnswerTable {
     return slot === EMPTY ? undefined : this.#held(this.#slots[2 * slot + 1]!);
   }
 
+  /** Where the record at logical position `at` begins in the buffer, in words (`#u32`, `#i32`). */
+  #word(at: number): number {
+    return (at % this.#capacity) >>> 2;
+  }
+
   /** The answer at logical position `at`, from its record's parts. */
   #held(at: number): HeldAnswer {
-    const buf = this.#buf;
-    const p = at % this.#capacity;
-    const length = buf.readUInt32LE(p);
-    const textBytes = buf.readUInt32LE(p + 24);
-    const shared = buf.readUInt32LE(p + 36);
-    const text = buf.toString('utf8', p + HEADER, p + HEADER + textBytes);
-    const prefix = shared === 0 ? undefined : buf.toString('utf8', p + HEADER + textBytes, p + length).slice(0, shared);
-    return new HeldAnswer({ at: buf.readDoubleLE(p + 16), text, cut: buf.readUInt32LE(p + 28), end: buf.readUInt32LE(p + 32), shared }, prefix);
+    const u32 = this.#u32;
+    const w = this.#word(at);
+    const p = w << 2;
+    const textBytes = u32[w + TEXT]!;
+    const shared = u32[w + SHARED]!;
+    const text = this.#buf.toString('utf8', p + HEADER, p + HEADER + textBytes);
+    const prefix = shared === 0 ? undefined : this.#buf.toString('utf8', p + HEADER + textBytes, p + HEADER + textBytes + u32[w + PREFIX]!);
+    return new HeldAnswer({ at: this.#f64[(w >>> 1) + AT]!, text, cut: u32[w + CUT]!, end: u32[w + END]!, shared }, prefix);
   }
 
   put(key: string, remembered: Remembered, _weight: number, fresh: boolean): void {
@@ -185,22 +207,25 @@ export class AnswerRing implements AnswerTable {
     const text = held.text;
     const prefix = held.prefix();
     const textBytes = Buffer.byteLength(text);
-    const length = (HEADER + textBytes + Buffer.byteLength(prefix) + 7) & ~7;
+    const prefixBytes = prefix === '' ? 0 : Buffer.byteLength(prefix);
+    const length = (HEADER + textBytes + prefixBytes + 7) & ~7;
     if (length > this.#maxCapacity) return;
     const at = this.#reserve(length);
-    const buf = this.#buf;
-    const p = at % this.#capacity;
-    buf.writeUInt32LE(length, p);
-    buf.writeUInt32LE(KIND_ANSWER, p + 4);
-    buf.writeInt32LE(low, p + 8);
-    buf.writeInt32LE(high, p + 12);
-    buf.writeDoubleLE(held.at, p + 16);
-    buf.writeUInt32LE(textBytes, p + 24);
-    buf.writeUInt32LE(held.cut, p + 28);
-    buf.writeUInt32LE(held.end, p + 32);
-    buf.writeUInt32LE(held.shared, p + 36);
-    utf8Write.call(buf, text, p + HEADER, textBytes);
-    if (prefix !== '') utf8Write.call(buf, prefix, p + HEADER + textBytes);
+    const u32 = this.#u32;
+    const w = this.#word(at);
+    const p = w << 2;
+    u32[w] = length;
+    u32[w + KIND] = KIND_ANSWER;
+    this.#i32[w + LOW] = low;
+    this.#i32[w + HIGH] = high;
+    this.#f64[(w >>> 1) + AT] = held.at;
+    u32[w + TEXT] = textBytes;
+    u32[w + CUT] = held.cut;
+    u32[w + END] = held.end;
+    u32[w + SHARED] = held.shared;
+    u32[w + PREFIX] = prefixBytes;
+    utf8Write.call(this.#buf, text, p + HEADER, textBytes);
+    if (prefixBytes > 0) utf8Write.call(this.#buf, prefix, p + HEADER + textBytes, prefixBytes);
     this.#tail = at + length;
     this.#records++;
     this.#unsaved++;
@@ -214,18 +239,16 @@ export class AnswerRing implements AnswerTable {
   delete(key: string): boolean {
     const slot = this.#find(key);
     if (slot === EMPTY) return false;
-    const at = this.#slots[2 * slot + 1]!;
-    this.#liveBytes -= this.#buf.readUInt32LE(at % this.#capacity);
+    this.#liveBytes -= this.#u32[this.#word(this.#slots[2 * slot + 1]!)]!;
     this.#live--;
     this.#removeSlot(slot);
     return true;
   }
 
   dropExpired(cutoff: number): void {
-    const buf = this.#buf;
     while (this.#head < this.#tail) {
-      const p = this.#head % this.#capacity;
-      if (buf.readUInt32LE(p + 4) === KIND_ANSWER && buf.readDoubleLE(p + 16) > cutoff) return;
+      const w = this.#word(this.#head);
+      if (this.#u32[w + KIND] === KIND_ANSWER && this.#f64[(w >>> 1) + AT]! > cutoff) return;
       this.#evict();
     }
   }
@@ -235,7 +258,7 @@ export class AnswerRing implements AnswerTable {
     for (let at = this.#head; at < end; ) {
       at = Math.max(at, this.#head);
       if (at >= end) return;
-      const length = this.#buf.readUInt32LE(at % this.#capacity);
+      const length = this.#u32[this.#word(at)]!;
       if (this.#isLive(at)) {
         const held = this.#held(at);
         yield [(JSON.parse(held.text) as { k: string }).k, held];
@@ -269,12 +292,12 @@ export class AnswerRing implements AnswerTable {
     this.#unsaved = 0;
     this.#unsavedBytes = 0;
     for (let at = this.#mark; at < this.#tail; ) {
-      const p = at % this.#capacity;
-      if (this.#buf.readUInt32LE(p + 4) === KIND_ANSWER) {
+      const w = this.#word(at);
+      if (this.#u32[w + KIND] === KIND_ANSWER) {
         this.#unsaved++;
-        this.#unsavedBytes += this.#buf.readUInt32LE(p + 24) + 1;
+        this.#unsavedBytes += this.#u32[w + TEXT]! + 1;
       }
-      at += this.#buf.readUInt32LE(p);
+      at += this.#u32[w]!;
     }
   }
 
@@ -297,7 +320,7 @@ export class AnswerRing implements AnswerTable {
     let at = Math.max(from, this.#head);
     let given = 0;
     while (at < to && given < max) {
-      const length = this.#buf.readUInt32LE(at % this.#capacity);
+      const length = this.#u32[this.#word(at)]!;
       if (this.#isLive(at)) {
         each(this.#held(at));
         given++;
@@ -309,9 +332,8 @@ export class AnswerRing implements AnswerTable {
 
   /** Whether the record at `at` is an answer the hash table still holds. */
   #isLive(at: number): boolean {
-    const p = at % this.#capacity;
-    if (this.#buf.readUInt32LE(p + 4) !== KIND_ANSWER) return false;
-    return this.#slotOf(this.#buf.readInt32LE(p + 8), at) !== EMPTY;
+    const w = this.#word(at);
+    return this.#u32[w + KIND] === KIND_ANSWER && this.#slotOf(this.#i32[w + LOW]!, at) !== EMPTY;
   }
 
   /** Room for a record of `length` bytes where the tail is (past a pad, if the buffer ends first): its logical position. */
@@ -322,8 +344,8 @@ export class AnswerRing implements AnswerTable {
       const start = p + length > capacity ? this.#tail + capacity - p : this.#tail;
       if (start + length - this.#head <= capacity && this.#records < this.#maxAnswers) {
         if (start > this.#tail) {
-          this.#buf.writeUInt32LE(start - this.#tail, p);
-          this.#buf.writeUInt32LE(KIND_PAD, p + 4);
+          this.#u32[p >>> 2] = start - this.#tail;
+          this.#u32[(p >>> 2) + KIND] = KIND_PAD;
         }
         return start;
       }
@@ -335,17 +357,17 @@ export class AnswerRing implements AnswerTable {
 
   /** The record at the head leaves the ring (and the hash table, if it is live there). */
   #evict(): void {
-    const buf = this.#buf;
     const at = this.#head;
-    const p = at % this.#capacity;
-    const length = buf.readUInt32LE(p);
-    if (buf.readUInt32LE(p + 4) === KIND_ANSWER) {
+    const u32 = this.#u32;
+    const w = this.#word(at);
+    const length = u32[w]!;
+    if (u32[w + KIND] === KIND_ANSWER) {
       this.#records--;
       if (at >= this.#mark) {
         this.#unsaved--;
-        this.#unsavedBytes -= buf.readUInt32LE(p + 24) + 1;
+        this.#unsavedBytes -= u32[w + TEXT]! + 1;
       }
-      const slot = this.#slotOf(buf.readInt32LE(p + 8), at);
+      const slot = this.#slotOf(this.#i32[w + LOW]!, at);
       if (slot !== EMPTY) {
         this.#live--;
         this.#liveBytes -= length;
@@ -360,14 +382,17 @@ export class AnswerRing implements AnswerTable {
     const old = this.#buf;
     const oldCapacity = this.#capacity;
     const capacity = oldCapacity * 2;
-    const buf = Buffer.alloc(capacity);
+    const buf = Buffer.allocUnsafeSlow(capacity);
     for (let at = this.#head; at < this.#tail; ) {
       const p = at % oldCapacity;
-      const length = old.readUInt32LE(p);
+      const length = this.#u32[p >>> 2]!;
       old.copy(buf, at % capacity, p, p + length);
       at += length;
     }
     this.#buf = buf;
+    this.#u32 = new Uint32Array(buf.buffer, buf.byteOffset, capacity >>> 2);
+    this.#i32 = new Int32Array(buf.buffer, buf.byteOffset, capacity >>> 2);
+    this.#f64 = new Float64Array(buf.buffer, buf.byteOffset, capacity >>> 3);
     this.#capacity = capacity;
   }
 
