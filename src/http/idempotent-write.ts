@@ -78,7 +78,10 @@ export async function keyedWrite(request: KeyedRequest): Promise<Reply> {
   const url = originForm(req.url ?? '/');
   const mark = url.indexOf('?');
   const key = ledgerKey(principalKey(req, request.principal), req.method ?? 'POST', mark === -1 ? url : url.slice(0, mark), request.key);
-  const fingerprint = requestFingerprint(request.bytes);
+  // The digest is made when first asked for: by the store's write order, with the rest of its
+  // batch's (write-batcher.ts), or by a claim that finds an answer to compare with.
+  let digest: string | undefined;
+  const fingerprint = (): string => (digest ??= requestFingerprint(request.bytes));
   const legacy = (): string => legacyFingerprint(request.body);
   let claim;
   try {
@@ -103,7 +106,7 @@ export async function keyedWrite(request: KeyedRequest): Promise<Reply> {
     return given === undefined ? undefined : storedAnswer(given);
   };
   try {
-    const entity = await request.write({ key, fingerprint, legacyFingerprint: legacy, answer });
+    const entity = await request.write(keyedOf(key, fingerprint, legacy, answer));
     return given ?? request.reply(entity);
   } catch (error) {
     if (error instanceof ReplayedAnswer) return replayReply(error.answer);
@@ -111,7 +114,7 @@ export async function keyedWrite(request: KeyedRequest): Promise<Reply> {
     // Refused before the write order (validation of a POST, a PATCH's missing entity): remembered now.
     if (!decided && error instanceof HttpProblem && remembered(error)) {
       const fixed = storedAnswer(problemReply(error));
-      await ledger.remember({ key, fingerprint, legacyFingerprint: legacy, answer: () => fixed }).catch((failure: unknown) => {
+      await ledger.remember(keyedOf(key, fingerprint, legacy, () => fixed)).catch((failure: unknown) => {
         if (failure instanceof ReplayedAnswer || failure instanceof KeyReusedError) return;
         throw failure;
       });
@@ -120,6 +123,18 @@ export async function keyedWrite(request: KeyedRequest): Promise<Reply> {
   } finally {
     claim.release();
   }
+}
+
+/** The keyed write the store gets, its `fingerprint` made when first read. */
+function keyedOf(key: string, fingerprint: () => string, legacy: () => string, answer: KeyedWrite['answer']): KeyedWrite {
+  return {
+    key,
+    get fingerprint(): string {
+      return fingerprint();
+    },
+    legacyFingerprint: legacy,
+    answer,
+  };
 }
 
 function keyProblem(error: unknown): unknown {

@@ -27,7 +27,11 @@ export type WriteOutcome = { readonly entity: StoredEntity | undefined } | { rea
 export interface KeyedWrite {
   /** The ledger key: principal, method, path and the client's key. */
   readonly key: string;
-  /** A digest of the request: the same key with another fingerprint is refused (`KeyReusedError`). */
+  /**
+   * A digest of the request: the same key with another fingerprint is refused (`KeyReusedError`).
+   * It may be computed when first read (`keyedWrite` makes it so): a store reads it in its write
+   * order, where the digests of a batch are made one after another (write-batcher.ts).
+   */
   readonly fingerprint: string;
   /** The request's digest as earlier versions made it, for answers they recorded (`matchesRequest`). */
   readonly legacyFingerprint?: (() => string) | undefined;
@@ -87,10 +91,11 @@ export type Claim = { readonly kind: 'replay'; readonly answer: StoredAnswer } |
 export interface IdempotencyLedger {
   /**
    * Claims `key` for a request with `fingerprint` (and, for answers of earlier versions, `legacy`:
-   * `matchesRequest`). Throws `KeyInFlightError` when another request holds it and
-   * `KeyReusedError` when its answer was given to another request.
+   * `matchesRequest`), each computed only if the key has an answer to compare with. Throws
+   * `KeyInFlightError` when another request holds it and `KeyReusedError` when its answer was
+   * given to another request.
    */
-  claim(key: string, fingerprint: string, legacy?: () => string): Claim | Promise<Claim>;
+  claim(key: string, fingerprint: () => string, legacy?: () => string): Claim | Promise<Claim>;
   /**
    * Records `keyed.answer({ entity: undefined })`, the answer of a keyed request refused before it
    * reached the store's write order (a validation failure, a missing entity), durably, in the write
@@ -264,11 +269,11 @@ export class AnswerBook {
   }
 
   /** See `IdempotencyLedger.claim`. */
-  claim(key: string, fingerprint: string, legacy?: () => string): Claim {
+  claim(key: string, fingerprint: () => string, legacy?: () => string): Claim {
     if (this.#inFlight.has(key)) throw new KeyInFlightError('a request with this key is still being processed');
     const found = this.get(key);
     if (found !== undefined) {
-      if (!matchesRequest(found.fingerprint, fingerprint, legacy)) throw new KeyReusedError('the key was used for another request');
+      if (!matchesRequest(found.fingerprint, fingerprint(), legacy)) throw new KeyReusedError('the key was used for another request');
       return { kind: 'replay', answer: found.answer };
     }
     this.#inFlight.set(key, false);

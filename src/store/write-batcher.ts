@@ -1,7 +1,7 @@
 import { StoreWriteError, type Change, type ChangeType, type DeleteCheck, type EntityRecord, type StoredEntity } from './store.js';
 import { gatherWrites, settleWrite, WriteQueue, type WriteOp } from './write-queue.js';
 import type { AnswerBook, KeyedWrite, Remembered, WriteOutcome } from './idempotency.js';
-import { answerOf, decideWrite, idOf, keyOf } from './write-rules.js';
+import { answerOf, decideWrite, digestBatch, idOf, keyOf } from './write-rules.js';
 
 /** An answer recorded with a batch, and the index in the batch of the change its write made (none: it wrote nothing). */
 export interface BatchAnswer {
@@ -123,6 +123,7 @@ export class WriteBatcher<E extends StoredEntity> {
     const answered = new Map<string, Remembered>();
     /** Known before any write is decided: the target may lay out its lines by it (an entity's version can depend on where it lands). */
     const answering = book !== undefined && batch.some((op) => keyOf(op) !== undefined);
+    if (answering) digestBatch(batch);
     for (const op of batch) {
       const keyed = keyOf(op);
       let outcome: WriteOutcome;

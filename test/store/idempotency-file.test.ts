@@ -37,7 +37,7 @@ function key(name: string, fingerprint = 'f'): KeyedWrite {
 }
 
 async function replayOf(store: JsonlStore, name: string, fingerprint = 'f'): Promise<StoredAnswer | undefined> {
-  const claim = await store.idempotency.claim(name, fingerprint);
+  const claim = await store.idempotency.claim(name, () => fingerprint);
   if (claim.kind === 'replay') return claim.answer;
   claim.release();
   return undefined;

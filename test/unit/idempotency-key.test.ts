@@ -44,15 +44,30 @@ test('ledger keys of different requests -> never equal, whatever the parts hold'
 
 test('AnswerBook: claim, in flight -> KeyInFlightError; released without an answer -> claimable again; answered -> replay or KeyReusedError', () => {
   const book = new AnswerBook({ now: () => 0 });
-  const claim = book.claim('k', 'f');
+  const claim = book.claim('k', () => 'f');
   assert.equal(claim.kind, 'fresh');
-  assert.throws(() => book.claim('k', 'f'), KeyInFlightError);
+  assert.throws(() => book.claim('k', () => 'f'), KeyInFlightError);
   if (claim.kind === 'fresh') claim.release();
-  const again = book.claim('k', 'f');
+  const again = book.claim('k', () => 'f');
   book.put('k', { fingerprint: 'f', at: 0, answer: { status: 201, headers: {}, body: 'x' } });
   if (again.kind === 'fresh') again.release();
-  assert.deepEqual(book.claim('k', 'f'), { kind: 'replay', answer: { status: 201, headers: {}, body: 'x' } });
-  assert.throws(() => book.claim('k', 'g'), KeyReusedError);
+  assert.deepEqual(book.claim('k', () => 'f'), { kind: 'replay', answer: { status: 201, headers: {}, body: 'x' } });
+  assert.throws(() => book.claim('k', () => 'g'), KeyReusedError);
+});
+
+test('AnswerBook.claim -> the request\'s digest made only when the key has an answer to compare it with', () => {
+  const book = new AnswerBook({ now: () => 0 });
+  let digests = 0;
+  const digest = (): string => {
+    digests++;
+    return 'f';
+  };
+  const claim = book.claim('k', digest);
+  assert.equal(digests, 0);
+  book.put('k', { fingerprint: 'f', at: 0, answer: { status: 201, headers: {}, body: 'x' } });
+  if (claim.kind === 'fresh') claim.release();
+  assert.equal(book.claim('k', digest).kind, 'replay');
+  assert.equal(digests, 1);
 });
 
 test('AnswerBook past its bound -> the oldest answers go first', () => {
@@ -97,7 +112,7 @@ test('AnswerBook.latest -> none while a claim holds the key and nothing was reco
   const answer = { status: 201, headers: {}, body: 'x' };
   book.put('old', { fingerprint: 'f', at: Date.now(), answer });
   assert.equal(book.latest('old')?.fingerprint, 'f');
-  const claim = book.claim('k', 'f');
+  const claim = book.claim('k', () => 'f');
   assert.equal(claim.kind, 'fresh');
   assert.equal(book.latest('k'), undefined);
   const recorded = { fingerprint: 'f', at: Date.now(), answer };
@@ -106,7 +121,7 @@ test('AnswerBook.latest -> none while a claim holds the key and nothing was reco
   if (claim.kind === 'fresh') claim.release();
   assert.equal(book.latest('k'), recorded);
   // Claimed again after the release: the answer is there, a replay.
-  assert.equal(book.claim('k', 'f').kind, 'replay');
+  assert.equal(book.claim('k', () => 'f').kind, 'replay');
 });
 
 test('AnswerBook with maxAnswers 0 -> keys in flight only, no answer kept', () => {
@@ -114,9 +129,9 @@ test('AnswerBook with maxAnswers 0 -> keys in flight only, no answer kept', () =
   book.put('k', { fingerprint: 'f', at: Date.now(), answer: { status: 201, headers: {}, body: '' } });
   assert.equal(book.size, 0);
   assert.deepEqual([...book.entries()], []);
-  const claim = book.claim('k', 'f');
+  const claim = book.claim('k', () => 'f');
   assert.equal(claim.kind, 'fresh');
-  assert.throws(() => book.claim('k', 'f'), KeyInFlightError);
+  assert.throws(() => book.claim('k', () => 'f'), KeyInFlightError);
 });
 
 test('a fingerprint is the SHA-256 (base64url) of the body\'s bytes; the legacy one, of the body as JSON, as earlier versions stored it', () => {

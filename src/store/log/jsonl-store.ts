@@ -521,7 +521,7 @@ class JsonlLogStore implements JsonlStore {
   }
 
   readonly idempotency: IdempotencyLedger = {
-    claim: (key: string, fingerprint: string, legacy?: () => string): Claim => this.#answers.book.claim(key, fingerprint, legacy),
+    claim: (key: string, fingerprint: () => string, legacy?: () => string): Claim => this.#answers.book.claim(key, fingerprint, legacy),
     remember: (keyed: KeyedWrite): Promise<void> => this.#writes.remember(keyed),
   };
 

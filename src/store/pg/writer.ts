@@ -16,7 +16,7 @@ import { RowEntity, type PgEntity } from './pg-entity.js';
 import type { OwnVersion, OwnWrites } from './own-writes.js';
 import type { ReaderClock, Replica } from './replica.js';
 import { settleWrite, WriteQueue, type WriteOp } from '../write-queue.js';
-import { answerOf, decideWrite, idOf, keyOf } from '../write-rules.js';
+import { answerOf, decideWrite, digestBatch, idOf, keyOf } from '../write-rules.js';
 import { ANSWER_TTL_MS, type AnswerBookOptions, type KeyedWrite, type Remembered, type WriteOutcome } from '../idempotency.js';
 import { writeRows, type AnswerRow, type RowWrite } from './write-statement.js';
 
@@ -231,6 +231,7 @@ export class PgWriter {
   async #attempt(batch: readonly WriteOp[], retry: boolean): Promise<WriteOp[]> {
     const { replica, resource } = this.#options;
     const sql = this.#options.sql();
+    digestBatch(batch);
     const ids = new Set<string>();
     let creates = 0;
     for (const op of batch) {
