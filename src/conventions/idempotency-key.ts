@@ -69,8 +69,9 @@ function badKey(detail: string): ReturnType<typeof badRequest> {
  * requests share a name whatever their parts hold.
  */
 export function ledgerKey(principal: string, method: string, path: string, key: string): string {
-  // Parts with nothing JSON escapes are joined as they are (the same text, in half the time the
-  // generic serialiser takes, bench/NOTES.md "2026-11-28, afternoon"); any other goes the long way.
+  // Parts with nothing JSON escapes are joined as they are: the same text, in half the time the
+  // generic serialiser takes (bench/NOTES.md, "answers as bytes outside the heap"). Any other
+  // part sends the whole key the long way.
   if (NEEDS_ESCAPE.test(principal) || NEEDS_ESCAPE.test(path) || NEEDS_ESCAPE.test(key) || NEEDS_ESCAPE.test(method)) return JSON.stringify([principal, method, path, key]);
   return `["${principal}","${method}","${path}","${key}"]`;
 }

@@ -202,8 +202,6 @@ export class AnswerBook {
   readonly ttlMs: number;
   /** The most answers held. */
   readonly maxAnswers: number;
-  /** The most bytes of answers held. */
-  readonly maxBytes: number;
   /** Undefined where `maxAnswers` is 0: the book holds keys in flight only. */
   readonly #answers: AnswerTable | undefined;
   /** The keys claimed by requests in flight, each with whether an answer was put under it since its claim. */
@@ -214,7 +212,7 @@ export class AnswerBook {
     this.now = options.now ?? Date.now;
     this.ttlMs = options.ttlMs ?? ANSWER_TTL_MS;
     const maxAnswers = (this.maxAnswers = Math.max(0, Math.floor(options.maxAnswers ?? MAX_ANSWERS)));
-    const maxBytes = (this.maxBytes = options.maxBytes ?? MAX_ANSWER_BYTES);
+    const maxBytes = options.maxBytes ?? MAX_ANSWER_BYTES;
     this.#answers = maxAnswers >= 1 ? (table ?? ((n, bytes) => new LruAnswers(n, bytes)))(maxAnswers, maxBytes) : undefined;
   }
 

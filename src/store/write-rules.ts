@@ -68,7 +68,7 @@ export function decideWrite(op: WriteRequest, current: StoredEntity | undefined,
  * Makes the digests of a batch's keyed writes (`KeyedWrite.fingerprint`, made when first read) one
  * after another, before the batch is decided. One at a time amid the rest of a request's work, a
  * SHA-256 of a 182-byte body cost 3.2 µs in the server, its own code and tables cold; right after
- * another, 1.0 µs (bench/NOTES.md, "2026-11-28, afternoon").
+ * another, 1.0 µs (bench/NOTES.md, "answers as bytes outside the heap").
  */
 export function digestBatch(batch: readonly WriteRequest[]): void {
   for (const op of batch) void keyOf(op)?.fingerprint;

@@ -1,7 +1,7 @@
 /**
  * A string as JSON text, the way `JSON.stringify` writes it. Most strings a store writes (ids,
  * digests, paths) hold nothing JSON escapes: those are quoted as they are, which on Node 20 costs a
- * third of what the generic serialiser takes (bench/NOTES.md, "2026-11-28, afternoon").
+ * third of what the generic serialiser takes (bench/NOTES.md, "answers as bytes outside the heap").
  */
 
 /** A character `JSON.stringify` writes escaped: a quote, a backslash, a control character, or a surrogate (a lone one is escaped; a pair is taken the long way too). */

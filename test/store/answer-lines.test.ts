@@ -180,7 +180,9 @@ describe('answers lines of the log (answer-lines.ts)', () => {
         assert.deepEqual(h.answer, remembered.answer);
         assert.equal(h.fingerprint, remembered.fingerprint);
         assert.equal(h.at, remembered.at);
-        assert.ok(h.weight >= h.text.length + remembered.answer.body.length - 60, 'its weight counts the line it keeps');
+        // What the ring keeps of it (answer-ring.ts): the line's shared start and the text's rest join as the body.
+        assert.equal(h.prefix() + (JSON.parse(h.text) as { bx: string }).bx, remembered.answer.body);
+        assert.equal(h.prefix().length, h.shared);
       }
     });
 

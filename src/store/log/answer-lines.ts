@@ -219,11 +219,6 @@ export class HeldAnswer implements Remembered {
     this.#source = e.bp === undefined ? undefined : source;
   }
 
-  /** Bytes it holds, by the estimate that bounds the answers (`sizeOf`): its text and the line's characters it keeps. */
-  get weight(): number {
-    return this.text.length + this.shared + 64;
-  }
-
   get fingerprint(): string {
     return this.#entry().f;
   }

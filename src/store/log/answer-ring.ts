@@ -14,7 +14,7 @@ import { entryOf, HeldAnswer } from './answer-lines.js';
  * was then marked by every full collection for the day it is kept, and each keyed write made four
  * lookups in a `Map` of 100,000 string keys (the claim's miss, the insert, the eviction of the
  * oldest, the answers file's check of its oldest unsaved answer), each missing the processor's
- * caches on the bucket, the entry and the key's string (bench/NOTES.md, "2026-11-28, afternoon").
+ * caches on the bucket, the entry and the key's string (bench/NOTES.md, "answers as bytes outside the heap").
  * Here an answer is copied once, into the ring, and the collector never sees it; a lookup hashes
  * the key and reads one slot of three typed arrays; the oldest answer is where the ring's head is.
  *
