@@ -4,7 +4,7 @@ import { entryOf, HeldAnswer } from './answer-lines.js';
 /**
  * The JSON-lines store's table of remembered answers (`AnswerTable`, idempotency.ts): each answer
  * kept as bytes in a ring buffer, outside the JavaScript heap, and found through an open-addressing
- * hash table of typed arrays keyed by a 64-bit hash of its ledger key.
+ * hash table in a typed array, keyed by a hash of its ledger key (64 bits made, 52 kept).
  *
  * ## Why bytes
  *
@@ -14,9 +14,10 @@ import { entryOf, HeldAnswer } from './answer-lines.js';
  * was then marked by every full collection for the day it is kept, and each keyed write made four
  * lookups in a `Map` of 100,000 string keys (the claim's miss, the insert, the eviction of the
  * oldest, the answers file's check of its oldest unsaved answer), each missing the processor's
- * caches on the bucket, the entry and the key's string (bench/NOTES.md, "answers as bytes outside the heap").
- * Here an answer is copied once, into the ring, and the collector never sees it; a lookup hashes
- * the key and reads one slot of three typed arrays; the oldest answer is where the ring's head is.
+ * caches on the bucket, the entry and the key's string (bench/NOTES.md, "answers as bytes outside
+ * the heap"). Here an answer is copied once, into the ring, and the collector never sees it; a
+ * lookup hashes the key and reads slots of two numbers side by side (the hash and the record's
+ * position); the oldest answer is where the ring's head is.
  *
  * ## Layout
  *
@@ -65,6 +66,8 @@ const KIND_PAD = 0;
 const KIND_ANSWER = 1;
 /** The ring's first capacity (or `maxBytes`' power of two, if smaller). */
 const INITIAL_CAPACITY = 64 * 1024;
+/** The largest ring, whatever `maxBytes` says: positions in it are counted in 32-bit words (`#word`). */
+const MAX_CAPACITY = 2 ** 30;
 /** Slots of the hash table at first; doubled while more than half of them are taken. */
 const INITIAL_SLOTS = 256;
 /** An empty slot. */
@@ -115,7 +118,7 @@ const utf8Write = (Buffer.prototype as unknown as Utf8Writable).utf8Write;
 export interface AnswerRingOptions {
   /** Answers held at most (at least 1). */
   readonly maxAnswers: number;
-  /** Bytes of the ring at most: its capacity grows to the largest power of two within it. */
+  /** Bytes of the ring at most: its capacity grows to the largest power of two within it (and within 1 GiB). */
   readonly maxBytes: number;
   /** The bits of each half of a key's hash that the table keeps (default all): tests keep few, so that keys collide. */
   readonly hashMask?: number;
@@ -150,7 +153,7 @@ export class AnswerRing implements AnswerTable {
   constructor(options: AnswerRingOptions) {
     if (!(options.maxAnswers >= 1)) throw new RangeError('maxAnswers must be at least 1');
     this.#maxAnswers = Math.floor(options.maxAnswers);
-    this.#maxCapacity = powerWithin(options.maxBytes);
+    this.#maxCapacity = powerWithin(Math.min(options.maxBytes, MAX_CAPACITY));
     this.#hashMask = options.hashMask ?? -1;
     this.#capacity = Math.min(INITIAL_CAPACITY, this.#maxCapacity);
     this.#buf = Buffer.allocUnsafeSlow(this.#capacity);
