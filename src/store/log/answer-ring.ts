@@ -309,11 +309,6 @@ export class AnswerRing implements AnswerTable {
     return this.#head;
   }
 
-  /** Where the next record goes: a save's range ends here. */
-  get tail(): number {
-    return this.#tail;
-  }
-
   /**
    * Calls `each` with the live answers from position `from` (or the head, if it has passed it) up
    * to `to`, at most `max` of them, in the order recorded; returns where the next call goes on
