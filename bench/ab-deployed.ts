@@ -1,6 +1,6 @@
 /**
  * Two (or more) builds of halserve, each loaded through the API with the same entities, then
- * measured interleaved (A B, A B, …) on one workload of the `deployed` section, so that both see the
+ * measured interleaved (A B, B A, …: each round starts one later) on one workload of the `deployed` section, so that both see the
  * same background load:
  *
  *   node --import tsx bench/ab-deployed.ts hot|uniform|page-20|page-200|post|patch <rounds> <entities> <server entry>...
@@ -23,6 +23,7 @@ import { readConfig } from './config.js';
 import { postBody, RESOURCE } from './dataset.js';
 import { bulkLoad, emptyData, uniform } from './deployed.js';
 import { measure, type RequestOrder, type Sample } from './measure.js';
+import { untilQuiet } from './proc.js';
 import { startHalserveWithToken, startLimit, type Running } from './servers.js';
 import { fmt, median, pairedRatio } from './stats.js';
 import { withToken } from './workloads.js';
@@ -83,7 +84,14 @@ try {
     samples.set(entry, []);
   }
   for (let round = 1; round <= Number(roundsText); round++) {
-    for (const { entry, server, requests, fresh } of servers) {
+    // Each round starts one server later (A B C, B C A, C A B, …): no build always follows the same
+    // one, whose last run may still weigh on the machine (its compaction, its collector, the
+    // kernel writing back its log). Measured without this, a build moved by 6–9% between first and
+    // second place in its round (bench/NOTES.md, "a ring allocated once").
+    for (let k = 0; k < servers.length; k++) {
+      const { entry, server, requests, fresh } = servers[(k + round - 1) % servers.length]!;
+      // Every server at rest first, as the full run waits (proc.ts untilQuiet).
+      await untilQuiet(servers.map((s) => s.server.pid));
       const sample = await measure(config, server, requests, entry, order, fresh);
       samples.get(entry)!.push(sample);
       console.log(`round ${round} ${entry}: ${fmt(sample.rps)} req/s, ${fmt(sample.cpuUs, 1)} µs/req${sample.problem ? ` INVALID: ${sample.problem}` : ''}, load ${os.loadavg()[0]!.toFixed(1)}`);

@@ -117,7 +117,13 @@ async function runWorkload(config: BenchConfig, tmp: string, workload: Workload,
         await stopServers();
         await startServers();
       }
-      for (const [i, contender] of workload.contenders.entries()) {
+      // Each round starts one contender later (A B C, B C A, C A B, …), so that none always follows
+      // the same one (bench/NOTES.md, "a ring allocated once": a build's place in its round moved it
+      // by 6–9% in bench/ab-deployed.ts).
+      const count = workload.contenders.length;
+      for (let k = 0; k < count; k++) {
+        const i = (k + round - 1) % count;
+        const contender = workload.contenders[i]!;
         const server = servers.get(contender.server);
         if (!server) throw new Error(`no ${contender.server} server`);
         // Every server of the workload at rest first (proc.ts untilQuiet): none still busy with the last run's queue.

@@ -4,7 +4,7 @@ import { entryOf, HeldAnswer } from './answer-lines.js';
 /**
  * The JSON-lines store's table of remembered answers (`AnswerTable`, idempotency.ts): each answer
  * kept as bytes in a ring buffer, outside the JavaScript heap, and found through an open-addressing
- * hash table in a typed array, keyed by a hash of its ledger key (64 bits made, 52 kept).
+ * hash table in a typed array, keyed by a 32-bit hash of its ledger key.
  *
  * ## Why bytes
  *
@@ -21,14 +21,19 @@ import { entryOf, HeldAnswer } from './answer-lines.js';
  *
  * ## Layout
  *
- * The ring is a `Buffer` of a power of two bytes, doubled as answers come (from 64 KiB) up to the
- * largest power of two within `maxBytes`. Positions are *logical*: they only grow, and a record at
- * logical position `p` lies at `p % capacity`, never across the buffer's end (a pad record fills
- * what is left there). Every record is a multiple of 8 bytes long, so a pad fits wherever one is
- * needed; doubling the buffer copies each record to its logical position modulo the new capacity,
- * which it fits at too, so no position held anywhere changes. A record is
+ * The ring is a `Buffer` of the largest power of two bytes within `maxBytes`, and the hash table
+ * has room for every record the ring can hold at half its slots: both are allocated whole when
+ * the first answer comes, and never grow. Their memory is taken from the system as it is first
+ * written (a buffer this large is mapped, not filled), so a ring holds in RSS about what its
+ * answers take. Grown by doubling instead (from 64 KiB), as a first version did, a keyed create
+ * load copied every record at each doubling and first wrote twice the memory it ends up holding:
+ * 4.5 µs a put while the ring grew, against 1.2 µs once full (bench/NOTES.md, "a ring allocated
+ * once"). Positions are *logical*: they only grow, starting at 8 (so that 0 marks an empty slot),
+ * and a record at logical position `p` lies at `p % capacity`, never across the buffer's end (a
+ * pad record fills what is left there). Every record is a multiple of 8 bytes long, so a pad
+ * fits wherever one is needed. A record is
  *
- *     u32 length · u32 kind (0 pad, 1 answer) · u32 hash, low · u32 hash, high · f64 time ·
+ *     u32 length · u32 kind (0 pad, 1 answer) · u32 hash · u32 unused · f64 time ·
  *     u32 text bytes · u32 cut · u32 end · u32 shared (characters) · u32 the body's start (bytes) ·
  *     u32 unused · text (UTF-8) · the body's start (UTF-8)
  *
@@ -53,8 +58,7 @@ import { entryOf, HeldAnswer } from './answer-lines.js';
 
 /** A record's header: its fields' places in words (the time in doubles), and its size in bytes. */
 const KIND = 1;
-const LOW = 2;
-const HIGH = 3;
+const HASH = 2;
 const AT = 2;
 const TEXT = 6;
 const CUT = 7;
@@ -64,39 +68,33 @@ const PREFIX = 10;
 const HEADER = 48;
 const KIND_PAD = 0;
 const KIND_ANSWER = 1;
-/** The ring's first capacity (or `maxBytes`' power of two, if smaller). */
-const INITIAL_CAPACITY = 64 * 1024;
 /** The largest ring, whatever `maxBytes` says: positions in it are counted in 32-bit words (`#word`). */
 const MAX_CAPACITY = 2 ** 30;
-/** Slots of the hash table at first; doubled while more than half of them are taken. */
-const INITIAL_SLOTS = 256;
-/** An empty slot. */
-const EMPTY = -1;
+/** The smallest record: a header and a key of a few characters. Bounds the records a ring can hold. */
+const MIN_RECORD = HEADER + 8;
+/** The first logical position: a slot whose position is 0 is empty. */
+const FIRST = 8;
+/** An empty slot (its position). */
+const EMPTY = 0;
+/** No slot (`#find`, `#slotOf`). */
+const NONE = -1;
+/** A table before the first answer: one empty slot. */
+const NO_SLOTS = new Float64Array(2);
 
-/** The two halves of the last key hashed (`hashKey`). */
-let hashLow = 0;
-let hashHigh = 0;
-
-/** A 64-bit hash of `key`, as two 32-bit halves in `hashLow` and `hashHigh` (FNV-1a and a multiply-rotate mix, each finished as MurmurHash3's fmix32). */
-function hashKey(key: string): void {
-  let a = 0x811c9dc5 | 0;
-  let b = 0x9747b28c | 0;
-  for (let i = 0; i < key.length; i++) {
-    const c = key.charCodeAt(i);
-    a = Math.imul(a ^ c, 0x01000193);
-    b = Math.imul(b ^ c, 0x5bd1e995);
-    b = (b << 13) | (b >>> 19);
-  }
-  hashLow = fmix(a);
-  hashHigh = fmix(b ^ key.length);
-}
-
-function fmix(h: number): number {
+/**
+ * A 32-bit hash of `key` (FNV-1a, finished as MurmurHash3's fmix32), unsigned. A table of up to a
+ * few million keys at half load rarely sees two keys of one hash in a probe, and every match is
+ * checked against the key itself, so 32 bits are enough; a second lane, for 52 bits, cost as much
+ * again on every key.
+ */
+function hashKey(key: string): number {
+  let h = 0x811c9dc5 | 0;
+  for (let i = 0; i < key.length; i++) h = Math.imul(h ^ key.charCodeAt(i), 0x01000193);
   h ^= h >>> 16;
   h = Math.imul(h, 0x85ebca6b);
   h ^= h >>> 13;
   h = Math.imul(h, 0xc2b2ae35);
-  return (h ^ (h >>> 16)) | 0;
+  return (h ^ (h >>> 16)) >>> 0;
 }
 
 /** The largest power of two within `n` (at least 8). */
@@ -118,7 +116,7 @@ const utf8Write = (Buffer.prototype as unknown as Utf8Writable).utf8Write;
 export interface AnswerRingOptions {
   /** Answers held at most (at least 1). */
   readonly maxAnswers: number;
-  /** Bytes of the ring at most: its capacity grows to the largest power of two within it (and within 1 GiB). */
+  /** Bytes of the ring at most: its capacity is the largest power of two within it (and within 1 GiB). */
   readonly maxBytes: number;
   /** The bits of each half of a key's hash that the table keeps (default all): tests keep few, so that keys collide. */
   readonly hashMask?: number;
@@ -126,42 +124,49 @@ export interface AnswerRingOptions {
 
 export class AnswerRing implements AnswerTable {
   readonly #maxAnswers: number;
-  readonly #maxCapacity: number;
+  readonly #capacity: number;
   readonly #hashMask: number;
+  /** Empty until the first answer (`#allocate`). */
   #buf: Buffer;
   /** The buffer's words and doubles (a record starts at a multiple of 8, so its header's fields are whole elements: `word`). */
   #u32: Uint32Array;
-  #i32: Int32Array;
   #f64: Float64Array;
-  #capacity: number;
   /** Logical positions: the oldest record, and where the next goes. */
-  #head = 0;
-  #tail = 0;
+  #head = FIRST;
+  #tail = FIRST;
   /** Records in the ring (pads aside), live or dead. */
   #records = 0;
   /** Records in the hash table, and their bytes. */
   #live = 0;
   #liveBytes = 0;
   /** Where the answers not yet saved begin (`takeUnsaved`), and how many records and text bytes are at or after it. */
-  #mark = 0;
+  #mark = FIRST;
   #unsaved = 0;
   #unsavedBytes = 0;
-  /** The hash table, two numbers a slot side by side (one cache line for both): its key's hash (`hashOf`) and its record's logical position (EMPTY: none). */
-  #slots: Float64Array;
-  #mask: number;
+  /** The hash table, two numbers a slot side by side (one cache line for both): its key's hash (`hashKey`) and its record's logical position (EMPTY: none). */
+  #slots = NO_SLOTS;
+  #mask = 0;
 
   constructor(options: AnswerRingOptions) {
     if (!(options.maxAnswers >= 1)) throw new RangeError('maxAnswers must be at least 1');
     this.#maxAnswers = Math.floor(options.maxAnswers);
-    this.#maxCapacity = powerWithin(Math.min(options.maxBytes, MAX_CAPACITY));
+    this.#capacity = powerWithin(Math.min(options.maxBytes, MAX_CAPACITY));
     this.#hashMask = options.hashMask ?? -1;
-    this.#capacity = Math.min(INITIAL_CAPACITY, this.#maxCapacity);
-    this.#buf = Buffer.allocUnsafeSlow(this.#capacity);
-    this.#u32 = new Uint32Array(this.#buf.buffer, this.#buf.byteOffset, this.#capacity >>> 2);
-    this.#i32 = new Int32Array(this.#buf.buffer, this.#buf.byteOffset, this.#capacity >>> 2);
-    this.#f64 = new Float64Array(this.#buf.buffer, this.#buf.byteOffset, this.#capacity >>> 3);
-    this.#slots = emptySlots(INITIAL_SLOTS);
-    this.#mask = INITIAL_SLOTS - 1;
+    this.#buf = Buffer.alloc(0);
+    this.#u32 = new Uint32Array(0);
+    this.#f64 = new Float64Array(0);
+  }
+
+  /** The ring and the table, whole, at the first answer: room for every record at half the table's slots. */
+  #allocate(): void {
+    const capacity = this.#capacity;
+    const buf = (this.#buf = Buffer.allocUnsafeSlow(capacity));
+    this.#u32 = new Uint32Array(buf.buffer, buf.byteOffset, capacity >>> 2);
+    this.#f64 = new Float64Array(buf.buffer, buf.byteOffset, capacity >>> 3);
+    let slots = 2;
+    while (slots < 2 * Math.min(this.#maxAnswers, Math.ceil(capacity / MIN_RECORD))) slots *= 2;
+    this.#slots = new Float64Array(2 * slots);
+    this.#mask = slots - 1;
   }
 
   /** Answers held. */
@@ -174,17 +179,17 @@ export class AnswerRing implements AnswerTable {
     return this.#liveBytes;
   }
 
-  /** The ring's capacity now (it grows to the largest power of two within `maxBytes`). */
+  /** The ring's capacity: the largest power of two within `maxBytes`. */
   get capacity(): number {
     return this.#capacity;
   }
 
   peek(key: string): HeldAnswer | undefined {
     const slot = this.#find(key);
-    return slot === EMPTY ? undefined : this.#held(this.#slots[2 * slot + 1]!);
+    return slot === NONE ? undefined : this.#held(this.#slots[2 * slot + 1]!);
   }
 
-  /** Where the record at logical position `at` begins in the buffer, in words (`#u32`, `#i32`). */
+  /** Where the record at logical position `at` begins in the buffer, in words (`#u32`). */
   #word(at: number): number {
     return (at % this.#capacity) >>> 2;
   }
@@ -204,23 +209,21 @@ export class AnswerRing implements AnswerTable {
   put(key: string, remembered: Remembered, _weight: number, fresh: boolean): void {
     const held = remembered instanceof HeldAnswer ? remembered : new HeldAnswer(entryOf(key, remembered));
     if (!fresh) this.delete(key);
-    hashKey(key);
-    const low = hashLow & this.#hashMask;
-    const high = hashHigh & this.#hashMask;
+    const hash = (hashKey(key) & this.#hashMask) >>> 0;
     const text = held.text;
     const prefix = held.prefix();
     const textBytes = Buffer.byteLength(text);
     const prefixBytes = prefix === '' ? 0 : Buffer.byteLength(prefix);
     const length = (HEADER + textBytes + prefixBytes + 7) & ~7;
-    if (length > this.#maxCapacity) return;
+    if (length > this.#capacity) return;
+    if (this.#u32.length === 0) this.#allocate();
     const at = this.#reserve(length);
     const u32 = this.#u32;
     const w = this.#word(at);
     const p = w << 2;
     u32[w] = length;
     u32[w + KIND] = KIND_ANSWER;
-    this.#i32[w + LOW] = low;
-    this.#i32[w + HIGH] = high;
+    u32[w + HASH] = hash;
     this.#f64[(w >>> 1) + AT] = held.at;
     u32[w + TEXT] = textBytes;
     u32[w + CUT] = held.cut;
@@ -235,13 +238,12 @@ export class AnswerRing implements AnswerTable {
     this.#unsavedBytes += textBytes + 1;
     this.#live++;
     this.#liveBytes += length;
-    if (this.#live * 2 > this.#mask + 1) this.#rehash(2 * (this.#mask + 1));
-    this.#insert(hashOf(low, high), at);
+    this.#insert(hash, at);
   }
 
   delete(key: string): boolean {
     const slot = this.#find(key);
-    if (slot === EMPTY) return false;
+    if (slot === NONE) return false;
     this.#liveBytes -= this.#u32[this.#word(this.#slots[2 * slot + 1]!)]!;
     this.#live--;
     this.#removeSlot(slot);
@@ -331,13 +333,13 @@ export class AnswerRing implements AnswerTable {
   /** Whether the record at `at` is an answer the hash table still holds. */
   #isLive(at: number): boolean {
     const w = this.#word(at);
-    return this.#u32[w + KIND] === KIND_ANSWER && this.#slotOf(this.#i32[w + LOW]!, at) !== EMPTY;
+    return this.#u32[w + KIND] === KIND_ANSWER && this.#slotOf(this.#u32[w + HASH]!, at) !== NONE;
   }
 
   /** Room for a record of `length` bytes where the tail is (past a pad, if the buffer ends first): its logical position. */
   #reserve(length: number): number {
+    const capacity = this.#capacity;
     for (;;) {
-      const capacity = this.#capacity;
       const p = this.#tail % capacity;
       const start = p + length > capacity ? this.#tail + capacity - p : this.#tail;
       if (start + length - this.#head <= capacity && this.#records < this.#maxAnswers) {
@@ -347,8 +349,7 @@ export class AnswerRing implements AnswerTable {
         }
         return start;
       }
-      if (this.#records < this.#maxAnswers && capacity < this.#maxCapacity) this.#grow();
-      else if (this.#head === this.#tail) this.#head = this.#tail = start;
+      if (this.#head === this.#tail) this.#head = this.#tail = start;
       else this.#evict();
     }
   }
@@ -365,8 +366,8 @@ export class AnswerRing implements AnswerTable {
         this.#unsaved--;
         this.#unsavedBytes -= u32[w + TEXT]! + 1;
       }
-      const slot = this.#slotOf(this.#i32[w + LOW]!, at);
-      if (slot !== EMPTY) {
+      const slot = this.#slotOf(u32[w + HASH]!, at);
+      if (slot !== NONE) {
         this.#live--;
         this.#liveBytes -= length;
         this.#removeSlot(slot);
@@ -375,51 +376,30 @@ export class AnswerRing implements AnswerTable {
     this.#head = at + length;
   }
 
-  /** Twice the capacity: each record copied to its logical position modulo the new one. */
-  #grow(): void {
-    const old = this.#buf;
-    const oldCapacity = this.#capacity;
-    const capacity = oldCapacity * 2;
-    const buf = Buffer.allocUnsafeSlow(capacity);
-    for (let at = this.#head; at < this.#tail; ) {
-      const p = at % oldCapacity;
-      const length = this.#u32[p >>> 2]!;
-      old.copy(buf, at % capacity, p, p + length);
-      at += length;
-    }
-    this.#buf = buf;
-    this.#u32 = new Uint32Array(buf.buffer, buf.byteOffset, capacity >>> 2);
-    this.#i32 = new Int32Array(buf.buffer, buf.byteOffset, capacity >>> 2);
-    this.#f64 = new Float64Array(buf.buffer, buf.byteOffset, capacity >>> 3);
-    this.#capacity = capacity;
-  }
-
-  /** The slot of `key`, or EMPTY. */
+  /** The slot of `key`, or NONE. */
   #find(key: string): number {
-    hashKey(key);
-    const low = hashLow & this.#hashMask;
-    const hash = hashOf(low, hashHigh & this.#hashMask);
+    const hash = (hashKey(key) & this.#hashMask) >>> 0;
     const slots = this.#slots;
     const mask = this.#mask;
-    for (let i = low & mask; ; i = (i + 1) & mask) {
+    for (let i = hash & mask; ; i = (i + 1) & mask) {
       const at = slots[2 * i + 1]!;
-      if (at === EMPTY) return EMPTY;
+      if (at === EMPTY) return NONE;
       if (slots[2 * i] === hash && this.#held(at).isOf(key)) return i;
     }
   }
 
-  /** The slot holding the record at `at`, whose key's hash begins `low`; EMPTY if none (a dead record). */
-  #slotOf(low: number, at: number): number {
+  /** The slot holding the record at `at`, whose key's hash is `hash`; NONE if none (a dead record). */
+  #slotOf(hash: number, at: number): number {
     const slots = this.#slots;
     const mask = this.#mask;
-    for (let i = low & mask; ; i = (i + 1) & mask) {
+    for (let i = hash & mask; ; i = (i + 1) & mask) {
       const held = slots[2 * i + 1]!;
-      if (held === EMPTY) return EMPTY;
+      if (held === EMPTY) return NONE;
       if (held === at) return i;
     }
   }
 
-  /** Puts the record at `at`, of hash `hash` (`hashOf`), in the first free slot from its home. */
+  /** Puts the record at `at`, of hash `hash`, in the first free slot from its home (there is always one: `#allocate`). */
   #insert(hash: number, at: number): void {
     const slots = this.#slots;
     const mask = this.#mask;
@@ -444,28 +424,5 @@ export class AnswerRing implements AnswerTable {
     }
     slots[2 * hole + 1] = EMPTY;
   }
-
-  /** The table, `count` slots large, its entries put again. */
-  #rehash(count: number): void {
-    const old = this.#slots;
-    this.#slots = emptySlots(count);
-    this.#mask = count - 1;
-    for (let i = 0; i < old.length; i += 2) if (old[i + 1] !== EMPTY) this.#insert(old[i]!, old[i + 1]!);
-  }
 }
 
-/**
- * A key's hash as a slot holds it: 52 of its 64 bits (all of the low half, which also gives the
- * home slot, and 20 of the high), one number that a double holds exactly. A match is checked
- * against the key itself in any case.
- */
-function hashOf(low: number, high: number): number {
-  return (high & 0xfffff) * 0x1_0000_0000 + (low >>> 0);
-}
-
-/** `count` empty slots: two numbers each, the hash (`hashOf`) and the record's position (EMPTY: none). */
-function emptySlots(count: number): Float64Array {
-  const slots = new Float64Array(2 * count);
-  for (let i = 1; i < slots.length; i += 2) slots[i] = EMPTY;
-  return slots;
-}
