@@ -201,6 +201,32 @@ describe('Idempotency-Key on PostgreSQL', { skip: pgMissing }, () => {
     }
   });
 
+  test('a database laid out with the first B-tree of the answers\' time -> opened, it holds the BRIN index instead; answers expire and replay as before', async () => {
+    const url = await freshDatabase();
+    let now = 5_000_000;
+    const first = await openStores(url, ['items'], { idempotency: { now: () => now, ttlMs: 1000 } });
+    await first.stores.get('items')!.create(record('a'), key('old'));
+    await first.close();
+    const sql = postgres(url, { max: 1, onnotice: () => {} });
+    const indexes = async (): Promise<string[]> =>
+      (await sql.unsafe(`SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = '${SCHEMA}' AND tablename = 'answers' ORDER BY indexname`)).map((r) => `${r.indexname}: ${/USING (\w+)/.exec(r.indexdef)?.[1]}`);
+    try {
+      assert.deepEqual(await indexes(), ['answers_at_brin: brin', 'answers_pkey: btree']);
+      // As the first layout had it.
+      await sql.unsafe(`DROP INDEX ${SCHEMA}.answers_at_brin; CREATE INDEX answers_at ON ${SCHEMA}.answers (resource, at)`);
+      assert.deepEqual(await indexes(), ['answers_at: btree', 'answers_pkey: btree']);
+      const opened = await openStores(url, ['items'], { idempotency: { now: () => now, ttlMs: 1000 } });
+      assert.deepEqual(await indexes(), ['answers_at_brin: brin', 'answers_pkey: btree']);
+      const store = opened.stores.get('items')!;
+      await assert.rejects(store.create(record('b'), key('old')), ReplayedAnswer);
+      now += 1000;
+      await store.create(record('c'), key('old'));
+      assert.deepEqual((await sql.unsafe(`SELECT key, at::text AS at FROM ${SCHEMA}.answers`)).map((r) => [r.key, r.at]), [['old', String(now)]]);
+    } finally {
+      await sql.end({ timeout: 1 });
+    }
+  });
+
   test('keyed POST during a database outage -> 503; the retries once it is back -> one 201, then replays; never two entities', async () => {
     const cluster = await pgCluster();
     const url = await freshDatabase();

@@ -4,7 +4,7 @@
  */
 import { StoreOpenError } from '../store.js';
 import { DRIVER_OPTIONS, loadDriver, type PgOptions, type Sql } from './driver.js';
-import { ANSWERS_TABLE, ANSWERS_TABLE_DDL, DELETED_AT_DDL, DELETED_AT_QUERY, LAYOUT_DDL, LAYOUT_LOCK, LAYOUT_VERSION, LAYOUT_VERSION_QUERY, SCHEMA } from './layout.js';
+import { ANSWERS_AT_BTREE_QUERY, ANSWERS_AT_MIGRATION, ANSWERS_TABLE, ANSWERS_TABLE_DDL, DELETED_AT_DDL, DELETED_AT_QUERY, LAYOUT_DDL, LAYOUT_LOCK, LAYOUT_VERSION, LAYOUT_VERSION_QUERY, SCHEMA } from './layout.js';
 
 /** Connections of one process: the writers of every resource, the change feed and the loader share them. */
 const POOL_SIZE = 8;
@@ -223,6 +223,10 @@ export async function prepareLayout(sql: Sql, where: string, create: boolean): P
   // A database laid out before idempotency answers were kept gets their table (layout.ts).
   const [answers] = await sql.unsafe<{ present: boolean }[]>(`SELECT to_regclass('${ANSWERS_TABLE}') IS NOT NULL AS present`);
   if (!answers?.present && create) await sql.unsafe([`SELECT pg_advisory_xact_lock(${LAYOUT_LOCK})`, ...ANSWERS_TABLE_DDL].join(';\n'));
+  // The first layout's B-tree of the answers' time gives way to a BRIN index (layout.ts); asked
+  // first, since dropping an index takes its table's lock even where there is none to drop.
+  const [btree] = await sql.unsafe<{ present: boolean }[]>(ANSWERS_AT_BTREE_QUERY);
+  if (btree?.present && create) await sql.unsafe(ANSWERS_AT_MIGRATION.join(';\n'));
   // A table laid out before deletes kept their time gets the column (layout.ts); asked first, since
   // ALTER TABLE would wait for every other process's statements on the table even when it has it.
   const [deletedAt] = await sql.unsafe<{ present: boolean }[]>(DELETED_AT_QUERY);

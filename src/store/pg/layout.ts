@@ -37,6 +37,19 @@ export const LAYOUT_LOCK = 0x68616c73;
  * Added without a layout version of its own: created when absent, in a database of either age.
  */
 export const ANSWERS_TABLE = `${SCHEMA}.answers`;
+/**
+ * The index the sweep of expired answers reads (writer.ts: `at <= cutoff`): a BRIN index of `at`,
+ * the smallest and largest time of each range of the table's pages. Rows come in the order of
+ * their time, so a range of old rows is found as well as by a B-tree, and a new row costs nothing
+ * in the index while its range is not yet summarised (autovacuum summarises it). A B-tree on
+ * `(resource, at)`, as first laid out (`answers_at`), took an index entry of its own in every
+ * keyed write's statement.
+ */
+export const ANSWERS_AT_INDEX = 'answers_at_brin';
+/** The first layout's index of the answers' time, replaced by `ANSWERS_AT_INDEX` (`ANSWERS_AT_MIGRATION`). */
+export const ANSWERS_AT_BTREE = 'answers_at';
+/** Whether a database still holds the first layout's index (`ANSWERS_AT_BTREE`). */
+export const ANSWERS_AT_BTREE_QUERY = `SELECT to_regclass('${SCHEMA}.${ANSWERS_AT_BTREE}') IS NOT NULL AS present`;
 export const ANSWERS_TABLE_DDL: readonly string[] = [
   `CREATE TABLE IF NOT EXISTS ${ANSWERS_TABLE} (
      resource text NOT NULL,
@@ -48,7 +61,13 @@ export const ANSWERS_TABLE_DDL: readonly string[] = [
      body text NOT NULL,
      CONSTRAINT answers_pkey PRIMARY KEY (resource, key)
    )`,
-  `CREATE INDEX IF NOT EXISTS answers_at ON ${ANSWERS_TABLE} (resource, at)`,
+  `CREATE INDEX IF NOT EXISTS ${ANSWERS_AT_INDEX} ON ${ANSWERS_TABLE} USING brin (at)`,
+];
+/** The first layout's index of the answers' time replaced by the BRIN index: run once, inside one transaction. */
+export const ANSWERS_AT_MIGRATION: readonly string[] = [
+  `SELECT pg_advisory_xact_lock(${LAYOUT_LOCK})`,
+  `CREATE INDEX IF NOT EXISTS ${ANSWERS_AT_INDEX} ON ${SCHEMA}.answers USING brin (at)`,
+  `DROP INDEX IF EXISTS ${SCHEMA}.${ANSWERS_AT_BTREE}`,
 ];
 /** The constraint a second answer to one key breaks (SQLSTATE 23505). */
 export const ANSWERS_KEY_CONSTRAINT = 'answers_pkey';
