@@ -118,7 +118,7 @@ export interface AnswerRingOptions {
   readonly maxAnswers: number;
   /** Bytes of the ring at most: its capacity is the largest power of two within it (and within 1 GiB). */
   readonly maxBytes: number;
-  /** The bits of each half of a key's hash that the table keeps (default all): tests keep few, so that keys collide. */
+  /** The bits of a key's hash that the table keeps (default all): tests keep few, so that keys collide. */
   readonly hashMask?: number;
 }
 
