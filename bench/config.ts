@@ -9,7 +9,7 @@ import { fileURLToPath } from 'node:url';
 /** Every knob of a run. Durations are in seconds. */
 export interface BenchConfig {
   readonly quick: boolean;
-  /** Interleaved rounds per workload (A B C A B C …); medians are taken over them. */
+  /** Interleaved rounds per workload (A B C, B C A, C A B, …: each round starts one contender later); medians are taken over them. */
   readonly rounds: number;
   /** Measured seconds per server per round. */
   readonly duration: number;
