@@ -50,6 +50,8 @@ export const ANSWERS_AT_INDEX = 'answers_at_brin';
 export const ANSWERS_AT_BTREE = 'answers_at';
 /** Whether a database still holds the first layout's index (`ANSWERS_AT_BTREE`). */
 export const ANSWERS_AT_BTREE_QUERY = `SELECT to_regclass('${SCHEMA}.${ANSWERS_AT_BTREE}') IS NOT NULL AS present`;
+/** Creates `ANSWERS_AT_INDEX` where it is absent. */
+const ANSWERS_AT_DDL = `CREATE INDEX IF NOT EXISTS ${ANSWERS_AT_INDEX} ON ${ANSWERS_TABLE} USING brin (at)`;
 export const ANSWERS_TABLE_DDL: readonly string[] = [
   `CREATE TABLE IF NOT EXISTS ${ANSWERS_TABLE} (
      resource text NOT NULL,
@@ -61,12 +63,12 @@ export const ANSWERS_TABLE_DDL: readonly string[] = [
      body text NOT NULL,
      CONSTRAINT answers_pkey PRIMARY KEY (resource, key)
    )`,
-  `CREATE INDEX IF NOT EXISTS ${ANSWERS_AT_INDEX} ON ${ANSWERS_TABLE} USING brin (at)`,
+  ANSWERS_AT_DDL,
 ];
 /** The first layout's index of the answers' time replaced by the BRIN index: run once, inside one transaction. */
 export const ANSWERS_AT_MIGRATION: readonly string[] = [
   `SELECT pg_advisory_xact_lock(${LAYOUT_LOCK})`,
-  `CREATE INDEX IF NOT EXISTS ${ANSWERS_AT_INDEX} ON ${SCHEMA}.answers USING brin (at)`,
+  ANSWERS_AT_DDL,
   `DROP INDEX IF EXISTS ${SCHEMA}.${ANSWERS_AT_BTREE}`,
 ];
 /** The constraint a second answer to one key breaks (SQLSTATE 23505). */
