@@ -1,5 +1,5 @@
 import type { IncomingMessage } from 'node:http';
-import { IDEMPOTENCY_KEY, IDEMPOTENCY_REPLAYED, ledgerKey, legacyFingerprint, parseIdempotencyKey, requestFingerprint } from '../conventions/idempotency-key.js';
+import { IDEMPOTENCY_KEY, IDEMPOTENCY_REPLAYED, ledgerName, legacyFingerprint, parseIdempotencyKey, requestFingerprint } from '../conventions/idempotency-key.js';
 import { HttpProblem } from '../conventions/problem.js';
 import { KeyInFlightError, KeyReusedError, ReplayedAnswer, type IdempotencyLedger, type KeyedWrite, type StoredAnswer, type WriteOutcome } from '../store/idempotency.js';
 import type { StoredEntity } from '../store/store.js';
@@ -77,7 +77,8 @@ export async function keyedWrite(request: KeyedRequest): Promise<Reply> {
   if (ledger === undefined) throw new HttpProblem(501, 'This store does not keep Idempotency-Key answers: send the request without the header');
   const url = originForm(req.url ?? '/');
   const mark = url.indexOf('?');
-  const key = ledgerKey(principalKey(req, request.principal), req.method ?? 'POST', mark === -1 ? url : url.slice(0, mark), request.key);
+  const name = ledgerName(principalKey(req, request.principal), req.method ?? 'POST', mark === -1 ? url : url.slice(0, mark), request.key);
+  const key = name.key;
   // The digest is made when first asked for: by the store's write order, with the rest of its
   // batch's (write-batcher.ts), or by a claim that finds an answer to compare with.
   const digest = new Digest(request.bytes);
@@ -106,7 +107,7 @@ export async function keyedWrite(request: KeyedRequest): Promise<Reply> {
     return given === undefined ? undefined : storedAnswer(given);
   };
   try {
-    const entity = await request.write(new DigestedWrite(key, digest, legacy, answer));
+    const entity = await request.write(new DigestedWrite(key, name.json, digest, legacy, answer));
     return given ?? request.reply(entity);
   } catch (error) {
     if (error instanceof ReplayedAnswer) return replayReply(error.answer);
@@ -114,7 +115,7 @@ export async function keyedWrite(request: KeyedRequest): Promise<Reply> {
     // Refused before the write order (validation of a POST, a PATCH's missing entity): remembered now.
     if (!decided && error instanceof HttpProblem && remembered(error)) {
       const fixed = storedAnswer(problemReply(error));
-      await ledger.remember(new DigestedWrite(key, digest, legacy, () => fixed)).catch((failure: unknown) => {
+      await ledger.remember(new DigestedWrite(key, name.json, digest, legacy, () => fixed)).catch((failure: unknown) => {
         if (failure instanceof ReplayedAnswer || failure instanceof KeyReusedError) return;
         throw failure;
       });
@@ -146,12 +147,14 @@ class Digest {
  */
 class DigestedWrite implements KeyedWrite {
   readonly key: string;
+  readonly keyJson: string | undefined;
   readonly legacyFingerprint: () => string;
   readonly answer: KeyedWrite['answer'];
   readonly #digest: Digest;
 
-  constructor(key: string, digest: Digest, legacy: () => string, answer: KeyedWrite['answer']) {
+  constructor(key: string, keyJson: string | undefined, digest: Digest, legacy: () => string, answer: KeyedWrite['answer']) {
     this.key = key;
+    this.keyJson = keyJson;
     this.#digest = digest;
     this.legacyFingerprint = legacy;
     this.answer = answer;

@@ -27,6 +27,8 @@ export type WriteOutcome = { readonly entity: StoredEntity | undefined } | { rea
 export interface KeyedWrite {
   /** The ledger key: principal, method, path and the client's key. */
   readonly key: string;
+  /** `JSON.stringify(key)`, if the caller has it at no cost (`ledgerName`): a store that writes the key as JSON need not escape it again. */
+  readonly keyJson?: string | undefined;
   /**
    * A digest of the request: the same key with another fingerprint is refused (`KeyReusedError`).
    * It may be computed when first read (`keyedWrite` makes it so): a store reads it in its write
@@ -104,6 +106,9 @@ export interface IdempotencyLedger {
   remember(keyed: KeyedWrite): Promise<void>;
 }
 
+/** An `AnswerBook`'s mark of a key in flight under which an answer was put since its claim (a table's hashes are never negative). */
+const ANSWERED = -1;
+
 /** At least this long an answer is kept (the draft's advice; docs/conventions.md promises 24 hours). */
 export const ANSWER_TTL_MS = 24 * 60 * 60 * 1000;
 /** At most this many answers per store: past it, the oldest go first, even inside their 24 hours. */
@@ -136,10 +141,15 @@ export interface AnswerTable {
   readonly size: number;
   /** Bytes they hold, by the table's own measure. */
   readonly weight: number;
-  /** The answer of `key`, expired or not. */
-  peek(key: string): Remembered | undefined;
-  /** Records `remembered` under `key` (`weight`: its `sizeOf`); `fresh`: the key is known to hold no answer. */
-  put(key: string, remembered: Remembered, weight: number, fresh: boolean): void;
+  /**
+   * The table's own hash of `key`, if it hashes keys: a caller that looks a key up and later puts
+   * it hashes it once and passes the hash to both (`hash`, below).
+   */
+  hashOf?(key: string): number;
+  /** The answer of `key`, expired or not (`hash`: `hashOf(key)`, if the caller has it). */
+  peek(key: string, hash?: number): Remembered | undefined;
+  /** Records `remembered` under `key` (`weight`: its `sizeOf`); `fresh`: the key is known to hold no answer; `hash`: as for `peek`. */
+  put(key: string, remembered: Remembered, weight: number, fresh: boolean, hash?: number): void;
   delete(key: string): boolean;
   /** Lets go of the oldest answers while they were recorded at `cutoff` or before. */
   dropExpired(cutoff: number): void;
@@ -204,8 +214,11 @@ export class AnswerBook {
   readonly maxAnswers: number;
   /** Undefined where `maxAnswers` is 0: the book holds keys in flight only. */
   readonly #answers: AnswerTable | undefined;
-  /** The keys claimed by requests in flight, each with whether an answer was put under it since its claim. */
-  readonly #inFlight = new Map<string, boolean>();
+  /**
+   * The keys claimed by requests in flight: each with the table's hash of it (`AnswerTable.hashOf`;
+   * 0 for a table without) while no answer was put under it since its claim, and `ANSWERED` once one was.
+   */
+  readonly #inFlight = new Map<string, number>();
 
   /** `table`: where the answers are kept (given the bounds); default `LruAnswers`. */
   constructor(options: AnswerBookOptions = {}, table?: (maxAnswers: number, maxBytes: number) => AnswerTable) {
@@ -225,10 +238,10 @@ export class AnswerBook {
     return this.#answers?.weight ?? 0;
   }
 
-  /** The live answer of `key`. */
-  get(key: string): Remembered | undefined {
+  /** The live answer of `key` (`hash`: the table's hash of it, if the caller has it). */
+  get(key: string, hash?: number): Remembered | undefined {
     const answers = this.#answers;
-    const found = answers?.peek(key);
+    const found = answers?.peek(key, hash);
     if (found === undefined) return undefined;
     if (this.#expired(found)) {
       answers!.delete(key);
@@ -245,18 +258,21 @@ export class AnswerBook {
    * the three a keyed write makes.
    */
   latest(key: string): Remembered | undefined {
-    return this.#inFlight.get(key) === false ? undefined : this.get(key);
+    const claimed = this.#inFlight.get(key);
+    return claimed !== undefined && claimed !== ANSWERED ? undefined : this.get(key);
   }
 
   /** Records an answer (already durable, for a durable store); one larger than `maxBytes` is not kept. `weight`: its `sizeOf`, if the caller has it. */
   put(key: string, remembered: Remembered, weight = sizeOf(remembered)): void {
     const claimed = this.#inFlight.get(key);
-    if (claimed !== undefined) this.#inFlight.set(key, true);
+    if (claimed !== undefined) this.#inFlight.set(key, ANSWERED);
     const answers = this.#answers;
     if (answers === undefined) return;
     // A key claimed here with no answer put since is not in the table (as `latest` knows): added
-    // without looking for it. A key recorded again moves to the end, as if recorded for the first time.
-    answers.put(key, remembered, weight, claimed === false);
+    // without looking for it, by the hash its claim made. A key recorded again moves to the end, as
+    // if recorded for the first time.
+    if (claimed !== undefined && claimed !== ANSWERED) answers.put(key, remembered, weight, true, answers.hashOf === undefined ? undefined : claimed);
+    else answers.put(key, remembered, weight, false);
     answers.dropExpired(this.now() - this.ttlMs);
   }
 
@@ -269,12 +285,13 @@ export class AnswerBook {
   /** See `IdempotencyLedger.claim`. */
   claim(key: string, fingerprint: () => string, legacy?: () => string): Claim {
     if (this.#inFlight.has(key)) throw new KeyInFlightError('a request with this key is still being processed');
-    const found = this.get(key);
+    const hash = this.#answers?.hashOf?.(key);
+    const found = this.get(key, hash);
     if (found !== undefined) {
       if (!matchesRequest(found.fingerprint, fingerprint(), legacy)) throw new KeyReusedError('the key was used for another request');
       return { kind: 'replay', answer: found.answer };
     }
-    this.#inFlight.set(key, false);
+    this.#inFlight.set(key, hash ?? 0);
     let held = true;
     return {
       kind: 'fresh',

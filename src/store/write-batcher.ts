@@ -6,6 +6,8 @@ import { answerOf, decideWrite, digestBatch, idOf, keyOf } from './write-rules.j
 /** An answer recorded with a batch, and the index in the batch of the change its write made (none: it wrote nothing). */
 export interface BatchAnswer {
   readonly key: string;
+  /** `JSON.stringify(key)`, where the write had it (`KeyedWrite.keyJson`). */
+  readonly keyJson: string | undefined;
   readonly remembered: Remembered;
   readonly change: number | undefined;
 }
@@ -164,7 +166,7 @@ export class WriteBatcher<E extends StoredEntity> {
           this.#warn(`${this.#name}: internal error: an answer could not be made: ${(error as Error).stack ?? String(error)}`);
         }
         if (remembered !== undefined) {
-          recorded.push({ key: keyed.key, remembered, change });
+          recorded.push({ key: keyed.key, keyJson: keyed.keyJson, remembered, change });
           answered.set(keyed.key, remembered);
         }
       }

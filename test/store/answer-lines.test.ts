@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { stampedLine } from '../../src/store/changes/change-stamp.js';
-import { AnswerLines, answersLine, entryOf, entryText, HeldAnswer, heldLine, isAnswersLine, rememberedOf, sharedPrefix, sharedWithLine, type AnswerEntry } from '../../src/store/log/answer-lines.js';
+import { AnswerLines, answersLine, entryOf, entryText, HeldAnswer, heldLine, isAnswersLine, locateAnswers, rememberedOf, sharedPrefix, sharedWithLine, type AnswerEntry } from '../../src/store/log/answer-lines.js';
 import { prefixThrough } from '../../src/store/log/log-prefix.js';
 
 const answer = (k: string, t: number, n?: number): AnswerEntry => entryOf(k, { fingerprint: 'f', at: t, answer: { status: n === undefined ? 404 : 201, headers: { a: '"quoted"' }, body: '{"id":"x"}\n' } }, n);
@@ -197,6 +197,36 @@ describe('answers lines of the log (answer-lines.ts)', () => {
           assert.equal(heldLine([alone, alone], 9), JSON.stringify({ _answers: remembered.at, last: 9, a: [entry, entry] }));
           assert.equal(alone.wholeText(), entryText(entryOf('["p","POST","/items","k"]', remembered)), `${text}, ${status}`);
           assert.deepEqual(JSON.parse(alone.wholeText()), { k: '["p","POST","/items","k"]', f: remembered.fingerprint, t: remembered.at, s: remembered.answer.status, h: remembered.answer.headers, b: remembered.answer.body });
+        }
+      }
+    });
+
+    test("answers located in an append's bytes -> each text and body's start where the bytes hold them; an append that is not ASCII -> none located", () => {
+      for (const text of ['plain ascii', 'é not ascii']) {
+        // As held(), with a fingerprint of ASCII (a digest is base64url).
+        const ascii = (record: Record<string, unknown>, key: string): ReturnType<typeof held> => {
+          const h = held(record);
+          const remembered = { ...h.remembered, fingerprint: 'fp-ascii' };
+          return { ...h, remembered, held: new HeldAnswer(entryOf(key, remembered, 9, h.line, h.json), { line: () => h.line }) };
+        };
+        const a = ascii({ id: 'x', description: `a long enough description: ${text}` }, '["p","POST","/items","a"]');
+        const b = ascii({ id: 'y', description: 'another long enough description, ascii' }, '["p","POST","/items","b"]');
+        const alone = new HeldAnswer(entryOf('["p","POST","/items","z"]', { ...a.remembered, answer: { ...a.remembered.answer, status: 404 } }));
+        const answers = [a.held, alone, b.held];
+        assert.ok(a.held.shared > 0 && b.held.shared > 0, 'bodies by reference');
+        // As the store lays out an append: the answers line, then the changes' lines (b's first, then a's).
+        const lines = [heldLine(answers, 10), b.line, a.line];
+        const bytes = Buffer.from(`${lines.join('\n')}\n`);
+        const located = locateAnswers(answers, lines, bytes, (i) => [2, undefined, 1][i]);
+        assert.equal(located, !text.includes('é'), text);
+        for (const h of answers) {
+          if (!located) {
+            assert.equal(h.bytes, undefined);
+            continue;
+          }
+          assert.equal(h.bytes, bytes);
+          assert.equal(bytes.toString('latin1', h.textAt, h.textAt + h.text.length), h.text);
+          if (h.shared > 0) assert.equal(bytes.toString('latin1', h.prefixAt, h.prefixAt + h.shared), h.prefix());
         }
       }
     });

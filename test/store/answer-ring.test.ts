@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { Remembered } from '../../src/store/idempotency.js';
-import { entryOf, HeldAnswer } from '../../src/store/log/answer-lines.js';
+import { entryOf, HeldAnswer, heldLine, locateAnswers } from '../../src/store/log/answer-lines.js';
 import { AnswerRing } from '../../src/store/log/answer-ring.js';
 
 /** A seeded generator (mulberry32), so that a failure can be replayed. */
@@ -170,6 +170,25 @@ describe('AnswerRing: the answers of keyed writes as bytes outside the heap', ()
     assert.deepEqual(seen(back), seen(remembered));
     assert.equal(back.wholeText(), held.wholeText());
     assert.equal(back.text, held.text);
+  });
+
+  test('an answer located in an append\'s bytes -> copied from them, and held as the same answer the strings give', () => {
+    const json = JSON.stringify({ id: 'a', name: 'plain "quoted" ascii', stock: 3 });
+    const line = `${json.slice(0, -1)},"_change":"5.1.1"}`;
+    const body = `${json.slice(0, -1)},"_links":{"self":{"href":"/items/a"}}}`;
+    const remembered = answer('a', 12, body);
+    const fromStrings = new HeldAnswer(entryOf('key-a', remembered, 5, line, json), line);
+    const located = new HeldAnswer(entryOf('key-a', remembered, 5, line, json), line);
+    const lines = [heldLine([located], 5), line];
+    assert.ok(locateAnswers([located], lines, Buffer.from(`${lines.join('\n')}\n`), () => 1));
+    const a = new AnswerRing({ maxAnswers: 10, maxBytes: 1 << 16 });
+    const b = new AnswerRing({ maxAnswers: 10, maxBytes: 1 << 16 });
+    a.put('key-a', fromStrings, 0, true);
+    b.put('key-a', located, 0, true);
+    const [x, y] = [a.peek('key-a')!, b.peek('key-a')!];
+    assert.equal(y.text, x.text);
+    assert.equal(y.prefix(), x.prefix());
+    assert.deepEqual(seen(y), seen(remembered));
   });
 
   test('a save\'s range -> the answers recorded since the last one, read a chunk at a time while newer ones push the oldest out; a failed save gives them back', () => {

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { HttpProblem } from '../../src/conventions/problem.js';
 import { createHash } from 'node:crypto';
-import { ledgerKey, legacyFingerprint, parseIdempotencyKey, requestFingerprint } from '../../src/conventions/idempotency-key.js';
+import { ledgerKey, ledgerName, legacyFingerprint, parseIdempotencyKey, requestFingerprint } from '../../src/conventions/idempotency-key.js';
 import { AnswerBook, KeyInFlightError, KeyReusedError, matchesRequest } from '../../src/store/idempotency.js';
 
 test('Idempotency-Key as an sf-string, with escapes, or bare (a UUID starting with a digit) -> the key', () => {
@@ -32,6 +32,11 @@ test('ledger keys -> the JSON array of the parts, as JSON.stringify writes it, w
     const expected = JSON.stringify(parts);
     if (expected.length !== parts.join('').length + 13) escaped++;
     assert.equal(ledgerKey(...parts), expected, JSON.stringify(parts));
+    // The key's own JSON string literal, where it came at no cost, is the one JSON.stringify writes.
+    const { key, json } = ledgerName(...parts);
+    assert.equal(key, expected);
+    if (json !== undefined) assert.equal(json, JSON.stringify(expected), JSON.stringify(parts));
+    if (!/["\\\u0000-\u001f\ud800-\udfff]/.test(parts.join(''))) assert.notEqual(json, undefined, 'parts with nothing to escape give the literal');
   }
   // Both ways were taken: parts written as they are, and parts JSON escapes.
   assert.ok(escaped > 1000 && escaped < 4900, `${escaped} of 5000 escaped`);

@@ -150,26 +150,24 @@ export function entryText(e: AnswerEntry): string {
   return entryHead(e) + entryBody(e);
 }
 
-/** The members before the body, the comma after them included. */
-function entryHead(e: AnswerEntry): string {
-  return `{"k":${JSON.stringify(e.k)},"f":${jsonString(e.f)},"t":${e.t},"s":${e.s},"h":${JSON.stringify(e.h)},`;
+/** The members before the body, the comma after them included (`keyJson`: `JSON.stringify(e.k)`, if the caller has it). */
+function entryHead(e: AnswerEntry, keyJson = JSON.stringify(e.k)): string {
+  return `{"k":${keyJson},"f":${jsonString(e.f)},"t":${e.t},"s":${e.s},"h":${JSON.stringify(e.h)},`;
 }
 
 /** The body's members and what follows them, to the closing brace. */
 function entryBody(e: AnswerEntry): string {
-  const n = e.n === undefined ? '' : `,"n":${e.n}`;
-  return e.bp === undefined ? `"b":${JSON.stringify(e.b)}${n}}` : `"bp":${e.bp},"bx":${JSON.stringify(e.bx)}${n}}`;
+  return `${bodyMembers(e)}${numberMember(e)}}`;
 }
 
-/**
- * `text`, made one flat string. A string built by concatenation is a tree of the parts it was
- * joined from (V8's cons strings: here about ten objects, 1,105 bytes for a 326-character entry);
- * reading a character flattens it in place into one string, which the collector then keeps alone
- * (372 bytes): a third of the memory, and one object to copy and mark instead of ten.
- */
-function flat(text: string): string {
-  text.charCodeAt(0);
-  return text;
+/** The body's members: `"b"`, or `"bp"` and `"bx"`. */
+function bodyMembers(e: AnswerEntry): string {
+  return e.bp === undefined ? `"b":${JSON.stringify(e.b)}` : `"bp":${e.bp},"bx":${JSON.stringify(e.bx)}`;
+}
+
+/** The change's sequence number, as the member that follows the body ('' for none). */
+function numberMember(e: AnswerEntry): string {
+  return e.n === undefined ? '' : `,"n":${e.n}`;
 }
 
 /** What a body given by reference was taken from: a change's line, or what gives it again (the entity that wrote it). */
@@ -198,9 +196,24 @@ export class HeldAnswer implements Remembered {
   /** Characters of the line the body begins as (0: the body is whole in `text`). */
   readonly shared: number;
   readonly #source: LineSource | undefined;
+  /**
+   * A buffer that holds `text` at `textAt`, and the body's start at `prefixAt`, as bytes one for
+   * one character (ASCII): the store's append (`locateAnswers`), from which the table of answers
+   * copies them rather than encode the strings again. Undefined: not located.
+   */
+  bytes: Buffer | undefined;
+  textAt = 0;
+  prefixAt = 0;
 
-  /** From an entry, or from the parts of one already held (`HeldParts`: `source` then is the body's start itself). */
-  constructor(e: AnswerEntry | HeldParts, source?: LineSource) {
+  /**
+   * From an entry (`keyJson`: `JSON.stringify(e.k)`, if the caller has it), or from the parts of
+   * one already held (`HeldParts`: `source` then is the body's start itself).
+   *
+   * The text is left as V8 joined it, a tree of its parts: it is read once, where the log's
+   * answers line is joined, and the table of answers keeps its bytes, not the string (an earlier
+   * version made it one flat string here, for a table that kept the strings).
+   */
+  constructor(e: AnswerEntry | HeldParts, source?: LineSource, keyJson?: string) {
     if ('text' in e) {
       this.at = e.at;
       this.text = e.text;
@@ -210,11 +223,12 @@ export class HeldAnswer implements Remembered {
       this.#source = e.shared === 0 ? undefined : source;
       return;
     }
-    const head = entryHead(e);
+    const head = entryHead(e, keyJson);
+    const body = bodyMembers(e);
     this.at = e.t;
-    this.text = flat(head + entryBody(e));
+    this.text = `${head}${body}${numberMember(e)}}`;
     this.cut = head.length;
-    this.end = this.text.length - 1 - (e.n === undefined ? 0 : `,"n":${e.n}`.length);
+    this.end = head.length + body.length;
     this.shared = e.bp ?? 0;
     this.#source = e.bp === undefined ? undefined : source;
   }
@@ -287,6 +301,49 @@ export function heldLine(answers: readonly HeldAnswer[], last: number): string {
     list += list === '' ? a.text : `,${a.text}`;
   }
   return `${PREFIX}${at},"last":${last},"a":[${list}]}`;
+}
+
+/**
+ * Tells each of `held` where `bytes` holds its text and its body's start (`HeldAnswer.bytes`), so
+ * that the table of answers copies bytes already encoded rather than encode the strings again.
+ * `lines` are an append's lines, the answers line of `held` first (`heldLine`), and `bytes` their
+ * UTF-8, each line followed by a newline; `lineOf(i)` is the index in `lines` of the line the body
+ * of `held[i]` begins as (undefined: the body is whole in its text). Only when `bytes` are as many
+ * as the lines' characters (ASCII, the usual case), so that a character's place is its byte's:
+ * otherwise nothing is located, and the table encodes the strings. Returns whether they were.
+ */
+export function locateAnswers(held: readonly HeldAnswer[], lines: readonly string[], bytes: Buffer, lineOf: (i: number) => number | undefined): boolean {
+  let chars = 0;
+  for (const line of lines) chars += line.length + 1;
+  if (chars !== bytes.length || held.length === 0) return false;
+  const answersLine = lines[0]!;
+  let listed = held.length - 1;
+  for (const a of held) listed += a.text.length;
+  // The list of texts ends before the line's closing `]}`.
+  let at = answersLine.length - 2 - listed;
+  let starts: number[] | undefined;
+  for (let i = 0; i < held.length; i++) {
+    const a = held[i]!;
+    a.bytes = bytes;
+    a.textAt = at;
+    at += a.text.length + 1;
+    const line = a.shared === 0 ? undefined : lineOf(i);
+    if (line === undefined) continue;
+    starts ??= lineStarts(lines);
+    a.prefixAt = starts[line]!;
+  }
+  return true;
+}
+
+/** Where each of `lines` begins when they are joined, each followed by a newline. */
+function lineStarts(lines: readonly string[]): number[] {
+  const starts: number[] = [];
+  let at = 0;
+  for (const line of lines) {
+    starts.push(at);
+    at += line.length + 1;
+  }
+  return starts;
 }
 
 /** True when the JSON object `buf[start, end)` is an answers line (it starts as only they do). */

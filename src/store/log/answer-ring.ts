@@ -184,8 +184,12 @@ export class AnswerRing implements AnswerTable {
     return this.#capacity;
   }
 
-  peek(key: string): HeldAnswer | undefined {
-    const slot = this.#find(key);
+  hashOf(key: string): number {
+    return (hashKey(key) & this.#hashMask) >>> 0;
+  }
+
+  peek(key: string, hash = this.hashOf(key)): HeldAnswer | undefined {
+    const slot = this.#find(key, hash);
     return slot === NONE ? undefined : this.#held(this.#slots[2 * slot + 1]!);
   }
 
@@ -206,14 +210,15 @@ export class AnswerRing implements AnswerTable {
     return new HeldAnswer({ at: this.#f64[(w >>> 1) + AT]!, text, cut: u32[w + CUT]!, end: u32[w + END]!, shared }, prefix);
   }
 
-  put(key: string, remembered: Remembered, _weight: number, fresh: boolean): void {
+  put(key: string, remembered: Remembered, _weight: number, fresh: boolean, hash = this.hashOf(key)): void {
     const held = remembered instanceof HeldAnswer ? remembered : new HeldAnswer(entryOf(key, remembered));
-    if (!fresh) this.delete(key);
-    const hash = (hashKey(key) & this.#hashMask) >>> 0;
+    if (!fresh) this.#delete(key, hash);
+    // Located in the store's append (`locateAnswers`): bytes one for one character, copied from there.
+    const located = held.bytes;
     const text = held.text;
-    const prefix = held.prefix();
-    const textBytes = Buffer.byteLength(text);
-    const prefixBytes = prefix === '' ? 0 : Buffer.byteLength(prefix);
+    const prefix = located === undefined ? held.prefix() : '';
+    const textBytes = located === undefined ? Buffer.byteLength(text) : text.length;
+    const prefixBytes = located === undefined ? (prefix === '' ? 0 : Buffer.byteLength(prefix)) : held.shared;
     const length = (HEADER + textBytes + prefixBytes + 7) & ~7;
     if (length > this.#capacity) return;
     if (this.#u32.length === 0) this.#allocate();
@@ -230,8 +235,13 @@ export class AnswerRing implements AnswerTable {
     u32[w + END] = held.end;
     u32[w + SHARED] = held.shared;
     u32[w + PREFIX] = prefixBytes;
-    utf8Write.call(this.#buf, text, p + HEADER, textBytes);
-    if (prefixBytes > 0) utf8Write.call(this.#buf, prefix, p + HEADER + textBytes, prefixBytes);
+    if (located !== undefined) {
+      located.copy(this.#buf, p + HEADER, held.textAt, held.textAt + textBytes);
+      if (prefixBytes > 0) located.copy(this.#buf, p + HEADER + textBytes, held.prefixAt, held.prefixAt + prefixBytes);
+    } else {
+      utf8Write.call(this.#buf, text, p + HEADER, textBytes);
+      if (prefixBytes > 0) utf8Write.call(this.#buf, prefix, p + HEADER + textBytes, prefixBytes);
+    }
     this.#tail = at + length;
     this.#records++;
     this.#unsaved++;
@@ -242,7 +252,11 @@ export class AnswerRing implements AnswerTable {
   }
 
   delete(key: string): boolean {
-    const slot = this.#find(key);
+    return this.#delete(key, this.hashOf(key));
+  }
+
+  #delete(key: string, hash: number): boolean {
+    const slot = this.#find(key, hash);
     if (slot === NONE) return false;
     this.#liveBytes -= this.#u32[this.#word(this.#slots[2 * slot + 1]!)]!;
     this.#live--;
@@ -376,9 +390,8 @@ export class AnswerRing implements AnswerTable {
     this.#head = at + length;
   }
 
-  /** The slot of `key`, or NONE. */
-  #find(key: string): number {
-    const hash = (hashKey(key) & this.#hashMask) >>> 0;
+  /** The slot of `key`, whose hash is `hash` (`hashOf`), or NONE. */
+  #find(key: string, hash: number): number {
     const slots = this.#slots;
     const mask = this.#mask;
     for (let i = hash & mask; ; i = (i + 1) & mask) {

@@ -15,11 +15,11 @@ import {
   type StoredEntity,
   type StoreObserver,
 } from '../store.js';
-import { WriteBatcher } from '../write-batcher.js';
+import { WriteBatcher, type BatchAnswer } from '../write-batcher.js';
 import { ChangesFile } from './changes-file.js';
-import { AnswerBook, type AnswerBookOptions, type Claim, type IdempotencyLedger, type KeyedWrite, type Remembered } from '../idempotency.js';
+import { AnswerBook, type AnswerBookOptions, type Claim, type IdempotencyLedger, type KeyedWrite } from '../idempotency.js';
 import { AnswerFile, answerFileOf } from './answer-file.js';
-import { AnswerLines, entryOf, HeldAnswer, heldLine, rememberedOf } from './answer-lines.js';
+import { AnswerLines, entryOf, HeldAnswer, heldLine, locateAnswers, rememberedOf } from './answer-lines.js';
 import { Compaction, TMP_SUFFIX } from './jsonl-compaction.js';
 import { RestampedEntity, WrittenEntity, writeLine, type LoadedEntity, type LogEntity } from './jsonl-entity.js';
 import { JsonlFile, type FileView } from './jsonl-file.js';
@@ -217,14 +217,18 @@ class JsonlLogStore implements JsonlStore {
           let held: HeldAnswer[] = [];
           if (answering && (lines.length > 0 || keyed.length > 0)) {
             // Held as the line has them (HeldAnswer): a body by reference keeps the entity that wrote the line.
-            held = keyed.map((k) => (k.change === undefined ? new HeldAnswer(entryOf(k.key, k.remembered)) : heldOf(k.key, k.remembered, first + k.change, batch[k.change]!, lines[k.change]!)));
-            const line = heldLine(held, batch.length === 0 ? 0 : first + batch.length - 1);
-            answerBytes = Buffer.byteLength(line) + 1;
-            lines.unshift(line);
+            held = keyed.map((k) => (k.change === undefined ? new HeldAnswer(entryOf(k.key, k.remembered), undefined, k.keyJson) : heldOf(k, first + k.change, batch[k.change]!, lines[k.change]!)));
+            lines.unshift(heldLine(held, batch.length === 0 ? 0 : first + batch.length - 1));
           }
           if (lines.length === 0) return;
+          const bytes = Buffer.from(`${lines.join('\n')}\n`);
+          if (held.length > 0) {
+            // The table of answers copies each answer's bytes from the append's (answer-lines.ts).
+            const ascii = locateAnswers(held, lines, bytes, (i) => (keyed[i]!.change === undefined ? undefined : keyed[i]!.change! + 1));
+            answerBytes = (ascii ? lines[0]!.length : Buffer.byteLength(lines[0]!)) + 1;
+          }
           try {
-            await file.append(lines);
+            await file.appendBytes(bytes, lines.length);
           } catch (error) {
             // Numbers reserved for lines that never reached the log are given back in order.
             if (batch.length > 0) log.settle(first, null);
@@ -653,9 +657,9 @@ class JsonlLogStore implements JsonlStore {
  * again (its JSON and the stamp it was given then) and is held by the index anyway while current;
  * its JSON, one flat string, is what the body is compared with (`sharedWithLine`).
  */
-function heldOf(key: string, remembered: Remembered, n: number, change: LogEntity | { readonly deleted: string }, line: string): HeldAnswer {
+function heldOf(answer: BatchAnswer, n: number, change: LogEntity | { readonly deleted: string }, line: string): HeldAnswer {
   const written = change instanceof WrittenEntity ? change : undefined;
-  return new HeldAnswer(entryOf(key, remembered, n, line, written?.json), written ?? line);
+  return new HeldAnswer(entryOf(answer.key, answer.remembered, n, line, written?.json), written ?? line, answer.keyJson);
 }
 
 function openError(file: string, error: unknown): StoreOpenError {
