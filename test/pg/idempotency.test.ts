@@ -102,6 +102,44 @@ describe('Idempotency-Key on PostgreSQL', { skip: pgMissing }, () => {
     }
   });
 
+  test('keyed writes whose answers begin as their rows (by reference in the statement), of every kind of text -> replayed byte for byte by another process', async () => {
+    const url = await freshDatabase();
+    const [a, b] = await Promise.all([0, 1].map(async () => startCli(['--port', '0', '--log', 'off', '--store', url, '--resource', 'items', '--data', await tempDir()])));
+    const names = ['plain ascii', 'Zoë, naïve café', 'emoji 😀 and 𝄞', '"quoted" \\ back\\slash', 'line\nbreak \u2028 tab\t', 'ÿ'.repeat(40)];
+    for (const [i, name] of names.entries()) {
+      const body = JSON.stringify({ name, i });
+      const first = await fetch(`${a!.url}/items`, { method: 'POST', headers: headers(`text-${i}`), body });
+      assert.equal(first.status, 201);
+      const firstBody = await first.text();
+      const retry = await fetch(`${b!.url}/items`, { method: 'POST', headers: headers(`text-${i}`), body });
+      assert.equal(retry.headers.get('idempotency-replayed'), 'true', name);
+      assert.equal(await retry.text(), firstBody, name);
+      // And a PATCH's 200, whose body is the patched row's representation.
+      const patch = JSON.stringify({ name: `${name} again` });
+      const location = first.headers.get('location')!;
+      const patchHeaders = { ...headers(`patch-${i}`), 'content-type': 'application/merge-patch+json' };
+      const patched = await fetch(`${a!.url}${location}`, { method: 'PATCH', headers: patchHeaders, body: patch });
+      assert.equal(patched.status, 200, name);
+      const patchedBody = await patched.text();
+      const repatched = await fetch(`${b!.url}${location}`, { method: 'PATCH', headers: patchHeaders, body: patch });
+      assert.equal(repatched.headers.get('idempotency-replayed'), 'true', name);
+      assert.equal(await repatched.text(), patchedBody, name);
+    }
+    const sql = postgres(url, { max: 1, onnotice: () => undefined });
+    try {
+      // The stored bodies are whole, whichever way the statement sent them.
+      const stored = await sql.unsafe(`SELECT body FROM ${SCHEMA}.answers`);
+      assert.equal(stored.length, 2 * names.length);
+      for (const row of stored) assert.match(row.body as string, /^\{"id":"[^"]+",.*"_links":\{"self":\{"href":"\/items\/[^"]+"\}\}\}$/s);
+    } finally {
+      await sql.end({ timeout: 1 });
+    }
+    for (const p of [a!, b!]) {
+      p.child.kill('SIGTERM');
+      assert.equal(await p.exited, 0);
+    }
+  });
+
   test('an answer an earlier version recorded (its fingerprint of the body as JSON) -> the same bytes replay it; another body is a 422', async () => {
     const url = await freshDatabase();
     const server = await startCli(['--port', '0', '--log', 'off', '--store', url, '--resource', 'items', '--data', await tempDir()]);

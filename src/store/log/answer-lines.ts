@@ -1,4 +1,5 @@
 import { jsonString } from '../../structures/json-string.js';
+import { sharedPrefix } from '../shared-prefix.js';
 import type { Remembered, StoredAnswer } from '../idempotency.js';
 
 /**
@@ -72,32 +73,6 @@ export interface AnswerEntry {
 
 /** Below this many characters shared with its change's line, a body is written whole: the reference would save little. */
 const MIN_SHARED = 32;
-
-/**
- * How many characters `body` shares with the start of `line`, never ending between the halves of a
- * surrogate pair (each part stays well-formed text).
- *
- * Compared a slice at a time (`===` on two slices compares their characters at once, where a loop
- * over `charCodeAt`, or `startsWith`, took ~0.9 µs for a 250-character line): first up to the
- * line's last member, where a representation of the record usually parts from it (the line's stamp
- * against the representation's `_links`), then by halving what remains.
- */
-export function sharedPrefix(body: string, line: string): number {
-  const max = Math.min(body.length, line.length);
-  const guess = line.lastIndexOf(',"', max);
-  let lo = guess > 0 && body.slice(0, guess) === line.slice(0, guess) ? guess : 0;
-  let hi = max;
-  while (lo < hi) {
-    const mid = (lo + hi + 1) >>> 1;
-    if (body.slice(lo, mid) === line.slice(lo, mid)) lo = mid;
-    else hi = mid - 1;
-  }
-  if (lo > 0) {
-    const last = body.charCodeAt(lo - 1);
-    if (last >= 0xd800 && last <= 0xdbff) lo--;
-  }
-  return lo;
-}
 
 /**
  * `sharedPrefix(body, line)`, where `json` (if given) is the text the line was made from: the line

@@ -74,7 +74,23 @@ export function isPostgresUrl(location: string): boolean {
  * while the database was down it sent the bare values ("malformed array literal", 22P02).
  */
 export function textArray(values: readonly (string | null)[]): string {
-  return `{${values.map((v) => (v === null ? 'NULL' : `"${v.replace(/[\\"]/g, '\\$&')}"`)).join(',')}}`;
+  let literal = '';
+  for (const v of values) literal += literal === '' ? element(v) : `,${element(v)}`;
+  return `{${literal}}`;
+}
+
+/** Characters JSON escapes other than `"` and `\`: a value with none is quoted by `JSON.stringify` as an array literal quotes it. */
+const OTHER_ESCAPES = /[\u0000-\u001f\ud800-\udfff]/;
+
+/**
+ * One element of an array literal: NULL, or the value in double quotes with `"` and `\` escaped by
+ * a backslash (PostgreSQL's array input takes any other character as it is). For a value where
+ * those are the only characters JSON escapes, `JSON.stringify` writes exactly that, natively: half
+ * the time of a `replace` with `\$&` on a JSON body full of quotes, which every write sends.
+ */
+function element(v: string | null): string {
+  if (v === null) return 'NULL';
+  return OTHER_ESCAPES.test(v) ? `"${v.replace(/[\\"]/g, '\\$&')}"` : JSON.stringify(v);
 }
 
 /**

@@ -34,7 +34,16 @@ export interface AnswerRow {
   readonly at: number;
   readonly status: number;
   readonly headers: string;
+  /** The body; or, with `from`, what follows its start. */
   readonly body: string;
+  /**
+   * The body's start given by reference: its first `from.shared` characters (code points, as
+   * PostgreSQL's `left` counts them) are those of the JSON of the statement's row `from.row` (an
+   * index into its rows). A 201's or 200's body is the representation of the row just written, so
+   * it repeats most of the row: sent once, the statement's bytes for a keyed write were about half
+   * what they were (pg/writer.ts).
+   */
+  readonly from?: { readonly row: number; readonly shared: number } | undefined;
 }
 
 /**
@@ -86,6 +95,8 @@ export async function writeRows(
     text(answers.map((a) => String(a.status))),
     text(answers.map((a) => a.headers)),
     text(answers.map((a) => a.body)),
+    text(answers.map((a) => (a.from === undefined ? null : String(a.from.row + 1)))),
+    text(answers.map((a) => (a.from === undefined ? null : String(a.from.shared)))),
   ];
   if (!checked) {
     const written = await sql.unsafe<{ id: string; tx: string }[]>(answers.length === 0 ? PLAIN : PLAIN_ANSWERED, answers.length === 0 ? columns : [...columns, ...answerColumns]);
@@ -98,7 +109,9 @@ export async function writeRows(
   const call = `SELECT id, outcome, detail, pg_current_xact_id_if_assigned()::text AS tx FROM ${WRITE_FUNCTION}($1, $2::text[], $3::text[]::bigint[], $4::text[]::bigint[], $5::text[], $6::text[]::bigint[],
        $8::text[]::boolean[], $9::text[]::int[], $10::text[], $11::text[], $12::text[], $13::text[], $14::text[]::boolean[], $7::bigint)`;
   const answer = await sql.unsafe<{ id: string; outcome: string; detail: string | null; tx: string | null }[]>(
-    answers.length === 0 ? call : `WITH w AS MATERIALIZED (${call}), ${answeredBy('(SELECT id FROM w WHERE outcome = \'written\')', 15)} SELECT id, outcome, detail, tx FROM w`,
+    answers.length === 0
+      ? call
+      : `WITH w AS MATERIALIZED (${call}), rows AS (SELECT n, body FROM unnest($5::text[]) WITH ORDINALITY AS r(body, n)), ${answeredBy('(SELECT id FROM w WHERE outcome = \'written\')', 15)} SELECT id, outcome, detail, tx FROM w`,
     [
       ...columns,
       text(rows.map((r) => String(r.guard))),
@@ -129,7 +142,7 @@ function readOutcome(outcome: string, detail: string | null, tx: string | null):
 }
 
 const PLAIN = `WITH u AS (
-  SELECT * FROM unnest($2::text[], $3::text[]::bigint[], $4::text[]::bigint[], $5::text[], $6::text[]::bigint[]) AS u(id, pos, rev, body, read)
+  SELECT * FROM unnest($2::text[], $3::text[]::bigint[], $4::text[]::bigint[], $5::text[], $6::text[]::bigint[]) WITH ORDINALITY AS u(id, pos, rev, body, read, n)
 ), updated AS (
   UPDATE ${SCHEMA}.entities AS e SET pos = u.pos, rev = u.rev, body = u.body, tx = pg_current_xact_id(),
     deleted_at = CASE WHEN u.body IS NULL THEN $7::bigint END
@@ -145,24 +158,27 @@ SELECT id, tx FROM updated UNION ALL SELECT id, tx FROM inserted`;
 
 /**
  * The CTE that inserts a batch's answers (parameters from `$first`: id, key, fingerprint, at, status,
- * headers, body), each only if its id is among `written` (a subquery), or without an id. A key that
- * already has an answer breaks `answers_pkey`, and the whole statement, rows included, is undone.
+ * headers, body, and `AnswerRow.from`'s row and characters), each only if its id is among `written`
+ * (a subquery), or without an id. A body's start given by reference is taken from the row's JSON
+ * in `rows` (a relation of each row's number `n` and `body`). A key that already has an answer
+ * breaks `answers_pkey`, and the whole statement, rows included, is undone.
  */
-function answeredBy(written: string, first: number): string {
+function answeredBy(written: string, first: number, rows = 'rows'): string {
   const p = (n: number): string => `$${first + n}`;
   return `answered AS (
   INSERT INTO ${ANSWERS_TABLE} (resource, key, fingerprint, at, status, headers, body)
-  SELECT $1, a.key, a.fingerprint, a.at, a.status, a.headers, a.body
-  FROM unnest(${p(0)}::text[], ${p(1)}::text[], ${p(2)}::text[], ${p(3)}::text[]::bigint[], ${p(4)}::text[]::int[], ${p(5)}::text[], ${p(6)}::text[])
-    AS a(id, key, fingerprint, at, status, headers, body)
+  SELECT $1, a.key, a.fingerprint, a.at, a.status, a.headers, CASE WHEN a.ref IS NULL THEN a.body ELSE left(r.body, a.shared) || a.body END
+  FROM unnest(${p(0)}::text[], ${p(1)}::text[], ${p(2)}::text[], ${p(3)}::text[]::bigint[], ${p(4)}::text[]::int[], ${p(5)}::text[], ${p(6)}::text[], ${p(7)}::text[]::bigint[], ${p(8)}::text[]::int[])
+    AS a(id, key, fingerprint, at, status, headers, body, ref, shared)
+  LEFT JOIN ${rows} AS r ON r.n = a.ref
   WHERE a.id IS NULL OR a.id IN ${written}
 )`;
 }
 
-/** PLAIN, and the batch's answers with it (parameters $8…$14). */
+/** PLAIN, and the batch's answers with it (parameters $8…$16), their bodies' starts from `u`. */
 const PLAIN_ANSWERED = PLAIN.replace(
   'SELECT id, tx FROM updated UNION ALL SELECT id, tx FROM inserted',
-  `, ${answeredBy('(SELECT id FROM updated UNION ALL SELECT id FROM inserted)', 8)}\nSELECT id, tx FROM updated UNION ALL SELECT id, tx FROM inserted`,
+  `, ${answeredBy('(SELECT id FROM updated UNION ALL SELECT id FROM inserted)', 8, 'u')}\nSELECT id, tx FROM updated UNION ALL SELECT id, tx FROM inserted`,
 );
 
 /** Which of `targets` are live entities in the database now (a statement of its own: a check before a write, not the write's). */

@@ -19,6 +19,7 @@ import { settleWrite, WriteQueue, type WriteOp } from '../write-queue.js';
 import { answerOf, decideWrite, digestBatch, idOf, keyOf } from '../write-rules.js';
 import { ANSWER_TTL_MS, type AnswerBookOptions, type KeyedWrite, type Remembered, type WriteOutcome } from '../idempotency.js';
 import { writeRows, type AnswerRow, type RowWrite } from './write-statement.js';
+import { sharedPrefix } from '../shared-prefix.js';
 
 export type { WriteOp };
 
@@ -315,16 +316,11 @@ export class PgWriter {
       guard: state.guard,
     }));
     // An answer decided against a write of the batch stands or falls with that write.
-    const writtenIds = new Set(written.map(([id]) => id));
-    const answerRows = [...answered].map(([key, { id, remembered: r }]): AnswerRow => ({
-      id: id !== undefined && writtenIds.has(id) ? id : undefined,
-      key,
-      fingerprint: r.fingerprint,
-      at: r.at,
-      status: r.answer.status,
-      headers: JSON.stringify(r.answer.headers),
-      body: r.answer.body,
-    }));
+    const rowOf = new Map(written.map(([id], i) => [id, i]));
+    const answerRows = [...answered].map(([key, { id, remembered: r }]): AnswerRow => {
+      const row = id === undefined ? undefined : rowOf.get(id);
+      return { id: row === undefined ? undefined : id, key, fingerprint: r.fingerprint, at: r.at, status: r.answer.status, headers: JSON.stringify(r.answer.headers), ...bodyOf(r.answer.body, row, rows) };
+    });
     const deletedAt = Math.floor(Date.now() / 1000);
     // Counted in flight until its versions are known (own-writes.ts): the change feed reports them,
     // each in its place, rather than the table's latest row.
@@ -391,4 +387,22 @@ export class PgWriter {
   #deadline<T>(work: Promise<T>): Promise<T> {
     return withDeadline(() => work, this.#options.deadlineMs ?? STATEMENT_DEADLINE_MS, `${this.#options.resource}: write`);
   }
+}
+
+/** Below this many characters shared with its row's JSON, a body is sent whole: the reference would save little. */
+const MIN_SHARED = 32;
+/** Halves of surrogate pairs: a start holding any is sent whole (PostgreSQL's `left` counts code points, JavaScript's strings UTF-16 units). */
+const SURROGATE = /[\ud800-\udfff]/;
+
+/**
+ * An answer's body as its statement sends it (`AnswerRow.from`): its start by reference to the
+ * JSON of `rows[row]`, the row its write made, where it begins as that JSON does (a 201's or 200's
+ * representation of the record), and whole otherwise.
+ */
+function bodyOf(body: string, row: number | undefined, rows: readonly RowWrite[]): Pick<AnswerRow, 'body' | 'from'> {
+  const state = row === undefined ? undefined : rows[row]!.row;
+  if (state === undefined || 'deleted' in state) return { body };
+  const shared = sharedPrefix(body, state.json);
+  if (shared < MIN_SHARED || SURROGATE.test(body.slice(0, shared))) return { body };
+  return { body: body.slice(shared), from: { row: row!, shared } };
 }
