@@ -42,7 +42,8 @@ const { openJsonlStore } = await built<typeof import('../src/store/log/jsonl-sto
 const { openPostgres } = await built<typeof import('../src/store/pg/open.js')>('store/pg/open.js');
 
 const ROUND_MS = Number(process.env['BENCH_IDEM_ROUND_MS'] ?? (process.env['BENCH_QUICK'] ? 1000 : 3000));
-const ROUNDS = Number(process.env['BENCH_IDEM_ROUNDS'] ?? 5);
+/** Rounds of each: a ratio of one round moved by ±10% on this VM (bench/NOTES.md); the median of 5 still moved 0.84–0.98 between runs of one build. */
+const ROUNDS = Number(process.env['BENCH_IDEM_ROUNDS'] ?? 9);
 /** `none` measures the CPU cost alone (no fdatasync): the difference to `full` is the second sync. */
 const DURABILITY = process.env['BENCH_IDEM_DURABILITY'] === 'none' ? 'none' : 'full';
 const BODY = JSON.stringify({ sku: 'LMP-1', name: 'Desk lamp', price: 39.9, tags: ['home'], stock: 4 });
