@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { stampedLine } from '../../src/store/changes/change-stamp.js';
 import { AnswerLines, answersLine, entryOf, entryText, HeldAnswer, heldLine, isAnswersLine, locateAnswers, rememberedOf, sharedWithLine, type AnswerEntry } from '../../src/store/log/answer-lines.js';
-import { sharedPrefix } from '../../src/store/shared-prefix.js';
+import { sharedPrefix } from '../../src/store/answer-prefix.js';
 import { prefixThrough } from '../../src/store/log/log-prefix.js';
 
 const answer = (k: string, t: number, n?: number): AnswerEntry => entryOf(k, { fingerprint: 'f', at: t, answer: { status: n === undefined ? 404 : 201, headers: { a: '"quoted"' }, body: '{"id":"x"}\n' } }, n);

@@ -1,5 +1,5 @@
 import { jsonString } from '../../structures/json-string.js';
-import { sharedPrefix } from '../shared-prefix.js';
+import { sharedPrefix } from '../answer-prefix.js';
 import type { Remembered, StoredAnswer } from '../idempotency.js';
 
 /**

@@ -110,12 +110,10 @@ export class JsonlFile {
     await this.#fs.fsync(this.#fd!);
   }
 
-  /** Appends lines and makes them durable (fdatasync unless durability is off); on failure nothing counts. */
-  async append(lines: readonly string[]): Promise<void> {
-    await this.#commit(await this.#write(Buffer.from((this.needsNewline ? '\n' : '') + lines.join('\n') + '\n'), lines.length));
-  }
-
-  /** Appends `count` whole lines given as bytes (each ending in a newline), durably, as `append` does. */
+  /**
+   * Appends `count` whole lines given as bytes (each ending in a newline) and makes them durable
+   * (fdatasync unless durability is off); on failure nothing counts.
+   */
   async appendBytes(bytes: Buffer, count: number): Promise<void> {
     await this.#commit(await this.#write(this.needsNewline ? Buffer.concat([NEWLINE, bytes]) : bytes, count));
   }

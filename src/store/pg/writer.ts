@@ -19,7 +19,7 @@ import { settleWrite, WriteQueue, type WriteOp } from '../write-queue.js';
 import { answerOf, decideWrite, digestBatch, idOf, keyOf } from '../write-rules.js';
 import { ANSWER_TTL_MS, type AnswerBookOptions, type KeyedWrite, type Remembered, type WriteOutcome } from '../idempotency.js';
 import { writeRows, type AnswerRow, type RowWrite } from './write-statement.js';
-import { sharedPrefix } from '../shared-prefix.js';
+import { sharedPrefix } from '../answer-prefix.js';
 
 export type { WriteOp };
 
