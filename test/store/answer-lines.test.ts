@@ -230,6 +230,16 @@ describe('answers lines of the log (answer-lines.ts)', () => {
           if (h.shared > 0) assert.equal(bytes.toString('latin1', h.prefixAt, h.prefixAt + h.shared), h.prefix());
         }
       }
+      // A body by reference whose line the append does not name: that answer is left to be encoded, the others located.
+      const a = held({ id: 'x', description: 'a long enough description, ascii' });
+      const byReference = new HeldAnswer(entryOf('["p","POST","/items","a"]', { ...a.remembered, fingerprint: 'fp' }, 9, a.line, a.json), { line: () => a.line });
+      const whole = new HeldAnswer(entryOf('["p","POST","/items","z"]', { ...a.remembered, fingerprint: 'fp' }));
+      const lines = [heldLine([byReference, whole], 9), a.line];
+      const bytes = Buffer.from(`${lines.join('\n')}\n`);
+      assert.ok(locateAnswers([byReference, whole], lines, bytes, () => undefined));
+      assert.equal(byReference.bytes, undefined);
+      assert.equal(whole.bytes, bytes);
+      assert.equal(bytes.toString('latin1', whole.textAt, whole.textAt + whole.text.length), whole.text);
     });
 
     test('the shared start found through the JSON a line was made from is the one found in the line itself, on 20,000 generated pairs (a fixed seed)', () => {

@@ -299,10 +299,13 @@ export function locateAnswers(held: readonly HeldAnswer[], lines: readonly strin
   let starts: number[] | undefined;
   for (let i = 0; i < held.length; i++) {
     const a = held[i]!;
-    a.bytes = bytes;
-    a.textAt = at;
+    const textAt = at;
     at += a.text.length + 1;
     const line = a.shared === 0 ? undefined : lineOf(i);
+    // A body's start in no line of the append (none given for it) leaves that answer to be encoded.
+    if (a.shared > 0 && line === undefined) continue;
+    a.bytes = bytes;
+    a.textAt = textAt;
     if (line === undefined) continue;
     starts ??= lineStarts(lines);
     a.prefixAt = starts[line]!;
