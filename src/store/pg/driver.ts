@@ -59,8 +59,29 @@ function importDriver(importer: Importer): Promise<Connect> {
  * or the backend terminated (57P01) — so an outage would crash the server instead of answering
  * 503. halserve needs none of those types: it sends arrays as text literals (`textArray`, cast
  * with `::text[]` by the server) and reads no array column. A new connection saves the round trip too.
+ *
+ * `plan_cache_mode = force_custom_plan`, a parameter of the connection's start: a prepared
+ * statement (`PREPARED`) is planned at each execution for the parameters it is given, as one not
+ * prepared is, never with PostgreSQL's generic plan. A generic plan is made once, from the table's
+ * statistics at the time: made while a resource's table was still empty, the write's plan and the
+ * read of the rows a write needs scanned every row of the resource (a bitmap scan on `resource`,
+ * filtered by id) — measured, one write's backend CPU grew from ~130 µs to over 1,000 µs within
+ * 60,000 writes. A URL's query can set it otherwise (`?plan_cache_mode=auto`).
  */
-export const DRIVER_OPTIONS = { fetch_types: false } as const satisfies PgOptions;
+export const DRIVER_OPTIONS = { fetch_types: false, connection: { plan_cache_mode: 'force_custom_plan' } } as const satisfies PgOptions;
+
+/**
+ * The options of a statement the server runs again and again with other parameters (a write, the
+ * reads a write needs, a page or poll of the change feed): a named prepared statement on each
+ * connection. Postgres.js prepares none of `sql.unsafe`'s statements unless asked, and one that is
+ * not prepared but has parameters costs two round trips (Parse and Describe, then Bind and
+ * Execute) and PostgreSQL's parsing and analysis every time: on this project's VM a one-row write
+ * took ~700 µs of the backend's CPU that way against ~440 µs prepared (bench/NOTES.md). Each
+ * execution is still planned for its own parameters (`plan_cache_mode`, `DRIVER_OPTIONS`). A URL
+ * with `?prepare=false` turns preparing off (postgres.js reads it), for a pooler that does not keep
+ * named statements (docs/storage.md §2).
+ */
+export const PREPARED = { prepare: true } as const;
 
 /** True for a store location that names PostgreSQL rather than a data directory. */
 export function isPostgresUrl(location: string): boolean {

@@ -1,5 +1,5 @@
 import { STATEMENT_DEADLINE_MS, withDeadline, type Database } from './connection.js';
-import type { Sql } from './driver.js';
+import { PREPARED, type Sql } from './driver.js';
 import { CHANNEL, SCHEMA } from './layout.js';
 import { compareOwn, type OwnVersion, type OwnWrites } from './own-writes.js';
 import type { ReaderClock } from './replica.js';
@@ -180,7 +180,7 @@ export class ChangeFeed {
       await withDeadline(
         (alive) =>
           sql
-            .unsafe<FeedRow[]>(`SELECT ${FEED_COLUMNS} FROM ${SCHEMA}.entities e WHERE e.tx >= $1::xid8 ${FEED_ORDER}`, [this.#last.toString()])
+            .unsafe<FeedRow[]>(`SELECT ${FEED_COLUMNS} FROM ${SCHEMA}.entities e WHERE e.tx >= $1::xid8 ${FEED_ORDER}`, [this.#last.toString()], PREPARED)
             .cursor(CURSOR_ROWS, (rows) => {
               // Rows of a catch-up given up on are older than what later readers apply: never delivered.
               if (abandoned) return;

@@ -3,6 +3,7 @@ import type { ChangeFeed, FeedPage } from '../changes/change-feed.js';
 import { CursorMalformedError } from '../changes/change-feed.js';
 import type { ChangeListener, ChangeType, StoreChange, StoredEntity } from '../store.js';
 import { STATEMENT_DEADLINE_MS, withDeadline, type Database } from './connection.js';
+import { PREPARED } from './driver.js';
 import { SCHEMA } from './layout.js';
 import { comparePgCursors, formatPgCursor, parsePgCursor, type PgCursor } from './pg-cursor.js';
 import { FEED_COLUMNS, FEED_ORDER, type FeedRow } from './feed.js';
@@ -98,6 +99,7 @@ export class PgChangeFeed implements ChangeFeed {
         sql.unsafe<FeedRow[]>(
           `SELECT ${FEED_COLUMNS} FROM ${SCHEMA}.entities e WHERE ${where} ${FEED_ORDER} LIMIT $4`,
           params as never,
+          PREPARED,
         ),
       STATEMENT_DEADLINE_MS,
       'change feed page',

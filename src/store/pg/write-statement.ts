@@ -6,7 +6,7 @@
  */
 import type { LinkTarget } from '../../conventions/relations.js';
 import type { Referrers } from '../integrity.js';
-import { textArray, type Sql } from './driver.js';
+import { PREPARED, textArray, type Sql } from './driver.js';
 import { ANSWERS_TABLE, SCHEMA } from './layout.js';
 import { WRITE_FUNCTION, type LinkSpec } from './link-layout.js';
 import type { RowState } from './replica.js';
@@ -99,7 +99,7 @@ export async function writeRows(
     text(answers.map((a) => (a.from === undefined ? null : String(a.from.shared)))),
   ];
   if (!checked) {
-    const written = await sql.unsafe<{ id: string; tx: string }[]>(answers.length === 0 ? PLAIN : PLAIN_ANSWERED, answers.length === 0 ? columns : [...columns, ...answerColumns]);
+    const written = await sql.unsafe<{ id: string; tx: string }[]>(answers.length === 0 ? PLAIN : PLAIN_ANSWERED, answers.length === 0 ? columns : [...columns, ...answerColumns], PREPARED);
     for (const { id, tx } of written) outcomes.set(id, { kind: 'written', tx });
     return outcomes;
   }
@@ -111,7 +111,7 @@ export async function writeRows(
   const answer = await sql.unsafe<{ id: string; outcome: string; detail: string | null; tx: string | null }[]>(
     answers.length === 0
       ? call
-      : `WITH w AS MATERIALIZED (${call}), rows AS (SELECT n, body FROM unnest($5::text[]) WITH ORDINALITY AS r(body, n)), ${answeredBy('(SELECT id FROM w WHERE outcome = \'written\')', 15)} SELECT id, outcome, detail, tx FROM w`,
+      : `WITH w AS MATERIALIZED (${call}), ${answeredBy('(SELECT id FROM w WHERE outcome = \'written\')', 15)} SELECT id, outcome, detail, tx FROM w`,
     [
       ...columns,
       text(rows.map((r) => String(r.guard))),
@@ -123,6 +123,7 @@ export async function writeRows(
       text(reverse.map((r) => String(r.many))),
       ...(answers.length === 0 ? [] : answerColumns),
     ],
+    PREPARED,
   );
   for (const { id, outcome, detail, tx } of answer) outcomes.set(id, readOutcome(outcome, detail, tx));
   return outcomes;
@@ -142,7 +143,7 @@ function readOutcome(outcome: string, detail: string | null, tx: string | null):
 }
 
 const PLAIN = `WITH u AS (
-  SELECT * FROM unnest($2::text[], $3::text[]::bigint[], $4::text[]::bigint[], $5::text[], $6::text[]::bigint[]) WITH ORDINALITY AS u(id, pos, rev, body, read, n)
+  SELECT * FROM unnest($2::text[], $3::text[]::bigint[], $4::text[]::bigint[], $5::text[], $6::text[]::bigint[]) AS u(id, pos, rev, body, read)
 ), updated AS (
   UPDATE ${SCHEMA}.entities AS e SET pos = u.pos, rev = u.rev, body = u.body, tx = pg_current_xact_id(),
     deleted_at = CASE WHEN u.body IS NULL THEN $7::bigint END
@@ -159,26 +160,26 @@ SELECT id, tx FROM updated UNION ALL SELECT id, tx FROM inserted`;
 /**
  * The CTE that inserts a batch's answers (parameters from `$first`: id, key, fingerprint, at, status,
  * headers, body, and `AnswerRow.from`'s row and characters), each only if its id is among `written`
- * (a subquery), or without an id. A body's start given by reference is taken from the row's JSON
- * in `rows` (a relation of each row's number `n` and `body`). A key that already has an answer
- * breaks `answers_pkey`, and the whole statement, rows included, is undone.
+ * (a subquery), or without an id. A body's start given by reference is taken from the row's JSON,
+ * an element of the rows' bodies (`$5`) — a subscript, not a join, which PostgreSQL would plan at
+ * every execution (`plan_cache_mode`, driver.ts). A key that already has an answer breaks
+ * `answers_pkey`, and the whole statement, rows included, is undone.
  */
-function answeredBy(written: string, first: number, rows = 'rows'): string {
+function answeredBy(written: string, first: number): string {
   const p = (n: number): string => `$${first + n}`;
   return `answered AS (
   INSERT INTO ${ANSWERS_TABLE} (resource, key, fingerprint, at, status, headers, body)
-  SELECT $1, a.key, a.fingerprint, a.at, a.status, a.headers, CASE WHEN a.ref IS NULL THEN a.body ELSE left(r.body, a.shared) || a.body END
+  SELECT $1, a.key, a.fingerprint, a.at, a.status, a.headers, CASE WHEN a.ref IS NULL THEN a.body ELSE left(($5::text[])[a.ref], a.shared) || a.body END
   FROM unnest(${p(0)}::text[], ${p(1)}::text[], ${p(2)}::text[], ${p(3)}::text[]::bigint[], ${p(4)}::text[]::int[], ${p(5)}::text[], ${p(6)}::text[], ${p(7)}::text[]::bigint[], ${p(8)}::text[]::int[])
     AS a(id, key, fingerprint, at, status, headers, body, ref, shared)
-  LEFT JOIN ${rows} AS r ON r.n = a.ref
   WHERE a.id IS NULL OR a.id IN ${written}
 )`;
 }
 
-/** PLAIN, and the batch's answers with it (parameters $8…$16), their bodies' starts from `u`. */
+/** PLAIN, and the batch's answers with it (parameters $8…$16). */
 const PLAIN_ANSWERED = PLAIN.replace(
   'SELECT id, tx FROM updated UNION ALL SELECT id, tx FROM inserted',
-  `, ${answeredBy('(SELECT id FROM updated UNION ALL SELECT id FROM inserted)', 8, 'u')}\nSELECT id, tx FROM updated UNION ALL SELECT id, tx FROM inserted`,
+  `, ${answeredBy('(SELECT id FROM updated UNION ALL SELECT id FROM inserted)', 8)}\nSELECT id, tx FROM updated UNION ALL SELECT id, tx FROM inserted`,
 );
 
 /** Which of `targets` are live entities in the database now (a statement of its own: a check before a write, not the write's). */
@@ -187,6 +188,7 @@ export async function liveTargets(sql: Sql, targets: readonly LinkTarget[]): Pro
     `SELECT e.resource, e.id FROM ${SCHEMA}.entities e JOIN unnest($1::text[], $2::text[]) AS t(resource, id)
        ON e.resource = t.resource AND e.id = t.id WHERE e.body IS NOT NULL`,
     [textArray(targets.map((t) => t.resource)), textArray(targets.map((t) => t.id))],
+    PREPARED,
   );
   return new Set(rows.map((r) => targetKey(r.resource, r.id)));
 }

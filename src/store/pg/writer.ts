@@ -9,7 +9,7 @@ import {
   type StoredEntity,
 } from '../store.js';
 import { isUnavailable, reason, STATEMENT_DEADLINE_MS, withDeadline } from './connection.js';
-import { textArray, type Sql } from './driver.js';
+import { PREPARED, textArray, type Sql } from './driver.js';
 import { ANSWERS_KEY_CONSTRAINT, ANSWERS_TABLE, SCHEMA } from './layout.js';
 import { introducedLinks, NO_LINKS, refusal, type WriterLinks } from './link-writes.js';
 import { RowEntity, type PgEntity } from './pg-entity.js';
@@ -251,10 +251,11 @@ export class PgWriter {
       sql.unsafe<{ id: string; pos: string; rev: string; body: string | null }[]>(
         `SELECT id, pos::text AS pos, rev::text AS rev, body FROM ${SCHEMA}.entities WHERE resource = $1 AND id = ANY($2::text[])`,
         [resource, textArray([...ids])],
+        PREPARED,
       ),
       creates === 0
         ? Promise.resolve([])
-        : sql.unsafe<{ pos: string }[]>(`SELECT nextval('${SCHEMA}.creation')::text AS pos FROM generate_series(1, $1::int)`, [creates]),
+        : sql.unsafe<{ pos: string }[]>(`SELECT nextval('${SCHEMA}.creation')::text AS pos FROM generate_series(1, $1::int)`, [creates], PREPARED),
       keys.length === 0 && !sweep
         ? Promise.resolve([])
         : // Expired answers go (the batch's keys', and now and then all of the resource's), so that a
@@ -263,6 +264,7 @@ export class PgWriter {
             `WITH gone AS (DELETE FROM ${ANSWERS_TABLE} WHERE resource = $1 AND at <= $3::bigint AND ($4::boolean OR key = ANY($2::text[])))
              SELECT key, fingerprint, at::text AS at, status, headers, body FROM ${ANSWERS_TABLE} WHERE resource = $1 AND key = ANY($2::text[]) AND at > $3::bigint`,
             [resource, textArray(keys), String(cutoff), sweep],
+            PREPARED,
           ),
     ]));
     const remembered = new Map<string, Remembered>(
