@@ -62,11 +62,12 @@ function importDriver(importer: Importer): Promise<Connect> {
  *
  * `plan_cache_mode = force_custom_plan`, a parameter of the connection's start: a prepared
  * statement (`PREPARED`) is planned at each execution for the parameters it is given, as one not
- * prepared is, never with PostgreSQL's generic plan. A generic plan is made once, from the table's
- * statistics at the time: made while a resource's table was still empty, the write's plan and the
- * read of the rows a write needs scanned every row of the resource (a bitmap scan on `resource`,
- * filtered by id) — measured, one write's backend CPU grew from ~130 µs to over 1,000 µs within
- * 60,000 writes. A URL's query can set it otherwise (`?plan_cache_mode=auto`).
+ * prepared is, never with PostgreSQL's generic plan. A generic plan is made once, from the table
+ * as it was then: made while a resource had few rows, the write's plan and the read of the rows a
+ * write needs scanned every row of the resource (a bitmap scan on `resource`, filtered by id):
+ * one write's backend CPU grew from ~130 µs to over 1,000 µs within 60,000 writes, and
+ * test/pg/plans.test.ts counts the index entries. A URL's query can set it otherwise
+ * (`?plan_cache_mode=auto`).
  */
 export const DRIVER_OPTIONS = { fetch_types: false, connection: { plan_cache_mode: 'force_custom_plan' } } as const satisfies PgOptions;
 
