@@ -4,6 +4,7 @@ import { after, describe, test } from 'node:test';
 import postgres from 'postgres';
 import { legacyFingerprint, requestFingerprint } from '../../src/conventions/idempotency-key.js';
 import { ReplayedAnswer, type KeyedWrite, type StoredAnswer } from '../../src/store/idempotency.js';
+import { CREATE_CALL_ANSWERED } from '../../src/store/pg/create-function.js';
 import { SCHEMA } from '../../src/store/pg/layout.js';
 import { StoreUnavailableError } from '../../src/store/store.js';
 import { relationGraph } from '../../src/conventions/relations.js';
@@ -167,7 +168,8 @@ describe('Idempotency-Key on PostgreSQL', { skip: pgMissing }, () => {
 
   test('a keyed write committed, its reply lost (503) -> the retry replays it, one entity', async () => {
     const url = new URL(await freshDatabase());
-    const proxy = await replyDropper(Number(url.port), 'answered AS (');
+    // The statement of a batch of keyed creates (create-function.ts), the only one with this text.
+    const proxy = await replyDropper(Number(url.port), CREATE_CALL_ANSWERED.slice(CREATE_CALL_ANSWERED.indexOf('$6')));
     const through = new URL(url);
     through.port = String(proxy.port);
     const opened = await openStores(through.toString(), ['items'], { deadlineMs: 400 });

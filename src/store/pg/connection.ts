@@ -4,6 +4,7 @@
  */
 import { StoreOpenError } from '../store.js';
 import { DRIVER_OPTIONS, loadDriver, type PgOptions, type Sql } from './driver.js';
+import { CREATE_FUNCTION_QUERY, CREATE_FUNCTION_SETUP } from './create-function.js';
 import { ANSWERS_AT_BTREE_QUERY, ANSWERS_AT_MIGRATION, ANSWERS_TABLE, ANSWERS_TABLE_DDL, DELETED_AT_DDL, DELETED_AT_QUERY, LAYOUT_DDL, LAYOUT_LOCK, LAYOUT_VERSION, LAYOUT_VERSION_QUERY, SCHEMA } from './layout.js';
 
 /** Connections of one process: the writers of every resource, the change feed and the loader share them. */
@@ -231,5 +232,8 @@ export async function prepareLayout(sql: Sql, where: string, create: boolean): P
   // ALTER TABLE would wait for every other process's statements on the table even when it has it.
   const [deletedAt] = await sql.unsafe<{ present: boolean }[]>(DELETED_AT_QUERY);
   if (!deletedAt?.present && create) await sql.unsafe([`SELECT pg_advisory_xact_lock(${LAYOUT_LOCK})`, DELETED_AT_DDL].join(';\n'));
+  // The function batches of creates run (create-function.ts), in a database of any age.
+  const [createFunction] = await sql.unsafe<{ present: boolean }[]>(CREATE_FUNCTION_QUERY);
+  if (!createFunction?.present && create) await sql.unsafe(CREATE_FUNCTION_SETUP);
   return true;
 }

@@ -6,6 +6,7 @@
  */
 import type { LinkTarget } from '../../conventions/relations.js';
 import type { Referrers } from '../integrity.js';
+import { CREATE_CALL, CREATE_CALL_ANSWERED } from './create-function.js';
 import { PREPARED, textArray, type Sql } from './driver.js';
 import { ANSWERS_TABLE, SCHEMA } from './layout.js';
 import { WRITE_FUNCTION, type LinkSpec } from './link-layout.js';
@@ -60,10 +61,11 @@ export type RowOutcome =
 export const targetKey = (resource: string, id: string): string => `${resource}/${id}`;
 
 /**
- * Writes `rows` in one statement; returns each id's outcome. With no link to check and no guarded
- * delete it is the plain compare-and-set (an UPDATE of rows whose rev is still the one read, an
- * INSERT of ids that still have none); otherwise the write function, given what links to the
- * resource (`reverse`). A tombstone it writes keeps `deletedAt` (Unix seconds) as its delete's time.
+ * Writes `rows` in one statement; returns each id's outcome. A batch that only creates (every row
+ * new and holding a body, nothing to check) calls the create function (create-function.ts). Any
+ * other batch with no link to check and no guarded delete is the plain compare-and-set (an UPDATE
+ * of rows whose rev is still the one read, an INSERT of ids that still have none); otherwise the
+ * write function, given what links to the resource (`reverse`). A tombstone it writes keeps `deletedAt` (Unix seconds) as its delete's time.
  */
 export async function writeRows(
   sql: Sql,
@@ -99,7 +101,10 @@ export async function writeRows(
     text(answers.map((a) => (a.from === undefined ? null : String(a.from.shared)))),
   ];
   if (!checked) {
-    const written = await sql.unsafe<{ id: string; tx: string }[]>(answers.length === 0 ? PLAIN : PLAIN_ANSWERED, answers.length === 0 ? columns : [...columns, ...answerColumns], PREPARED);
+    const creates = rows.every((r) => r.read === 0 && !('deleted' in r.row));
+    const written = await (creates
+      ? sql.unsafe<{ id: string; tx: string }[]>(answers.length === 0 ? CREATE_CALL : CREATE_CALL_ANSWERED, [...columns.slice(0, 5), ...(answers.length === 0 ? [] : answerColumns)], PREPARED)
+      : sql.unsafe<{ id: string; tx: string }[]>(answers.length === 0 ? PLAIN : PLAIN_ANSWERED, answers.length === 0 ? columns : [...columns, ...answerColumns], PREPARED));
     for (const { id, tx } of written) outcomes.set(id, { kind: 'written', tx });
     return outcomes;
   }
