@@ -26,7 +26,8 @@
  * The name carries a version, as the link function's does (link-layout.ts): a later version gets a
  * new name, so that processes of two versions never run each other's.
  */
-import { ANSWERS_TABLE, LAYOUT_LOCK, SCHEMA } from './layout.js';
+import { answersInsert } from './answers-insert.js';
+import { LAYOUT_LOCK, SCHEMA } from './layout.js';
 
 export const CREATE_FUNCTION = `${SCHEMA}.write_created_v1`;
 
@@ -51,12 +52,12 @@ BEGIN
       ON CONFLICT (resource, id) DO NOTHING
       RETURNING e.id, e.tx::text AS tx
     ), answered AS (
-      INSERT INTO ${ANSWERS_TABLE} (resource, key, fingerprint, at, status, headers, body)
-      SELECT p_resource, a.key, a.fingerprint, a.at, a.status, a.headers,
-        CASE WHEN a.ref IS NULL THEN a.body ELSE left(p_body[a.ref], a.shared) || a.body END
-      FROM unnest(p_a_id, p_a_key, p_a_fingerprint, p_a_at, p_a_status, p_a_headers, p_a_body, p_a_ref, p_a_shared)
-        AS a(id, key, fingerprint, at, status, headers, body, ref, shared)
-      WHERE a.id IS NULL OR a.id = ANY (ARRAY(SELECT i.id FROM inserted i))
+      ${answersInsert({
+        resource: 'p_resource',
+        bodies: 'p_body',
+        arrays: ['p_a_id', 'p_a_key', 'p_a_fingerprint', 'p_a_at', 'p_a_status', 'p_a_headers', 'p_a_body', 'p_a_ref', 'p_a_shared'],
+        written: 'a.id = ANY (ARRAY(SELECT i.id FROM inserted i))',
+      })}
     )
     SELECT i.id, i.tx FROM inserted i;
   END IF;

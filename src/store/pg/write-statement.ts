@@ -8,7 +8,8 @@ import type { LinkTarget } from '../../conventions/relations.js';
 import type { Referrers } from '../integrity.js';
 import { CREATE_CALL, CREATE_CALL_ANSWERED } from './create-function.js';
 import { PREPARED, textArray, type Sql } from './driver.js';
-import { ANSWERS_TABLE, SCHEMA } from './layout.js';
+import { answersInsert } from './answers-insert.js';
+import { SCHEMA } from './layout.js';
 import { WRITE_FUNCTION, type LinkSpec } from './link-layout.js';
 import type { RowState } from './replica.js';
 
@@ -65,7 +66,8 @@ export const targetKey = (resource: string, id: string): string => `${resource}/
  * new and holding a body, nothing to check) calls the create function (create-function.ts). Any
  * other batch with no link to check and no guarded delete is the plain compare-and-set (an UPDATE
  * of rows whose rev is still the one read, an INSERT of ids that still have none); otherwise the
- * write function, given what links to the resource (`reverse`). A tombstone it writes keeps `deletedAt` (Unix seconds) as its delete's time.
+ * write function, given what links to the resource (`reverse`). A tombstone it writes keeps
+ * `deletedAt` (Unix seconds) as its delete's time.
  */
 export async function writeRows(
   sql: Sql,
@@ -163,21 +165,16 @@ const PLAIN = `WITH u AS (
 SELECT id, tx FROM updated UNION ALL SELECT id, tx FROM inserted`;
 
 /**
- * The CTE that inserts a batch's answers (parameters from `$first`: id, key, fingerprint, at, status,
- * headers, body, and `AnswerRow.from`'s row and characters), each only if its id is among `written`
- * (a subquery), or without an id. A body's start given by reference is taken from the row's JSON,
- * an element of the rows' bodies (`$5`) — a subscript, not a join, which PostgreSQL would plan at
- * every execution (`plan_cache_mode`, driver.ts). A key that already has an answer breaks
- * `answers_pkey`, and the whole statement, rows included, is undone.
+ * The CTE that inserts a batch's answers (answers-insert.ts; parameters from `$first`: id, key,
+ * fingerprint, at, status, headers, body, and `AnswerRow.from`'s row and characters), each only if
+ * its id is among `written` (a subquery), or without an id; a body's start by reference is taken
+ * from the rows' bodies, `$5`.
  */
 function answeredBy(written: string, first: number): string {
-  const p = (n: number): string => `$${first + n}`;
+  const casts = ['text[]', 'text[]', 'text[]', 'text[]::bigint[]', 'text[]::int[]', 'text[]', 'text[]', 'text[]::bigint[]', 'text[]::int[]'];
+  const arrays = casts.map((cast, n) => `$${first + n}::${cast}`);
   return `answered AS (
-  INSERT INTO ${ANSWERS_TABLE} (resource, key, fingerprint, at, status, headers, body)
-  SELECT $1, a.key, a.fingerprint, a.at, a.status, a.headers, CASE WHEN a.ref IS NULL THEN a.body ELSE left(($5::text[])[a.ref], a.shared) || a.body END
-  FROM unnest(${p(0)}::text[], ${p(1)}::text[], ${p(2)}::text[], ${p(3)}::text[]::bigint[], ${p(4)}::text[]::int[], ${p(5)}::text[], ${p(6)}::text[], ${p(7)}::text[]::bigint[], ${p(8)}::text[]::int[])
-    AS a(id, key, fingerprint, at, status, headers, body, ref, shared)
-  WHERE a.id IS NULL OR a.id IN ${written}
+  ${answersInsert({ resource: '$1', bodies: '$5::text[]', arrays, written: `a.id IN ${written}` })}
 )`;
 }
 
