@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { CursorExpiredError, CursorMalformedError } from '../../src/store/changes/change-feed.js';
-import { ChangeOrder } from '../../src/store/changes/change-order.js';
-import { findStamp, parseStampValue, readStamp, stampedLine, tombstoneLine } from '../../src/store/changes/change-stamp.js';
+import { ascendingOrder, ChangeOrder } from '../../src/store/changes/change-order.js';
+import { findStamp, readStamp, readStampSeq, stampedLine, tombstoneLine } from '../../src/store/changes/change-stamp.js';
 import { HeldDelete, LocalChangeLog, parseCursor, type HeldChange } from '../../src/store/changes/local-feed.js';
 import type { StoreChange } from '../../src/store/store.js';
 import { manualClock } from './stamps.js';
@@ -41,6 +41,20 @@ describe('ChangeOrder', () => {
   });
 });
 
+describe('ascendingOrder', () => {
+  test('numbers each above the one before -> undefined (nothing to sort); none or one -> undefined', () => {
+    assert.equal(ascendingOrder([1, 2, 5, 9]), undefined);
+    assert.equal(ascendingOrder([]), undefined);
+    assert.equal(ascendingOrder([7]), undefined);
+  });
+
+  test('out of order, or a number twice -> the positions in ascending order, equal numbers in the order of their positions', () => {
+    assert.deepEqual([...ascendingOrder([5, 3, 5, 1, 3])!], [3, 1, 4, 0, 2]);
+    assert.deepEqual([...ascendingOrder([1, 1])!], [0, 1]);
+    assert.deepEqual([...ascendingOrder([2 ** 40, 2 ** 33, 2 ** 52])!], [1, 0, 2]);
+  });
+});
+
 describe('change stamps', () => {
   test('stamped line -> found from its end, the entity JSON is the line without it', () => {
     const json = '{"id":"a","text":"x,\\"_change\\":\\"1.c.2\\"","n":1}';
@@ -59,9 +73,39 @@ describe('change stamps', () => {
     }
   });
 
+  /** A line whose stamp's value is `value`, its bytes, and where its stamp begins. */
+  const stampOf = (value: string): { bytes: Buffer; at: number } => {
+    const bytes = Buffer.from(`{"id":"a","_change":"${value}"}`);
+    const at = findStamp(bytes, 0, bytes.length);
+    assert.ok(at > 0, value);
+    return { bytes, at };
+  };
+
   test('tombstone line -> a delete with its stamp; malformed stamp values -> undefined', () => {
-    assert.equal(tombstoneLine('x"y', { seq: 7, type: 'deleted', at: 9 }), '{"id":"x\\"y","_deleted":true,"_change":"7.d.9"}');
-    for (const value of ['0.c.1', '01.c.1', '1.x.1', '1.c.-1', '1.c', 'a.c.1', '99999999999999999.c.1']) assert.equal(parseStampValue(value), undefined, value);
+    const line = tombstoneLine('x"y', { seq: 7, type: 'deleted', at: 9 });
+    assert.equal(line, '{"id":"x\\"y","_deleted":true,"_change":"7.d.9"}');
+    const bytes = Buffer.from(line);
+    assert.deepEqual(readStamp(bytes, findStamp(bytes, 0, bytes.length), bytes.length), { seq: 7, type: 'deleted', at: 9 });
+    const malformed = ['0.c.1', '01.c.1', '1.x.1', '1.c.-1', '1.c', '1.c.', '.c.1', '1..1', '1.cc.1', '1.c.01', '1.c.1.', '1.c.1x', 'a.c.1', '1 .c.1', '99999999999999999.c.1', '1.c.99999999999999999', '9007199254740992.c.1', '1.c.9007199254740992', '9999999999999999.u.1'];
+    for (const value of malformed) {
+      const { bytes, at } = stampOf(value);
+      assert.equal(readStamp(bytes, at, bytes.length), undefined, value);
+      assert.equal(readStampSeq(bytes, at, bytes.length), 0, value);
+    }
+  });
+
+  test('stamp values at the bounds -> read exactly, the number alone the same as the stamp', () => {
+    const cases: [string, { seq: number; type: string; at: number }][] = [
+      ['1.c.0', { seq: 1, type: 'created', at: 0 }],
+      ['10.u.1700000000', { seq: 10, type: 'updated', at: 1_700_000_000 }],
+      ['9007199254740991.d.9007199254740991', { seq: Number.MAX_SAFE_INTEGER, type: 'deleted', at: Number.MAX_SAFE_INTEGER }],
+      ['1234567890123456.c.7', { seq: 1_234_567_890_123_456, type: 'created', at: 7 }],
+    ];
+    for (const [value, stamp] of cases) {
+      const { bytes, at } = stampOf(value);
+      assert.deepEqual(readStamp(bytes, at, bytes.length), stamp, value);
+      assert.equal(readStampSeq(bytes, at, bytes.length), stamp.seq, value);
+    }
   });
 });
 

@@ -120,6 +120,21 @@ test('lines without stamps (written by hand) -> numbered above every stamped one
   await second.close();
 });
 
+test('stamped lines out of order, a stamp met twice (a line copied by hand) and one line without -> each number kept by the first line met with it, the copy and the unstamped line numbered above them in file order', async () => {
+  const dir = await tempDir();
+  const clock = manualClock();
+  const line = (id: string, stamp?: string): string => JSON.stringify({ id, createdAt: 1, updatedAt: 1, n: 0, ...(stamp === undefined ? {} : { _change: stamp }) });
+  const lines = [line('a', '5.c.100'), line('b', '3.u.100'), line('c', '5.c.100'), line('d'), '{"id":"gone","_deleted":true,"_change":"4.d.100"}', '{"id":"e","_deleted":true,"_change":"3.d.100"}'];
+  await fs.writeFile(path.join(dir, 'items.jsonl'), `${lines.join('\n')}\n`);
+  const first = await open(dir, clock, ['items']);
+  const listed = everyChange(first).map((l) => l.split(' ').slice(0, 3).join(' '));
+  assert.deepEqual(listed, ['3 updated items/b', '4 deleted items/gone', '5 created items/a', '6 created items/c', '7 created items/d', '8 deleted items/e']);
+  await first.close();
+  const second = await open(dir, clock, ['items']);
+  assert.deepEqual(everyChange(second).map((l) => l.split(' ').slice(0, 3).join(' ')), listed);
+  await second.close();
+});
+
 test('more unstamped lines than one append holds (several megabytes, one line longer than an append) -> each stamped once, in file order, its JSON unchanged', async () => {
   const dir = await tempDir();
   const clock = manualClock();

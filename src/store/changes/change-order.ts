@@ -22,16 +22,16 @@ export class ChangeOrder<T extends { readonly seq: number }> {
     return 0;
   }
 
-  /** Adds a change; its `seq` must be above every one added before. */
-  add(item: T): void {
+  /** Adds a change; its `seq` must be above every one added before (`seq`: `item.seq`, if the caller has read it). */
+  add(item: T, seq = item.seq): void {
     const used = this.#used;
-    if (used > 0 && item.seq <= this.#seqs[used - 1]!) throw new RangeError(`change ${item.seq} is not after ${this.#seqs[used - 1]}`);
+    if (used > 0 && seq <= this.#seqs[used - 1]!) throw new RangeError(`change ${seq} is not after ${this.#seqs[used - 1]}`);
     if (used === this.#seqs.length) {
       const grown = new Float64Array(used * 2);
       grown.set(this.#seqs);
       this.#seqs = grown;
     }
-    this.#seqs[used] = item.seq;
+    this.#seqs[used] = seq;
     this.#items[used] = item;
     this.#used = used + 1;
   }
@@ -104,4 +104,18 @@ export class ChangeOrder<T extends { readonly seq: number }> {
     }
     return lo;
   }
+}
+
+/**
+ * The positions of `seqs` in ascending order of their numbers, equal numbers in the order of their
+ * positions; undefined when that is the order they are in already, each above the one before (a
+ * log read at start-up, its lines in the order they were written, usually is).
+ */
+export function ascendingOrder(seqs: readonly number[]): Uint32Array | undefined {
+  let ascending = true;
+  for (let i = 1; i < seqs.length && ascending; i++) ascending = seqs[i]! > seqs[i - 1]!;
+  if (ascending) return undefined;
+  const order = new Uint32Array(seqs.length);
+  for (let i = 0; i < order.length; i++) order[i] = i;
+  return order.sort((a, b) => seqs[a]! - seqs[b]! || a - b);
 }

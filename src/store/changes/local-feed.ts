@@ -353,14 +353,22 @@ export class ResourceChanges {
     this.order.add(held);
   }
 
-  /** Start-up: the entities' latest changes, in any order (sorted here). */
-  load(held: HeldChange[]): void {
-    held.sort((a, b) => a.seq - b.seq);
-    for (const item of held) {
-      if (item.seq > this.latest) this.latest = item.seq;
-      if (item instanceof HeldDelete) this.#deletes.set(item.id, item);
-      this.order.add(item);
+  /**
+   * Start-up: the entities' latest changes, in any order (sorted here); or, with `seqs` (their
+   * numbers, read by the caller), in ascending order of those numbers, each above the one before.
+   * A change loaded from the log reads its number from the line's bytes each time it is asked.
+   */
+  load(held: HeldChange[], seqs?: readonly number[]): void {
+    if (seqs === undefined) {
+      held.sort((a, b) => a.seq - b.seq);
+      seqs = held.map((item) => item.seq);
     }
+    for (let i = 0; i < held.length; i++) {
+      const item = held[i]!;
+      if (item instanceof HeldDelete) this.#deletes.set(item.id, item);
+      this.order.add(item, seqs[i]!);
+    }
+    if (held.length > 0 && seqs[held.length - 1]! > this.latest) this.latest = seqs[held.length - 1]!;
   }
 
   deletesBefore(atSeconds: number): HeldDelete[] {

@@ -1,5 +1,5 @@
 import type { ChangeType, EntityRecord, StoredEntity } from '../store.js';
-import { readStamp, stampedLine, type ChangeStamp } from '../changes/change-stamp.js';
+import { readStamp, readStampSeq, stampedLine, type ChangeStamp } from '../changes/change-stamp.js';
 import type { HeldChange } from '../changes/local-feed.js';
 import { valueAt } from '../../conventions/query.js';
 import { valuesAt } from './json-fields.js';
@@ -144,7 +144,7 @@ export class LoadedEntity implements StoredEntity, HeldChange {
     return this.#stampAt < 0 ? undefined : readStamp(this.#buffer, this.#stampAt, this.#end);
   }
   get seq(): number {
-    return this.#stamp()?.seq ?? 0;
+    return this.#stampAt < 0 ? 0 : readStampSeq(this.#buffer, this.#stampAt, this.#end);
   }
   get type(): ChangeType {
     return this.#stamp()?.type ?? 'created';

@@ -1,4 +1,4 @@
-import { findStamp, readStamp, type ChangeStamp } from '../changes/change-stamp.js';
+import { findStamp, readStamp, readStampSeq, type ChangeStamp } from '../changes/change-stamp.js';
 import { hashIdBytes } from '../index/entity-index.js';
 import type { IndexWriter } from '../index/materialised-index.js';
 import { AnswerLines, isAnswersLine } from './answer-lines.js';
@@ -85,12 +85,14 @@ export async function loadLog(
       } else {
         const idHash = r.idEscaped || r.deleted ? undefined : hashIdBytes(buffer, r.idStart, r.idEnd);
         let stampAt = findStamp(buffer, r.objectStart, r.objectEnd);
-        const stamp = stampAt < 0 ? undefined : readStamp(buffer, stampAt, r.objectEnd);
-        if (stamp === undefined) stampAt = -1;
-        else answers.change(stamp.seq, buffer, r.objectStart, r.objectEnd);
+        // The number alone, without the stamp's object, for the lines a loaded entity holds.
+        const seq = stampAt < 0 ? 0 : readStampSeq(buffer, stampAt, r.objectEnd);
+        if (seq === 0) stampAt = -1;
+        else answers.change(seq, buffer, r.objectStart, r.objectEnd);
         if (idHash !== undefined) {
           index.put(new LoadedEntity(buffer, r.objectStart, r.objectEnd, line, r.idStart, r.idEnd, stampAt), idHash);
         } else {
+          const stamp = stampAt < 0 ? undefined : readStamp(buffer, stampAt, r.objectEnd);
           const id = r.idEscaped
             ? (JSON.parse(`"${buffer.toString('utf8', r.idStart, r.idEnd)}"`) as string)
             : buffer.toString('utf8', r.idStart, r.idEnd);

@@ -1,5 +1,6 @@
 import { basename, dirname } from 'node:path';
 import { tombstoneLine, type ChangeStamp } from '../changes/change-stamp.js';
+import { ascendingOrder } from '../changes/change-order.js';
 import { HeldDelete, LocalChangeLog, type HeldChange, type Published, type ResourceChanges } from '../changes/local-feed.js';
 import { MaterialisedIndex } from '../index/materialised-index.js';
 import {
@@ -392,33 +393,54 @@ class JsonlLogStore implements JsonlStore {
    * (and a stamp met twice, a copied line) wait for `stampUnstamped`.
    */
   #loadChanges(deletes: Map<string, ChangeStamp | null>): void {
-    const held: HeldChange[] = [];
     const live: LogEntity[] = [];
-    const seen = new Set<number>();
-    let max = 0;
+    const unstampedDeletes: string[] = [];
+    // Each number read once (a loaded entity reads it from its line's bytes), and a number met
+    // twice found next to itself once they are in order: a `Set` of a million numbers was a
+    // seventh of a start-up.
+    const candidates: HeldChange[] = [];
+    const seqs: number[] = [];
     for (const entity of this.#index.values()) {
       const seq = entity.seq;
-      if (seq === 0 || seen.has(seq)) {
-        live.push(entity);
-        continue;
+      if (seq === 0) live.push(entity);
+      else {
+        candidates.push(entity);
+        seqs.push(seq);
       }
-      seen.add(seq);
-      held.push(entity);
-      if (seq > max) max = seq;
     }
-    const unstampedDeletes: string[] = [];
+    const entities = candidates.length;
     for (const [id, stamp] of deletes) {
       if (this.#index.get(id) !== undefined) continue;
-      if (stamp === null || seen.has(stamp.seq)) {
-        unstampedDeletes.push(id);
-        continue;
+      if (stamp === null) unstampedDeletes.push(id);
+      else {
+        candidates.push(new HeldDelete(id, stamp.seq, stamp.at));
+        seqs.push(stamp.seq);
       }
-      seen.add(stamp.seq);
-      held.push(new HeldDelete(id, stamp.seq, stamp.at));
-      if (stamp.seq > max) max = stamp.seq;
     }
-    this.#changes.load(held);
-    this.#log.seen(max);
+    // In order of their numbers, ties in the order met (entities first): the first change met with
+    // a number keeps it, and a later one with the same number (a copied line) waits for `stampUnstamped`.
+    const order = ascendingOrder(seqs);
+    const held: HeldChange[] = [];
+    const heldSeqs: number[] = [];
+    const copies = new Set<HeldChange>();
+    let last = 0;
+    for (let k = 0; k < candidates.length; k++) {
+      const i = order === undefined ? k : order[k]!;
+      const seq = seqs[i]!;
+      if (seq !== last) {
+        held.push(candidates[i]!);
+        heldSeqs.push(seq);
+        last = seq;
+      } else if (i < entities) copies.add(candidates[i]!);
+      else unstampedDeletes.push(candidates[i]!.id);
+    }
+    this.#changes.load(held, heldSeqs);
+    this.#log.seen(last);
+    // Stamped afresh in the order the index holds them, with the lines that had no stamp.
+    if (copies.size > 0) {
+      live.length = 0;
+      for (const entity of this.#index.values()) if (copies.has(entity) || entity.seq === 0) live.push(entity);
+    }
     this.#unstamped = { live, deletes: unstampedDeletes };
   }
 
