@@ -175,6 +175,27 @@ test('a first start on unstamped lines, compaction on -> the stamped copies comp
   await second.close();
 });
 
+test('a first start whose compaction never ran (stopped first) -> the next start compacts the stamped copies away, and the changes stay the same', async () => {
+  const dir = await tempDir();
+  const clock = manualClock();
+  const ids = Array.from({ length: 2_000 }, (_, i) => `h${i}`);
+  await fs.writeFile(path.join(dir, 'items.jsonl'), `${ids.map((id) => plainLine(id)).join('\n')}\n`);
+  const lineCount = async (): Promise<number> => (await fs.readFile(path.join(dir, 'items.jsonl'), 'utf8')).split('\n').filter((l) => l !== '').length;
+  // Compaction off: the stamped copies are appended, and nothing removes the originals.
+  const first = await open(dir, clock, ['items']);
+  const listed = everyChange(first);
+  await first.close();
+  assert.equal(await lineCount(), 2 * ids.length, 'each line twice: unstamped, then its stamped copy');
+  const second = await openDataDir({ dir, resources: ['items'], durability: 'full', repair: false, warn: () => {}, now: clock.now, compaction: { minBytes: 0 } });
+  await store(second, 'items').settled();
+  assert.equal(await lineCount(), ids.length, 'one line per entity once the start has compacted');
+  assert.deepEqual(everyChange(second), listed);
+  await second.close();
+  const third = await open(dir, clock, ['items']);
+  assert.deepEqual(everyChange(third), listed);
+  await third.close();
+});
+
 test('a follower of the data set -> told of every resource\'s changes in cursor order', async () => {
   const dir = await tempDir();
   const data = await open(dir);

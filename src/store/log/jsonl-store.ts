@@ -454,7 +454,15 @@ class JsonlLogStore implements JsonlStore {
   async stampUnstamped(): Promise<void> {
     const { live, deletes } = this.#unstamped;
     this.#unstamped = { live: [], deletes: [] };
-    if (live.length === 0 && deletes.length === 0) return;
+    if (live.length === 0 && deletes.length === 0) {
+      // A log at the ratio or above it when it opens: a first start stamped its lines (below) and
+      // stopped before its compaction was done, and the log holds each line twice, for good (the
+      // policy compacts only above the ratio, and only after a write): every start read both,
+      // and the store held both in memory. Compacted now, in the background.
+      const file = this.#file;
+      if (this.#autoCompact && file.size >= this.#minBytes && file.lines > 0 && file.lines >= this.#ratio * this.#index.size) void this.compact();
+      return;
+    }
     const log = this.#log;
     const at = log.nowSeconds();
     const held: HeldChange[] = [];
