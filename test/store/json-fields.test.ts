@@ -27,6 +27,12 @@ describe('valuesAt: the values JSON.parse would give, without parsing the record
     '{"__proto__":{"polluted":true},"z":0}',
     '{"a":"\\\\","b":"\\\\\\"","z":[]}',
     '{"b":{"a":1},"a":{"b":{"c":"deep"}}}',
+    '{"n":0,"z":-0}',
+    '{"n":-42,"z":999999999999999}',
+    '{"n":-999999999999999,"z":1234567890123456}',
+    '{"n":9007199254740993,"z":-12345678901234567890}',
+    '{"n":10.0,"z":1e3}',
+    '{"n":-0.5,"z":7E-2}',
   ]) {
     test(`${text} -> same values as JSON.parse + valueAt`, () => {
       assert.deepEqual(read(text), expected(text));
