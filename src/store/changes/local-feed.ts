@@ -359,16 +359,14 @@ export class ResourceChanges {
    * A change loaded from the log reads its number from the line's bytes each time it is asked.
    */
   load(held: HeldChange[], seqs?: readonly number[]): void {
-    if (seqs === undefined) {
-      held.sort((a, b) => a.seq - b.seq);
-      seqs = held.map((item) => item.seq);
-    }
+    if (seqs === undefined) held.sort((a, b) => a.seq - b.seq);
     for (let i = 0; i < held.length; i++) {
       const item = held[i]!;
+      const seq = seqs === undefined ? item.seq : seqs[i]!;
+      if (seq > this.latest) this.latest = seq;
       if (item instanceof HeldDelete) this.#deletes.set(item.id, item);
-      this.order.add(item, seqs[i]!);
+      this.order.add(item, seq);
     }
-    if (held.length > 0 && seqs[held.length - 1]! > this.latest) this.latest = seqs[held.length - 1]!;
   }
 
   deletesBefore(atSeconds: number): HeldDelete[] {

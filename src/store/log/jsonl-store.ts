@@ -420,19 +420,21 @@ class JsonlLogStore implements JsonlStore {
     // In order of their numbers, ties in the order met (entities first): the first change met with
     // a number keeps it, and a later one with the same number (a copied line) waits for `stampUnstamped`.
     const order = ascendingOrder(seqs);
-    const held: HeldChange[] = [];
-    const heldSeqs: number[] = [];
+    // Each above the one before, as a log written by halserve is: no number twice, nothing to sort.
+    const held: HeldChange[] = order === undefined ? candidates : [];
+    const heldSeqs: number[] = order === undefined ? seqs : [];
     const copies = new Set<HeldChange>();
-    let last = 0;
-    for (let k = 0; k < candidates.length; k++) {
-      const i = order === undefined ? k : order[k]!;
-      const seq = seqs[i]!;
-      if (seq !== last) {
-        held.push(candidates[i]!);
-        heldSeqs.push(seq);
-        last = seq;
-      } else if (i < entities) copies.add(candidates[i]!);
-      else unstampedDeletes.push(candidates[i]!.id);
+    let last = order === undefined ? (seqs.at(-1) ?? 0) : 0;
+    if (order !== undefined) {
+      for (const i of order) {
+        const seq = seqs[i]!;
+        if (seq !== last) {
+          held.push(candidates[i]!);
+          heldSeqs.push(seq);
+          last = seq;
+        } else if (i < entities) copies.add(candidates[i]!);
+        else unstampedDeletes.push(candidates[i]!.id);
+      }
     }
     this.#changes.load(held, heldSeqs);
     this.#log.seen(last);
