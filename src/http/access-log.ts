@@ -37,30 +37,55 @@ export function redactQuery(query: string): string {
 }
 
 /**
- * What looks like a JWT or a piece of one (RFC 7519 §3, RFC 7515 §7.1): a base64url-encoded JSON
- * object (`{"` encodes as `eyJ`) followed by a dot and more base64url parts.
+ * What may be a JWT or a piece of one (RFC 7519 §3, RFC 7515 §7.1): base64url parts joined by dots,
+ * the first of which decodes to the start of a JSON object (`JWT_HEADER`). `{"` encodes as `eyJ`,
+ * but a header that begins with JSON white space (which RFC 8259 allows, and a verifier accepts)
+ * does not, so the first part is decoded rather than matched by its text.
  */
-const JWT_LIKE = /eyJ[A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]*)+/g;
+const DOTTED = /[A-Za-z0-9_-]{3,}(?:\.[A-Za-z0-9_-]*)+/g;
+/** A JSON object's first bytes: white space, `{`, white space, then a member's name or the end. */
+const JWT_HEADER = /^[\t\n\r ]*\{[\t\n\r ]*["}]/;
+
+function redactDotted(candidate: string): string {
+  const first = candidate.slice(0, candidate.indexOf('.'));
+  return JWT_HEADER.test(Buffer.from(first, 'base64url').toString('latin1')) ? REDACTED : candidate;
+}
 
 /** `text` with everything that looks like a JWT replaced, wherever a client put it. */
 export function redactJwts(text: string): string {
-  return text.includes('eyJ') ? text.replace(JWT_LIKE, REDACTED) : text;
+  return text.includes('.') ? text.replace(DOTTED, redactDotted) : text;
 }
+
+/**
+ * A percent-encoded unreserved character (RFC 3986 §2.3: `%2E` is the same as `.`), which a client
+ * may send in place of any character of a token.
+ */
+const ENCODED_UNRESERVED = /%(?:3[0-9]|[46][1-9A-Fa-f]|[57][0-9Aa]|2[DdEe]|5[Ff]|7[Ee])/g;
+const decodeUnreserved = (text: string): string => text.replace(ENCODED_UNRESERVED, (escape) => String.fromCharCode(parseInt(escape.slice(1), 16)));
 
 /**
  * Replaces every configured token, as written or percent-encoded, and everything that looks like a
  * JWT, wherever it appears in `text` (a token sent as a path segment or under an unforeseen
- * parameter name). Tokens are few, and this runs once per logged request.
+ * parameter name). Tokens are few, and this runs once per logged request. Text is logged as the
+ * client sent it, unless a secret was found only once its encoded unreserved characters are
+ * decoded: then it is logged decoded, with the secret replaced.
  */
 export function createTokenScrubber(tokens: readonly string[]): (text: string) => string {
   const secrets = [...new Set(tokens.flatMap((raw) => {
     const token = raw.startsWith('read:') ? raw.slice('read:'.length) : raw;
     return token === '' ? [] : [token, encodeURIComponent(token)];
   }))].sort((a, b) => b.length - a.length);
-  if (secrets.length === 0) return redactJwts;
-  return (text) => {
+  const redact = (text: string): string => {
     let out = redactJwts(text);
     for (const secret of secrets) if (out.includes(secret)) out = out.replaceAll(secret, REDACTED);
     return out;
+  };
+  return (text) => {
+    const out = redact(text);
+    if (!text.includes('%')) return out;
+    const decoded = decodeUnreserved(text);
+    if (decoded === text) return out;
+    const cleaned = redact(decoded);
+    return cleaned === decoded ? out : cleaned;
   };
 }

@@ -25,17 +25,33 @@ describe('createTokenScrubber', () => {
     assert.equal(scrub('/items?q=r%2Fsecret'), '/items?q=[redacted]');
     assert.equal(scrub('/items?q=r/secret'), '/items?q=[redacted]');
     assert.equal(scrub('/items'), '/items');
+    // Unreserved characters percent-encoded (RFC 3986 §2.3): the same token.
+    assert.equal(scrub('/items?q=w%2Dsecret&page=%32'), '/items?q=[redacted]&page=2');
+    assert.equal(scrub('/items/%77-secret'), '/items/[redacted]');
   });
 
   test('no tokens -> text unchanged', () => assert.equal(createTokenScrubber([])('/a?b=c'), '/a?b=c'));
 
   const jwt = 'eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJhbGljZSJ9.c2lnbmF0dXJl';
+  const spacedJwt = [' {"alg":"RS256"}', '\n{"sub":"alice"}', 'signature'].map((part) => Buffer.from(part).toString('base64url')).join('.');
   for (const [text, expected] of [
     [`/items/${jwt}`, '/items/[redacted]'],
     [`/items?x=1&jwt=${jwt}&y=2`, '/items?x=1&jwt=[redacted]&y=2'],
     [`/items?q=${jwt.split('.').slice(0, 2).join('.')}.`, '/items?q=[redacted]'],
     ['/items/eyJ-only-one-part', '/items/eyJ-only-one-part'],
     ['/v1.2.3/eyes.open', '/v1.2.3/eyes.open'],
+    // Dots sent as %2E: the text is logged decoded, the token replaced.
+    [`/items?q=${jwt.replaceAll('.', '%2E')}&page=2`, '/items?q=[redacted]&page=2'],
+    [`/items/${jwt.replaceAll('.', '%2e')}`, '/items/[redacted]'],
+    // Letters percent-encoded: %65 is e.
+    [`/items?q=%65${jwt.slice(1)}`, '/items?q=[redacted]'],
+    // A header that begins with white space does not encode as eyJ, and is still a JWT.
+    [`/items?hint=${spacedJwt}`, '/items?hint=[redacted]'],
+    [`/items?hint=${spacedJwt.replaceAll('.', '%2E')}`, '/items?hint=[redacted]'],
+    // No secret: logged as sent, escapes kept.
+    ['/items/a%2Eb?q=x%20y&price=15.59', '/items/a%2Eb?q=x%20y&price=15.59'],
+    // A piece of one (a header and a dot), the dot encoded.
+    ['/items?q=eyJzdWIi%2E', '/items?q=[redacted]'],
   ] as const) {
     test(`JWT-like text ${JSON.stringify(text)} -> ${JSON.stringify(expected)}, with or without tokens`, () => {
       assert.equal(createTokenScrubber([])(text), expected);
