@@ -112,7 +112,10 @@ const isPrincipal = (a: AuthOutcome): a is Principal => a !== undefined && !(a i
 export function composeAuthenticators(authenticators: readonly Authenticator[]): Authentication {
   const errorCodes = authenticators.some((a) => a.errorCodes === true);
   const missing = unauthorized('A bearer token is required: Authorization: Bearer <token>');
-  const malformed = unauthorized('The Authorization header is not "Bearer <token>" (one token, no spaces in it)');
+  const notBearer = 'The Authorization header is not "Bearer <token>" (one token, no spaces in it)';
+  const blank = unauthorized(notBearer);
+  // A broken Bearer header is a bearer credential refused: with error codes on, RFC 6750 §3.1's invalid_token.
+  const malformed = invalidToken(notBearer, errorCodes);
   const unknown = invalidToken('The bearer token is not valid', errorCodes);
   const fallback = (headers: IncomingHttpHeaders): HttpProblem => {
     const authorization = headers.authorization;
@@ -120,7 +123,8 @@ export function composeAuthenticators(authenticators: readonly Authenticator[]):
     if (bearerToken(authorization) !== undefined) return unknown;
     // RFC 6750 §3.1: another scheme counts as no bearer credential; a broken Bearer header is said to be one.
     const first = /^\s*(\S+)/.exec(authorization)?.[1];
-    if (first === undefined || first.toLowerCase() === 'bearer') return malformed;
+    if (first === undefined) return blank;
+    if (first.toLowerCase() === 'bearer') return malformed;
     // Named only when it is a registered scheme: what else stands there may be a credential.
     const scheme = KNOWN_SCHEMES.get(first.toLowerCase());
     return unauthorized(`A bearer token is required: Authorization: Bearer <token> (${scheme === undefined ? 'no other scheme is' : `the ${scheme} scheme is not`} accepted)`);

@@ -169,6 +169,27 @@ describe('JWTs from a key set', () => {
     assert.equal(res.headers.get('www-authenticate'), 'Bearer realm="halserve"');
   });
 
+  for (const [name, authorization] of [
+    ['Bearer and two words', 'Bearer abc def'],
+    ['Bearer alone', 'Bearer'],
+    ['Bearer and a tab', 'Bearer\teyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJhIn0.c2ln'],
+  ] as const) {
+    test(`${name} -> 401 invalid_token (a bearer credential refused, RFC 6750 §3.1), nothing written`, async () => {
+      const before = s.orders.size;
+      const res = await s.request('/orders', { method: 'POST', headers: { authorization, 'content-type': 'application/json' }, body: JSON.stringify({ product: 'p1' }) });
+      assert.equal(res.status, 401);
+      assert.equal(res.headers.get('www-authenticate'), INVALID);
+      assert.deepEqual(await res.json(), { type: RFC2616, title: 'Unauthorized', detail: 'The Authorization header is not "Bearer <token>" (one token, no spaces in it)', status: 401 });
+      assert.equal(s.orders.size, before);
+    });
+  }
+
+  test('an Authorization of only spaces -> 401 with no error code (no credential at all)', async () => {
+    const res = await s.request('/orders', { headers: { authorization: '   ' } });
+    assert.equal(res.status, 401);
+    assert.equal(res.headers.get('www-authenticate'), 'Bearer realm="halserve"');
+  });
+
   test('a string that is neither a JWT nor a static token -> 401 invalid_token', async () => {
     const res = await s.as('just-a-guess', '/orders');
     assert.equal(res.status, 401);
