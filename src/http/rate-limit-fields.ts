@@ -14,13 +14,11 @@ export const RATE_POLICY_NAME = '"default"';
  * The four fields for one decision of a limiter of `rate` requests a second and `burst` at once:
  * `X-RateLimit-Limit` and `q` are the burst, `w` the whole seconds in which a burst comes back;
  * `X-RateLimit-Remaining` and `r` the requests allowed at once after this one; `t` the whole seconds
- * until one more is allowed — 0 while one is, and on a refusal what `Retry-After` says. After the
- * last request of a burst the limiter reports no fraction, so `t` is then `1 / rate` rounded up: the
- * longest the wait can be, and exact for a rate of 1 or more.
+ * until one more is allowed, rounded up — 0 while one is, and on a refusal what `Retry-After` says.
  */
 export function rateLimitFields(rate: number, burst: number, decision: RateDecision): Record<string, string> {
   const remaining = decision.remaining;
-  const t = !decision.allowed ? Math.max(1, Math.ceil(decision.waitSeconds)) : remaining >= 1 ? 0 : Math.ceil(1 / rate);
+  const t = !decision.allowed ? Math.max(1, Math.ceil(decision.waitSeconds)) : remaining >= 1 ? 0 : Math.ceil(decision.waitSeconds);
   return {
     'x-ratelimit-limit': String(burst),
     'x-ratelimit-remaining': String(remaining),

@@ -16,7 +16,7 @@ export interface RateDecision {
   readonly allowed: boolean;
   /** Whole requests left in the bucket after this one. */
   readonly remaining: number;
-  /** Seconds until one request is allowed again (0 when allowed). */
+  /** Seconds until one more request is allowed: 0 while the bucket holds a whole one after this request. */
   readonly waitSeconds: number;
 }
 
@@ -73,7 +73,7 @@ export class RateLimiter {
     }
     if (bucket.tokens >= 1) {
       bucket.tokens -= 1;
-      return { allowed: true, remaining: Math.floor(bucket.tokens), waitSeconds: 0 };
+      return { allowed: true, remaining: Math.floor(bucket.tokens), waitSeconds: bucket.tokens >= 1 ? 0 : (1 - bucket.tokens) / this.rate };
     }
     return { allowed: false, remaining: 0, waitSeconds: (1 - bucket.tokens) / this.rate };
   }

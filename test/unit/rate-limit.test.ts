@@ -26,7 +26,7 @@ function referenceLimiter(rate: number, burst: number, maxClients: number, now: 
     buckets.set(key, bucket);
     if (bucket.tokens >= 1) {
       bucket.tokens -= 1;
-      return { allowed: true, remaining: Math.floor(bucket.tokens), waitSeconds: 0 };
+      return { allowed: true, remaining: Math.floor(bucket.tokens), waitSeconds: bucket.tokens >= 1 ? 0 : (1 - bucket.tokens) / rate };
     }
     return { allowed: false, remaining: 0, waitSeconds: (1 - bucket.tokens) / rate };
   };
@@ -50,10 +50,10 @@ function limiter(rate: number, burst?: number, maxClients?: number): { limiter: 
 }
 
 describe('RateLimiter', () => {
-  test('rate 2, default burst 2 -> two allowed, the third waits 0.5 s', () => {
+  test('rate 2, default burst 2 -> two allowed (the second says the next is 0.5 s away), the third waits 0.5 s', () => {
     const { limiter: l } = limiter(2);
     assert.deepEqual(l.take('a'), { allowed: true, remaining: 1, waitSeconds: 0 });
-    assert.deepEqual(l.take('a'), { allowed: true, remaining: 0, waitSeconds: 0 });
+    assert.deepEqual(l.take('a'), { allowed: true, remaining: 0, waitSeconds: 0.5 });
     assert.deepEqual(l.take('a'), { allowed: false, remaining: 0, waitSeconds: 0.5 });
   });
 
@@ -65,6 +65,17 @@ describe('RateLimiter', () => {
     assert.ok(Math.abs(l.take('a').waitSeconds - 0.15) < 1e-9);
     advance(150);
     assert.equal(l.take('a').allowed, true);
+  });
+
+  test('rate 0.5, burst 2, 3.6 s after the burst -> allowed with 0.8 left: the next is 0.4 s away, not 2', () => {
+    const { limiter: l, advance } = limiter(0.5, 2);
+    l.take('a');
+    l.take('a');
+    advance(3600);
+    const decision = l.take('a');
+    assert.equal(decision.allowed, true);
+    assert.equal(decision.remaining, 0);
+    assert.ok(Math.abs(decision.waitSeconds - 0.4) < 1e-9);
   });
 
   test('burst 5 at rate 1 -> five at once, then one a second; refill never passes the burst', () => {
