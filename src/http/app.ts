@@ -207,16 +207,21 @@ export function createHandler(options: HandlerOptions): Handler {
     const query = mark === -1 ? '' : url.slice(mark + 1);
     const match = router.match(method, segments);
     if (match) exchange.route = routeLabel(match.pattern, undefined);
+    const pattern = match?.pattern;
     // A CORS preflight carries no credentials (Fetch standard §3.2.2), so it is answered before authentication.
     if (cors.enabled && method === 'OPTIONS' && req.headers['access-control-request-method'] !== undefined) {
+      limit(req, exchange, undefined, pattern);
       if (!match) throw nothingAt(path);
       return cors.preflight(match.allow);
     }
-    const pattern = match?.pattern;
     // The browser's shell and its assets hold no data: served to anyone, before authentication (docs/conventions.md §4.1).
-    if (pattern === BROWSER_PATTERN && (method === 'GET' || method === 'HEAD')) return discovery.asset(match?.params['asset'] ?? '', req.headers['if-none-match']);
+    if (pattern === BROWSER_PATTERN && (method === 'GET' || method === 'HEAD')) {
+      limit(req, exchange, undefined, pattern);
+      return discovery.asset(match?.params['asset'] ?? '', req.headers['if-none-match']);
+    }
     if ((method === 'GET' || method === 'HEAD') && pattern !== undefined && SHELL_PATTERNS.has(pattern) && prefersHtml(req.headers.accept)) {
       exchange.route = `${exchange.route} (html)`;
+      limit(req, exchange, undefined, pattern);
       return discovery.shell(req.headers['if-none-match']);
     }
     const open = !auth.enabled || (pattern !== undefined && OPEN_PATTERNS.has(pattern));
@@ -226,23 +231,35 @@ export function createHandler(options: HandlerOptions): Handler {
     return outcome instanceof Promise ? outcome.then((settled) => proceed(request, settled)) : proceed(request, outcome);
   };
 
+  /**
+   * Takes the request from its client's bucket (README, "Rate limits"): per principal when the
+   * credential is valid; otherwise per address, so that inventing tokens buys nothing. Every route
+   * but `/healthz` and `/readyz` is limited, those answered before authentication too.
+   */
+  const limit = (req: IncomingMessage, exchange: Exchange, principal: Principal | undefined, pattern: string | undefined): void => {
+    if (!limiter || (pattern !== undefined && UNLIMITED_PATTERNS.has(pattern))) return;
+    const decision = limiter.take(principal?.key ?? `address:${req.socket.remoteAddress ?? ''}`);
+    exchange.headers = rateLimitFields(limiter.rate, limiter.burst, decision);
+    if (!decision.allowed) {
+      metrics.rateLimited.inc();
+      throw tooManyRequests(decision.waitSeconds, waitText(decision.waitSeconds));
+    }
+  };
+
   /** Rate limit, refusal, scope, then the route: what follows authentication. */
   const proceed = (request: Routed, outcome: Principal | HttpProblem | undefined): Reply | Promise<Reply> => {
     const { req, res, exchange, method, match, path, query } = request;
     const principal = outcome instanceof HttpProblem ? undefined : outcome;
     const pattern = match?.pattern;
-    if (limiter && !(pattern !== undefined && UNLIMITED_PATTERNS.has(pattern))) {
-      // Per principal when the credential is valid; otherwise per address, so that inventing tokens buys nothing.
-      const decision = limiter.take(principal?.key ?? `address:${req.socket.remoteAddress ?? ''}`);
-      exchange.headers = rateLimitFields(limiter.rate, limiter.burst, decision);
-      if (!decision.allowed) {
-        metrics.rateLimited.inc();
-        throw tooManyRequests(decision.waitSeconds, waitText(decision.waitSeconds));
-      }
-    }
+    limit(req, exchange, principal, pattern);
     // Authenticate before routing, so that a client without a token learns nothing of what exists.
     if (outcome instanceof HttpProblem) throw outcome;
-    if (principal !== undefined) checkScope(principal, { method, pattern, params: match?.params ?? NO_PARAMS, query }, relTarget, auth.errorCodes);
+    if (principal !== undefined) {
+      // A method the route never allows is a 405 whatever else the token may do there (RFC 9110
+      // §15.5.6), once it may read the route: its scopes are checked as for a read.
+      const unsupported = match !== undefined && match.handler === undefined && method !== 'OPTIONS';
+      checkScope(principal, { method: unsupported ? 'GET' : method, pattern, params: match?.params ?? NO_PARAMS, query }, relTarget, auth.errorCodes);
+    }
     if (!match) throw nothingAt(path);
     const name = match.params['name'];
     if (name !== undefined) {

@@ -180,6 +180,25 @@ describe('--rate-limit (docs/conventions.md §4.1)', () => {
     assert.equal(res.headers.get('ratelimit'), '"default";r=1;t=0');
   });
 
+  for (const [label, path, accept] of [
+    ['the browser shell', '/items', 'text/html'],
+    ['a browser asset', '/_browser/app.js', '*/*'],
+  ] as const) {
+    test(`${label} (served before authentication) -> limited per address, with the four fields`, async () => {
+      const s = await startItems(records(1), { rateLimit: 1, rateLimitBurst: 1, tokens: ['a'], clock: () => 0 });
+      const first = await s.request(path, { headers: { accept } });
+      assert.equal(first.status, 200);
+      assert.deepEqual(['x-ratelimit-limit', 'x-ratelimit-remaining', 'ratelimit-policy', 'ratelimit'].map((h) => first.headers.get(h)), ['1', '0', '"default";q=1;w=1', '"default";r=0;t=1']);
+      await first.arrayBuffer();
+      const second = await s.request(path, { headers: { accept } });
+      assert.equal(second.status, 429);
+      assert.equal(second.headers.get('retry-after'), '1');
+      assert.equal(second.headers.get('content-type'), 'application/problem+json');
+      // The address's bucket is spent for the API too.
+      assert.equal((await s.request('/items/e000', { headers: { authorization: 'Bearer made-up' } })).status, 429);
+    });
+  }
+
   test('off by default -> no X-RateLimit headers', async () => {
     const s = await startItems(records(1));
     const res = await s.request('/items/e000');

@@ -112,6 +112,25 @@ describe('OPTIONS and 405', () => {
     });
   }
 
+  for (const [method, path, allow] of [
+    ['PUT', '/items', 'GET, HEAD, POST, OPTIONS'],
+    ['DELETE', '/', 'GET, HEAD, OPTIONS'],
+  ] as const) {
+    test(`${method} ${path} with a read-only token -> 405 with Allow, as for any token (not 403)`, async () => {
+      const s = await startItems(records(1), { tokens: ['w', 'read:r'] });
+      const res = await s.request(path, { method, headers: { ...JSON_HEADERS, authorization: 'Bearer r' }, body: method === 'DELETE' ? null : '{}' });
+      assert.equal(res.status, 405);
+      assert.equal(res.headers.get('allow'), allow);
+      assert.deepEqual(await res.json(), problem(405, 'Method Not Allowed', `Method ${method} is not allowed here; allowed: ${allow}`));
+    });
+  }
+
+  test('POST /items with a read-only token -> still 403 (the method is allowed, the token may not write)', async () => {
+    const s = await startItems(records(1), { tokens: ['w', 'read:r'] });
+    const res = await s.request('/items', { method: 'POST', headers: { ...JSON_HEADERS, authorization: 'Bearer r' }, body: '{}' });
+    assert.equal(res.status, 403);
+  });
+
   test('OPTIONS on an unknown resource -> 404', async () => {
     const s = await startItems();
     assert.equal((await s.request('/nothing', { method: 'OPTIONS' })).status, 404);
