@@ -5,7 +5,7 @@ import { ASSET_SEGMENT, BROWSER_ASSETS, BROWSER_CSP, browserShell, staticReprese
 import { openApiDocument, type OpenApiResource } from '../representations/openapi.js';
 import type { RelationGraph } from '../conventions/relations.js';
 import type { RouteHandler } from './context.js';
-import type { Reply } from './reply.js';
+import { notModifiedReply, type Reply } from './reply.js';
 import type { Router } from './router.js';
 
 /** The route of the browser's assets. */
@@ -40,7 +40,7 @@ function packageVersion(): string {
 
 /** A representation made at start-up, or 304 when `If-None-Match` names it (RFC 9110 §13.1.2). */
 function staticReply(representation: StaticRepresentation, ifNoneMatch: string | undefined, headers: Readonly<Record<string, string>> = {}): Reply {
-  if (notModified(ifNoneMatch, representation.etag)) return { status: 304, headers: { ...headers, etag: representation.etag } };
+  if (notModified(ifNoneMatch, representation.etag)) return notModifiedReply({ ...headers, etag: representation.etag }, representation.body);
   return {
     status: 200,
     headers: { 'content-type': representation.type, 'x-content-type-options': 'nosniff', ...headers, etag: representation.etag },

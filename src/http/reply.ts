@@ -27,6 +27,17 @@ export interface Reply {
    * while it is still the route's answer (an entity's, while its store serves that version).
    */
   readonly current?: () => boolean;
+  /**
+   * A 304's: the length of the body the 200 to the same request would carry (`notModifiedReply`),
+   * so that `send` gives the 304 that 200's `ETag` and `Vary`, which depend on whether it would be
+   * compressed (RFC 9110 §15.4.5).
+   */
+  readonly representationLength?: number;
+}
+
+/** A 304 for a representation whose 200 would carry `body`, with the 200's `headers` that a 304 repeats. */
+export function notModifiedReply(headers: Readonly<Record<string, string>>, body: string | Buffer): Reply {
+  return { status: 304, headers, representationLength: body.length };
 }
 
 const CRLF = Buffer.from('\r\n');
@@ -135,6 +146,13 @@ export function send(req: IncomingMessage, res: ServerResponse, reply: Reply, ex
   // A 413 says so already: one `Connection: close` is enough.
   if (!req.complete && declaresBody(req) && own?.['connection'] === undefined) list.push('connection', 'close');
   const body = reply.body;
+  const unsent = reply.representationLength;
+  if (unsent !== undefined && unsent >= COMPRESSION_THRESHOLD_BYTES) {
+    // A 304 of what would be sent compressed: the compressed representation's tag, as its 200's.
+    vary = vary === undefined ? 'Accept-Encoding' : `${vary}, Accept-Encoding`;
+    const coding = chooseEncoding(req.headers['accept-encoding']);
+    if (coding && etag !== undefined) etag = codedTag(etag, coding);
+  }
   if (body !== undefined && body.length >= COMPRESSION_THRESHOLD_BYTES) {
     vary = vary === undefined ? 'Accept-Encoding' : `${vary}, Accept-Encoding`;
     const coding = chooseEncoding(req.headers['accept-encoding']);

@@ -14,7 +14,7 @@ import type { MaybePromise, StoredEntity } from '../store/store.js';
 import type { BodyLimits } from './body.js';
 import type { RouteHandler } from './context.js';
 import { HAL_FORMS, HAL_JSON, JSON_TYPE, MERGE_PATCH_JSON } from './negotiation.js';
-import { jsonReply, prepared, type Reply } from './reply.js';
+import { jsonReply, notModifiedReply, prepared, type Reply } from './reply.js';
 import { accepted, readJsonBody, readJsonRequest, type JsonRequestBody } from './request.js';
 import { mapMaybe } from './maybe-promise.js';
 import { keyedWrite, requestKey } from './idempotent-write.js';
@@ -220,7 +220,7 @@ function pageReply(req: IncomingMessage, page: Page, mediaType: string): Reply {
 function pageNotModified(page: Page): Reply {
   const headers: Record<string, string> = { etag: page.etag! };
   if (page.link.length <= MAX_LINK_HEADER) headers['link'] = page.link;
-  return { status: 304, headers: { ...headers, vary: 'Accept' } };
+  return notModifiedReply({ ...headers, vary: 'Accept' }, page.body);
 }
 
 /** The entity's body in `mediaType`: its HAL bytes, with its templates for HAL-FORMS. */
@@ -240,8 +240,9 @@ function entityRead(req: IncomingMessage, mediaType: string, resource: Resource,
     if (kept !== undefined) return kept;
   }
   const etag = resource.etag(version, mediaType);
-  if (notModified(ifNoneMatch, etag)) return { status: 304, headers: { etag, vary: 'Accept' } };
-  const reply: Reply = { status: 200, headers: { 'content-type': mediaType, vary: 'Accept', etag }, body: entityBody(mediaType, resource, entity, hal) };
+  const body = entityBody(mediaType, resource, entity, hal);
+  if (notModified(ifNoneMatch, etag)) return notModifiedReply({ etag, vary: 'Accept' }, body);
+  const reply: Reply = { status: 200, headers: { 'content-type': mediaType, vary: 'Accept', etag }, body };
   // A HAL-FORMS body is other bytes than the ones the entity cache weighs: made each time, not kept.
   if (mediaType === HAL_FORMS) return reply;
   const ok: Reply = { ...prepared(reply), current: resource.stillServes(entity) };
@@ -259,7 +260,7 @@ function embeddedRead(req: IncomingMessage, mediaType: string, resource: Resourc
   const ifMatch = req.headers['if-match'];
   if (ifMatch !== undefined) checkIfMatch(ifMatch, [...versionTags(entity.version, HAL_JSON), ...(tag === undefined ? [] : [tag])]);
   if (tag === undefined) return jsonReply(200, mediaType, body);
-  if (notModified(req.headers['if-none-match'], tag)) return { status: 304, headers: { etag: tag, vary: 'Accept' } };
+  if (notModified(req.headers['if-none-match'], tag)) return notModifiedReply({ etag: tag, vary: 'Accept' }, body);
   return jsonReply(200, mediaType, body, { etag: tag });
 }
 

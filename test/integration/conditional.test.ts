@@ -108,12 +108,12 @@ describe('If-Match (docs/conventions.md §5)', () => {
 });
 
 /** A raw request, so that the compressed bytes are seen as sent. */
-function raw(url: string, headers: Record<string, string>): Promise<{ headers: Record<string, string | string[] | undefined>; body: Buffer }> {
+function raw(url: string, headers: Record<string, string>): Promise<{ statusCode: number | undefined; headers: Record<string, string | string[] | undefined>; body: Buffer }> {
   return new Promise((resolve, reject) => {
     httpRequest(url, { headers }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ headers: res.headers, body: Buffer.concat(chunks) }));
+      res.on('end', () => resolve({ statusCode: res.statusCode, headers: res.headers, body: Buffer.concat(chunks) }));
     })
       .on('error', reject)
       .end();
@@ -156,6 +156,27 @@ describe('compression (docs/conventions.md §5)', () => {
     assert.equal(head.headers['vary'], get.headers['vary']);
     assert.equal(head.headers['content-length'], undefined);
   });
+
+  for (const [what, path, accept] of [
+    ['a large page', '/items', 'application/hal+json'],
+    ['a large entity', '/items/big', 'application/hal+json'],
+    ['a large entity as HAL-FORMS', '/items/big', 'application/prs.hal-forms+json'],
+    ['the OpenAPI document', '/openapi.json', 'application/json'],
+  ] as const) {
+    for (const coding of ['gzip', 'identity'] as const) {
+      test(`If-None-Match on ${what}, Accept-Encoding: ${coding} -> 304 with the ETag and Vary its 200 carries (RFC 9110 §15.4.5)`, async () => {
+        const s = await startItems([...records(50), { id: 'big', createdAt: 1, updatedAt: 1, text: 'x'.repeat(2000) }]);
+        const headers = { accept, 'accept-encoding': coding };
+        const ok = await raw(`${s.url}${path}`, headers);
+        assert.equal(ok.headers['content-encoding'], coding === 'gzip' ? 'gzip' : undefined);
+        const revalidated = await raw(`${s.url}${path}`, { ...headers, 'if-none-match': String(ok.headers['etag']) });
+        assert.equal(revalidated.statusCode, 304);
+        assert.equal(revalidated.headers['etag'], ok.headers['etag']);
+        assert.equal(revalidated.headers['vary'], ok.headers['vary']);
+        assert.equal(revalidated.body.length, 0);
+      });
+    }
+  }
 
   test('Accept-Encoding: gzip on a small entity -> sent as it is', async () => {
     const s = await startItems(records(1));
