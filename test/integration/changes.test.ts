@@ -183,6 +183,33 @@ describe('GET /changes (the change feed as a HAL document)', () => {
   });
 });
 
+describe('a delete forgotten, the feed read from its start', () => {
+  test('more live entities older than the delete than a page holds -> next goes on page after page (no 410), each entity once', async () => {
+    let now = Date.UTC(2026, 0, 1);
+    const changes = new LocalChangeLog({ now: () => now, retentionMs: 60_000 });
+    const store = createMemoryStore([], { resource: 'items', changes });
+    const s = await startServer({ resources: [{ name: 'items', store }], newId });
+    for (let i = 0; i < 12; i++) await post(s, 'items', { id: `e${String(i).padStart(2, '0')}` });
+    await post(s, 'items', { id: 'gone' });
+    assert.equal((await s.request('/items/gone', { method: 'DELETE' })).status, 204);
+    await post(s, 'items', { id: 'late' });
+    now += 120_000;
+    const expired = changes.expired('items');
+    changes.forgot(Math.max(...expired.map((d) => d.seq)));
+    changes.resource('items').forget(expired);
+    const ids: string[] = [];
+    for (let href = '/changes?limit=5'; ; ) {
+      const res = await s.request(href);
+      assert.equal(res.status, 200, href);
+      const page = await res.json();
+      if (page.count === 0) break;
+      ids.push(...page._embedded.changes.map((c: { id: string }) => c.id));
+      href = page._links.next.href;
+    }
+    assert.deepEqual(ids, [...Array.from({ length: 12 }, (_, i) => `e${String(i).padStart(2, '0')}`), 'late']);
+  });
+});
+
 describe('resource names', () => {
   test('a resource named changes -> refused: the name is the feed\'s', async () => {
     const { resourceNameProblem } = await import('../../src/config.js');

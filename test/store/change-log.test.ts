@@ -201,6 +201,43 @@ describe('LocalChangeLog', () => {
     assert.deepEqual(log.read(undefined, 10).changes.map((c) => c.id), ['a', 'c']);
   });
 
+  test('a listing from the start past a forgotten delete -> every cursor it hands out resumes (it names that delete), until a newer delete is forgotten', () => {
+    const log = new LocalChangeLog();
+    const r = log.resource('r');
+    const write = (change: HeldChange, previous = 0): void => log.settle(log.reserve(1), [{ resource: r, held: change, previous }]);
+    for (let i = 1; i <= 5; i++) write(held(`e${i}`, i));
+    write(held('x', 6));
+    const gone = new HeldDelete('x', 7, 1);
+    write(gone, 6);
+    write(held('e8', 8));
+    log.forgot(7);
+    r.forget([gone]);
+    // Five live entities older than the forgotten delete, read two at a time from the start.
+    const ids: string[] = [];
+    const cursors: string[] = [];
+    for (let since: string | undefined, page; (page = log.read(since, 2)).changes.length > 0; since = page.cursor) {
+      ids.push(...page.changes.map((c) => c.id));
+      cursors.push(...page.changes.map((c) => c.cursor));
+    }
+    assert.deepEqual(ids, ['e1', 'e2', 'e3', 'e4', 'e5', 'e8']);
+    assert.deepEqual(cursors, ['1_7', '2_7', '3_7', '4_7', '5_7', '8']);
+    assert.deepEqual(log.read('4_7', 10).changes.map((c) => c.id), ['e5', 'e8']);
+    assert.equal(log.compare('4_7', '5'), -1);
+    // A bare number below the delete may be a client's that saw x: it cannot resume.
+    assert.throws(() => log.check('4'), CursorExpiredError);
+    // No cursor names a horizon at or below its own change, or one not forgotten.
+    for (const forged of ['4_4', '4_3', '4_8', '4_07', '4_', '_7']) assert.throws(() => log.check(forged), CursorMalformedError, forged);
+    // A newer delete forgotten: the listing's cursors no longer resume (its client may have seen y).
+    write(held('y', 9));
+    const alsoGone = new HeldDelete('y', 10, 1);
+    write(alsoGone, 9);
+    log.forgot(10);
+    r.forget([alsoGone]);
+    assert.throws(() => log.check('4_7'), CursorExpiredError);
+    assert.throws(() => log.check('8'), CursorExpiredError);
+    assert.deepEqual(log.read(undefined, 10).changes.map((c) => c.cursor), ['1_10', '2_10', '3_10', '4_10', '5_10', '8_10']);
+  });
+
   test('cursor strings -> decimal sequence numbers only', () => {
     assert.equal(parseCursor('0'), 0);
     assert.equal(parseCursor('123'), 123);

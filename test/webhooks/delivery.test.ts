@@ -10,7 +10,7 @@ import type { ChangeFeed } from '../../src/store/changes/change-feed.js';
 import { LocalChangeLog } from '../../src/store/changes/local-feed.js';
 import { createMemoryStore } from '../../src/store/memory-store.js';
 import type { StoreChange } from '../../src/store/store.js';
-import { realScheduler, type Scheduler } from '../../src/webhooks/delivery.js';
+import { DELIVERY_PAGE, realScheduler, type Scheduler } from '../../src/webhooks/delivery.js';
 import { FilePositions, POSITIONS_FILE } from '../../src/webhooks/file-positions.js';
 import { Webhooks, type WebhooksOptions } from '../../src/webhooks/webhooks.js';
 import { eventually } from '../helpers/process.js';
@@ -285,6 +285,36 @@ describe('webhook delivery (in process, a real receiver that verifies with stand
     assert.deepEqual(metricLines(metrics, 'halserve_webhook_missed_total'), [`halserve_webhook_missed_total{url="${label}"} 1`]);
     const oldest = (await feedCursors(s.server.url))[0]!;
     assert.equal(receiver.acknowledged()[0], oldest);
+  });
+
+  test('a position older than a forgotten delete, more than a page of events before it -> each event delivered once, in order, then caught up (no loop from the oldest)', async () => {
+    const receiver = await startReceiver();
+    const s = await setup([], {});
+    const post = async (id: string): Promise<void> => {
+      const res = await s.server.request('/items', { method: 'POST', headers: JSON_HEADERS, body: JSON.stringify({ n: id }) });
+      assert.equal(res.status, 201);
+    };
+    for (let i = 0; i < DELIVERY_PAGE + 5; i++) await post(`e${i}`);
+    const made = await s.server.request('/items', { method: 'POST', headers: JSON_HEADERS, body: '{}' });
+    assert.equal((await s.server.request(new URL(made.headers.get('location')!, s.server.url).pathname, { method: 'DELETE' })).status, 204);
+    await post('late');
+    await new FilePositions(s.dir).save(new Map([[receiver.url, { cursor: '1', at: 0 }]]));
+    // The delete is forgotten (compaction past retention): every event before it has a cursor below it.
+    const deleted = DELIVERY_PAGE + 7;
+    s.changes.forgot(deleted);
+    const items = s.changes.resource('items');
+    const deletes = items.deletesBefore(Number.MAX_SAFE_INTEGER);
+    assert.deepEqual(deletes.map((d) => d.seq), [deleted]);
+    items.forget(deletes);
+    const metrics = new ServerMetrics();
+    const webhooks = stopAfter(new Webhooks({ urls: [receiver.url], secret: SECRET, positions: new FilePositions(s.dir), metrics: new WebhookMetrics(metrics.registry), warn: () => {}, backoff: FAST }));
+    webhooks.start(s.feed, s.json);
+    const latest = s.feed.latest;
+    await eventually(() => receiver.acknowledged().at(-1) === latest, 'caught up');
+    const cursors = await feedCursors(s.server.url);
+    assert.equal(cursors.length, DELIVERY_PAGE + 6);
+    assert.deepEqual(receiver.received.map((r) => r.id), cursors);
+    assert.deepEqual(metricLines(metrics, 'halserve_webhook_missed_total'), [`halserve_webhook_missed_total{url="http://127.0.0.1:${receiver.port}/hook"} 1`]);
   });
 
   test('an injected scheduler -> the waits between retries follow the backoff policy (first within 5 s, doubling)', async () => {

@@ -53,10 +53,30 @@ const NAMED_CURSOR = /^([a-z][a-z0-9]{3,39})-(0|[1-9][0-9]{0,15})$/;
 const DATABASE_CURSOR = /^(0|[1-9][0-9]{0,19})\.(0|[1-9][0-9]{0,19})$/;
 
 /**
- * What a cursor names: a sequence number of the data set `dataset` (undefined: one without a
- * name), `'other'` for a well-formed cursor of another data set, undefined for no cursor at all.
+ * The horizon a cursor of a change older than the newest forgotten delete carries: `_<forgotten>`
+ * after its number (`LocalChangeLog.cursorOf`).
  */
-export function readCursor(cursor: string, dataset: string | undefined): number | 'other' | undefined {
+const HORIZON = /_([1-9][0-9]{0,15})$/;
+
+/** Where a cursor stands: after change `seq`, listed while deletes up to `horizon` were forgotten (0: none said). */
+export interface CursorPosition {
+  readonly seq: number;
+  readonly horizon: number;
+}
+
+/**
+ * What a cursor names: a position in the data set `dataset` (undefined: one without a name),
+ * `'other'` for a well-formed cursor of another data set, undefined for no cursor at all.
+ */
+export function readPosition(cursor: string, dataset: string | undefined): CursorPosition | 'other' | undefined {
+  const mark = HORIZON.exec(cursor);
+  const horizon = mark === null ? 0 : Number(mark[1]);
+  if (!Number.isSafeInteger(horizon)) return undefined;
+  const seq = readSeq(mark === null ? cursor : cursor.slice(0, mark.index), dataset);
+  return typeof seq === 'number' ? { seq, horizon } : seq;
+}
+
+function readSeq(cursor: string, dataset: string | undefined): number | 'other' | undefined {
   const named = NAMED_CURSOR.exec(cursor);
   if (named !== null) {
     if (named[1] !== dataset) return 'other';
@@ -66,6 +86,12 @@ export function readCursor(cursor: string, dataset: string | undefined): number 
   const seq = parseCursor(cursor);
   if (seq === undefined) return dataset !== undefined && DATABASE_CURSOR.test(cursor) ? 'other' : undefined;
   return dataset === undefined ? seq : 'other';
+}
+
+/** The sequence number a cursor names in `dataset`, `'other'` for another data set's, undefined for no cursor. */
+export function readCursor(cursor: string, dataset: string | undefined): number | 'other' | undefined {
+  const position = readPosition(cursor, dataset);
+  return typeof position === 'object' ? position.seq : position;
 }
 
 export interface LocalFeedOptions {
@@ -163,9 +189,16 @@ export class LocalChangeLog implements ChangeFeed {
     return this.#dataset;
   }
 
-  /** The cursor of sequence number `seq` in this data set. */
+  /**
+   * The cursor of sequence number `seq` in this data set. Below the newest forgotten delete it also
+   * names that delete (`<seq>_<forgotten>`): a client that listed the feed while that delete was
+   * already forgotten never saw the entity it removed, so its cursor resumes for as long as no
+   * newer delete is forgotten; the bare number could not tell it from a cursor of a client that
+   * did see that entity, and is past its delete (docs/changes.md §5).
+   */
   cursorOf(seq: number): string {
-    return this.#dataset === undefined ? formatCursor(seq) : `${this.#dataset}-${seq}`;
+    const cursor = this.#dataset === undefined ? formatCursor(seq) : `${this.#dataset}-${seq}`;
+    return seq < this.#forgotten ? `${cursor}_${this.#forgotten}` : cursor;
   }
 
   /** The last sequence number reserved (published or not). */
@@ -290,12 +323,15 @@ export class LocalChangeLog implements ChangeFeed {
 
   /** The sequence number `since` names; throws when it cannot resume. */
   #after(since: string): number {
-    const seq = readCursor(since, this.#dataset);
-    if (seq === undefined) throw new CursorMalformedError(`${JSON.stringify(since)} is not a cursor of this server's changes`);
+    const position = readPosition(since, this.#dataset);
+    if (position === undefined) throw new CursorMalformedError(`${JSON.stringify(since)} is not a cursor of this server's changes`);
     // A copy's cursors name it, so that one of its original (or of another copy) cannot resume here.
-    if (seq === 'other') throw new CursorExpiredError(`cursor ${since} is of another data set (this one was copied from it, or it from this one)`);
+    if (position === 'other') throw new CursorExpiredError(`cursor ${since} is of another data set (this one was copied from it, or it from this one)`);
+    const { seq, horizon } = position;
     if (seq > this.#published) throw new CursorMalformedError(`cursor ${since} is after the latest change (${this.latest}): it is not one of this data set's`);
-    if (seq < this.#forgotten) {
+    // `cursorOf` names a horizon only above the change, and never one not yet forgotten.
+    if (horizon !== 0 && (horizon <= seq || horizon > this.#forgotten)) throw new CursorMalformedError(`${JSON.stringify(since)} is not a cursor of this server's changes`);
+    if (seq < this.#forgotten && horizon !== this.#forgotten) {
       throw new CursorExpiredError(`cursor ${since} is older than a delete this server no longer remembers (changes since ${this.cursorOf(this.#forgotten)} are kept)`);
     }
     return seq;
