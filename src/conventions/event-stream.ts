@@ -11,6 +11,8 @@ export const TEXT_EVENT_STREAM = 'text/event-stream';
 export const RETRY_MS = 2000;
 /** A comment line at least this often while idle, so that proxies keep the connection. */
 export const HEARTBEAT_MS = 15_000;
+/** Whether an `Accept` names an event stream at all, in any case: the quick test before parsing it. */
+const EVENT_STREAM_NAMED = /event-stream/i;
 /** The JSON types a request may name beside the stream; the stream must be preferred to each. */
 const JSON_TYPES: readonly string[] = ['application/hal+json', 'application/json'];
 
@@ -20,7 +22,8 @@ const JSON_TYPES: readonly string[] = ['application/hal+json', 'application/json
  * HAL client's header never does.
  */
 export function wantsEventStream(accept: string | undefined): boolean {
-  if (accept === undefined || !accept.includes('event-stream')) return false;
+  // Media types are case-insensitive (RFC 9110 §8.3.1): TEXT/EVENT-STREAM is one too.
+  if (accept === undefined || !EVENT_STREAM_NAMED.test(accept)) return false;
   let stream = 0;
   let json = 0;
   for (const { type, subtype, q } of parseAccept(accept)) {

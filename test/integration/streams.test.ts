@@ -245,6 +245,16 @@ describe('event streams (text/event-stream)', () => {
     assert.equal((await s.request('/changes', { headers: STREAM })).status, 503);
   });
 
+  test('Accept: TEXT/EVENT-STREAM (media types are case-insensitive) -> the stream', async () => {
+    const s = await start();
+    const aborted = new AbortController();
+    const res = await s.request('/changes', { headers: { accept: 'TEXT/EVENT-STREAM' }, signal: aborted.signal });
+    assert.equal(res.status, 200);
+    assert.equal(res.headers.get('content-type'), 'text/event-stream');
+    aborted.abort();
+    await res.body?.cancel().catch(() => {});
+  });
+
   test('Accept naming JSON above the stream, or only a wildcard -> the JSON page, not a stream', async () => {
     const s = await start();
     for (const accept of ['*/*', 'application/json, text/event-stream;q=0.5', 'application/hal+json;q=1, text/event-stream;q=1']) {
@@ -254,6 +264,9 @@ describe('event streams (text/event-stream)', () => {
     }
     assert.equal(wantsEventStream('text/event-stream, application/json;q=0.9'), true);
     assert.equal(wantsEventStream('text/event-stream;q=0'), false);
+    // Media types are case-insensitive (RFC 9110 §8.3.1).
+    assert.equal(wantsEventStream('TEXT/EVENT-STREAM'), true);
+    assert.equal(wantsEventStream('text/Event-Stream, application/json;q=0.5'), true);
   });
 });
 
