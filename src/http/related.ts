@@ -90,7 +90,13 @@ export class Related {
       href: reverseHref(`${this.#basePath}/${source}`, field, error.id),
     }));
     const total = error.total;
-    return new HttpProblem(409, `The ${name} entity ${JSON.stringify(error.id)} is still linked to by ${total} ${total === 1 ? 'entity' : 'entities'}; change or delete them first`, {
+    // Counts are per (resource, field): summed over several fields they may count an entity that
+    // links through two of them twice, so the detail then says links, not entities.
+    const by =
+      links.length === 1
+        ? `by ${total} ${total === 1 ? 'entity' : 'entities'}; change or delete ${total === 1 ? 'it' : 'them'} first`
+        : `${total} times (${links.map((l) => `${l.rel} ${l.count}`).join(', ')}); change or delete the entities that link first`;
+    return new HttpProblem(409, `The ${name} entity ${JSON.stringify(error.id)} is still linked to ${by}`, {
       referencedBy: { count: total, links },
     });
   }

@@ -362,6 +362,32 @@ describe('links never dangle: writes (docs/relations.md, §7)', () => {
     assert.equal((await s.request('/categories/c1')).status, 404);
   });
 
+  test('DELETE of a person one order links to through two fields -> 409 that counts 2 links, not 2 entities', async () => {
+    const people = createMemoryStore([rec('ann', 0, {}), rec('bob', 1, {})]);
+    const orders = createMemoryStore([rec('o1', 2, { buyer: 'ann', seller: 'ann' }), rec('o2', 3, { buyer: 'bob', seller: 'ann' })]);
+    const s = await startServer({ resources: [{ name: 'people', store: people }, { name: 'orders', store: orders, schema: ORDER_SCHEMA }] });
+    await expectJson(
+      await s.request('/people/ann', { method: 'DELETE' }),
+      409,
+      problem(409, 'Conflict', 'The people entity "ann" is still linked to 3 times (orders.buyer 1, orders.seller 2); change or delete the entities that link first', {
+        referencedBy: {
+          count: 3,
+          links: [
+            { rel: 'orders.buyer', count: 1, href: '/orders?buyer=ann' },
+            { rel: 'orders.seller', count: 2, href: '/orders?seller=ann' },
+          ],
+        },
+      }),
+    );
+    await expectJson(
+      await s.request('/people/bob', { method: 'DELETE' }),
+      409,
+      problem(409, 'Conflict', 'The people entity "bob" is still linked to by 1 entity; change or delete it first', {
+        referencedBy: { count: 1, links: [{ rel: 'orders.buyer', count: 1, href: '/orders?buyer=bob' }] },
+      }),
+    );
+  });
+
   test('DELETE of a product others relate to -> 409 counting one link; the last link gone -> 204', async () => {
     const s = await start('/api');
     const res = await s.request('/api/products/p2', { method: 'DELETE' });
