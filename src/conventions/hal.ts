@@ -55,7 +55,8 @@ export function collectionLinks(collectionPath: string, range: PageRange, carrie
  * `,"_embedded":{…}` member, or ''). Built by splicing text, so the entity is never parsed or
  * serialised again.
  */
-export function entityJson(storedJson: string, selfHref: string, links = '', embedded = ''): string {
+export function entityJson(storedText: string, selfHref: string, links = '', embedded = ''): string {
+  const storedJson = withoutServerMembers(storedText);
   const tail = `"_links":{"self":{"href":${JSON.stringify(selfHref)}}${links}}${embedded}}`;
   // The usual case, text as JSON.stringify writes it: `{…}` with at least one member.
   if (storedJson.endsWith('}') && !storedJson.endsWith('{}')) return `${storedJson.slice(0, -1)},${tail}`;
@@ -63,6 +64,77 @@ export function entityJson(storedJson: string, selfHref: string, links = '', emb
   const body = storedJson.slice(0, close).trimEnd();
   const separator = body.endsWith('{') ? '' : ',';
   return `${body}${separator}${tail}`;
+}
+
+/** The members of an entity's representation that only the server writes (docs/conventions.md §2). */
+const SERVER_MEMBERS: ReadonlySet<string> = new Set(['_links', '_embedded']);
+
+/**
+ * `storedJson` without its top-level `_links` and `_embedded` members, every other byte as it is.
+ * halserve never stores them (a request body's are dropped), but a line written by hand — a copy
+ * of another HAL API's output — may hold them, and the representation's own would then sit beside
+ * them: two `_links` members, which I-JSON forbids (RFC 7493 §2.3) and strict parsers refuse. The
+ * quick test looks for the names as written: a key that spells one with escapes (`"\u005flinks"`)
+ * is found only when the text also holds one of them as written.
+ */
+export function withoutServerMembers(storedJson: string): string {
+  if (!storedJson.includes('_links') && !storedJson.includes('_embedded')) return storedJson;
+  const members = topLevelMembers(storedJson);
+  if (members === undefined || !members.some((m) => SERVER_MEMBERS.has(m.name))) return storedJson;
+  return `{${members
+    .filter((m) => !SERVER_MEMBERS.has(m.name))
+    .map((m) => storedJson.slice(m.start, m.end))
+    .join(',')}}`;
+}
+
+/** The members of a JSON object's text, each as its key's name and its text's span; undefined when it is not an object. */
+function topLevelMembers(json: string): { name: string; start: number; end: number }[] | undefined {
+  const n = json.length;
+  let i = skipSpace(json, 0);
+  if (json[i] !== '{') return undefined;
+  const members: { name: string; start: number; end: number }[] = [];
+  for (i = skipSpace(json, i + 1); i < n && json[i] !== '}'; i = skipSpace(json, i)) {
+    if (json[i] === ',') {
+      i = skipSpace(json, i + 1);
+      continue;
+    }
+    if (json[i] !== '"') return undefined;
+    const start = i;
+    i = afterString(json, i);
+    const key = json.slice(start, i);
+    const name = key.includes('\\') ? (JSON.parse(key) as string) : key.slice(1, -1);
+    // The value runs to the first comma or closing brace outside strings, arrays and objects.
+    let depth = 0;
+    for (; i < n; i++) {
+      const c = json[i];
+      if (c === '"') i = afterString(json, i) - 1;
+      else if (c === '{' || c === '[') depth++;
+      else if (c === '}' || c === ']') {
+        if (depth === 0) break;
+        depth--;
+      } else if (c === ',' && depth === 0) break;
+    }
+    let end = i;
+    while (end > start && isSpace(json[end - 1]!)) end--;
+    members.push({ name, start, end });
+  }
+  return members;
+}
+
+const isSpace = (c: string): boolean => c === ' ' || c === '\t' || c === '\n' || c === '\r';
+
+function skipSpace(json: string, i: number): number {
+  while (i < json.length && isSpace(json[i]!)) i++;
+  return i;
+}
+
+/** The index after the string that starts at `i` (its opening quote). */
+function afterString(json: string, i: number): number {
+  for (let j = i + 1; j < json.length; j++) {
+    if (json[j] === '\\') j++;
+    else if (json[j] === '"') return j + 1;
+  }
+  return json.length;
 }
 
 /**

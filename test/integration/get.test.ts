@@ -258,6 +258,17 @@ describe('GET /<name>/<id>', () => {
     assert.deepEqual(await res.json(), { id: 'a b', createdAt: 1, updatedAt: 1, _links: { self: { href: '/items/a%20b' } } });
   });
 
+  test('a record written with _links and _embedded of its own (a copy of another HAL API) -> one _links, halserve\'s, in the entity and in pages', async () => {
+    const s = await startItems([{ id: 'a', createdAt: 1, updatedAt: 1, _links: { self: { href: '/elsewhere/a' } }, _embedded: { x: [1] }, n: 1 }]);
+    const expected = { id: 'a', createdAt: 1, updatedAt: 1, n: 1, _links: { self: { href: '/items/a' } } };
+    const text = await (await s.request('/items/a')).text();
+    assert.equal(text.split('"_links"').length, 2, text);
+    assert.deepEqual(JSON.parse(text), expected);
+    const page = await (await s.request('/items')).text();
+    assert.equal(page.split('"_embedded"').length, 2, page);
+    assert.deepEqual(JSON.parse(page)._embedded.items, [expected]);
+  });
+
   test('malformed percent-encoding -> 400', async () => {
     const s = await startItems();
     const res = await s.request('/items/%E0%A4%A');

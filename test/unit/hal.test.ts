@@ -62,6 +62,26 @@ describe('entityJson', () => {
   }
 });
 
+describe('entityJson of a line written by hand, holding members only the server writes', () => {
+  const self = '"_links":{"self":{"href":"/p/a"}}';
+  for (const [stored, expected] of [
+    ['{"id":"a","_links":{"self":{"href":"/evil"}},"n":1}', `{"id":"a","n":1,${self}}`],
+    ['{"id":"a","_embedded":{"x":[1,{"}":"]"}]},"n":1.0}', `{"id":"a","n":1.0,${self}}`],
+    ['{ "_links" : {"self":{}} , "id" : "a" , "big" : 12345678901234567890 }', `{"id" : "a","big" : 12345678901234567890,${self}}`],
+    ['{"id":"a","_links":1,"\\u005fembedded":[],"note":"a \\"_links\\" word"}', `{"id":"a","note":"a \\"_links\\" word",${self}}`],
+    // Named only inside a value or a nested object: left as it is.
+    ['{"id":"a","note":"_links","o":{"_links":1}}', `{"id":"a","note":"_links","o":{"_links":1},${self}}`],
+    ['{"id":"a","_links":{}}', `{"id":"a",${self}}`],
+  ] as const) {
+    test(`${stored} -> its _links and _embedded left out, the rest byte for byte`, () => {
+      const json = entityJson(stored, '/p/a');
+      assert.equal(json, expected);
+      assert.deepEqual(JSON.parse(json)._links, { self: { href: '/p/a' } });
+      assert.equal(JSON.parse(json)._embedded, undefined);
+    });
+  }
+});
+
 describe('collectionJson', () => {
   test('page of two -> the seed collection shape, entities embedded under the name', () => {
     const range = pageRange(3, { page: 1, limit: 2 });
