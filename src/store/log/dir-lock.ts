@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { StoreOpenError } from '../store.js';
@@ -44,6 +45,45 @@ export async function lockDirectory(
   };
 }
 
+/**
+ * Creates the lock file whole, already holding `pid`: written to a file of this process's own and
+ * linked into place, which fails when a lock is there (a reader never sees a lock half written). A
+ * file system without hard links gets the file created exclusively, then written.
+ */
+async function createLock(file: string, pid: number): Promise<void> {
+  const own = `${file}.${pid}.${randomBytes(6).toString('hex')}`;
+  const handle = await fs.open(own, 'wx', 0o644);
+  try {
+    await handle.writeFile(`${pid}\n`);
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+  try {
+    await fs.link(own, file);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code !== 'EPERM' && code !== 'ENOTSUP' && code !== 'EOPNOTSUPP') throw error;
+    const exclusive = await fs.open(file, 'wx', 0o644);
+    try {
+      await exclusive.writeFile(`${pid}\n`);
+      await exclusive.sync();
+    } finally {
+      await exclusive.close();
+    }
+  } finally {
+    await fs.rm(own, { force: true });
+  }
+}
+
+/**
+ * Takes the lock, or says who holds it. A stale lock is taken over by moving it aside under a name
+ * of this process's own and checking that what moved is the very file judged stale (its inode and
+ * its text): two processes taking over one stale lock at once would otherwise each remove it —
+ * the second removing the lock the first had just made — and both run (a write of one lost to the
+ * other's). One that moved a lock made meanwhile puts it back and looks again. Left open: a third
+ * process that locks in the instant a lock is moved aside and not yet back.
+ */
 async function acquire(
   dir: string,
   file: string,
@@ -53,35 +93,64 @@ async function acquire(
 ): Promise<void> {
   for (let attempt = 0; ; attempt++) {
     try {
-      const handle = await fs.open(file, 'wx', 0o644);
-      try {
-        await handle.writeFile(`${pid}\n`);
-        await handle.sync();
-      } finally {
-        await handle.close();
-      }
+      await createLock(file, pid);
       return;
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'EEXIST' || attempt >= 3) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST' || attempt >= 8) {
         throw new StoreOpenError(`cannot lock data directory ${dir} (${file}): ${(error as Error).message}`);
       }
     }
-    const holder = await readPid(file);
+    const found = await readLock(file);
+    if (found === undefined) continue; // gone meanwhile: try again
+    const holder = pidOf(found.text);
     if (holder === undefined && attempt === 0) {
-      // Perhaps created a moment ago and not yet written: look again before judging it.
+      // Written by an older halserve a moment ago, and not yet whole: look again before judging it.
       await new Promise((resolve) => setTimeout(resolve, 100));
       continue;
     }
     if (holder !== undefined && holder !== pid && isAlive(holder)) {
       throw new StoreOpenError(`data directory ${dir} is in use by process ${holder} (lock file ${file})`);
     }
-    warn(
-      holder === undefined
-        ? `${file}: unreadable lock file taken over`
-        : `${file}: stale lock of process ${holder} (no longer running) taken over`,
-    );
-    await fs.rm(file, { force: true });
+    const aside = `${file}.stale.${pid}.${randomBytes(6).toString('hex')}`;
+    try {
+      await fs.rename(file, aside);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') continue; // another process moved it first
+      throw error;
+    }
+    const moved = await readLock(aside);
+    if (moved !== undefined && moved.ino === found.ino && moved.text === found.text) {
+      warn(holder === undefined ? `${file}: unreadable lock file taken over` : `${file}: stale lock of process ${holder} (no longer running) taken over`);
+    } else {
+      // A lock made since it was judged: put back, unless yet another is there now.
+      await fs.link(aside, file).catch((error: unknown) => {
+        if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+      });
+    }
+    await fs.rm(aside, { force: true });
   }
+}
+
+/** A lock file's text and inode, or undefined when there is none. */
+async function readLock(file: string): Promise<{ text: string; ino: number } | undefined> {
+  let handle;
+  try {
+    handle = await fs.open(file, 'r');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw error;
+  }
+  try {
+    const [text, stat] = await Promise.all([handle.readFile('utf8'), handle.stat()]);
+    return { text, ino: stat.ino };
+  } finally {
+    await handle.close();
+  }
+}
+
+function pidOf(text: string): number | undefined {
+  const pid = Number.parseInt(text.trim(), 10);
+  return Number.isSafeInteger(pid) && pid > 0 ? pid : undefined;
 }
 
 /**
@@ -94,14 +163,8 @@ export async function lockHolder(dir: string, isAlive: (pid: number) => boolean 
 }
 
 async function readPid(file: string): Promise<number | undefined> {
-  try {
-    const text = await fs.readFile(file, 'utf8');
-    const pid = Number.parseInt(text.trim(), 10);
-    return Number.isSafeInteger(pid) && pid > 0 ? pid : undefined;
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-    throw error;
-  }
+  const lock = await readLock(file);
+  return lock === undefined ? undefined : pidOf(lock.text);
 }
 
 async function release(file: string, pid: number): Promise<void> {
