@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { test } from 'node:test';
+import { firstNonUtf8 } from '../../src/store/log/jsonl-load.js';
 import { openJsonlStore } from '../../src/store/log/jsonl-store.js';
 import { StoreOpenError } from '../../src/store/store.js';
 import { line, plainLine, tempDir, tombstone, warnings } from './helpers.js';
@@ -61,6 +62,45 @@ test('malformed line in the middle -> StoreOpenError naming file:line and the re
   });
   // Nothing was changed on disk.
   assert.equal((await fs.readFile(file, 'utf8')).split('\n')[2], '{"id":"c",}');
+});
+
+test('a line that is not UTF-8 (Latin-1 café), in the middle -> StoreOpenError naming file:line and the byte; --repair -> moved aside, nothing else lost', async () => {
+  const dir = await tempDir();
+  const file = path.join(dir, 'items.jsonl');
+  const latin1 = Buffer.concat([Buffer.from('{"id":"a1","name":"caf'), Buffer.from([0xe9]), Buffer.from('"}')]);
+  const content = Buffer.concat([Buffer.from(`${line('a0')}\n`), latin1, Buffer.from(`\n${line('a2', { name: 'café ✓ 𝄞' })}\n`)]);
+  await fs.writeFile(file, content);
+  await assert.rejects(openJsonlStore({ file }), new StoreOpenError(`${file}:2: not UTF-8 text (byte 23 of the line)`));
+  assert.deepEqual(await fs.readFile(file), content, 'nothing changed on disk');
+  // With reads of 16 bytes, the line straddles blocks: found all the same.
+  await assert.rejects(openJsonlStore({ file, loadChunkBytes: 16 }), new StoreOpenError(`${file}:2: not UTF-8 text (byte 23 of the line)`));
+  const { warn, messages } = warnings();
+  const store = await openJsonlStore({ file, repair: true, warn });
+  assert.deepEqual(ids(store), ['a0', 'a2']);
+  assert.equal(store.get('a2')?.record.name, 'café ✓ 𝄞');
+  assert.deepEqual(await fs.readFile(`${file}.rejected`), Buffer.concat([latin1, Buffer.from('\n')]));
+  assert.match(messages[0]!, /items\.jsonl:2: not UTF-8 text \(byte 23 of the line\) — moved to/);
+  await store.close();
+});
+
+test('firstNonUtf8 -> the first byte outside a well-formed character (overlong, surrogate, cut short, out of range), -1 for UTF-8', () => {
+  for (const [bytes, at] of [
+    [[0x61, 0xc3, 0xa9, 0xe2, 0x9c, 0x93, 0xf0, 0x9d, 0x84, 0x9e], -1],
+    [[0x61, 0xc0, 0x80], 1],
+    [[0xed, 0xa0, 0x80], 0],
+    [[0x61, 0x62, 0xe2, 0x82], 2],
+    [[0xf4, 0x90, 0x80, 0x80], 0],
+    [[0x61, 0x80], 1],
+  ] as const) {
+    assert.equal(firstNonUtf8(Uint8Array.from(bytes)), at, bytes.map((b) => b.toString(16)).join(' '));
+  }
+});
+
+test('two ids that differ only in bytes that are not UTF-8 -> refused, never merged into one id', async () => {
+  const dir = await tempDir();
+  const file = path.join(dir, 'items.jsonl');
+  await fs.writeFile(file, Buffer.concat([Buffer.from('{"id":"x'), Buffer.from([0xe9]), Buffer.from('","v":1}\n{"id":"x'), Buffer.from([0xe8]), Buffer.from('","v":2}\n')]));
+  await assert.rejects(openJsonlStore({ file }), new StoreOpenError(`${file}:1: not UTF-8 text (byte 9 of the line)`));
 });
 
 test('line without a string id in the middle or at the end -> StoreOpenError file:line', async () => {

@@ -1,3 +1,4 @@
+import { isUtf8 } from 'node:buffer';
 import { findStamp, readStamp, readStampSeq, type ChangeStamp } from '../changes/change-stamp.js';
 import { hashIdBytes } from '../index/entity-index.js';
 import type { IndexWriter } from '../index/materialised-index.js';
@@ -67,11 +68,17 @@ export async function loadLog(
   let keptSize = 0;
   let needsNewline = false;
   let answerBytes = 0;
+  /**
+   * Whether the lines now taken may hold bytes that are not UTF-8, which the scanner does not
+   * look at: each block's whole lines are checked at once, and one by one only when that fails
+   * (decoded, a stray byte would become U+FFFD, and two ids that differ only there one id).
+   */
+  let unchecked = true;
 
   /** Takes in the line `buffer[start, end)`, found at file offset `offset`. */
   const takeLine = (buffer: Buffer, start: number, end: number, offset: number, terminated: boolean): void => {
     line++;
-    if (scanner.scan(buffer, start, end)) {
+    if (scanner.scan(buffer, start, end) && (!unchecked || isUtf8(buffer.subarray(start, end)))) {
       if (suspect) middleLine(suspect);
       suspect = undefined;
       const r = scanner.result;
@@ -160,9 +167,12 @@ export async function loadLog(
         }
         const joined = Buffer.concat([carry, block.subarray(0, newline)]);
         carry = undefined;
+        unchecked = true;
         takeLine(joined, 0, joined.length, carryOffset, true);
         start = newline + 1;
       }
+      const last = block.lastIndexOf(NEWLINE);
+      unchecked = last > start && !isUtf8(block.subarray(start, last));
       for (;;) {
         const newline = block.indexOf(NEWLINE, start);
         if (newline < 0) break;
@@ -176,6 +186,7 @@ export async function loadLog(
       // Size the id table once from the first block, instead of doubling it all the way up.
       if (blockBase === 0 && base < fileSize) index.reserve(Math.ceil((index.size * fileSize) / base));
     }
+    unchecked = true;
     if (carry) takeLine(carry, 0, carry.length, carryOffset, false);
   } finally {
     await next?.catch(() => {});
@@ -209,6 +220,7 @@ function isBlank(buffer: Buffer, start: number, end: number): boolean {
 
 /** The reason `JSON.parse` gives for a line the scanner refused, or why a parsed line is unfit. */
 export function whyMalformed(bytes: Buffer): string {
+  if (!isUtf8(bytes)) return `not UTF-8 text (byte ${firstNonUtf8(bytes) + 1} of the line)`;
   try {
     const value: unknown = JSON.parse(bytes.toString('utf8'));
     return value !== null && typeof value === 'object' && !Array.isArray(value)
@@ -217,4 +229,15 @@ export function whyMalformed(bytes: Buffer): string {
   } catch (error) {
     return (error as Error).message;
   }
+}
+
+/** The offset of the first byte of `bytes` that does not belong to a well-formed UTF-8 character (RFC 3629 §4). */
+export function firstNonUtf8(bytes: Uint8Array): number {
+  for (let i = 0; i < bytes.length; ) {
+    const b = bytes[i]!;
+    const length = b < 0x80 ? 1 : b >= 0xc2 && b <= 0xdf ? 2 : b >= 0xe0 && b <= 0xef ? 3 : b >= 0xf0 && b <= 0xf4 ? 4 : 0;
+    if (length === 0 || !isUtf8(bytes.subarray(i, i + length))) return i;
+    i += length;
+  }
+  return -1;
 }
