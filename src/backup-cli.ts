@@ -120,7 +120,16 @@ async function backup({ dir, url, to }: BackupArgs): Promise<Copied> {
     throw new BackupError(`cannot write beside ${to}: ${(error as Error).message}`);
   });
   try {
-    const { copied, forgotten } = await source.fill(staging);
+    const filled = await source.fill(staging);
+    const { forgotten } = filled;
+    let copied = filled.copied;
+    if (dir !== undefined && url !== undefined) {
+      // A database holds no trace of a resource with no rows: its schema file names it, and the
+      // copy gets its empty file too (every resource, empty ones included).
+      const empty = (await schemaResources(dir)).filter((name) => !copied.resources.includes(name));
+      for (const name of empty) await writeDurably(path.join(staging, name + LOG_EXTENSION), '');
+      copied = { ...copied, resources: [...copied.resources, ...empty].sort() };
+    }
     if (dir !== undefined) for (const name of copied.resources) await copySchema(dir, staging, name);
     await writeDurably(path.join(staging, CHANGES_FILE), changesText({ forgotten, dataset: newDatasetName() }));
     await syncDir(staging);
@@ -306,6 +315,20 @@ function checkedHeader(line: string, dir: string): BackupHeader {
     if (problem !== undefined) throw new BackupError(`the server holding ${dir} named a resource that cannot be a file: ${problem}`);
   }
   return reply;
+}
+
+/** The resources the schema files of `dir` name. */
+async function schemaResources(dir: string): Promise<string[]> {
+  let names: string[];
+  try {
+    names = await fs.readdir(dir);
+  } catch (error) {
+    throw new BackupError(`cannot read the schema files of ${dir}: ${(error as Error).message}`);
+  }
+  return names
+    .filter((file) => file.endsWith(SCHEMA_SUFFIX))
+    .map((file) => file.slice(0, -SCHEMA_SUFFIX.length))
+    .filter((name) => resourceNameProblem(name) === undefined);
 }
 
 /** Copies `<name>.schema.json` when the data directory has one. */

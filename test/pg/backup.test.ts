@@ -25,6 +25,8 @@ test('a writer running on PostgreSQL -> the copy is one cursor of the feed; hals
   await mkdir(seed);
   await writeFile(join(seed, 'orders.jsonl'), `${JSON.stringify({ id: 'counter', createdAt: 1, updatedAt: 1, n: 0 })}\n`);
   await writeFile(join(seed, 'items.schema.json'), JSON.stringify({ type: 'object', properties: { n: { type: 'integer' } } }));
+  // A resource no write reaches: the database holds no row of it, its schema file names it.
+  await writeFile(join(seed, 'notes.schema.json'), JSON.stringify({ type: 'object', properties: { text: { type: 'string' } } }));
   const imported = await halserve(['import', '--from', seed, '--to', url]);
   assert.equal(imported.code, 0, imported.stderr);
   const server = await startCli(['--port', '0', '--log', 'off', '--store', url, '--resource', 'items', '--data', seed]);
@@ -41,7 +43,9 @@ test('a writer running on PostgreSQL -> the copy is one cursor of the feed; hals
   assert.match(cursor, /^[0-9]+\.[0-9]+$/);
   assert.match(run.stdout, /no write waited/);
 
-  assert.deepEqual((await readdir(dest)).sort(), ['_changes', 'items.jsonl', 'items.schema.json', 'orders.jsonl']);
+  assert.deepEqual((await readdir(dest)).sort(), ['_changes', 'items.jsonl', 'items.schema.json', 'notes.jsonl', 'notes.schema.json', 'orders.jsonl']);
+  assert.equal(await readFile(join(dest, 'notes.jsonl'), 'utf8'), '');
+  assert.match(run.stdout, /backed up 3 resources/);
   const copied = stateOfFiles(await readFile(join(dest, 'orders.jsonl'), 'utf8'), await readFile(join(dest, 'items.jsonl'), 'utf8'));
   const k = lastWriteIn(copied);
   assert.deepEqual(copied, stateAfter(k), `the state after write ${k}, no skew between resources`);
@@ -69,6 +73,7 @@ test('a writer running on PostgreSQL -> the copy is one cursor of the feed; hals
     assert.deepEqual(listed.map((e) => e.n).sort((a, b) => a - b), expected.sort((a, b) => a - b));
   }
   assert.equal((await fetch(`${copy.url}/changes?since=${cursor}`)).status, 410, "the database's cursor is another data set's");
+  assert.equal(((await (await fetch(`${copy.url}/notes`)).json()) as { total: number }).total, 0, 'the empty resource is served by the copy');
   for (const proc of [server, copy]) {
     proc.child.kill('SIGTERM');
     assert.equal(await proc.exited, 0);
