@@ -270,7 +270,7 @@ export function createHandler(options: HandlerOptions): Handler {
     if (method === 'OPTIONS') return { status: 204, headers: { allow: match.allow.join(', ') } };
     if (!match.handler) throw methodNotAllowed(method, match.allow);
     // docs/forms.md: templates are on collections and entities; elsewhere a client that takes only HAL-FORMS learns so.
-    if ((method === 'GET' || method === 'HEAD') && !TEMPLATE_PATTERNS.has(match.pattern) && admitsOnlyForms(req.headers.accept)) throw formsNotHere();
+    if ((method === 'GET' || method === 'HEAD') && !TEMPLATE_PATTERNS.has(match.pattern) && admitsOnlyForms(req.headers.accept)) throw formsNotHere(match.pattern);
     const context: Context = { req, res, params: match.params, query, principal };
     const reply = match.handler(context);
     if (kept !== undefined && !(reply instanceof Promise) && reply.current !== undefined) kept.keep(req, principal, exchange.route, reply);
@@ -298,12 +298,16 @@ function nothingAt(path: string): HttpProblem {
 /** The routes that carry HAL-FORMS templates. */
 const TEMPLATE_PATTERNS: ReadonlySet<string> = new Set(['/:name', '/:name/:id']);
 
+/** What the routes that serve neither HAL nor JSON serve instead (for `formsNotHere`). */
+const SERVED_TYPES: ReadonlyMap<string, string> = new Map([
+  ['/metrics', 'text/plain'],
+  ['/openapi.json', JSON_TYPE],
+]);
+
 /** RFC 9110 §15.5.7: the route has no templates, and the client takes nothing else. */
-function formsNotHere(): HttpProblem {
-  return new HttpProblem(
-    406,
-    `HAL-FORMS (${HAL_FORMS}) is served on collections and entities only; ask this route for ${HAL_JSON} or ${JSON_TYPE}`,
-  );
+function formsNotHere(pattern: string): HttpProblem {
+  const served = SERVED_TYPES.get(pattern) ?? `${HAL_JSON} or ${JSON_TYPE}`;
+  return new HttpProblem(406, `HAL-FORMS (${HAL_FORMS}) is served on collections and entities only; ask this route for ${served}`);
 }
 
 /** The change log every store reports to, when they share one (local stores made together). */

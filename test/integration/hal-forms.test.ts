@@ -158,8 +158,15 @@ describe('HAL-FORMS templates', () => {
 });
 
 describe('HAL-FORMS asked where there are no templates', () => {
-  for (const path of ['/', '/ping', '/me', '/metrics', '/openapi.json', '/healthz']) {
-    test(`GET ${path} with Accept: ${HAL_FORMS} alone -> 406 problem saying where forms are`, async () => {
+  for (const [path, served] of [
+    ['/', 'application/hal+json or application/json'],
+    ['/ping', 'application/hal+json or application/json'],
+    ['/me', 'application/hal+json or application/json'],
+    ['/metrics', 'text/plain'],
+    ['/openapi.json', 'application/json'],
+    ['/healthz', 'application/hal+json or application/json'],
+  ] as const) {
+    test(`GET ${path} with Accept: ${HAL_FORMS} alone -> 406 problem saying where forms are, and what ${path} serves`, async () => {
       const s = await start();
       const res = await s.request(path, { headers: forms });
       assert.equal(res.status, 406);
@@ -168,7 +175,7 @@ describe('HAL-FORMS asked where there are no templates', () => {
         type: RFC2616,
         title: 'Not Acceptable',
         status: 406,
-        detail: 'HAL-FORMS (application/prs.hal-forms+json) is served on collections and entities only; ask this route for application/hal+json or application/json',
+        detail: `HAL-FORMS (application/prs.hal-forms+json) is served on collections and entities only; ask this route for ${served}`,
       });
     });
   }
