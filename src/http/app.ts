@@ -20,7 +20,7 @@ import { RateLimiter, waitText } from './rate-limit.js';
 import { rateLimitFields } from './rate-limit-fields.js';
 import { KeptReplies } from './kept-replies.js';
 import { jsonReply, type Reply } from './reply.js';
-import { accepted, normaliseBasePath, originForm, repeatsHost, routeSegments } from './request.js';
+import { accepted, normaliseBasePath, originForm, repeatedSingleton, routeSegments } from './request.js';
 import { addResourceRoutes, resourceOf } from './resource-routes.js';
 import { Resource, type ResourceOptions } from './resource.js';
 import { Related } from './related.js';
@@ -197,7 +197,8 @@ export function createHandler(options: HandlerOptions): Handler {
 
   const dispatch = (req: IncomingMessage, res: ServerResponse, exchange: Exchange): Reply | Promise<Reply> => {
     const method = req.method ?? 'GET';
-    if (repeatsHost(req.rawHeaders)) throw badRequest('The request has more than one Host header');
+    const repeated = repeatedSingleton(req.rawHeaders);
+    if (repeated !== undefined) throw badRequest(`The request has more than one ${repeated} header`);
     // RFC 9112 §3.2: an HTTP/1.1 request without Host is a 400.
     if (req.headers.host === undefined && req.httpVersionMinor >= 1) throw badRequest('The request has no Host header');
     const url = originForm(req.url ?? '/');

@@ -118,15 +118,24 @@ export function originForm(target: string): string {
   return rest.startsWith('/') ? rest : `/${rest}`;
 }
 
-/** True when a request carries more than one Host header, which RFC 9112 §3.2 makes a 400. */
-export function repeatsHost(rawHeaders: readonly string[]): boolean {
-  let seen = false;
+/**
+ * The name of a header a request carries more than once that must come once, or undefined: Host
+ * (RFC 9112 §3.2 makes it a 400), and Authorization, which holds one credential (RFC 9110 §11.6.2,
+ * not a list): node keeps the first of two and drops the other, and a proxy in front may have
+ * judged the other, so which one was meant cannot be known.
+ */
+export function repeatedSingleton(rawHeaders: readonly string[]): 'Host' | 'Authorization' | undefined {
+  let host = false;
+  let authorization = false;
   for (let i = 0; i < rawHeaders.length; i += 2) {
     const name = rawHeaders[i] ?? '';
     if (name.length === 4 && name.toLowerCase() === 'host') {
-      if (seen) return true;
-      seen = true;
+      if (host) return 'Host';
+      host = true;
+    } else if (name.length === 13 && name.toLowerCase() === 'authorization') {
+      if (authorization) return 'Authorization';
+      authorization = true;
     }
   }
-  return false;
+  return undefined;
 }

@@ -64,6 +64,20 @@ describe('Host, upgrades and method tricks', () => {
     },
   );
 
+  test('two Authorization headers, whichever comes first -> 400 naming the header, nothing written', async () => {
+    const s = await startItems(records(1), { tokens: ['w'] });
+    for (const [first, second] of [
+      ['Bearer w', 'Bearer nope'],
+      ['Bearer nope', 'Bearer w'],
+    ]) {
+      const body = '{"n":1}';
+      const { responses } = await rawExchange(s.url, `POST /items HTTP/1.1\r\nHost: x\r\nAuthorization: ${first}\r\nauthorization: ${second}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`, { responses: 1 });
+      assertRawProblem(responses[0], 400);
+      assert.equal(JSON.parse(responses[0]!.body).detail, 'The request has more than one Authorization header');
+    }
+    assert.equal(s.store.size, 1);
+  });
+
   test('Upgrade: websocket -> ignored, the request is answered as plain HTTP/1.1', async () => {
     const s = await startItems(records(1));
     const { responses } = await rawExchange(s.url, 'GET /items HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n', { responses: 1 });
