@@ -7,6 +7,8 @@
  * Pure: no I/O.
  */
 
+import { SERVER_MANAGED } from './entity.js';
+
 /** `{ "<field>": { "<rule>": "<message>" } }` (docs/conventions.md §7); field is a dotted path for nested values (`dimensions.width`, `tags.0`). */
 export type ValidationMessages = Record<string, Record<string, string>>;
 
@@ -184,6 +186,7 @@ function compile(schema: unknown, pointer: string, ctx: Context): Node {
     ? rawAdditional ?? true
     : compile(rawAdditional, at(site, 'additionalProperties'), ctx);
   const required = readRequired(site, (name) => additional !== false || properties.has(name));
+  if (isRoot) checkManaged(site, properties, required);
 
   const rawItems = schema['items'];
   if (Array.isArray(rawItems)) fail(ctx, at(site, 'items'), 'items must be one schema (the array form, for tuples, is not supported)');
@@ -334,6 +337,41 @@ function readRequired(site: Site, satisfiable: (name: string) => boolean): strin
     names.push(name);
   });
   return names;
+}
+
+/**
+ * What the server writes in each member it manages (docs/conventions.md §2), which a schema may
+ * describe (for `/openapi.json`, and as a field filters and sorts know) with `type` and annotations.
+ */
+const MANAGED_TYPES: ReadonlyMap<string, { readonly types: number; readonly name: string }> = new Map([
+  ['id', { types: STRING, name: 'string' }],
+  ['createdAt', { types: INTEGER | NUMBER, name: 'integer' }],
+  ['updatedAt', { types: INTEGER | NUMBER, name: 'integer' }],
+]);
+
+/**
+ * Refuses a root schema that constrains a server-managed member: a request body's are dropped
+ * before it is checked, so a constraint there would be ignored (a requirement of one would refuse
+ * every write), and a type other than the server's would be false of every entity.
+ */
+function checkManaged(site: Site, properties: ReadonlyMap<string, Node>, required: readonly string[]): void {
+  required.forEach((name, i) => {
+    if (SERVER_MANAGED.has(name)) {
+      fail(site.ctx, `${at(site, 'required')}/${i}`, `"${name}" is server-managed: it is dropped from a request body before the body is checked, so requiring it would refuse every write`);
+    }
+  });
+  const raw = site.schema['properties'] as Record<string, Record<string, unknown>> | undefined;
+  for (const [name, node] of properties) {
+    if (!SERVER_MANAGED.has(name)) continue;
+    const where = `${at(site, 'properties')}/${escapePointer(name)}`;
+    const managed = MANAGED_TYPES.get(name);
+    for (const key of Object.keys(raw?.[name] ?? {})) {
+      if (ANNOTATIONS.has(key)) continue;
+      if (key === 'type' && managed !== undefined && (node.types & managed.types) !== 0) continue;
+      const described = managed === undefined ? 'annotations' : `type "${managed.name}" and annotations`;
+      fail(site.ctx, `${where}/${escapePointer(key)}`, `"${name}" is server-managed: the server sets it and ignores it in a request body, so ${key} would never be checked; only ${described} may describe it`);
+    }
+  }
 }
 
 /**

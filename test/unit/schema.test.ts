@@ -17,6 +17,7 @@ interface Case {
 
 const validCases: readonly Case[] = [
   { name: 'empty schema, any fields', schema: {}, body: { a: 1, b: [null] } },
+  { name: 'server-managed members described by the types the server writes, and annotations', schema: { properties: { id: { type: 'string', description: 'server-assigned' }, createdAt: { type: 'integer', title: 'Created' }, updatedAt: { type: ['number', 'null'] }, _links: { description: 'HAL links' } } }, body: { a: 1 } },
   { name: 'annotations only', schema: { $schema: 'https://json-schema.org/draft/2020-12/schema', $id: 'urn:x', title: 'T', description: 'D', $comment: 'C', default: {}, examples: [{}] }, body: { a: 1 } },
   { name: 'type string', schema: one({ type: 'string' }), body: { v: 'x' } },
   { name: 'type number with a fraction', schema: one({ type: 'number' }), body: { v: 1.5 } },
@@ -124,6 +125,11 @@ const invalidCases: readonly Case[] = [
 /** [name, schema, the whole one-line message]. */
 const startupErrors: readonly (readonly [string, unknown, string])[] = [
   ['root is an array', [], `invalid schema ${SOURCE}#: a schema must be a JSON object, got []`],
+  ['a server-managed id required', { required: ['id', 'name'], properties: { name: { type: 'string' } } }, `invalid schema ${SOURCE}#/required/0: "id" is server-managed: it is dropped from a request body before the body is checked, so requiring it would refuse every write`],
+  ['createdAt required', { required: ['createdAt'] }, `invalid schema ${SOURCE}#/required/0: "createdAt" is server-managed: it is dropped from a request body before the body is checked, so requiring it would refuse every write`],
+  ['id of another type than the server writes', { properties: { id: { type: 'integer' } } }, `invalid schema ${SOURCE}#/properties/id/type: "id" is server-managed: the server sets it and ignores it in a request body, so type would never be checked; only type "string" and annotations may describe it`],
+  ['a constraint on updatedAt', { properties: { updatedAt: { type: 'integer', maximum: 0 } } }, `invalid schema ${SOURCE}#/properties/updatedAt/maximum: "updatedAt" is server-managed: the server sets it and ignores it in a request body, so maximum would never be checked; only type "integer" and annotations may describe it`],
+  ['_links described', { properties: { _links: { type: 'object' } } }, `invalid schema ${SOURCE}#/properties/_links/type: "_links" is server-managed: the server sets it and ignores it in a request body, so type would never be checked; only annotations may describe it`],
   ['root is null', null, `invalid schema ${SOURCE}#: a schema must be a JSON object, got null`],
   ['root is true', true, `invalid schema ${SOURCE}#: a schema must be a JSON object, got true`],
   ['unknown keyword at the root', { format: 'email' }, `invalid schema ${SOURCE}#/format: unknown keyword "format" (supported: type, enum, minLength, maxLength, pattern, minimum, maximum, properties, required, additionalProperties, items, minItems, maxItems, $schema, $id, $comment, title, description, default, examples, x-link)`],
