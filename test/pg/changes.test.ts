@@ -51,7 +51,7 @@ describe('/changes over PostgreSQL, several processes', { skip: pgMissing }, () 
     const url = await freshDatabase();
     const a = await openStores(url, ['items', 'orders']);
     const b = await openStores(url, ['items', 'orders']);
-    const sa = await serve(a, ['i1', 'o1', 'i2']);
+    const sa = await serve(a, ['i1', 'o1', 'i2', 'i3']);
     const sb = await serve(b, []);
     const feeds = counting(a, b);
     for (const [name, body] of [['items', '{"name":"one"}'], ['orders', '{"name":"o"}'], ['items', '{"name":"two"}']] as const) {
@@ -75,6 +75,14 @@ describe('/changes over PostgreSQL, several processes', { skip: pgMissing }, () 
     const cursors = fromA._embedded.changes.map((e) => e.cursor);
     assert.equal(new Set(cursors).size, 3);
     assert.equal(first.cursor, cursors[0]);
+    // One resource, as a collection page's changes link asks: its events only, on either process.
+    const changesLink = ((await (await sb.request('/items')).json()) as { _links: { changes: { href: string } } })._links.changes.href;
+    assert.deepEqual((await page(sb, '/changes?resource=items'))._embedded.changes.map((e) => `${e.type} ${e.resource}/${e.id}`), ['created items/i2', 'updated items/i1']);
+    assert.deepEqual((await page(sa, '/changes?resource=orders,items&limit=2'))._embedded.changes.map((e) => e.id), ['i2', 'i1']);
+    assert.deepEqual((await page(sb, changesLink))._embedded.changes, []);
+    assert.equal((await sa.request('/items', { method: 'POST', headers: JSON_HEADERS, body: '{"name":"three"}' })).status, 201);
+    await feeds.reported(6);
+    assert.deepEqual((await page(sb, changesLink))._embedded.changes.map((e) => `${e.type} ${e.resource}/${e.id}`), ['created items/i3']);
   });
 
   test('followers of two processes -> told the same changes, with the same cursors, in the same order, own writes and others\' alike', async () => {

@@ -53,6 +53,11 @@ describe('PostgreSQL stopped and started under a running server', { skip: pgMiss
     assert.equal((await fetch(`${server.url}/items/${first.id}`)).status, 200);
     const page = (await (await fetch(`${server.url}/items?limit=1`)).json()) as { total: number };
     assert.ok(page.total >= 21);
+    // The change feed's pages are read from the database: a 503 to retry, not a 500.
+    const feed = await fetch(`${server.url}/changes?limit=5`);
+    assert.equal(feed.status, 503);
+    assert.ok(Number(feed.headers.get('retry-after')) > 0);
+    assert.equal(feed.headers.get('content-type'), 'application/problem+json');
 
     await cluster.resume();
     // Another process writes as soon as the database is back.

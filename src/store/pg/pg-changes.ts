@@ -1,9 +1,9 @@
 import { Followers } from '../followers.js';
 import type { ChangeFeed, FeedPage } from '../changes/change-feed.js';
 import { CursorMalformedError } from '../changes/change-feed.js';
-import type { ChangeListener, ChangeType, StoreChange, StoredEntity } from '../store.js';
-import { STATEMENT_DEADLINE_MS, withDeadline, type Database } from './connection.js';
-import { PREPARED } from './driver.js';
+import { StoreUnavailableError, type ChangeListener, type ChangeType, type StoreChange, type StoredEntity } from '../store.js';
+import { isUnavailable, reason, STATEMENT_DEADLINE_MS, withDeadline, type Database } from './connection.js';
+import { PREPARED, textArray } from './driver.js';
 import { SCHEMA } from './layout.js';
 import { comparePgCursors, formatPgCursor, parsePgCursor, type PgCursor } from './pg-cursor.js';
 import { FEED_COLUMNS, FEED_ORDER, type FeedRow } from './feed.js';
@@ -85,25 +85,34 @@ export class PgChangeFeed implements ChangeFeed {
     // still delivering that window and has not moved `last` yet: a page never lags a follower.
     const last = this.#bound();
     const bound = last > this.#latest.tx ? last : this.#latest.tx + 1n;
-    const params: (string | number | string[])[] = [after.tx.toString(), after.pos.toString(), bound.toString(), limit];
+    const params: (string | number)[] = [after.tx.toString(), after.pos.toString(), bound.toString(), limit];
     let where = `(tx > $1::xid8 OR (tx = $1::xid8 AND pos > $2::bigint)) AND tx < $3::xid8`;
     if (resources !== undefined) {
-      params.push([...resources]);
+      // As an array literal: without the server's types fetched (driver.ts), a JS array would be
+      // sent as a bare value, which PostgreSQL refuses ("malformed array literal").
+      params.push(textArray([...resources]));
       where += ` AND resource = ANY($5::text[])`;
     }
     // Ordered by the table's columns, not the text aliases of the select list (which ORDER BY would
     // take first: "1000" sorts before "998"), so that pages follow the cursor order.
     const sql = this.#database.sql;
-    const rows = await withDeadline(
-      () =>
-        sql.unsafe<FeedRow[]>(
-          `SELECT ${FEED_COLUMNS} FROM ${SCHEMA}.entities e WHERE ${where} ${FEED_ORDER} LIMIT $4`,
-          params as never,
-          PREPARED,
-        ),
-      STATEMENT_DEADLINE_MS,
-      'change feed page',
-    );
+    let rows: FeedRow[];
+    try {
+      rows = await withDeadline(
+        () =>
+          sql.unsafe<FeedRow[]>(
+            `SELECT ${FEED_COLUMNS} FROM ${SCHEMA}.entities e WHERE ${where} ${FEED_ORDER} LIMIT $4`,
+            params as never,
+            PREPARED,
+          ),
+        STATEMENT_DEADLINE_MS,
+        'change feed page',
+      );
+    } catch (error) {
+      // Pages are read from the database: while it cannot be reached, a 503 to retry, as a write gets.
+      if (isUnavailable(error)) throw new StoreUnavailableError(`PostgreSQL unreachable: ${reason(error)}`);
+      throw error;
+    }
     const changes = rows.map((row): StoreChange => {
       const entity = row.body === null ? undefined : new RowEntity(row.id, row.body, Number(row.pos), Number(row.rev));
       // A page sees only the row: a live row written once is a create; otherwise an update.
