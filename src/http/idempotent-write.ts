@@ -112,13 +112,17 @@ export async function keyedWrite(request: KeyedRequest): Promise<Reply> {
   } catch (error) {
     if (error instanceof ReplayedAnswer) return replayReply(error.answer);
     if (error instanceof KeyReusedError || error instanceof KeyInFlightError) throw keyProblem(error);
-    // Refused before the write order (validation of a POST, a PATCH's missing entity): remembered now.
+    // Refused before the write order (validation of a POST, a PATCH's missing entity): remembered
+    // now. A store whose claim does not look for answers (PostgreSQL's) finds one only here: the
+    // key already has an answer, which is the one to give (or a 422 for another body), not this.
     if (!decided && error instanceof HttpProblem && remembered(error)) {
       const fixed = storedAnswer(problemReply(error));
-      await ledger.remember(new DigestedWrite(key, name.json, digest, legacy, () => fixed)).catch((failure: unknown) => {
-        if (failure instanceof ReplayedAnswer || failure instanceof KeyReusedError) return;
-        throw failure;
-      });
+      try {
+        await ledger.remember(new DigestedWrite(key, name.json, digest, legacy, () => fixed));
+      } catch (failure) {
+        if (failure instanceof ReplayedAnswer) return replayReply(failure.answer);
+        throw keyProblem(failure);
+      }
     }
     throw error;
   } finally {

@@ -218,8 +218,32 @@ describe('Idempotency-Key on PostgreSQL', { skip: pgMissing }, () => {
     const repatched = await patch();
     assert.equal(repatched.headers.get('idempotency-replayed'), 'true');
     assert.equal(await repatched.text(), await patched.text());
-    assert.equal((await post('d', { name: 'Lamp', category: 'nowhere' })).status, 400);
+    const dangling = await post('d', { name: 'Lamp', category: 'nowhere' });
+    assert.equal(dangling.status, 400);
+    const danglingBody = await dangling.text();
+    // Refused before the write (its link checked first), remembered all the same: the retry
+    // replays it, another body with the key is a 422.
+    const retried = await post('d', { name: 'Lamp', category: 'nowhere' });
+    assert.equal(retried.status, 400);
+    assert.equal(retried.headers.get('idempotency-replayed'), 'true');
+    assert.equal(await retried.text(), danglingBody);
+    assert.equal((await post('d', { name: 'Lamp', category: 'elsewhere' })).status, 422);
+    // A dangling link set (refused before the write), then the entity deleted: the retry replays
+    // the first 400, not a 404.
+    const invalid = (): Promise<Response> => s.request(path, { method: 'PATCH', headers: { 'content-type': 'application/merge-patch+json', 'idempotency-key': 'v' }, body: '{"category":"nowhere"}' });
+    const refused = await invalid();
+    assert.equal(refused.status, 400);
+    const refusedBody = await refused.text();
     assert.equal((await liveRows(url, "AND resource = 'products'")).length, 1);
+    const other = await post('o', { name: 'Other', category: 'c1' });
+    assert.equal(other.status, 201);
+    assert.equal((await s.request(other.headers.get('location')!, { method: 'DELETE' })).status, 204);
+    assert.equal((await s.request(path, { method: 'DELETE' })).status, 204);
+    const replayed = await invalid();
+    assert.equal(replayed.status, 400);
+    assert.equal(replayed.headers.get('idempotency-replayed'), 'true');
+    assert.equal(await replayed.text(), refusedBody);
+    assert.equal((await liveRows(url, "AND resource = 'products'")).length, 0);
   });
 
   test('an answer past its time to live (injected clock) -> the key is processed afresh and the old answer deleted', async () => {
