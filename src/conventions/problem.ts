@@ -89,8 +89,9 @@ export const payloadTooLarge = (limit: number, unit = 'bytes'): HttpProblem =>
   new HttpProblem(413, `Request body is larger than the limit of ${limit} ${unit}`);
 
 /** docs/conventions.md §7: the wording lists the accepted media types ("Expecting one of the application/json"). */
-export const unsupportedMediaType = (accepted: readonly string[], detail = `Expecting one of the ${accepted.join(', ')}`): HttpProblem =>
-  new HttpProblem(415, detail);
+export const unsupportedMediaType = (accepted: readonly string[], detail = `Expecting one of the ${accepted.join(', ')}`, patch = false): HttpProblem =>
+  // RFC 5789 §2.2: a PATCH's 415 says which patch documents the resource takes.
+  new HttpProblem(415, detail, {}, patch ? { 'accept-patch': accepted.join(', ') } : {});
 
 /** RFC 9110 §10.1.1: an expectation the server cannot meet. */
 export const expectationFailed = (): HttpProblem => new HttpProblem(417, 'The only expectation this server meets is 100-continue', {}, { connection: 'close' });

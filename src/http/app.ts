@@ -11,7 +11,7 @@ import { randomId } from '../conventions/id.js';
 import { badRequest, HttpProblem, methodNotAllowed, notFound, tooManyRequests } from '../conventions/problem.js';
 import type { JsonSchema } from '../representations/openapi.js';
 import { ServerMetrics } from '../metrics/server-metrics.js';
-import { admitsOnlyForms, HAL_FORMS, HAL_JSON, JSON_TYPE, prefersHtml } from './negotiation.js';
+import { admitsOnlyForms, HAL_FORMS, HAL_JSON, JSON_TYPE, MERGE_PATCH_JSON, prefersHtml } from './negotiation.js';
 import { addOperationRoutes, OPEN_PATTERNS, UNLIMITED_PATTERNS } from './operation-routes.js';
 import { createOperationalLog } from './operational-log.js';
 import { serverAuthentication } from './credentials.js';
@@ -268,7 +268,7 @@ export function createHandler(options: HandlerOptions): Handler {
       // Known now to be one of the configured few: a bounded label.
       exchange.route = routeLabel(match.pattern, name);
     }
-    if (method === 'OPTIONS') return { status: 204, headers: { allow: match.allow.join(', ') } };
+    if (method === 'OPTIONS') return { status: 204, headers: match.allow.includes('PATCH') ? { allow: match.allow.join(', '), 'accept-patch': ACCEPT_PATCH } : { allow: match.allow.join(', ') } };
     if (!match.handler) throw methodNotAllowed(method, match.allow);
     // docs/forms.md: templates are on collections and entities; elsewhere a client that takes only HAL-FORMS learns so.
     if ((method === 'GET' || method === 'HEAD') && !TEMPLATE_PATTERNS.has(match.pattern) && admitsOnlyForms(req.headers.accept)) throw formsNotHere(match.pattern);
@@ -295,6 +295,9 @@ export function createHandler(options: HandlerOptions): Handler {
 function nothingAt(path: string): HttpProblem {
   return notFound(`There is nothing at ${JSON.stringify(path)}`);
 }
+
+/** RFC 5789 §3.1: the patch documents an entity takes, said by OPTIONS. */
+const ACCEPT_PATCH = `${MERGE_PATCH_JSON}, ${JSON_TYPE}`;
 
 /** The routes that carry HAL-FORMS templates. */
 const TEMPLATE_PATTERNS: ReadonlySet<string> = new Set(['/:name', '/:name/:id']);

@@ -123,11 +123,12 @@ export function readBody(req: IncomingMessage, limits: number | BodyLimits, res?
  * of `accepted`, its charset UTF-8 if one is named (RFC 8259 §8.1), and it must not be compressed.
  */
 export function checkBodyHeaders(req: IncomingMessage, accepted: readonly string[], isAccepted: (contentType: string | undefined) => boolean): void {
-  if (!isAccepted(req.headers['content-type'])) throw unsupportedMediaType(accepted);
+  const patch = req.method === 'PATCH';
+  if (!isAccepted(req.headers['content-type'])) throw unsupportedMediaType(accepted, undefined, patch);
   const encoding = req.headers['content-encoding'];
   if (encoding !== undefined && encoding.trim().toLowerCase() !== 'identity') {
     // RFC 9110 §15.5.16: a content coding the server does not take is a 415.
-    throw unsupportedMediaType(accepted, 'Request bodies must not carry a Content-Encoding');
+    throw unsupportedMediaType(accepted, 'Request bodies must not carry a Content-Encoding', patch);
   }
 }
 

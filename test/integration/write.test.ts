@@ -202,6 +202,20 @@ describe('PUT /<name>/<id>', () => {
 });
 
 describe('PATCH /<name>/<id>', () => {
+  test('another Content-Type -> 415 with Accept-Patch (RFC 5789 §2.2); OPTIONS says it too (§3.1); a PUT\'s 415 does not', async () => {
+    const s = await startItems(records(1));
+    const res = await s.request('/items/e000', { method: 'PATCH', headers: { 'content-type': 'text/plain' }, body: '{}' });
+    assert.equal(res.status, 415);
+    assert.equal(res.headers.get('accept-patch'), 'application/json, application/merge-patch+json');
+    assert.deepEqual(await res.json(), problem(415, 'Unsupported Media Type', 'Expecting one of the application/json, application/merge-patch+json'));
+    const options = await s.request('/items/e000', { method: 'OPTIONS' });
+    assert.equal(options.headers.get('accept-patch'), 'application/merge-patch+json, application/json');
+    assert.equal((await s.request('/items', { method: 'OPTIONS' })).headers.get('accept-patch'), null);
+    const put = await s.request('/items/e000', { method: 'PUT', headers: { 'content-type': 'text/plain' }, body: '{}' });
+    assert.equal(put.status, 415);
+    assert.equal(put.headers.get('accept-patch'), null);
+  });
+
   test('merge patch -> members set, nested merged, null removes', async () => {
     const s = await startItems([{ id: 'a', createdAt: 1, updatedAt: 1, keep: 1, drop: 2, dims: { w: 1, h: 2 }, tags: ['x'] }], fixed);
     const res = await s.request('/items/a', {
