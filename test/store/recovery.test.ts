@@ -103,6 +103,20 @@ test('two ids that differ only in bytes that are not UTF-8 -> refused, never mer
   await assert.rejects(openJsonlStore({ file }), new StoreOpenError(`${file}:1: not UTF-8 text (byte 9 of the line)`));
 });
 
+test('a line whose id is . or .. (escaped or not) -> StoreOpenError file:line: no URL could name it; ids that merely hold dots load', async () => {
+  const dir = await tempDir();
+  for (const [i, bad] of ['{"id":".."}', '{"id":"."}', '{"id":"\\u002e\\u002e"}'].entries()) {
+    const file = path.join(dir, `dots${i}.jsonl`);
+    await fs.writeFile(file, `${line('a')}\n${bad}\n${line('b')}\n`);
+    await assert.rejects(openJsonlStore({ file }), new StoreOpenError(`${file}:2: id . or .. cannot name an entity: as a URL path segment it means the collection or its parent (RFC 3986 §5.2.4)`));
+  }
+  const file = path.join(dir, 'fine.jsonl');
+  await fs.writeFile(file, ['{"id":"..."}', '{"id":".a"}', '{"id":"a.."}'].join('\n') + '\n');
+  const store = await openJsonlStore({ file });
+  assert.deepEqual(ids(store), ['...', '.a', 'a..']);
+  await store.close();
+});
+
 test('line without a string id in the middle or at the end -> StoreOpenError file:line', async () => {
   const dir = await tempDir();
   for (const [name, content, lineNo, reason] of [

@@ -84,9 +84,9 @@ export async function loadLog(
       const r = scanner.result;
       if (r.idStart < 0 && isAnswersLine(buffer, r.objectStart, r.objectEnd) && answers.answers(buffer, r.objectStart, r.objectEnd)) {
         answerBytes += end - start + 1;
-      } else if (r.idStart < 0 || r.idEnd === r.idStart) {
+      } else if (r.idStart < 0 || r.idEnd === r.idStart || isDotSegment(buffer, r.idStart, r.idEnd, r.idEscaped)) {
         const bytes = Buffer.from(buffer.subarray(start, end));
-        const reason = r.idNotString ? 'id must be a string' : 'a line needs a non-empty string id';
+        const reason = r.idNotString ? 'id must be a string' : r.idStart >= 0 && r.idEnd > r.idStart ? 'id . or .. cannot name an entity: as a URL path segment it means the collection or its parent (RFC 3986 §5.2.4)' : 'a line needs a non-empty string id';
         if (!repair) throw new StoreOpenError(`${file}:${line}: ${reason}`);
         rejected.push({ line, bytes, reason });
       } else {
@@ -240,4 +240,15 @@ export function firstNonUtf8(bytes: Uint8Array): number {
     i += length;
   }
   return -1;
+}
+
+/** True when the id `buffer[start, end)` (JSON string content, escaped or not) is `.` or `..`. */
+function isDotSegment(buffer: Buffer, start: number, end: number, escaped: boolean): boolean {
+  if (escaped) {
+    if (end - start > 12) return false;
+    const id = JSON.parse(`"${buffer.toString('utf8', start, end)}"`) as string;
+    return id === '.' || id === '..';
+  }
+  const length = end - start;
+  return (length === 1 || length === 2) && buffer[start] === 0x2e && buffer[end - 1] === 0x2e;
 }
