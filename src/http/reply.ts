@@ -259,9 +259,22 @@ export function answerClientError(error: Error & { code?: string }, socket: Dupl
   const status = CLIENT_ERROR_STATUS[error.code ?? ''] ?? 400;
   const detail = status === 431 ? 'The request headers are too large' : status === 408 ? 'The request took too long to arrive' : 'The request is not valid HTTP/1.1';
   const reply = problemReply(unparsable(status, detail));
+  const { _httpMessage: response } = socket as { _httpMessage?: ServerResponse | null };
+  if (response && response.req.complete) {
+    // The bad bytes are a later request's, pipelined behind one still being answered (a write
+    // waiting for its sync): that answer goes first (RFC 9112 §9.3.2), then this one, and the
+    // connection closes. Answered through that response instead, a write made would be told it failed.
+    const answerAfter = (): void => {
+      if (socket.writable) socket.end(rawReply(reply));
+    };
+    response.once('finish', answerAfter);
+    response.once('close', () => {
+      if (!response.writableFinished) socket.destroy();
+    });
+    return;
+  }
   // A request whose headers were fine but whose body is not (a bad chunk) already has a response:
   // answer through it while nothing has been sent, else just close (Node's own 'clientError' advice).
-  const { _httpMessage: response } = socket as { _httpMessage?: ServerResponse | null };
   if (response) {
     if (response.headersSent) socket.destroy();
     else writeReply(response, reply);
