@@ -7,7 +7,8 @@
 // at 15,000 req/s after a bulk load of 100,000 entities (bench/NOTES.md, "2026-11-28"). 16 MiB is
 // the size it grows to under load; the memory is 32 MiB (two semi-spaces) at all times.
 import { readFile } from 'node:fs/promises';
-import type { AddressInfo } from 'node:net';
+import { Server as NetServer, type AddressInfo } from 'node:net';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { join } from 'node:path';
 import type { ServedResource } from './http/app.js';
 import { looksLikeUrl } from './conventions/credential-forms.js';
@@ -285,7 +286,14 @@ async function main(): Promise<void> {
     force.unref();
     // Deliveries stop beside the drain: one in flight has up to 5 s for its answer (webhooks.ts).
     const delivering = webhooks?.stop() ?? Promise.resolve();
-    server.close(() => {
+    // The answers still to come are the connections' last: Connection: close (RFC 9112 §9.6).
+    server.prependListener('request', (_req: IncomingMessage, res: ServerResponse) => {
+      res.shouldKeepAlive = false;
+    });
+    // net.Server's close, not http.Server's: that one also destroys every connection whose answer
+    // has been ended, even while its bytes are still being sent to a slow reader, cutting the
+    // answer short. `connections.closeIdle` below waits for those to be sent.
+    NetServer.prototype.close.call(server, () => {
       delivering
         .then(() => backups?.close())
         .then(() => stores.close())

@@ -82,6 +82,33 @@ describe('halserve CLI (docs/conventions.md §8)', () => {
     assert.equal(await cli.exited, 0);
   });
 
+  test('SIGTERM while a large answer is still being sent to a client that reads slowly -> the whole answer arrives, then exit 0', async () => {
+    const dir = await tempDir();
+    const big = 'x'.repeat(40_000);
+    await writeFile(join(dir, 'items.jsonl'), Array.from({ length: 200 }, (_, i) => JSON.stringify({ id: `e${String(i).padStart(3, '0')}`, createdAt: 1, updatedAt: 1, big })).join('\n') + '\n');
+    const cli = await startCli(['--port', '0', '--data', dir, '--log', 'off']);
+    const { request } = await import('node:http');
+    const url = new URL(`${cli.url}/items?limit=200`);
+    const received = await new Promise<{ length: number; declared: number }>((resolve, reject) => {
+      const req = request({ host: url.hostname, port: url.port, path: `${url.pathname}${url.search}` }, (res) => {
+        let length = 0;
+        res.on('data', (chunk: Buffer) => (length += chunk.length));
+        res.on('end', () => resolve({ length, declared: Number(res.headers['content-length']) }));
+        res.on('error', reject);
+        // Not read while the server drains: its answer waits in the sockets, ended but not sent.
+        res.pause();
+        cli.child.kill('SIGTERM');
+        eventually(() => /SIGTERM: finishing requests in flight/.test(cli.stderr()), 'the drain to begin').then(() => res.resume(), reject);
+      });
+      req.on('error', reject);
+      req.end();
+    });
+    assert.ok(received.declared > 8_000_000, String(received.declared));
+    assert.equal(received.length, received.declared);
+    assert.equal(await cli.exited, 0);
+    assert.doesNotMatch(cli.stderr(), /grace period/);
+  });
+
   for (const [label, args, env, message] of [
     ['0.0.0.0 without tokens', ['--host', '0.0.0.0'], {}, 'refusing to listen on 0.0.0.0 without authentication: set HALSERVE_TOKENS (or --token) or HALSERVE_JWKS (--jwks), or HALSERVE_NO_AUTH=1 (--no-auth) to serve without it'],
     ['bad resource name', ['--resource', 'Bad.Name'], {}, 'invalid resource name "Bad.Name"'],
