@@ -66,13 +66,19 @@ test('six processes taking over one stale lock at once, five times -> exactly on
           });
         }),
     );
-    // Every child waits for the same file before it tries: they start together.
-    await Promise.all(children.map((child) => new Promise<void>((resolve) => child.stdout.once('data', () => resolve()))));
-    await fs.writeFile(go, '');
-    const results = await Promise.all(outcomes);
-    assert.equal(results.filter((r) => r === 'locked').length, 1, results.join(', '));
-    assert.ok(results.every((r) => r === 'locked' || r.startsWith('refused: data directory')), results.join(', '));
-    for (const child of children) child.stdin.end();
-    await Promise.all(children.map((child) => new Promise((resolve) => child.on('exit', resolve))));
+    const exited = children.map((child) => new Promise((resolve) => child.on('exit', resolve)));
+    try {
+      // Every child waits for the same file before it tries: they start together.
+      await Promise.all(children.map((child) => new Promise<void>((resolve) => child.stdout.once('data', () => resolve()))));
+      await fs.writeFile(go, '');
+      const results = await Promise.all(outcomes);
+      assert.equal(results.filter((r) => r === 'locked').length, 1, results.join(', '));
+      assert.ok(results.every((r) => r === 'locked' || r.startsWith('refused: data directory')), results.join(', '));
+      for (const child of children) child.stdin.end();
+    } finally {
+      // Whatever happened, no child outlives the test (one waiting for its go would hold the run).
+      for (const child of children) if (child.exitCode === null) child.kill();
+      await Promise.all(exited);
+    }
   }
 });

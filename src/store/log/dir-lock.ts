@@ -45,12 +45,8 @@ export async function lockDirectory(
   };
 }
 
-/**
- * Creates the lock file whole, already holding `pid`: written to a file of this process's own and
- * linked into place, which fails when a lock is there (a reader never sees a lock half written). A
- * file system without hard links gets the file created exclusively, then written.
- */
-async function createLock(file: string, pid: number): Promise<void> {
+/** Writes a file of this process's own holding `pid`, synced, hands it to `place`, and removes what is left of it. */
+async function writeWhole(file: string, pid: number, place: (own: string) => Promise<void>): Promise<void> {
   const own = `${file}.${pid}.${randomBytes(6).toString('hex')}`;
   const handle = await fs.open(own, 'wx', 0o644);
   try {
@@ -60,29 +56,42 @@ async function createLock(file: string, pid: number): Promise<void> {
     await handle.close();
   }
   try {
-    await fs.link(own, file);
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    if (code !== 'EPERM' && code !== 'ENOTSUP' && code !== 'EOPNOTSUPP') throw error;
-    const exclusive = await fs.open(file, 'wx', 0o644);
-    try {
-      await exclusive.writeFile(`${pid}\n`);
-      await exclusive.sync();
-    } finally {
-      await exclusive.close();
-    }
+    await place(own);
   } finally {
     await fs.rm(own, { force: true });
   }
 }
 
 /**
- * Takes the lock, or says who holds it. A stale lock is taken over by moving it aside under a name
- * of this process's own and checking that what moved is the very file judged stale (its inode and
- * its text): two processes taking over one stale lock at once would otherwise each remove it —
- * the second removing the lock the first had just made — and both run (a write of one lost to the
- * other's). One that moved a lock made meanwhile puts it back and looks again. Left open: a third
- * process that locks in the instant a lock is moved aside and not yet back.
+ * Creates the lock file whole, already holding `pid`: written to a file of this process's own and
+ * linked into place, which fails when a lock is there (a reader never sees a lock half written). A
+ * file system without hard links gets the file created exclusively, then written.
+ */
+async function createLock(file: string, pid: number): Promise<void> {
+  await writeWhole(file, pid, async (own) => {
+    try {
+      await fs.link(own, file);
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code !== 'EPERM' && code !== 'ENOTSUP' && code !== 'EOPNOTSUPP') throw error;
+      const exclusive = await fs.open(file, 'wx', 0o644);
+      try {
+        await exclusive.writeFile(`${pid}\n`);
+        await exclusive.sync();
+      } finally {
+        await exclusive.close();
+      }
+    }
+  });
+}
+
+/**
+ * Takes the lock, or says who holds it. A stale lock is replaced, never removed: a process that
+ * judged it stale takes a second, short-lived lock (`.halserve.lock.takeover`, made the same way),
+ * checks that the lock is still the very file it judged (its inode and its text), and renames its
+ * own over it, which leaves no instant without a lock for another process to take. Without that,
+ * two processes taking over one stale lock at once could each remove it — the second removing the
+ * lock the first had just made — and both run, each losing writes to the other.
  */
 async function acquire(
   dir: string,
@@ -96,7 +105,7 @@ async function acquire(
       await createLock(file, pid);
       return;
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'EEXIST' || attempt >= 8) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST' || attempt >= MAX_ATTEMPTS) {
         throw new StoreOpenError(`cannot lock data directory ${dir} (${file}): ${(error as Error).message}`);
       }
     }
@@ -111,24 +120,57 @@ async function acquire(
     if (holder !== undefined && holder !== pid && isAlive(holder)) {
       throw new StoreOpenError(`data directory ${dir} is in use by process ${holder} (lock file ${file})`);
     }
-    const aside = `${file}.stale.${pid}.${randomBytes(6).toString('hex')}`;
+    const takeover = `${file}${TAKEOVER_SUFFIX}`;
+    if (!(await takeShortLock(takeover, pid, isAlive))) {
+      // Another process is taking it over: its lock will be there in a moment.
+      await new Promise((resolve) => setTimeout(resolve, 2 + Math.random() * 8));
+      continue;
+    }
     try {
-      await fs.rename(file, aside);
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'ENOENT') continue; // another process moved it first
-      throw error;
+      const now = await readLock(file);
+      if (now !== undefined && now.ino === found.ino && now.text === found.text) {
+        await writeWhole(file, pid, (own) => fs.rename(own, file));
+        warn(holder === undefined ? `${file}: unreadable lock file taken over` : `${file}: stale lock of process ${holder} (no longer running) taken over`);
+        return;
+      }
+    } finally {
+      await fs.rm(takeover, { force: true });
     }
-    const moved = await readLock(aside);
-    if (moved !== undefined && moved.ino === found.ino && moved.text === found.text) {
-      warn(holder === undefined ? `${file}: unreadable lock file taken over` : `${file}: stale lock of process ${holder} (no longer running) taken over`);
-    } else {
-      // A lock made since it was judged: put back, unless yet another is there now.
-      await fs.link(aside, file).catch((error: unknown) => {
-        if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-      });
-    }
-    await fs.rm(aside, { force: true });
   }
+}
+
+/** Tries before a lock that keeps changing hands is reported as an error. */
+const MAX_ATTEMPTS = 100;
+/** The lock's own lock while a stale one is replaced. */
+const TAKEOVER_SUFFIX = '.takeover';
+
+/**
+ * Takes the takeover lock, or says it is held. One left by a process that died while it held it
+ * (a moment's window) is moved aside and checked to be that very file before it is removed.
+ */
+async function takeShortLock(file: string, pid: number, isAlive: (pid: number) => boolean): Promise<boolean> {
+  try {
+    await createLock(file, pid);
+    return true;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+  }
+  const found = await readLock(file);
+  const holder = found === undefined ? undefined : pidOf(found.text);
+  if (found === undefined || (holder !== undefined && isAlive(holder))) return false;
+  const aside = `${file}.${pid}.${randomBytes(6).toString('hex')}`;
+  try {
+    await fs.rename(file, aside);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return false;
+    throw error;
+  }
+  const moved = await readLock(aside);
+  if (moved === undefined || moved.ino !== found.ino || moved.text !== found.text) {
+    await fs.link(aside, file).catch(() => {});
+  }
+  await fs.rm(aside, { force: true });
+  return false;
 }
 
 /** A lock file's text and inode, or undefined when there is none. */
