@@ -22,8 +22,11 @@ const PROBLEM_DOCUMENTS_ONLY: Readonly<ServerOptions> = { requireHostHeader: fal
  * a body is about to be read, and timeouts for slow clients. It is not listening yet.
  */
 export function createHalServer(options: HandlerOptions, serverOptions: Readonly<ServerOptions> = SERVER_TIMEOUTS): Server {
-  const handler = createHandler(options);
+  const handler = pipelineBounded(createHandler(options));
   const server = createServer({ ...serverOptions, ...PROBLEM_DOCUMENTS_ONLY }, handler);
+  // A connection that takes nothing of what it is sent (nor sends anything) for this long is
+  // ended: the answers waiting in it are memory held for a client that may never read them.
+  server.timeout = STALLED_CONNECTION_MS;
   // RFC 9110 §10.1.1: an expectation the server cannot meet is a 417.
   server.on('checkExpectation', (_req: IncomingMessage, res: ServerResponse) => writeReply(res, problemReply(expectationFailed())));
   // With a listener here, Node no longer answers `Expect: 100-continue` on its own (RFC 9110 §10.1.1).
@@ -31,6 +34,52 @@ export function createHalServer(options: HandlerOptions, serverOptions: Readonly
   server.on('clientError', answerClientError);
   return server;
 }
+
+/** Requests of one connection answered ahead of the first still being sent (HTTP/1.1 pipelining). */
+export const MAX_PIPELINED_AHEAD = 8;
+/** How long a connection may make no progress at all (nothing read, nothing sent) before it is ended. */
+export const STALLED_CONNECTION_MS = 60_000;
+
+/**
+ * `handler` with at most `MAX_PIPELINED_AHEAD` requests of one connection under way at once: Node
+ * parses every request a read brings (a 64 KiB read holds hundreds of pipelined GETs) and hands
+ * each to the handler, whose answers then wait in order behind the first. A client that sends
+ * many and reads none would have every answer built and held — gigabytes for pages of large
+ * entities. The rest wait, unbuilt, until an answer ahead of them is done. A request with no
+ * answer ahead of it (Node has given its response the socket: the usual case) costs one check.
+ */
+export function pipelineBounded(handler: (req: IncomingMessage, res: ServerResponse) => void): (req: IncomingMessage, res: ServerResponse) => void {
+  return (req, res) => {
+    const socket = req.socket as PipelinedSocket;
+    if (socket._httpMessage === res && socket[PIPELINE] === undefined) {
+      handler(req, res);
+      return;
+    }
+    // Behind another answer: counted, the first (untracked) one included.
+    const pipeline = (socket[PIPELINE] ??= { behind: 0, waiting: [] });
+    const run = (): void => {
+      pipeline.behind++;
+      res.once('close', () => {
+        pipeline.behind--;
+        // The next begins once this answer's close has been seen through by every listener.
+        queueMicrotask(() => {
+          if (socket.destroyed) pipeline.waiting.length = 0;
+          else pipeline.waiting.shift()?.();
+        });
+      });
+      handler(req, res);
+    };
+    if (pipeline.behind < MAX_PIPELINED_AHEAD - 1) run();
+    else pipeline.waiting.push(run);
+  };
+}
+
+const PIPELINE = Symbol('halserve pipeline');
+
+type PipelinedSocket = Socket & {
+  _httpMessage?: ServerResponse | null;
+  [PIPELINE]?: { behind: number; waiting: (() => void)[] };
+};
 
 /**
  * Keeps the open connections of `server`, so that a shutdown can end every one that has no

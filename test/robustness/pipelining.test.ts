@@ -1,0 +1,54 @@
+import assert from 'node:assert/strict';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { connect, type AddressInfo } from 'node:net';
+import { test } from 'node:test';
+import { MAX_PIPELINED_AHEAD, pipelineBounded } from '../../src/http/server.js';
+
+test(`sixty pipelined GETs in one write, answers of 1 MiB, read only later -> at most ${MAX_PIPELINED_AHEAD} under way at once, the rest not even begun meanwhile; then all sixty answered in order`, async () => {
+  let active = 0;
+  let most = 0;
+  let started = 0;
+  const body = Buffer.alloc(1024 * 1024, 'x');
+  const server = createServer(
+    pipelineBounded((req: IncomingMessage, res: ServerResponse) => {
+      started++;
+      most = Math.max(most, ++active);
+      res.once('close', () => active--);
+      // Answered a moment later, as a page built from the store would be.
+      setImmediate(() => {
+        res.setHeader('x-path', req.url ?? '');
+        res.end(body);
+      });
+    }),
+  );
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  const socket = connect(port, '127.0.0.1');
+  try {
+    await new Promise((resolve) => socket.once('connect', resolve));
+    socket.pause();
+    socket.write(Array.from({ length: 60 }, (_, i) => `GET /p${i} HTTP/1.1\r\nHost: x\r\n\r\n`).join(''));
+    // Nothing read: 60 MiB of answers cannot all fit in the sockets' buffers, so the answers not
+    // yet begun wait unbuilt (without the bound, all sixty would be built at once).
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    assert.ok(started < 60, `${started} begun before any answer was read`);
+    const received: Buffer[] = [];
+    let length = 0;
+    await new Promise<void>((resolve) => {
+      socket.on('data', (chunk: Buffer) => {
+        received.push(chunk);
+        length += chunk.length;
+        if (length >= 60 * body.length && (Buffer.concat(received).toString('latin1').match(/x-path: /g) ?? []).length === 60) resolve();
+      });
+      socket.resume();
+    });
+    const paths = [...Buffer.concat(received).toString('latin1').matchAll(/x-path: (\/p\d+)/g)].map((m) => m[1]);
+    assert.deepEqual(paths, Array.from({ length: 60 }, (_, i) => `/p${i}`));
+    assert.equal(started, 60);
+    assert.ok(most <= MAX_PIPELINED_AHEAD, `${most} at once`);
+  } finally {
+    socket.destroy();
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+  }
+});
