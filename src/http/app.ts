@@ -202,6 +202,15 @@ export function createHandler(options: HandlerOptions): Handler {
     // RFC 9112 §3.2: an HTTP/1.1 request without Host is a 400.
     if (req.headers.host === undefined && req.httpVersionMinor >= 1) throw badRequest('The request has no Host header');
     const url = originForm(req.url ?? '/');
+    // RFC 9112 §3.2.4: the asterisk form is for OPTIONS alone; any other target is a path.
+    if (!url.startsWith('/') && !(method === 'OPTIONS' && url === '*')) throw badRequest('The request target is not a path: only OPTIONS takes *');
+    const coding = req.headers['transfer-encoding'];
+    if (coding !== undefined && coding.trim().toLowerCase() !== 'chunked') {
+      // RFC 9112 §6.3: without chunked last, where the body ends cannot be known: 400, and close.
+      if (!/(^|,)\s*chunked\s*$/i.test(coding)) throw new HttpProblem(400, `Transfer-Encoding ${JSON.stringify(coding)} does not end with chunked: where the body ends cannot be known`, {}, { connection: 'close' });
+      // §6.1: a coding the server does not know (gzip, chunked) is a 501, not a body taken as it is.
+      throw new HttpProblem(501, `Transfer-Encoding ${JSON.stringify(coding)} is not supported: send the body chunked, or with a Content-Length`);
+    }
     const mark = url.indexOf('?');
     const path = mark === -1 ? url : url.slice(0, mark);
     const segments = routeSegments(path, basePath);

@@ -303,6 +303,24 @@ describe('Expect: 100-continue', () => {
 });
 
 describe('request targets and codings', () => {
+  for (const target of ['*', '*items']) {
+    test(`GET ${target} (not a path; the asterisk form is OPTIONS's alone) -> 400 problem`, async () => {
+      const s = await startItems(records(1));
+      const { responses } = await rawExchange(s.url, `GET ${target} HTTP/1.1\r\nHost: x\r\n\r\n`, { responses: 1 });
+      assertRawProblem(responses[0], 400, 'The request target is not a path: only OPTIONS takes *');
+    });
+  }
+
+  for (const coding of ['gzip, chunked', 'x-foo, chunked']) {
+    test(`Transfer-Encoding: ${coding} -> 501 problem (RFC 9112 §6.1), nothing stored`, async () => {
+      const s = await startItems(records(1));
+      const { responses } = await rawExchange(s.url, `${JSON_POST}Transfer-Encoding: ${coding}\r\n\r\n2\r\n{}\r\n0\r\n\r\n`, { responses: 1 });
+      assertRawProblem(responses[0], 501, `Transfer-Encoding "${coding}" is not supported: send the body chunked, or with a Content-Length`);
+      assert.equal(s.store.size, 1);
+      await assertAlive(s);
+    });
+  }
+
   test('OPTIONS * -> 204 with an Allow header', async () => {
     const s = await startItems();
     const { responses } = await rawExchange(s.url, 'OPTIONS * HTTP/1.1\r\nHost: x\r\n\r\n', { responses: 1 });
