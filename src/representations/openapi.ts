@@ -177,6 +177,18 @@ function fieldsSchema(schema: JsonSchema | undefined): Json {
 }
 
 /**
+ * A request body's schema: the resource's fields, and — where the schema allows no other member —
+ * the server-managed ones too, which a body may hold (a client sending back what it read) and the
+ * server ignores (docs/conventions.md §2).
+ */
+function requestFields(fields: Json): Json {
+  if (fields['additionalProperties'] !== false) return fields;
+  const ignored = { description: 'Server-managed: ignored in a request body.' };
+  const managed = Object.fromEntries(['id', 'createdAt', 'updatedAt', '_links', '_embedded'].map((name) => [name, ignored]));
+  return { ...fields, properties: { ...managed, ...((fields['properties'] ?? {}) as Json) } };
+}
+
+/**
  * A resource's components and operations are named after it as it is (`products.Entity`,
  * `products.list`): names are unique and hold no dot, so no two resources, and no fixed component,
  * can share a name.
@@ -198,6 +210,9 @@ function resourceSchemas(resource: OpenApiResource, relations: ResourceRelations
       ...properties,
       _links: { type: 'object', required: ['self'], properties: { self: ref('schemas', 'Link'), ...relationLinkSchemas(relations) }, additionalProperties: ref('schemas', 'LinkOrLinks') },
       _embedded: { type: 'object', description: 'With `embed`: the related entities, by rel (docs/relations.md).', properties: embeddedSchemas(relations) },
+      // Declared here, not only beside it in the HAL-FORMS answer's allOf: a schema of
+      // additionalProperties false would refuse it there, and every HAL-FORMS answer with it.
+      ...(fields['additionalProperties'] === false ? { _templates: { ...ref('schemas', 'Templates'), description: 'In a HAL-FORMS answer only (docs/forms.md).' } } : {}),
     },
   };
   const page: Json = {
@@ -237,7 +252,7 @@ function resourceSchemas(resource: OpenApiResource, relations: ResourceRelations
       },
     },
   };
-  return { [`${t}.Fields`]: fields, [`${t}.Entity`]: entity, [`${t}.Page`]: page };
+  return { [`${t}.Fields`]: requestFields(fields), [`${t}.Entity`]: entity, [`${t}.Page`]: page };
 }
 
 /** docs/relations.md: each forward link (a link, or an array of them for an array field) and each reverse link. */

@@ -81,4 +81,15 @@ export class Conformance {
     const valid = validate(JSON.parse(body));
     assert.ok(valid, `${method} ${path} ${status}: ${JSON.stringify(validate.errors?.slice(0, 5))}`);
   }
+
+  /** Asserts that `body` is a request body the document declares for `method path` in `contentType`. */
+  checkRequest(method: string, url: string, contentType: string, body: unknown): void {
+    const template = this.template(new URL(url, 'http://x').pathname);
+    assert.ok(template, `${url} is not in the document`);
+    const operation = this.#at(`#/paths/${escape(template)}/${method.toLowerCase()}`);
+    const schemaPointer = `${operation.pointer}/requestBody/content/${escape(contentType)}/schema`;
+    assert.ok(this.#at(schemaPointer).value !== undefined, `${method} ${template} declares no ${contentType} body`);
+    const validate = this.#ajv.compile({ $ref: `openapi#${encodeURI(schemaPointer)}` });
+    assert.ok(validate(body), `${method} ${template} body: ${JSON.stringify(validate.errors?.slice(0, 5))}`);
+  }
 }

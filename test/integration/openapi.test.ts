@@ -120,6 +120,13 @@ describe('GET /openapi.json (docs/conventions.md §4.1)', () => {
     await call('GET', '/v1/products?limit=1&sort=-price&status=active,paused&price[gte]=1&q=lamp', READ);
     await call('GET', '/notes', { ...READ, accept: 'application/json' });
     await call('GET', `/products/${id}`, READ);
+    // HAL-FORMS, for a resource whose schema allows no other member: _templates is declared.
+    await call('GET', `/products/${id}`, { ...READ, accept: 'application/prs.hal-forms+json' });
+    await call('GET', '/products', { ...READ, accept: 'application/prs.hal-forms+json' });
+    // What a client read, sent back: the server-managed members are declared as ignored.
+    const read = (await (await s.request(`/products/${id}`, { headers: READ })).json()) as Record<string, unknown>;
+    conformance.checkRequest('PUT', `/products/${id}`, 'application/json', read);
+    await call('PUT', `/products/${id}`, JSON_WRITE, JSON.stringify(read));
     const etag = (await s.request(`/products/${id}`, { headers: READ })).headers.get('etag') ?? '';
     await call('GET', `/products/${id}`, { ...READ, 'if-none-match': etag });
     await call('GET', '/products?page=999', READ);
