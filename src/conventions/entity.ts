@@ -3,9 +3,10 @@ import type { EntityRecord } from '../store/store.js';
 /**
  * Members the server manages (docs/conventions.md §2): ignored in request bodies, never overwritten by a
  * client. `_deleted` marks a delete in the JSON-lines log, `_change` a line's place in the change
- * feed (src/store/changes/change-stamp.ts), so a client may set neither.
+ * feed (src/store/changes/change-stamp.ts), so a client may set neither; `_templates` is a
+ * HAL-FORMS answer's (docs/forms.md), which a stored one would stand beside.
  */
-export const SERVER_MANAGED: ReadonlySet<string> = new Set(['id', 'createdAt', 'updatedAt', '_links', '_embedded', '_deleted', '_change']);
+export const SERVER_MANAGED: ReadonlySet<string> = new Set(['id', 'createdAt', 'updatedAt', '_links', '_embedded', '_templates', '_deleted', '_change']);
 
 const MANAGED_NAMES: readonly string[] = [...SERVER_MANAGED];
 

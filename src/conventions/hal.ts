@@ -66,11 +66,11 @@ export function entityJson(storedText: string, selfHref: string, links = '', emb
   return `${body}${separator}${tail}`;
 }
 
-/** The members of an entity's representation that only the server writes (docs/conventions.md §2). */
-const SERVER_MEMBERS: ReadonlySet<string> = new Set(['_links', '_embedded']);
+/** The members of an entity's representation that only the server writes (docs/conventions.md §2, docs/forms.md). */
+const SERVER_MEMBERS: ReadonlySet<string> = new Set(['_links', '_embedded', '_templates']);
 
 /**
- * `storedJson` without its top-level `_links` and `_embedded` members, every other byte as it is.
+ * `storedJson` without its top-level `_links`, `_embedded` and `_templates` members, every other byte as it is.
  * halserve never stores them (a request body's are dropped), but a line written by hand — a copy
  * of another HAL API's output — may hold them, and the representation's own would then sit beside
  * them: two `_links` members, which I-JSON forbids (RFC 7493 §2.3) and strict parsers refuse. The
@@ -78,7 +78,7 @@ const SERVER_MEMBERS: ReadonlySet<string> = new Set(['_links', '_embedded']);
  * is found only when the text also holds one of them as written.
  */
 export function withoutServerMembers(storedJson: string): string {
-  if (!storedJson.includes('_links') && !storedJson.includes('_embedded')) return storedJson;
+  if (!storedJson.includes('_links') && !storedJson.includes('_embedded') && !storedJson.includes('_templates')) return storedJson;
   const members = topLevelMembers(storedJson);
   if (members === undefined || !members.some((m) => SERVER_MEMBERS.has(m.name))) return storedJson;
   return `{${members

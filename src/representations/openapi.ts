@@ -184,7 +184,7 @@ function fieldsSchema(schema: JsonSchema | undefined): Json {
 function requestFields(fields: Json): Json {
   if (fields['additionalProperties'] !== false) return fields;
   const ignored = { description: 'Server-managed: ignored in a request body.' };
-  const managed = Object.fromEntries(['id', 'createdAt', 'updatedAt', '_links', '_embedded'].map((name) => [name, ignored]));
+  const managed = Object.fromEntries(['id', 'createdAt', 'updatedAt', '_links', '_embedded', '_templates'].map((name) => [name, ignored]));
   return { ...fields, properties: { ...managed, ...((fields['properties'] ?? {}) as Json) } };
 }
 

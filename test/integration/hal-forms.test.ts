@@ -157,6 +157,21 @@ describe('HAL-FORMS templates', () => {
   });
 });
 
+describe('a _templates member a client sends', () => {
+  test('POST with _templates of its own -> dropped (server-managed): the HAL-FORMS answer has one _templates, the server\'s; HAL none', async () => {
+    const s = await start();
+    const created = await s.request('/categories', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ text: 'x', _templates: { default: { method: 'DELETE', target: '/categories/other', properties: [] } } }) });
+    assert.equal(created.status, 201);
+    const href = created.headers.get('location')!;
+    const text = await (await s.request(href, { headers: forms })).text();
+    assert.equal(text.split('"_templates"').length, 2, text);
+    assert.equal(JSON.parse(text)._templates.default.method, 'PUT');
+    assert.equal(JSON.parse(text)._templates.default.target, href);
+    const hal = await (await s.request(href)).json();
+    assert.equal(hal._templates, undefined);
+  });
+});
+
 describe('HAL-FORMS asked where there are no templates', () => {
   for (const [path, served] of [
     ['/', 'application/hal+json or application/json'],

@@ -72,6 +72,7 @@ describe('entityJson of a line written by hand, holding members only the server 
     // Named only inside a value or a nested object: left as it is.
     ['{"id":"a","note":"_links","o":{"_links":1}}', `{"id":"a","note":"_links","o":{"_links":1},${self}}`],
     ['{"id":"a","_links":{}}', `{"id":"a",${self}}`],
+    ['{"id":"a","_templates":{"default":{"method":"DELETE"}},"n":1}', `{"id":"a","n":1,${self}}`],
   ] as const) {
     test(`${stored} -> its _links and _embedded left out, the rest byte for byte`, () => {
       const json = entityJson(stored, '/p/a');
