@@ -206,6 +206,32 @@ describe('HAL browser in Chromium (docs/conventions.md §4.1)', () => {
     t.diagnostic(`screenshots in ${shots}`);
   });
 
+  test('a page opened at //other.example with a token in the tab -> every request goes to this server, none to the other host (the CSP aside)', async (t) => {
+    if (!existsSync(CHROMIUM)) {
+      t.skip('needs Debian chromium at /usr/bin/chromium (.ci/run installs it)');
+      return;
+    }
+    const s = await startServer({ resources: [{ name: 'categories', store: createMemoryStore(categories) }], tokens: [TOKEN] });
+    const page = await openChromium();
+    const origin = new URL(s.url).origin;
+    const requested: string[] = [];
+    // The CSP is taken off the shell, so that the page's own code is what is tested.
+    await page.route('**/*', async (route) => {
+      requested.push(route.request().url());
+      if (!route.request().url().startsWith(origin)) return route.abort();
+      const response = await route.fetch();
+      const headers = { ...response.headers() };
+      delete headers['content-security-policy'];
+      return route.fulfill({ response, headers });
+    });
+    await page.goto(`${s.url}/`);
+    await page.evaluate(`sessionStorage.setItem("halserve.token", ${JSON.stringify(TOKEN)})`);
+    await page.goto(`${s.url}//other.example`);
+    await page.waitForLoadState('networkidle');
+    assert.ok(requested.length > 0);
+    assert.deepEqual(requested.filter((url) => !url.startsWith(origin)), []);
+  });
+
   test('a collection page and an entity page open -> each updates itself when another client writes (its stream read with fetch and the token)', async (t) => {
     if (!existsSync(CHROMIUM)) {
       t.skip('needs Debian chromium at /usr/bin/chromium (.ci/run installs it)');

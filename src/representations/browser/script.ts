@@ -43,12 +43,18 @@ export const BROWSER_SCRIPT = String.raw`'use strict';
 
   function token() { return sessionStorage.getItem(TOKEN_KEY) || ''; }
 
+  /**
+   * The URL of a path on this server. A path that begins with two slashes (a page opened at
+   * //other.example) would be a URL of another host to fetch, which the token would go to.
+   */
+  function here(path) { return location.origin + '/' + String(path).replace(/^\/+/, ''); }
+
   /** fetch with the tab's token; resolves { status, type, body, headers }. */
   function api(method, url, body, contentType) {
     var headers = { Accept: ACCEPT };
     if (token()) headers.Authorization = 'Bearer ' + token();
     if (body !== undefined) headers['Content-Type'] = contentType || 'application/json';
-    return fetch(url, { method: method, headers: headers, body: body === undefined ? undefined : JSON.stringify(body), cache: 'no-store' })
+    return fetch(here(url), { method: method, headers: headers, body: body === undefined ? undefined : JSON.stringify(body), cache: 'no-store' })
       .then(function (res) {
         var type = (res.headers.get('content-type') || '').split(';')[0];
         return res.text().then(function (text) {
@@ -76,7 +82,7 @@ export const BROWSER_SCRIPT = String.raw`'use strict';
       var headers = { Accept: 'text/event-stream' };
       if (token()) headers.Authorization = 'Bearer ' + token();
       if (lastId) headers['Last-Event-ID'] = lastId;
-      fetch(url, { headers: headers, signal: controller.signal, cache: 'no-store' }).then(function (res) {
+      fetch(here(url), { headers: headers, signal: controller.signal, cache: 'no-store' }).then(function (res) {
         if (res.status !== 200 || !res.body) return;
         var reader = res.body.getReader();
         var decoder = new TextDecoder();
