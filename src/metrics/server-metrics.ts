@@ -2,6 +2,18 @@ import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks';
 import type { Store, StoreObserver } from '../store/store.js';
 import { Counter, Gauge, Histogram, Registry, type HistogramSeries, type Sample } from './registry.js';
 
+/** How often the event-loop monitor samples, in milliseconds. */
+const LOOP_RESOLUTION_MS = 10;
+
+/**
+ * A reading of the event-loop monitor, in nanoseconds, as the delay it means, in seconds: the
+ * monitor records each whole interval between its timer's runs, the resolution included, so the
+ * delay is what passes beyond it (an idle loop reads 0, not 10 ms).
+ */
+export function loopDelaySeconds(nanoseconds: number): number {
+  return Number.isFinite(nanoseconds) ? Math.max(0, nanoseconds - LOOP_RESOLUTION_MS * 1e6) / 1e9 : 0;
+}
+
 /** Seconds: from a cached page (tens of microseconds) to a slow query (seconds). */
 const LATENCY_BUCKETS: readonly number[] = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5];
 /** fdatasync on SSDs takes about 0.1 to 10 ms; a slow disk or a full queue, more. */
@@ -18,7 +30,7 @@ let loopMonitor: IntervalHistogram | undefined;
 function eventLoopMonitor(): IntervalHistogram {
   if (loopMonitor === undefined) {
     // 10 ms resolution: the budget for holding the loop (docs/conventions.md §8); finer costs more wake-ups.
-    loopMonitor = monitorEventLoopDelay({ resolution: 10 });
+    loopMonitor = monitorEventLoopDelay({ resolution: LOOP_RESOLUTION_MS });
     loopMonitor.enable();
   }
   return loopMonitor;
@@ -90,9 +102,9 @@ export class ServerMetrics {
     );
     this.registry.add(new Gauge('halserve_streams_open', 'Event streams open now.', () => [{ labels: {}, value: this.#openStreams }]));
     const loop = eventLoopMonitor();
-    const seconds = (nanoseconds: number): number => (Number.isFinite(nanoseconds) ? nanoseconds / 1e9 : 0);
+    const seconds = loopDelaySeconds;
     this.registry.add(
-      new Gauge('halserve_event_loop_delay_seconds', 'Event-loop delay of the process since start: mean, p50, p99 and max (sampled every 10 ms).', () =>
+      new Gauge('halserve_event_loop_delay_seconds', 'Event-loop delay of the process since start, beyond the 10 ms between samples: mean, p50, p99 and max.', () =>
         loop.count === 0
           ? []
           : [
