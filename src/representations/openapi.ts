@@ -98,6 +98,7 @@ function problemResponse(status: string): Json {
   const problem = PROBLEMS[status] as ProblemResponse;
   const headers: Json = { ...RATE_HEADERS };
   if (status === '401') headers['WWW-Authenticate'] = { schema: { type: 'string' }, example: 'Bearer realm="halserve"' };
+  if (status === '403') headers['WWW-Authenticate'] = { description: 'With JWTs on: RFC 6750 §3.1\'s insufficient_scope.', schema: { type: 'string' }, example: 'Bearer realm="halserve", error="insufficient_scope"' };
   if (status === '503') headers['Retry-After'] = { description: 'Seconds after which to try again (a query past its budget).', schema: { type: 'integer' } };
   if (status === '429') {
     headers['Retry-After'] = { description: 'Whole seconds to wait, rounded up.', schema: { type: 'integer' } };
@@ -408,6 +409,7 @@ function servicePaths(names: readonly string[], authenticated: boolean): Json {
       responses: {
         '200': { description: 'Yes.', content: { [JSON_TYPE]: { schema: ref('schemas', 'Health'), example: { status: 'ok' } } } },
         '503': { description: 'No.', content: { [JSON_TYPE]: { schema: ref('schemas', 'Health'), example: { status: 'unavailable' } } } },
+        ...problems(['406']),
       },
     },
   });
@@ -453,7 +455,7 @@ function servicePaths(names: readonly string[], authenticated: boolean): Json {
         tags: ['operation'],
         responses: {
           '200': { description: 'The metrics (README lists each).', headers: RATE_HEADERS, content: { 'text/plain': { schema: { type: 'string' } } } },
-          ...problems(['400', '401', '403', '429', '500']),
+          ...problems(['400', '401', '403', '406', '429', '500']),
         },
       },
     },
@@ -465,7 +467,7 @@ function servicePaths(names: readonly string[], authenticated: boolean): Json {
         responses: {
           '200': { description: 'OpenAPI 3.1.', headers: { ETag: ETAG_HEADER, ...RATE_HEADERS }, content: { [JSON_TYPE]: { schema: { type: 'object' } } } },
           '304': { description: 'The client\'s copy (If-None-Match) is current.' },
-          ...problems(['400', '401', '429', '500']),
+          ...problems(['400', '401', '406', '429', '500']),
         },
       },
     },
@@ -486,7 +488,7 @@ function servicePaths(names: readonly string[], authenticated: boolean): Json {
             headers: RATE_HEADERS,
             content: { ...halContent(ref('schemas', 'ChangesPage')), [TEXT_EVENT_STREAM]: EVENT_STREAM_CONTENT },
           },
-          ...problems(['400', '401', '406', '410', '429', '500', '503']),
+          ...problems(['400', '401', '403', '406', '410', '429', '500', '503']),
         },
       },
     },

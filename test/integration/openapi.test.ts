@@ -120,6 +120,8 @@ describe('GET /openapi.json (docs/conventions.md §4.1)', () => {
     await call('GET', '/v1/products?limit=1&sort=-price&status=active,paused&price[gte]=1&q=lamp', READ);
     await call('GET', '/notes', { ...READ, accept: 'application/json' });
     await call('GET', `/products/${id}`, READ);
+    // HAL-FORMS asked where there are no templates: the 406 is declared.
+    for (const path of ['/metrics', '/openapi.json', '/healthz', '/readyz']) await call('GET', path, { ...READ, accept: 'application/prs.hal-forms+json' });
     // HAL-FORMS, for a resource whose schema allows no other member: _templates is declared.
     await call('GET', `/products/${id}`, { ...READ, accept: 'application/prs.hal-forms+json' });
     await call('GET', '/products', { ...READ, accept: 'application/prs.hal-forms+json' });
