@@ -45,16 +45,21 @@ export async function lockDirectory(
   };
 }
 
-/** Writes a file of this process's own holding `pid`, synced, hands it to `place`, and removes what is left of it. */
-async function writeWhole(file: string, pid: number, place: (own: string) => Promise<void>): Promise<void> {
-  const own = `${file}.${pid}.${randomBytes(6).toString('hex')}`;
-  const handle = await fs.open(own, 'wx', 0o644);
+/** Creates `file` exclusively holding `pid`, synced. */
+async function writePid(file: string, pid: number): Promise<void> {
+  const handle = await fs.open(file, 'wx', 0o644);
   try {
     await handle.writeFile(`${pid}\n`);
     await handle.sync();
   } finally {
     await handle.close();
   }
+}
+
+/** Writes a file of this process's own holding `pid`, synced, hands it to `place`, and removes what is left of it. */
+async function writeWhole(file: string, pid: number, place: (own: string) => Promise<void>): Promise<void> {
+  const own = `${file}.${pid}.${randomBytes(6).toString('hex')}`;
+  await writePid(own, pid);
   try {
     await place(own);
   } finally {
@@ -74,13 +79,7 @@ async function createLock(file: string, pid: number): Promise<void> {
     } catch (error) {
       const code = (error as NodeJS.ErrnoException).code;
       if (code !== 'EPERM' && code !== 'ENOTSUP' && code !== 'EOPNOTSUPP') throw error;
-      const exclusive = await fs.open(file, 'wx', 0o644);
-      try {
-        await exclusive.writeFile(`${pid}\n`);
-        await exclusive.sync();
-      } finally {
-        await exclusive.close();
-      }
+      await writePid(file, pid);
     }
   });
 }
