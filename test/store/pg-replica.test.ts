@@ -86,6 +86,23 @@ describe('Replica: rows into the index', () => {
     assert.deepEqual(heard, ['created a', 'deleted a']);
   });
 
+  test('types of rows another process wrote: rev 1 created; a later rev never held (its create coalesced away) updated; a new pos, or a row after a delete seen, created', () => {
+    const readers = new ReaderClock();
+    const replica = new Replica(readers, 'items');
+    const heard: string[] = [];
+    replica.followers.add((change) => heard.push(`${change.type} ${change.id}`));
+    const feed = (...states: RowState[]): void => replica.fromFeed(states.map((state, i) => ({ state, tx: String(20 + i), at: 1 })), true);
+    feed(live('a', 1, 1));
+    feed(live('b', 2, 2, { put: true }));
+    feed(live('a', 1, 2, { patched: true }));
+    feed(live('a', 5, 4));
+    const reader = readers.begin();
+    feed(gone('b', 2, 3));
+    feed(live('b', 6, 4));
+    readers.end(reader);
+    assert.deepEqual(heard, ['created a', 'updated b', 'updated a', 'created a', 'deleted b', 'created b']);
+  });
+
   test('a tombstone for an id never held -> nothing removed, the rev remembered while readers run', () => {
     const readers = new ReaderClock();
     const replica = new Replica(readers);

@@ -119,8 +119,9 @@ export class Replica {
    * older than what the index may hold since — a create reported after its entity's delete was
    * applied and forgotten (no reader older than it left) would bring the entity back. A change's type:
    * its write's when this process made it (`type`); else `deleted` for a tombstone, and for a live
-   * row `created` when its `rev` is 1 or its `pos` is not the one held (a re-create takes a new
-   * one), else `updated`. `exact`: no write of this process to the resource is left unreported.
+   * row `created` when its `rev` is 1, or its `pos` is not the one held (a re-create takes a new
+   * one), or it is not held and its delete is remembered; else `updated` (a write whose create the
+   * feed coalesced away included). `exact`: no write of this process to the resource is left unreported.
    */
   fromFeed(changes: readonly FedChange[], exact: boolean): void {
     const types = changes.map(({ state, type }) => type ?? this.#typeOf(state));
@@ -144,8 +145,13 @@ export class Replica {
 
   #typeOf(row: RowState): ChangeType {
     if (isTombstone(row)) return 'deleted';
+    if (row.rev === 1) return 'created';
     const held = this.index.get(row.id);
-    return row.rev === 1 || held === undefined || held.pos !== row.pos ? 'created' : 'updated';
+    if (held !== undefined) return held.pos !== row.pos ? 'created' : 'updated';
+    // Never held: a re-create if this process saw the entity deleted; else a later write of an
+    // entity whose create the feed coalesced away (its rev says it had one), which is `updated`,
+    // as a feed page says of the same row on every process (pg-changes.ts).
+    return this.#removed.peek(row.id) !== undefined ? 'created' : 'updated';
   }
 
   /** The rev this process holds for `id`: its entity's, a remembered delete's, or 0. */
