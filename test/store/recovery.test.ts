@@ -117,6 +117,24 @@ test('a line whose id is . or .. (escaped or not) -> StoreOpenError file:line: n
   await store.close();
 });
 
+test('a file that begins with a byte order mark (an editor\'s) -> its first line loads; the next write and a compaction leave the mark out', async () => {
+  const dir = await tempDir();
+  const file = path.join(dir, 'bom.jsonl');
+  await fs.writeFile(file, Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(`${line('only')}\n`)]));
+  const { warn, messages } = warnings();
+  const store = await openJsonlStore({ file, warn });
+  assert.deepEqual(ids(store), ['only']);
+  assert.deepEqual(messages, []);
+  await store.create({ id: 'next', createdAt: 1, updatedAt: 1 });
+  await store.compact();
+  await store.close();
+  const text = await fs.readFile(file, 'utf8');
+  assert.equal(text.charCodeAt(0), '{'.charCodeAt(0));
+  const reopened = await openJsonlStore({ file });
+  assert.deepEqual(ids(reopened), ['only', 'next']);
+  await reopened.close();
+});
+
 test('line without a string id in the middle or at the end -> StoreOpenError file:line', async () => {
   const dir = await tempDir();
   for (const [name, content, lineNo, reason] of [

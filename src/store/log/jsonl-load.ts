@@ -171,6 +171,9 @@ export async function loadLog(
         takeLine(joined, 0, joined.length, carryOffset, true);
         start = newline + 1;
       }
+      // A byte order mark that an editor put before the first line (RFC 8259 §8.1 lets a parser
+      // ignore it) is not part of that line.
+      if (blockBase === 0 && start === 0 && block[0] === 0xef && block[1] === 0xbb && block[2] === 0xbf) start = 3;
       const last = block.lastIndexOf(NEWLINE);
       unchecked = last > start && !isUtf8(block.subarray(start, last));
       for (;;) {
