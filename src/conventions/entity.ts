@@ -1,4 +1,5 @@
 import type { EntityRecord } from '../store/store.js';
+import { objectMembers, type JsonMember } from './json-members.js';
 
 /**
  * Members the server manages (docs/conventions.md §2): ignored in request bodies, never overwritten by a
@@ -90,4 +91,80 @@ export function createdRecord(id: string, now: number, fields: ClientFields): En
 /** A record whose client fields are replaced; `id` and `createdAt` are kept. */
 export function replacedRecord(current: EntityRecord, now: number, fields: ClientFields): EntityRecord {
   return { id: current.id, createdAt: current.createdAt, updatedAt: now, ...fields };
+}
+
+/**
+ * The text of records a PATCH made from their stored text (`patchedText`), which their stores
+ * write in place of the record serialised again (`recordJson`).
+ */
+const exactTexts = new WeakMap<EntityRecord, string>();
+
+/** The JSON text a store writes for `record`: the text it was made with, if any; else serialised. */
+export function recordJson(record: EntityRecord): string {
+  return exactTexts.get(record) ?? JSON.stringify(record);
+}
+
+/** `record`, to be written as `text` (the same entity: the text of which the record is the parse). */
+export function withText(record: EntityRecord, text: string): EntityRecord {
+  exactTexts.set(record, text);
+  return record;
+}
+
+/**
+ * RFC 7396 merge patch of an entity's stored text, as `replacedRecord(current, now, mergePatch(…))`
+ * makes its record, but with every member the patch leaves alone kept byte for byte: a record
+ * parsed and serialised again changes the numbers JavaScript cannot hold (2^53 + 1,
+ * 12345678901234567890, `-0`, 36 digits of π), escapes, and the order of keys that look like
+ * integers (`"10"` before `"id"`), none of which the client touched. `id` and `createdAt` stay as
+ * written, `updatedAt` becomes `updatedAt`, other server-managed members are left out; the
+ * patch's own values are written as parsed. Undefined for a text that is not an object holding
+ * each of `id`, `createdAt` and `updatedAt` once: the record is serialised then.
+ */
+export function patchedText(stored: string, patch: ClientFields, updatedAt: number): string | undefined {
+  const members = objectMembers(stored);
+  if (members === undefined) return undefined;
+  for (const name of ['id', 'createdAt', 'updatedAt']) if (members.filter((m) => m.name === name).length !== 1) return undefined;
+  return mergedText(stored, members, patch, (member) => {
+    if (member.name === 'updatedAt') return `${stored.slice(member.start, member.keyEnd)}:${updatedAt}`;
+    if (member.name === 'id' || member.name === 'createdAt') return stored.slice(member.start, member.end);
+    return SERVER_MANAGED.has(member.name) ? '' : undefined;
+  });
+}
+
+/**
+ * `text` (an object's, its members `members`) merged with `patch` (RFC 7396). `fixed` may decide a
+ * member first: its text, '' to leave it out, undefined to merge it as any other.
+ */
+function mergedText(text: string, members: readonly JsonMember[], patch: Record<string, unknown>, fixed?: (member: JsonMember) => string | undefined): string {
+  const last = new Map<string, number>();
+  members.forEach((member, i) => last.set(member.name, i));
+  const parts: string[] = [];
+  members.forEach((member, i) => {
+    const decided = fixed?.(member);
+    if (decided !== undefined) {
+      if (decided !== '') parts.push(decided);
+      return;
+    }
+    if (!Object.hasOwn(patch, member.name)) {
+      parts.push(text.slice(member.start, member.end));
+      return;
+    }
+    // A name written twice is the last one's (as JSON.parse reads it): the patch replaces both.
+    const value = patch[member.name];
+    if (last.get(member.name) !== i || value === null) return;
+    parts.push(`${text.slice(member.start, member.keyEnd)}:${mergedValue(text.slice(member.valueStart, member.end), value)}`);
+  });
+  for (const key of Object.keys(patch)) {
+    const value = patch[key];
+    if (last.has(key) || value === null) continue;
+    parts.push(`${JSON.stringify(key)}:${JSON.stringify(mergePatch(undefined, value))}`);
+  }
+  return `{${parts.join(',')}}`;
+}
+
+/** A member's value text merged with the patch's value for it. */
+function mergedValue(text: string, patch: unknown): string {
+  if (!isObject(patch)) return JSON.stringify(patch);
+  const members = objectMembers(text);
+  return members === undefined ? JSON.stringify(mergePatch(undefined, patch)) : mergedText(text, members, patch);
 }

@@ -1,3 +1,4 @@
+import { objectMembers } from './json-members.js';
 import type { PageRange } from './pagination.js';
 
 /** A HAL link object (docs/conventions.md §2, 2.2). */
@@ -79,62 +80,12 @@ const SERVER_MEMBERS: ReadonlySet<string> = new Set(['_links', '_embedded', '_te
  */
 export function withoutServerMembers(storedJson: string): string {
   if (!storedJson.includes('_links') && !storedJson.includes('_embedded') && !storedJson.includes('_templates')) return storedJson;
-  const members = topLevelMembers(storedJson);
+  const members = objectMembers(storedJson);
   if (members === undefined || !members.some((m) => SERVER_MEMBERS.has(m.name))) return storedJson;
   return `{${members
     .filter((m) => !SERVER_MEMBERS.has(m.name))
     .map((m) => storedJson.slice(m.start, m.end))
     .join(',')}}`;
-}
-
-/** The members of a JSON object's text, each as its key's name and its text's span; undefined when it is not an object. */
-function topLevelMembers(json: string): { name: string; start: number; end: number }[] | undefined {
-  const n = json.length;
-  let i = skipSpace(json, 0);
-  if (json[i] !== '{') return undefined;
-  const members: { name: string; start: number; end: number }[] = [];
-  for (i = skipSpace(json, i + 1); i < n && json[i] !== '}'; i = skipSpace(json, i)) {
-    if (json[i] === ',') {
-      i = skipSpace(json, i + 1);
-      continue;
-    }
-    if (json[i] !== '"') return undefined;
-    const start = i;
-    i = afterString(json, i);
-    const key = json.slice(start, i);
-    const name = key.includes('\\') ? (JSON.parse(key) as string) : key.slice(1, -1);
-    // The value runs to the first comma or closing brace outside strings, arrays and objects.
-    let depth = 0;
-    for (; i < n; i++) {
-      const c = json[i];
-      if (c === '"') i = afterString(json, i) - 1;
-      else if (c === '{' || c === '[') depth++;
-      else if (c === '}' || c === ']') {
-        if (depth === 0) break;
-        depth--;
-      } else if (c === ',' && depth === 0) break;
-    }
-    let end = i;
-    while (end > start && isSpace(json[end - 1]!)) end--;
-    members.push({ name, start, end });
-  }
-  return members;
-}
-
-const isSpace = (c: string): boolean => c === ' ' || c === '\t' || c === '\n' || c === '\r';
-
-function skipSpace(json: string, i: number): number {
-  while (i < json.length && isSpace(json[i]!)) i++;
-  return i;
-}
-
-/** The index after the string that starts at `i` (its opening quote). */
-function afterString(json: string, i: number): number {
-  for (let j = i + 1; j < json.length; j++) {
-    if (json[j] === '\\') j++;
-    else if (json[j] === '"') return j + 1;
-  }
-  return json.length;
 }
 
 /**

@@ -1,5 +1,5 @@
 import { checkIfMatch, checkIfNoneMatch, entityTag, versionTags } from '../conventions/conditional.js';
-import { createdRecord, mergePatch, replacedRecord, SERVER_MANAGED, withoutManaged, type ClientFields } from '../conventions/entity.js';
+import { createdRecord, mergePatch, patchedText, replacedRecord, SERVER_MANAGED, withoutManaged, withText, type ClientFields } from '../conventions/entity.js';
 import { collectionChangesHref } from '../conventions/changes.js';
 import { collectionJson, collectionLinks, entityHref, entityJson, linkHeader, pageHref } from '../conventions/hal.js';
 import { facetsJson } from '../conventions/facets.js';
@@ -308,7 +308,10 @@ export class Resource {
           const merged = mergePatch(record, patch, SERVER_MANAGED) as ClientFields;
           if (this.#mergedLimits !== undefined) checkMergedLimits(merged, this.#mergedLimits);
           this.#check(merged);
-          return replacedRecord(record, now, merged);
+          // Written as the stored text patched, so that what the patch left alone keeps its bytes.
+          const patched = replacedRecord(record, now, merged);
+          const text = patchedText(current.json, patch, now);
+          return text === undefined ? patched : withText(patched, text);
         }, keyed),
       );
     // A link the patch sets is checked against its target; one it leaves alone is stored already.

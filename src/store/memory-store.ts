@@ -1,3 +1,4 @@
+import { recordJson } from '../conventions/entity.js';
 import { HeldDelete, LocalChangeLog, type HeldChange } from './changes/local-feed.js';
 import { MaterialisedIndex } from './index/materialised-index.js';
 import { AnswerBook, type AnswerBookOptions, type KeyedWrite, type WriteOutcome } from './idempotency.js';
@@ -52,7 +53,7 @@ export function createMemoryStore(initial: Iterable<EntityRecord> = [], options:
     return Object.freeze({
       id: record.id,
       record,
-      json: JSON.stringify(record),
+      json: recordJson(record),
       version: (++writes).toString(36),
     });
   };

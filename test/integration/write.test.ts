@@ -1,7 +1,11 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { compileSchema } from '../../src/conventions/schema.js';
-import { records, RFC2616, startItems } from '../helpers/server.js';
+import { readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { openJsonlStore } from '../../src/store/log/jsonl-store.js';
+import { tempDir } from '../helpers/process.js';
+import { records, RFC2616, startItems, startServer } from '../helpers/server.js';
 
 const NOW = 1_800_000_000;
 const JSON_HEADERS = { 'content-type': 'application/json' };
@@ -202,6 +206,23 @@ describe('PUT /<name>/<id>', () => {
 });
 
 describe('PATCH /<name>/<id>', () => {
+  test('a stored entity with values JavaScript cannot hold, escapes and integer-like keys -> what the patch leaves alone keeps its bytes, served and in the file', async () => {
+    const dir = await tempDir();
+    const file = join(dir, 'hard.jsonl');
+    const untouched = '"big":12345678901234567890,"e":9007199254740993,"z":-0,"pi":3.14159265358979323846264338327950288,"k":1E+2,"s":"\\u00e9\\/\\u2028","10":"ten","2":"two","dup":1,"dup":2,"nested":{"keep":1.0,"change":1}';
+    await writeFile(file, `{"id":"h1","createdAt":1,"updatedAt":1,${untouched}}\n`);
+    const store = await openJsonlStore({ file });
+    const s = await startServer({ resources: [{ name: 'hard', store }], now: () => 50 });
+    const res = await s.request('/hard/h1', { method: 'PATCH', headers: { 'content-type': 'application/merge-patch+json' }, body: '{"nested":{"change":2,"added":[1]},"dup":3,"new":true,"z":null}' });
+    assert.equal(res.status, 200);
+    const expected = '{"id":"h1","createdAt":1,"updatedAt":50,"big":12345678901234567890,"e":9007199254740993,"pi":3.14159265358979323846264338327950288,"k":1E+2,"s":"\\u00e9\\/\\u2028","10":"ten","2":"two","dup":3,"nested":{"keep":1.0,"change":2,"added":[1]},"new":true';
+    assert.ok((await res.text()).startsWith(`${expected},"_links":`));
+    assert.ok((await (await s.request('/hard/h1')).text()).startsWith(`${expected},"_links":`));
+    await store.close();
+    const lines = (await readFile(file, 'utf8')).trim().split('\n');
+    assert.ok(lines.at(-1)!.startsWith(`${expected},"_change":`), lines.at(-1));
+  });
+
   test('another Content-Type -> 415 with Accept-Patch (RFC 5789 §2.2); OPTIONS says it too (§3.1); a PUT\'s 415 does not', async () => {
     const s = await startItems(records(1));
     const res = await s.request('/items/e000', { method: 'PATCH', headers: { 'content-type': 'text/plain' }, body: '{}' });

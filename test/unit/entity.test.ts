@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { clientFields, createdRecord, mergePatch, replacedRecord, SERVER_MANAGED, withoutManaged } from '../../src/conventions/entity.js';
+import { clientFields, createdRecord, mergePatch, patchedText, replacedRecord, SERVER_MANAGED, withoutManaged } from '../../src/conventions/entity.js';
 
 describe('clientFields', () => {
   test('server-managed members -> dropped, the rest kept in order', () => {
@@ -85,6 +85,41 @@ describe('mergePatch (RFC 7396 appendix A)', () => {
     assert.deepEqual(Object.keys(merged), ['__proto__']);
     assert.equal(({} as Record<string, unknown>)['polluted'], undefined);
   });
+});
+
+describe('patchedText (a merge patch of the stored text)', () => {
+  const head = '"id":"x","createdAt":1,"updatedAt":2';
+  // RFC 7396 appendix A's object cases, as an entity's client fields: the same value as the record's merge.
+  for (const [target, patch] of [
+    [{ a: 'b' }, { a: 'c' }],
+    [{ a: 'b' }, { b: 'c' }],
+    [{ a: 'b' }, { a: null }],
+    [{ a: 'b', b: 'c' }, { a: null }],
+    [{ a: ['b'] }, { a: 'c' }],
+    [{ a: 'c' }, { a: ['b'] }],
+    [{ a: { b: 'c' } }, { a: { b: 'd', c: null } }],
+    [{ a: [{ b: 'c' }] }, { a: [1] }],
+    [{ e: null }, { a: 1 }],
+    [{}, { a: { bb: { ccc: null } } }],
+    [{ a: 1 }, { a: { b: null, c: { d: null, e: 1 } } }],
+  ] as const) {
+    test(`${JSON.stringify(target)} patched with ${JSON.stringify(patch)} -> the record's merge, updatedAt set`, () => {
+      const stored = `{${head}${Object.keys(target).length > 0 ? `,${JSON.stringify(target).slice(1, -1)}` : ''}}`;
+      const record = JSON.parse(stored) as Parameters<typeof replacedRecord>[0];
+      const expected = replacedRecord(record, 9, mergePatch(record, patch, SERVER_MANAGED) as Record<string, unknown>);
+      assert.deepEqual(JSON.parse(patchedText(stored, patch, 9)!), expected);
+    });
+  }
+
+  test('server-managed members of the stored text other than the three -> left out; the three kept in place', () => {
+    assert.equal(patchedText('{"id":"x","_links":{"self":{}},"createdAt":1,"updatedAt":2,"_templates":{},"n":-0}', { m: 1 }, 9), '{"id":"x","createdAt":1,"updatedAt":9,"n":-0,"m":1}');
+  });
+
+  for (const stored of ['{"createdAt":1,"updatedAt":2}', '{"id":"x","id":"y","createdAt":1,"updatedAt":2}', '{"id":"x","createdAt":1}', '[1]']) {
+    test(`${stored} (not each of id, createdAt and updatedAt once) -> undefined: the record is serialised instead`, () => {
+      assert.equal(patchedText(stored, { a: 1 }, 9), undefined);
+    });
+  }
 });
 
 describe('records', () => {

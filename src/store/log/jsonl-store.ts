@@ -1,3 +1,4 @@
+import { recordJson } from '../../conventions/entity.js';
 import { basename, dirname } from 'node:path';
 import { tombstoneLine, type ChangeStamp } from '../changes/change-stamp.js';
 import { ascendingOrder } from '../changes/change-order.js';
@@ -194,7 +195,7 @@ class JsonlLogStore implements JsonlStore {
         get: (id) => index.get(id),
         // A batch of keyed writes begins with its answers line, so its changes' lines come one later.
         // The entity holds its record until it is applied, and then as `#holdRecord` says.
-        entity: (record, n, answering) => new WrittenEntity(record.id, JSON.stringify(record), file.lines + n + (answering ? 1 : 0), undefined, record),
+        entity: (record, n, answering) => new WrittenEntity(record.id, recordJson(record), file.lines + n + (answering ? 1 : 0), undefined, record),
         answers: answers.book,
         append: async (batch, types, keyed, answering) => {
           const started = performance.now();

@@ -1,3 +1,4 @@
+import { recordJson } from '../../conventions/entity.js';
 import type { LinkTarget } from '../../conventions/relations.js';
 import {
   StoreUnavailableError,
@@ -376,7 +377,7 @@ export class PgWriter {
     const before = state!.entity;
     if (op.kind === 'create') state!.pos = next.shift()!;
     state!.rev++;
-    const entity = (state!.entity = new RowEntity(id!, JSON.stringify(record), state!.pos, state!.rev));
+    const entity = (state!.entity = new RowEntity(id!, recordJson(record), state!.pos, state!.rev));
     // The write's own type, for the change it reports (a create, or a replace or patch).
     state!.type = op.kind === 'create' ? 'created' : 'updated';
     records.set(entity, record);
