@@ -7,14 +7,13 @@
  * cut short never looks complete. On success the last line of stdout is the cursor alone; any
  * failure is one line on stderr, nothing on stdout, exit code 1, and nothing left at DEST.
  */
-import { randomBytes } from 'node:crypto';
 import fs from 'node:fs/promises';
 import net from 'node:net';
 import path from 'node:path';
 import { resourceNameProblem } from './config.js';
 import { count } from './progress-line.js';
 import { BACKUP_REQUEST, BACKUP_SOCKET, MAX_HEADER_BYTES, parseBackupReply, socketAddress, type BackupHeader } from './store/log/backup-protocol.js';
-import { CHANGES_FILE, changesText } from './store/log/changes-file.js';
+import { CHANGES_FILE, changesText, newDatasetName } from './store/log/changes-file.js';
 import { LOG_EXTENSION } from './store/log/data-dir.js';
 import { lockHolder } from './store/log/dir-lock.js';
 import { copyDatabase } from './store/pg/backup.js';
@@ -377,4 +376,3 @@ async function moveInto(staging: string, to: string): Promise<void> {
 }
 
 /** A copy's data set name (local-feed.ts `DATASET`): its cursors carry it. */
-const newDatasetName = (): string => `b${randomBytes(8).toString('hex')}`;

@@ -9,7 +9,9 @@ import path from 'node:path';
 import { resourceNameProblem } from './config.js';
 import { count, fraction, ProgressLine } from './progress-line.js';
 import { discoverResources, LOG_EXTENSION } from './store/log/data-dir.js';
+import { ChangesFile, newDatasetName } from './store/log/changes-file.js';
 import { lockDirectory, type DirLock } from './store/log/dir-lock.js';
+import { nodeFs } from './store/log/store-fs.js';
 import { readResource } from './store/log/read-resource.js';
 import { DriverMissingError, isPostgresUrl, type Sql } from './store/pg/driver.js';
 import { exportResources } from './store/pg/export.js';
@@ -188,6 +190,8 @@ async function runExport({ dir, url, policy }: TransferArgs, progress: ProgressL
         progress: (written) => progress.update(`export: ${fraction(written, total)} entities`),
       });
     });
+    // A new data set: the directory's feed starts anew, and a cursor it gave out before is a 410.
+    await new ChangesFile(dir, nodeFs).renew(newDatasetName());
     const entities = exported.reduce((sum, r) => sum + r.entities, 0);
     const list = exported.map((r) => `${r.name}: ${count(r.entities)}`).join(', ');
     return `exported ${count(entities)} entities from ${describeUrl(url)} into ${dir} (${list || 'no resources'})`;

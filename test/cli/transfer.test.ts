@@ -86,7 +86,9 @@ describe('halserve import / export against PostgreSQL (docs/storage.md §2)', { 
   }
 
   async function assertSameFiles(source: string, out: string, names: readonly string[]): Promise<void> {
-    assert.deepEqual((await readdir(out)).filter((f) => !f.startsWith('.')).sort(), names.map((n) => `${n}.jsonl`).sort());
+    // Beside the logs, `_changes`: the export is a new data set, with a name of its own.
+    assert.deepEqual((await readdir(out)).filter((f) => !f.startsWith('.')).sort(), ['_changes', ...names.map((n) => `${n}.jsonl`)].sort());
+    assert.match(await readFile(join(out, '_changes'), 'utf8'), /^\{"forgotten":0,"dataset":"b[0-9a-f]{16}"\}\n$/);
     for (const name of names) {
       const [a, b] = await Promise.all([readFile(join(source, `${name}.jsonl`)), readFile(join(out, `${name}.jsonl`))]);
       // The lines' change stamps belong to the data directory's feed, not to the entities: an
@@ -279,6 +281,27 @@ describe('halserve import / export against PostgreSQL (docs/storage.md §2)', { 
     assert.equal(await readFile(join(out, 'b.jsonl'), 'utf8'), '');
     assert.equal((await halserve(['export', '--from', url, '--to', out, '--replace'])).code, 0);
     await assertSameFiles(source, out, ['a', 'b']);
+  });
+
+  test('export --replace into a directory a server once served -> a new data set: that server\'s cursors are 410 on the new one, its own resume', async () => {
+    const source = await tempDir();
+    await writeFile(join(source, 'a.jsonl'), entity('a1') + '\n');
+    const { url } = await database();
+    assert.equal((await halserve(['import', '--from', source, '--to', url])).code, 0);
+    const out = await tempDir();
+    await writeFile(join(out, 'a.jsonl'), entity('old1') + '\n' + entity('old2') + '\n');
+    const first = await startCli(['--port', '0', '--log', 'off', '--data', out]);
+    const old = ((await (await fetch(`${first.url}/changes?limit=1`)).json()) as { cursor: string }).cursor;
+    first.child.kill('SIGTERM');
+    assert.equal(await first.exited, 0);
+    assert.equal((await halserve(['export', '--from', url, '--to', out, '--replace'])).code, 0);
+    const second = await startCli(['--port', '0', '--log', 'off', '--data', out]);
+    assert.equal((await fetch(`${second.url}/changes?since=${old}`)).status, 410);
+    const page = (await (await fetch(`${second.url}/changes`)).json()) as { cursor: string; _embedded: { changes: { id: string }[] } };
+    assert.deepEqual(page._embedded.changes.map((c) => c.id), ['a1']);
+    assert.equal((await fetch(`${second.url}/changes?since=${page.cursor}`)).status, 200);
+    second.child.kill('SIGTERM');
+    assert.equal(await second.exited, 0);
   });
 
   test('a server running on the data directory -> import and export refuse it (its lock), exit 1', async () => {

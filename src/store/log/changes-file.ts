@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { DATASET } from '../changes/local-feed.js';
 import { OPEN_READ, OPEN_TRUNCATE, syncDirectory, writeAll, type StoreFs } from './store-fs.js';
@@ -75,6 +76,15 @@ export class ChangesFile {
     }
   }
 
+  /**
+   * Starts a new data set over the directory (an export wrote its logs): named `dataset`, no delete
+   * forgotten, so that no cursor its feed gave out before resumes on it (docs/changes.md §1).
+   */
+  renew(dataset: string): Promise<void> {
+    this.#dataset = dataset;
+    return this.write(0);
+  }
+
   /** Records `forgotten` durably before resolving. */
   write(forgotten: number): Promise<void> {
     const run = this.#writing.catch(() => {}).then(() => this.#write(forgotten));
@@ -95,3 +105,6 @@ export class ChangesFile {
     await syncDirectory(this.#fs, this.#dir);
   }
 }
+
+/** A fresh data set's name (`DATASET` in local-feed.ts): a copy's, or an export's. */
+export const newDatasetName = (): string => `b${randomBytes(8).toString('hex')}`;
