@@ -214,7 +214,9 @@ describe('halserve import / export against PostgreSQL (docs/storage.md §2)', { 
 
     const lines = [entity('new', { v: 1 }), entity('change', { v: 2 }), entity('keep', { v: 1 }), entity('back', { v: 'again' })];
     await writeFile(file, lines.join('\n') + '\n');
+    const importedFrom = Math.floor(Date.now() / 1000);
     const replaced = await halserve(['import', '--from', source, '--to', url, '--replace']);
+    const importedTo = Math.ceil(Date.now() / 1000);
     assert.equal(replaced.code, 0, replaced.stderr);
     assert.match(replaced.stdout, /notes: 4, replacing 3, other: 1, replacing 1/);
     const after = new Map((await rows(sql, 'notes')).map((r) => [r.id, r]));
@@ -222,6 +224,10 @@ describe('halserve import / export against PostgreSQL (docs/storage.md §2)', { 
     assert.deepEqual(after.get('keep'), old.get('keep'), 'unchanged: untouched');
     assert.deepEqual(after.get('change'), { ...old.get('change')!, rev: 2, body: lines[1] }, 'replaced in place');
     assert.deepEqual(after.get('drop'), { ...old.get('drop')!, rev: 2, body: null }, 'deleted: a tombstone');
+    // The delete's second, as a DELETE records it (its change's `at`), not 0; a re-create clears it.
+    const [times] = await sql<{ drop: string | null; back: string | null }[]>`SELECT (SELECT deleted_at::text FROM halserve.entities WHERE id = 'drop') AS drop, (SELECT deleted_at::text FROM halserve.entities WHERE id = 'back') AS back`;
+    assert.ok(Number(times!.drop) >= importedFrom && Number(times!.drop) <= importedTo, `deleted_at ${times!.drop} within the import's seconds ${importedFrom}..${importedTo}`);
+    assert.equal(times!.back, null);
     assert.equal(after.get('back')?.rev, 3, 're-created over its tombstone');
     assert.equal(after.get('new')?.rev, 1);
     const maxBefore = Math.max(...before.map((r) => r.pos));

@@ -161,13 +161,13 @@ async function stage(sql: Sql, resource: ImportResource, first: number, count: (
 const PUBLISH = `WITH ok AS (
   SELECT NOT EXISTS (SELECT 1 FROM ${TABLE} e WHERE e.resource = ANY($2::text[]) AND e.body IS NOT NULL) AS ok
 ), gone AS (
-  UPDATE ${TABLE} e SET body = NULL, rev = e.rev + 1, tx = DEFAULT
+  UPDATE ${TABLE} e SET body = NULL, rev = e.rev + 1, tx = DEFAULT, deleted_at = floor(extract(epoch FROM statement_timestamp()))::bigint
   WHERE (SELECT ok FROM ok) AND e.resource = ANY($1::text[]) AND e.body IS NOT NULL
     AND NOT EXISTS (SELECT 1 FROM ${STAGING} i WHERE i.resource = e.resource AND i.id = e.id)
   RETURNING 1
 ), changed AS (
   UPDATE ${TABLE} e
-  SET body = i.body, rev = e.rev + 1, tx = DEFAULT, pos = CASE WHEN e.body IS NULL THEN i.pos ELSE e.pos END
+  SET body = i.body, rev = e.rev + 1, tx = DEFAULT, pos = CASE WHEN e.body IS NULL THEN i.pos ELSE e.pos END, deleted_at = NULL
   FROM ${STAGING} i
   WHERE (SELECT ok FROM ok) AND e.resource = i.resource AND e.id = i.id AND e.body IS DISTINCT FROM i.body
   RETURNING 1
