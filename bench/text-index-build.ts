@@ -60,7 +60,7 @@ function load(buffer: Buffer): LoadedEntity[] {
     line++;
     if (!scanner.scan(buffer, start, end)) throw new Error(`line ${line} does not scan`);
     const r = scanner.result;
-    entities.push(new LoadedEntity(buffer, r.objectStart, r.objectEnd, line, r.idStart, r.idEnd, findStamp(buffer, r.objectStart, r.objectEnd)));
+    entities.push(new LoadedEntity(buffer, r.objectStart, r.objectEnd, r.idStart, r.idEnd, findStamp(buffer, r.objectStart, r.objectEnd)));
     start = end + 1;
   }
   return entities;

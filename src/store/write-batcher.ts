@@ -16,11 +16,8 @@ export interface BatchAnswer {
 export interface BatchTarget<E extends StoredEntity> {
   /** The acknowledged state of an id. */
   get(id: string): E | undefined;
-  /**
-   * The entity `record` becomes as the `n`-th change (n ≥ 1) after those the log already holds, in
-   * a batch that holds keyed writes (`answering`: its append will record their answers) or not.
-   */
-  entity(record: EntityRecord, n: number, answering: boolean): E;
+  /** The entity `record` becomes once written. */
+  entity(record: EntityRecord): E;
   /**
    * Makes a batch of changes durable, in order: an entity, or the id of one deleted, with the type
    * of the write that made each, and the answers of its keyed writes (idempotency.ts), which the
@@ -123,7 +120,7 @@ export class WriteBatcher<E extends StoredEntity> {
     /** The answers of the batch's keyed writes, recorded with it; `answered` holds them by key, for later writes of the batch. */
     const recorded: BatchAnswer[] = [];
     const answered = new Map<string, Remembered>();
-    /** Known before any write is decided: the target may lay out its lines by it (an entity's version can depend on where it lands). */
+    /** Whether the batch's append records answers: known before any write is decided, so that its digests are made in a row. */
     const answering = book !== undefined && batch.some((op) => keyOf(op) !== undefined);
     if (answering) digestBatch(batch);
     for (const op of batch) {
@@ -145,7 +142,7 @@ export class WriteBatcher<E extends StoredEntity> {
           pending.set(id!, null);
           outcomes.push(() => settleWrite(op, undefined, true));
         } else {
-          const entity = target.entity(decision.record, changes.length + 1, answering);
+          const entity = target.entity(decision.record);
           outcome = { entity };
           change = changes.length;
           changes.push(entity);

@@ -77,7 +77,7 @@ describe('WrittenEntity with its record', () => {
   const json = JSON.stringify(record);
 
   test('record and valuesAt read the held record without a parse, the same values after it is released', () => {
-    const entity = new WrittenEntity('a', json, 1, undefined, record);
+    const entity = new WrittenEntity('a', json, undefined, record);
     const paths = [['name'], ['nested', 'deep'], ['nested', 'missing'], ['n', 'x'], ['flag'], ['constructor']];
     assert.equal(entity.record, record, 'held: the record written, not a copy');
     const held = entity.valuesAt(paths);

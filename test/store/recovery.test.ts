@@ -135,6 +135,25 @@ test('a file that begins with a byte order mark (an editor\'s) -> its first line
   await reopened.close();
 });
 
+test('an entity\'s version -> the same after a compaction, a restart and a first start that stamps its line; a write changes it', async () => {
+  const dir = await tempDir();
+  const file = path.join(dir, 'v.jsonl');
+  // Unstamped lines, as written by hand: the first start stamps them (appending a copy of each).
+  await fs.writeFile(file, `${plainLine('a', { n: 1 })}\n${plainLine('b', { n: 1 })}\n`);
+  const first = await openJsonlStore({ file });
+  const a = first.get('a')!.version;
+  await first.update('b', () => ({ id: 'b', createdAt: 1, updatedAt: 2, n: 2 }));
+  const b = first.get('b')!.version;
+  await first.compact();
+  assert.deepEqual([first.get('a')!.version, first.get('b')!.version], [a, b], 'after a compaction, in the same process');
+  await first.close();
+  const again = await openJsonlStore({ file });
+  assert.deepEqual([again.get('a')!.version, again.get('b')!.version], [a, b], 'after a restart');
+  await again.update('a', () => ({ id: 'a', createdAt: 1, updatedAt: 3, n: 1 }));
+  assert.notEqual(again.get('a')!.version, a, 'a write changes it');
+  await again.close();
+});
+
 test('line without a string id in the middle or at the end -> StoreOpenError file:line', async () => {
   const dir = await tempDir();
   for (const [name, content, lineNo, reason] of [

@@ -28,15 +28,13 @@ import type { RecordHolder } from './recent-records.js';
 export class WrittenEntity implements StoredEntity, HeldChange, RecordHolder {
   readonly id: string;
   readonly json: string;
-  readonly #line: number;
   #stamp: ChangeStamp | undefined;
   /** The record `json` is the `JSON.stringify` of, until `releaseRecord`. */
   #made: EntityRecord | undefined;
 
-  constructor(id: string, json: string, line: number, stamp?: ChangeStamp, made?: EntityRecord) {
+  constructor(id: string, json: string, stamp?: ChangeStamp, made?: EntityRecord) {
     this.id = id;
     this.json = json;
-    this.#line = line;
     this.#stamp = stamp;
     this.#made = made;
   }
@@ -84,7 +82,7 @@ export class WrittenEntity implements StoredEntity, HeldChange, RecordHolder {
 
   /** Hashed once: a written entity is served and checked (`If-Match`) again and again. */
   get version(): string {
-    this.#version ??= versionOf(this.#line, this.json);
+    this.#version ??= contentVersion(this.json);
     return this.#version;
   }
 
@@ -104,17 +102,15 @@ export class LoadedEntity implements StoredEntity, HeldChange {
   readonly #buffer: Buffer;
   readonly #start: number;
   readonly #end: number;
-  readonly #line: number;
   readonly #idStart: number;
   readonly #idEnd: number;
   /** Where the line's stamp begins (`findStamp`), or -1 for a line without one. */
   readonly #stampAt: number;
 
-  constructor(buffer: Buffer, start: number, end: number, line: number, idStart: number, idEnd: number, stampAt = -1) {
+  constructor(buffer: Buffer, start: number, end: number, idStart: number, idEnd: number, stampAt = -1) {
     this.#buffer = buffer;
     this.#start = start;
     this.#end = end;
-    this.#line = line;
     this.#idStart = idStart;
     this.#idEnd = idEnd;
     this.#stampAt = stampAt;
@@ -161,7 +157,7 @@ export class LoadedEntity implements StoredEntity, HeldChange {
   }
 
   get version(): string {
-    return versionOf(this.#line, this.json);
+    return contentVersion(this.json);
   }
 
   bytes(): Uint8Array {
@@ -274,7 +270,18 @@ export function writeLine(target: Buffer, at: number, line: string): number {
   return next;
 }
 
-/** `<line>.<53-bit hash of json>` (cyrb53: cheap, and well spread for short strings). */
+/**
+ * A file store entity's version (its ETag's): a 53-bit hash of its JSON. Of the text alone, so
+ * that it is the same after a restart, a compaction, a first start that stamps the lines, and in a
+ * backup's copy (a line's number, once part of it, changes with each). Every write changes the
+ * text (`updatedAt`, at the least, or the fields); two states of one text are one representation,
+ * as a strong validator may say (RFC 9110 §8.8.1).
+ */
+export function contentVersion(json: string): string {
+  return versionOf(-1, json);
+}
+
+/** `<n>.<53-bit hash of json>` (cyrb53: cheap, and well spread for short strings); `n` -1: the hash alone. */
 export function versionOf(line: number, json: string): string {
   let h1 = 0xdeadbeef;
   let h2 = 0x41c6ce57;
@@ -286,5 +293,5 @@ export function versionOf(line: number, json: string): string {
   h1 = Math.imul(h1 ^ (h1 >>> 16), 2246822507) ^ Math.imul(h2 ^ (h2 >>> 13), 3266489909);
   h2 = Math.imul(h2 ^ (h2 >>> 16), 2246822507) ^ Math.imul(h1 ^ (h1 >>> 13), 3266489909);
   const hash = 4294967296 * (2097151 & h2) + (h1 >>> 0);
-  return `${line.toString(36)}.${base36(hash)}`;
+  return line < 0 ? base36(hash) : `${line.toString(36)}.${base36(hash)}`;
 }

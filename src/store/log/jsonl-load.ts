@@ -97,7 +97,7 @@ export async function loadLog(
         if (seq === 0) stampAt = -1;
         else answers.change(seq, buffer, r.objectStart, r.objectEnd);
         if (idHash !== undefined) {
-          index.put(new LoadedEntity(buffer, r.objectStart, r.objectEnd, line, r.idStart, r.idEnd, stampAt), idHash);
+          index.put(new LoadedEntity(buffer, r.objectStart, r.objectEnd, r.idStart, r.idEnd, stampAt), idHash);
         } else {
           const stamp = stampAt < 0 ? undefined : readStamp(buffer, stampAt, r.objectEnd);
           const id = r.idEscaped
@@ -108,7 +108,7 @@ export async function loadLog(
             deleted?.(id, stamp);
           } else {
             const json = stampAt < 0 ? buffer.toString('utf8', r.objectStart, r.objectEnd) : `${buffer.toString('utf8', r.objectStart, stampAt)}}`;
-            index.put(new WrittenEntity(id, json, line, stamp));
+            index.put(new WrittenEntity(id, json, stamp));
           }
         }
       }

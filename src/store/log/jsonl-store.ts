@@ -193,9 +193,8 @@ class JsonlLogStore implements JsonlStore {
     this.#writes = new WriteBatcher<LogEntity>(
       {
         get: (id) => index.get(id),
-        // A batch of keyed writes begins with its answers line, so its changes' lines come one later.
         // The entity holds its record until it is applied, and then as `#holdRecord` says.
-        entity: (record, n, answering) => new WrittenEntity(record.id, recordJson(record), file.lines + n + (answering ? 1 : 0), undefined, record),
+        entity: (record) => new WrittenEntity(record.id, recordJson(record), undefined, record),
         answers: answers.book,
         append: async (batch, types, keyed, answering) => {
           const started = performance.now();
