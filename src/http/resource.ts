@@ -11,7 +11,7 @@ import { checkEmbed, embedQuery } from '../conventions/relations.js';
 import type { Validator } from '../conventions/schema.js';
 import { StillLinkedError, type LinkIntegrity } from '../store/integrity.js';
 import type { KeyedWrite } from '../store/idempotency.js';
-import { QueryTimeoutError, StoreConflictError, type MaybePromise, type QueryResult, type Store, type StoredEntity } from '../store/store.js';
+import { IndexLimitError, QueryTimeoutError, StoreConflictError, type MaybePromise, type QueryResult, type Store, type StoredEntity } from '../store/store.js';
 import { collectionTemplates, entityTemplates, templateProperties, withTemplates, type TemplateProperty } from '../representations/hal-forms.js';
 import type { JsonSchema } from '../representations/openapi.js';
 import { LruMap } from '../structures/lru-map.js';
@@ -420,6 +420,7 @@ export class Resource {
   }
 
   #timeout(error: unknown): unknown {
+    if (error instanceof IndexLimitError) return new HttpProblem(400, `The query names a field this resource cannot index: ${error.message}`);
     if (!(error instanceof QueryTimeoutError)) return error;
     // RFC 9110 §10.2.3: the index the query started keeps building; a retry soon may succeed.
     return new HttpProblem(

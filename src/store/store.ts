@@ -202,6 +202,15 @@ export class QueryTimeoutError extends Error {
   override readonly name = 'QueryTimeoutError';
 }
 
+/**
+ * A query named a field beyond the number of fields a resource keeps indexes of
+ * (`MAX_FIELD_INDEXES`): each index holds a value for every entity and is kept current by every
+ * write, so their number is bounded as every long-lived thing is.
+ */
+export class IndexLimitError extends Error {
+  override readonly name = 'IndexLimitError';
+}
+
 /** `create` was given an id that already exists. */
 export class StoreConflictError extends Error {
   override readonly name = 'StoreConflictError';

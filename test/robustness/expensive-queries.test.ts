@@ -6,6 +6,7 @@ import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { gunzipSync } from 'node:zlib';
 import { describe, test } from 'node:test';
+import { MAX_FIELD_INDEXES } from '../../src/store/index/index-builds.js';
 import { createMemoryStore } from '../../src/store/memory-store.js';
 import type { EntityRecord, Store, StoredEntity } from '../../src/store/store.js';
 import { eventually } from '../helpers/process.js';
@@ -106,6 +107,21 @@ describe('cost of filters and sorts, in record parses', () => {
     const res = await s.request(`/items?${filters}`);
     assert.equal(res.status, 400);
     assert.match((await res.json()).detail, /at most 64 filters/);
+  });
+});
+
+describe('fields a resource keeps indexes of', () => {
+  test(`a client filtering and sorting on ever new fields of a resource without a schema -> ${MAX_FIELD_INDEXES} indexed, then a 400 problem; indexed fields still answer`, async () => {
+    const s = await startServer({ resources: [{ name: 'items', store: createMemoryStore(records(20)) }] });
+    for (let i = 0; i < MAX_FIELD_INDEXES; i++) {
+      const res = await s.request(i % 2 === 0 ? `/items?f${i}=x` : `/items?sort=f${i}`);
+      assert.equal(res.status, 200, `field ${i}`);
+    }
+    const refused = await s.request('/items?another=x');
+    assert.equal(refused.status, 400);
+    const body = (await refused.json()) as { detail: string };
+    assert.equal(body.detail, `The query names a field this resource cannot index: this resource already keeps indexes of ${MAX_FIELD_INDEXES} fields, and at most ${MAX_FIELD_INDEXES}: filter, sort and facet on fields it has indexed (a schema names the fields a resource has)`);
+    assert.equal((await s.request('/items?f0=x&sort=f1')).status, 200);
   });
 });
 

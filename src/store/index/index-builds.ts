@@ -1,5 +1,5 @@
 import { valueAt } from '../../conventions/query.js';
-import type { StoredEntity } from '../store.js';
+import { IndexLimitError, type StoredEntity } from '../store.js';
 import { FieldIndex, NO_ROW } from './field-index.js';
 import type { Rows } from './rows.js';
 import { CHECK_EVERY, runSliced, type Priority, type Slice, type Work } from './slices.js';
@@ -13,6 +13,13 @@ interface TextFill<E> {
   /** For rows written after the build indexed them: the entity it indexed (undefined: none). */
   readonly seen: Map<number, E | undefined>;
 }
+
+/**
+ * Fields of one resource that may have an index: each holds a value for every entity (about 1 MiB
+ * per 100,000) and is kept current by every write, so a client naming ever new fields in filters
+ * or sorts would otherwise grow them without end. With a schema, only its fields may be named.
+ */
+export const MAX_FIELD_INDEXES = 64;
 
 /**
  * The indexes a query engine reads: a field index per path and the text index, each built on
@@ -112,6 +119,11 @@ export class IndexBuilds<E extends StoredEntity> {
       else missing.set(name, path);
     }
     if (missing.size > 0) {
+      if (this.#fields.size + this.#building.size + missing.size > MAX_FIELD_INDEXES) {
+        return Promise.reject(
+          new IndexLimitError(`this resource already keeps indexes of ${this.#fields.size + this.#building.size} fields, and at most ${MAX_FIELD_INDEXES}: filter, sort and facet on fields it has indexed (a schema names the fields a resource has)`),
+        );
+      }
       const build = this.#build([...missing.values()]);
       for (const name of missing.keys()) this.#building.set(name, build);
       waits.push(build);
