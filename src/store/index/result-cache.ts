@@ -3,6 +3,8 @@ import type { Candidates } from './query-scans.js';
 
 /** Matches kept per query while the revision stays the same: later pages cost their length. */
 const RESULT_CACHE_BYTES = 64 * 1024 * 1024;
+/** What a kept result costs beyond its rows and key: the map's entry and the array's object. */
+const ENTRY_BYTES = 160;
 /** Searches whose candidates are kept per revision (each up to 4 bytes a row). */
 const MAX_SEARCHES = 16;
 
@@ -39,15 +41,20 @@ export class ResultCache {
     return this.#results.get(key);
   }
 
-  /** Keeps a query's matches, computed in this revision with no write landing meanwhile. */
+  /**
+   * Keeps a query's matches, computed in this revision with no write landing meanwhile. Weighed
+   * with its key (two bytes a character) and an entry's own cost: an empty result under a long key
+   * is not free, and thousands of them would otherwise be kept past the bound.
+   */
   keep(key: string, rows: Int32Array): void {
-    if (rows.byteLength > RESULT_CACHE_BYTES / 4) return;
-    if (this.#bytes + rows.byteLength > RESULT_CACHE_BYTES) {
+    const weight = rows.byteLength + 2 * key.length + ENTRY_BYTES;
+    if (weight > RESULT_CACHE_BYTES / 4) return;
+    if (this.#bytes + weight > RESULT_CACHE_BYTES) {
       this.#results.clear();
       this.#bytes = 0;
     }
     this.#results.set(key, rows);
-    this.#bytes += rows.byteLength;
+    this.#bytes += weight;
   }
 
   /** The candidates kept for a search's `searchKey`. */
