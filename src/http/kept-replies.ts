@@ -187,6 +187,8 @@ export class KeptReplies {
       if (variants.length >= MAX_VARIANTS) variants.shift();
       variants.push(variant);
     }
-    this.#targets.set(url, variants, variants.reduce((bytes, v) => bytes + v.reply.body.length, url.length));
+    // Weighed with the header values each variant is kept under: a client's long Accept or
+    // Authorization is held as long as the reply, and thousands of them would pass the bound unseen.
+    this.#targets.set(url, variants, variants.reduce((bytes, v) => bytes + v.reply.body.length + (v.accept?.length ?? 0) + (v.authorization?.length ?? 0), url.length));
   }
 }

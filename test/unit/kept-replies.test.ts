@@ -172,4 +172,15 @@ describe('KeptReplies', () => {
     const held = Array.from({ length: 40 }, (_, i) => i).filter((i) => kept.answer(get(`/items/${i}`)) !== undefined);
     assert.deepEqual(held, Array.from({ length: 15 }, (_, i) => 25 + i));
   });
+
+  test('the bound in bytes counts the Accept each reply is kept under: 4,000 replies of 2 bytes under 8 KiB Accepts -> at most 16 MiB of them held', () => {
+    const kept = new KeptReplies(clock, metrics);
+    const accept = (i: number): string => `application/json;x=${i};${'p'.repeat(8 * 1024)}`;
+    for (let i = 0; i < 4000; i++) kept.keep(get(`/items/${i}`, ['Host', 'h', 'Accept', accept(i)]), alice, '/items/{id}', entityReply('{}'));
+    const held = Array.from({ length: 4000 }, (_, i) => i).filter((i) => kept.answer(get(`/items/${i}`, ['Host', 'h', 'Accept', accept(i)])) !== undefined);
+    // About 8 KiB each: some 2,000 fit in 16 MiB, the latest.
+    assert.ok(held.length > 1500 && held.length < 2100, `${held.length} held`);
+    assert.equal(held.at(-1), 3999);
+    assert.ok(!held.includes(0));
+  });
 });
