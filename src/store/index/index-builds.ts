@@ -18,8 +18,10 @@ interface TextFill<E> {
  * Fields of one resource that may have an index: each holds a value for every entity (about 1 MiB
  * per 100,000) and is kept current by every write, so a client naming ever new fields in filters
  * or sorts would otherwise grow them without end. With a schema, only its fields may be named.
+ * Above what one query may name (64 filters and 32 sort keys: conventions/query.ts), so that every
+ * query the limits allow can be answered on a fresh server.
  */
-export const MAX_FIELD_INDEXES = 64;
+export const MAX_FIELD_INDEXES = 128;
 
 /**
  * The indexes a query engine reads: a field index per path and the text index, each built on
