@@ -104,6 +104,11 @@ export function recordJson(record: EntityRecord): string {
   return exactTexts.get(record) ?? JSON.stringify(record);
 }
 
+/** True when `recordJson(record)` is `JSON.stringify(record)`: no text was given for it. */
+export function isSerialised(record: EntityRecord): boolean {
+  return !exactTexts.has(record);
+}
+
 /** `record`, to be written as `text` (the same entity: the text of which the record is the parse). */
 export function withText(record: EntityRecord, text: string): EntityRecord {
   exactTexts.set(record, text);

@@ -308,9 +308,13 @@ export class Resource {
           const merged = mergePatch(record, patch, SERVER_MANAGED) as ClientFields;
           if (this.#mergedLimits !== undefined) checkMergedLimits(merged, this.#mergedLimits);
           this.#check(merged);
-          // Written as the stored text patched, so that what the patch left alone keeps its bytes.
           const patched = replacedRecord(record, now, merged);
-          const text = patchedText(current.json, patch, now);
+          // Text halserve wrote is its record serialised, and so is the patched record's: nothing
+          // the patch left alone changes. Other text (written by hand, imported: numbers past 2^53,
+          // escapes, key order) is patched as text, so that its untouched members keep their bytes.
+          const stored = current.json;
+          if (current.serialised === true || JSON.stringify(record) === stored) return patched;
+          const text = patchedText(stored, patch, now);
           return text === undefined ? patched : withText(patched, text);
         }, keyed),
       );

@@ -1,4 +1,4 @@
-import { recordJson } from '../conventions/entity.js';
+import { isSerialised, recordJson } from '../conventions/entity.js';
 import { HeldDelete, LocalChangeLog, type HeldChange } from './changes/local-feed.js';
 import { MaterialisedIndex } from './index/materialised-index.js';
 import { AnswerBook, type AnswerBookOptions, type KeyedWrite, type WriteOutcome } from './idempotency.js';
@@ -54,6 +54,7 @@ export function createMemoryStore(initial: Iterable<EntityRecord> = [], options:
       id: record.id,
       record,
       json: recordJson(record),
+      serialised: isSerialised(record),
       version: (++writes).toString(36),
     });
   };

@@ -27,9 +27,14 @@ export interface EntityRecord {
 export interface StoredEntity {
   readonly id: string;
   readonly record: EntityRecord;
-  /** `JSON.stringify(record)` as stored. A store may decode it from its log on each access. */
+  /**
+   * The record's JSON text as stored: `JSON.stringify(record)`, or the text as written (a line
+   * written by hand, or a PATCH of one: `patchedText`). A store may decode it from its log on each access.
+   */
   readonly json: string;
-  /** Opaque; different after every write of this entity (ETags are built from it). */
+  /** True when `json` is known to be `JSON.stringify(record)` (the store serialised the record itself). */
+  readonly serialised?: boolean;
+  /** Opaque; different whenever the entity's content changes (ETags are built from it). */
   readonly version: string;
   /**
    * The values at these paths (as `valueAt(record, path)` gives them), for a store that can read

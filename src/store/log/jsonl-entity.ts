@@ -32,9 +32,13 @@ export class WrittenEntity implements StoredEntity, HeldChange, RecordHolder {
   /** The record `json` is the `JSON.stringify` of, until `releaseRecord`. */
   #made: EntityRecord | undefined;
 
-  constructor(id: string, json: string, stamp?: ChangeStamp, made?: EntityRecord) {
+  /** True when `json` is `JSON.stringify` of the record it was written from (`StoredEntity.serialised`). */
+  readonly serialised: boolean;
+
+  constructor(id: string, json: string, stamp?: ChangeStamp, made?: EntityRecord, serialised = false) {
     this.id = id;
     this.json = json;
+    this.serialised = serialised;
     this.#stamp = stamp;
     this.#made = made;
   }

@@ -1,4 +1,4 @@
-import { recordJson } from '../../conventions/entity.js';
+import { isSerialised, recordJson } from '../../conventions/entity.js';
 import { basename, dirname } from 'node:path';
 import { tombstoneLine, type ChangeStamp } from '../changes/change-stamp.js';
 import { ascendingOrder } from '../changes/change-order.js';
@@ -194,7 +194,7 @@ class JsonlLogStore implements JsonlStore {
       {
         get: (id) => index.get(id),
         // The entity holds its record until it is applied, and then as `#holdRecord` says.
-        entity: (record) => new WrittenEntity(record.id, recordJson(record), undefined, record),
+        entity: (record) => new WrittenEntity(record.id, recordJson(record), undefined, record, isSerialised(record)),
         answers: answers.book,
         append: async (batch, types, keyed, answering) => {
           const started = performance.now();
