@@ -76,7 +76,8 @@ export const methodNotAllowed = (method: string, allow: readonly string[]): Http
   new HttpProblem(405, `Method ${method} is not allowed here; allowed: ${allow.join(', ')}`, {}, { allow: allow.join(', ') });
 
 export const notAcceptable = (offered: readonly string[]): HttpProblem =>
-  new HttpProblem(406, `Expecting an Accept header that allows one of the ${offered.join(', ')}`);
+  // The answer depends on Accept, as the 200 would (RFC 9110 §12.5.5).
+  new HttpProblem(406, `Expecting an Accept header that allows one of the ${offered.join(', ')}`, {}, { vary: 'Accept' });
 
 /** docs/conventions.md §7: a page outside the collection's range. */
 export const pageOutOfRange = (pages: number, page: number): HttpProblem =>

@@ -320,7 +320,7 @@ const SERVED_TYPES: ReadonlyMap<string, string> = new Map([
 /** RFC 9110 §15.5.7: the route has no templates, and the client takes nothing else. */
 function formsNotHere(pattern: string): HttpProblem {
   const served = SERVED_TYPES.get(pattern) ?? `${HAL_JSON} or ${JSON_TYPE}`;
-  return new HttpProblem(406, `HAL-FORMS (${HAL_FORMS}) is served on collections and entities only; ask this route for ${served}`);
+  return new HttpProblem(406, `HAL-FORMS (${HAL_FORMS}) is served on collections and entities only; ask this route for ${served}`, {}, { vary: 'Accept' });
 }
 
 /** The change log every store reports to, when they share one (local stores made together). */

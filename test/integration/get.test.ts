@@ -313,11 +313,12 @@ describe('content negotiation (docs/conventions.md §5)', () => {
   }
 
   for (const accept of ['image/png', 'application/json;q=0, application/hal+json;q=0']) {
-    test(`Accept: ${accept} -> 406 problem`, async () => {
+    test(`Accept: ${accept} -> 406 problem, Vary: Accept`, async () => {
       const s = await startItems(records(1));
       const res = await s.request('/items', { headers: { accept } });
       assert.equal(res.status, 406);
       assert.equal(res.headers.get('content-type'), 'application/problem+json');
+      assert.equal(res.headers.get('vary'), 'Accept');
       assert.deepEqual(await res.json(), {
         type: RFC2616,
         title: 'Not Acceptable',

@@ -186,6 +186,7 @@ describe('HAL-FORMS asked where there are no templates', () => {
       const res = await s.request(path, { headers: forms });
       assert.equal(res.status, 406);
       assert.equal(res.headers.get('content-type'), 'application/problem+json');
+      assert.equal(res.headers.get('vary'), 'Accept');
       assert.deepEqual(await res.json(), {
         type: RFC2616,
         title: 'Not Acceptable',
