@@ -11,7 +11,7 @@ describe('problem documents (docs/conventions.md §7)', () => {
     [problems.forbidden('f'), { type: TYPE, title: 'Forbidden', detail: 'f', status: 403 }, {}],
     [problems.notFound('n'), { type: TYPE, title: 'Not Found', detail: 'n', status: 404 }, {}],
     [problems.methodNotAllowed('PUT', ['GET', 'HEAD']), { type: TYPE, title: 'Method Not Allowed', detail: 'Method PUT is not allowed here; allowed: GET, HEAD', status: 405 }, { allow: 'GET, HEAD' }],
-    [problems.notAcceptable(['a/b']), { type: TYPE, title: 'Not Acceptable', detail: 'Expecting an Accept header that allows one of the a/b', status: 406 }, {}],
+    [problems.notAcceptable(['a/b']), { type: TYPE, title: 'Not Acceptable', detail: 'Expecting an Accept header that allows one of the a/b', status: 406 }, { vary: 'Accept' }],
     [problems.pageOutOfRange(3, 9), { type: TYPE, title: 'Conflict', detail: 'requested page is out of range', status: 409, pages: 3, page: 9 }, {}],
     [problems.preconditionFailed('p'), { type: TYPE, title: 'Precondition Failed', detail: 'p', status: 412 }, {}],
     [problems.payloadTooLarge(10), { type: TYPE, title: 'Payload Too Large', detail: 'Request body is larger than the limit of 10 bytes', status: 413 }, {}],
