@@ -424,7 +424,8 @@ export class Resource {
   }
 
   #timeout(error: unknown): unknown {
-    if (error instanceof IndexLimitError) return new HttpProblem(400, `The query names a field this resource cannot index: ${error.message}`);
+    // Every index is read by a query under way: one goes once they are answered (index-builds.ts).
+    if (error instanceof IndexLimitError) return new HttpProblem(503, `The query names a field with no index yet, and ${error.message}: try again shortly`, {}, { 'retry-after': '1' });
     if (!(error instanceof QueryTimeoutError)) return error;
     // RFC 9110 §10.2.3: the index the query started keeps building; a retry soon may succeed.
     return new HttpProblem(

@@ -208,9 +208,10 @@ export class QueryTimeoutError extends Error {
 }
 
 /**
- * A query named a field beyond the number of fields a resource keeps indexes of
- * (`MAX_FIELD_INDEXES`): each index holds a value for every entity and is kept current by every
- * write, so their number is bounded as every long-lived thing is.
+ * A query named a field with no index while a resource keeps as many as it may
+ * (`MAX_FIELD_INDEXES`: each holds a value for every entity and is kept current by every write, so
+ * their number is bounded as every long-lived thing is) and each of them is read by a query under
+ * way, so none can go yet.
  */
 export class IndexLimitError extends Error {
   override readonly name = 'IndexLimitError';

@@ -15,11 +15,12 @@ interface TextFill<E> {
 }
 
 /**
- * Fields of one resource that may have an index: each holds a value for every entity (about 1 MiB
- * per 100,000) and is kept current by every write, so a client naming ever new fields in filters
- * or sorts would otherwise grow them without end. With a schema, only its fields may be named.
- * Above what one query may name (64 filters and 32 sort keys: conventions/query.ts), so that every
- * query the limits allow can be answered on a fresh server.
+ * Fields of one resource that may have an index at once: each holds a value for every entity
+ * (about 1 MiB per 100,000) and is kept current by every write, so a client naming ever new fields
+ * in filters or sorts would otherwise grow them without end. Past it, the index used least lately
+ * goes (a query naming its field again builds it again), never one that a query under way reads.
+ * Above what one query may name (64 filters, 32 sort keys and 8 facets: conventions/query.ts), so
+ * that every query the limits allow can be answered.
  */
 export const MAX_FIELD_INDEXES = 128;
 
@@ -37,6 +38,14 @@ export const MAX_FIELD_INDEXES = 128;
 export class IndexBuilds<E extends StoredEntity> {
   readonly #rows: Rows<E>;
   readonly #fields = new Map<string, FieldIndex>();
+  /** When each built index was last asked for (`#uses` at the time): the one asked for least lately goes first. */
+  readonly #lastUse = new Map<string, number>();
+  #uses = 0;
+  /**
+   * Fields read by queries under way between their turns (`pin`), with how many of them: their
+   * indexes are never let go of, since such a query reads them again when it resumes.
+   */
+  readonly #pinned = new Map<string, number>();
   /** Fields being built, and the rows written meanwhile (to refresh once the build ends). */
   readonly #building = new Map<string, Promise<void>>();
   #touched: Set<number> | undefined;
@@ -73,6 +82,37 @@ export class IndexBuilds<E extends StoredEntity> {
    */
   wait(paths: readonly (readonly string[])[], text: boolean): Promise<void> | undefined {
     return this.#ensure(paths) ?? (text ? this.#ensureText() : undefined);
+  }
+
+  /**
+   * Holds the indexes of `paths` (built or to be built) until the returned function is called: a
+   * query that did not finish in its first turn pins the fields it names, so that no other query
+   * lets go of their indexes while it waits (`#ensure`). A query answered in one turn needs no
+   * pin: nothing else runs meanwhile.
+   */
+  pin(paths: readonly (readonly string[])[]): () => void {
+    const names = paths.map(key);
+    for (const name of names) this.#pinned.set(name, (this.#pinned.get(name) ?? 0) + 1);
+    let held = true;
+    return () => {
+      if (!held) return;
+      held = false;
+      for (const name of names) {
+        const count = this.#pinned.get(name)! - 1;
+        if (count === 0) this.#pinned.delete(name);
+        else this.#pinned.set(name, count);
+      }
+    };
+  }
+
+  /** Whether the index of `path` is built (asking does not count as a use). */
+  isBuilt(path: readonly string[]): boolean {
+    return this.#fields.has(key(path));
+  }
+
+  /** How many field indexes are built (at most `MAX_FIELD_INDEXES`). */
+  get fieldCount(): number {
+    return this.#fields.size;
   }
 
   /**
@@ -113,17 +153,22 @@ export class IndexBuilds<E extends StoredEntity> {
   #ensure(paths: readonly (readonly string[])[]): Promise<void> | undefined {
     const missing = new Map<string, readonly string[]>();
     const waits: Promise<void>[] = [];
+    const use = ++this.#uses;
     for (const path of paths) {
       const name = key(path);
-      if (this.#fields.has(name)) continue;
+      if (this.#fields.has(name)) {
+        this.#lastUse.set(name, use);
+        continue;
+      }
       const building = this.#building.get(name);
       if (building) waits.push(building);
       else missing.set(name, path);
     }
     if (missing.size > 0) {
-      if (this.#fields.size + this.#building.size + missing.size > MAX_FIELD_INDEXES) {
+      const over = this.#fields.size + this.#building.size + missing.size - MAX_FIELD_INDEXES;
+      if (over > 0 && !this.#letGo(over, use)) {
         return Promise.reject(
-          new IndexLimitError(`this resource already keeps indexes of ${this.#fields.size + this.#building.size} fields, and at most ${MAX_FIELD_INDEXES}: filter, sort and facet on fields it has indexed (a schema names the fields a resource has)`),
+          new IndexLimitError(`this resource keeps indexes of at most ${MAX_FIELD_INDEXES} fields, and every one is being built or read by a query under way`),
         );
       }
       const build = this.#build([...missing.values()]);
@@ -131,6 +176,24 @@ export class IndexBuilds<E extends StoredEntity> {
       waits.push(build);
     }
     return waits.length === 0 ? undefined : Promise.all(waits).then(() => undefined);
+  }
+
+  /**
+   * Lets go of the `count` indexes asked for least lately, but for those read by queries under way
+   * (`pin`) or by the query asking (its fields were marked with `use`); false, letting go of
+   * none, when fewer than `count` may go.
+   */
+  #letGo(count: number, use: number): boolean {
+    const free: [name: string, last: number][] = [];
+    for (const [name, last] of this.#lastUse) if (last !== use && !this.#pinned.has(name)) free.push([name, last]);
+    if (free.length < count) return false;
+    free.sort((a, b) => a[1] - b[1]);
+    for (let i = 0; i < count; i++) {
+      const name = free[i]![0];
+      this.#fields.delete(name);
+      this.#lastUse.delete(name);
+    }
+    return true;
   }
 
   async #build(paths: readonly (readonly string[])[]): Promise<void> {
@@ -150,7 +213,9 @@ export class IndexBuilds<E extends StoredEntity> {
           const entity = this.#rows.at(row);
           field.apply(row, entity === undefined ? NO_ROW : entity.record);
         }
-        this.#fields.set(key(field.path), field);
+        const name = key(field.path);
+        this.#fields.set(name, field);
+        this.#lastUse.set(name, this.#uses);
       }
     } finally {
       for (const name of names) this.#building.delete(name);

@@ -84,12 +84,22 @@ export class QueryEngine<E extends StoredEntity> {
   /** The matching entities of a query and their count (and its facets); synchronous when the work fits in one slice. */
   query(query: StoreQuery): EngineAnswer<E> | Promise<EngineAnswer<E>> {
     const answer = runSliced((slice) => this.#answerWithFacets(query, slice), query.deadline ?? Infinity, () => this.#rows.layout);
-    return answer instanceof Promise ? answer.then((a) => this.#entities(a)) : this.#entities(answer);
+    return answer instanceof Promise ? this.#pinned(query, answer).then((a) => this.#entities(a)) : this.#entities(answer);
   }
 
   /** The facets of a query without its page: for a store that answers the page of a plain query itself. */
   facets(query: StoreQuery): FacetCount[][] | Promise<FacetCount[][]> {
-    return runSliced((slice) => this.#facets(query, slice), query.deadline ?? Infinity, () => this.#rows.layout);
+    const counts = runSliced((slice) => this.#facets(query, slice), query.deadline ?? Infinity, () => this.#rows.layout);
+    return counts instanceof Promise ? this.#pinned(query, counts) : counts;
+  }
+
+  /**
+   * A query that did not finish in its first turn holds the indexes of the fields it names until it
+   * settles (`IndexBuilds.pin`). Pinned as soon as its first turn ends, before anything else runs.
+   */
+  #pinned<T>(query: StoreQuery, answer: Promise<T>): Promise<T> {
+    const release = this.#builds.pin([...query.filters.map((f) => f.path), ...query.sort.map((k) => k.path), ...(query.facets ?? [])]);
+    return answer.finally(release);
   }
 
   #entities(answer: RowAnswer): EngineAnswer<E> {
