@@ -39,13 +39,15 @@ timings=()
 since() { awk -v a="$1" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.2f", b - a }'; }
 
 # --- 1. tools -----------------------------------------------------------------------------------
+# postgresql: test/container/postgres.test.ts runs a throwaway cluster on the host (no image can be pulled).
 packages=(podman buildah debootstrap runc fuse-overlayfs slirp4netns uidmap ca-certificates
-  podman-compose netavark aardvark-dns iptables)
+  podman-compose netavark aardvark-dns iptables postgresql)
 need_install=0
 for cmd in podman buildah debootstrap runc fuse-overlayfs slirp4netns podman-compose iptables; do
   command -v "$cmd" >/dev/null || need_install=1
 done
 [[ -x /usr/lib/podman/netavark && -x /usr/lib/podman/aardvark-dns ]] || need_install=1
+[[ -x /usr/lib/postgresql/15/bin/initdb ]] || need_install=1
 if ((need_install)); then
   ((EUID == 0)) || die "podman and debootstrap are missing and installing them needs root: apt-get install ${packages[*]}"
   log "installing ${packages[*]}"
