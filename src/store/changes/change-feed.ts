@@ -43,3 +43,10 @@ export class CursorMalformedError extends Error {
 export class CursorExpiredError extends Error {
   override readonly name = 'CursorExpiredError';
 }
+
+/**
+ * The error for a well-formed cursor of another data set (a copy's, another database's): it cannot
+ * resume here, whatever its position, so it is answered as an expired one (410, list again).
+ * `how` says how the two data sets came apart.
+ */
+export const otherDataSet = (cursor: string, how: string): CursorExpiredError => new CursorExpiredError(`cursor ${cursor} is of another data set (${how})`);

@@ -1,7 +1,7 @@
 import { Followers } from '../followers.js';
 import type { ChangeListener, ChangeType, StoreChange, StoredEntity } from '../store.js';
 import { ChangeOrder } from './change-order.js';
-import { CursorExpiredError, CursorMalformedError, type ChangeFeed, type FeedPage } from './change-feed.js';
+import { CursorExpiredError, CursorMalformedError, otherDataSet, type ChangeFeed, type FeedPage } from './change-feed.js';
 
 /**
  * A change as a local log holds it: the latest change of a live entity (the log's entity itself,
@@ -326,7 +326,7 @@ export class LocalChangeLog implements ChangeFeed {
     const position = readPosition(since, this.#dataset);
     if (position === undefined) throw new CursorMalformedError(`${JSON.stringify(since)} is not a cursor of this server's changes`);
     // A copy's cursors name it, so that one of its original (or of another copy) cannot resume here.
-    if (position === 'other') throw new CursorExpiredError(`cursor ${since} is of another data set (this one was copied from it, or it from this one)`);
+    if (position === 'other') throw otherDataSet(since, 'this one was copied from it, or it from this one');
     const { seq, horizon } = position;
     if (seq > this.#published) throw new CursorMalformedError(`cursor ${since} is after the latest change (${this.latest}): it is not one of this data set's`);
     // `cursorOf` names a horizon only above the change, and never one not yet forgotten.
