@@ -143,6 +143,9 @@ test('cursors of a named data set -> <name>-<seq>; another data set\'s -> "other
     ['abc', undefined, undefined],
     ['123.4', 'b0123abcd', 'other'],
     ['123.4', undefined, undefined],
+    // A PostgreSQL database's cursor, named with its data set: another data set's on a named directory.
+    ['p0123456789abcdef-123.4', 'b0123abcd', 'other'],
+    ['p0123456789abcdef-123.4', undefined, undefined],
     ['B0123abcd-5', 'b0123abcd', undefined],
   ];
   for (const [cursor, dataset, expected] of cases) assert.equal(readCursor(cursor, dataset), expected, `${cursor} in ${dataset}`);

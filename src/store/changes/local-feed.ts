@@ -49,8 +49,11 @@ export function parseCursor(cursor: string): number | undefined {
 export const DATASET = /^[a-z][a-z0-9]{3,39}$/;
 /** A cursor of a named data set: `<dataset>-<seq>`. */
 const NAMED_CURSOR = /^([a-z][a-z0-9]{3,39})-(0|[1-9][0-9]{0,15})$/;
-/** A cursor of a PostgreSQL data set, `<tx>.<pos>` (pg-cursor.ts): a copy of one is told it apart. */
-const DATABASE_CURSOR = /^(0|[1-9][0-9]{0,19})\.(0|[1-9][0-9]{0,19})$/;
+/**
+ * A cursor of a PostgreSQL data set, `<dataset>-<tx>.<pos>` (`<tx>.<pos>` from a halserve before
+ * databases were named; pg-cursor.ts): a copy of one is told it apart.
+ */
+const DATABASE_CURSOR = /^(?:[a-z][a-z0-9]{3,39}-)?(0|[1-9][0-9]{0,19})\.(0|[1-9][0-9]{0,19})$/;
 
 /**
  * The horizon a cursor of a change older than the newest forgotten delete carries: `_<forgotten>`
