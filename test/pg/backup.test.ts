@@ -40,7 +40,8 @@ test('a writer running on PostgreSQL -> the copy is one cursor of the feed; hals
   await writer.stop();
   assert.equal(run.code, 0, run.stderr);
   const cursor = run.stdout.trimEnd().split('\n').at(-1)!;
-  assert.match(cursor, /^[0-9]+\.[0-9]+$/);
+  // Named as the server's cursors are: the database's data set, then (tx, pos).
+  assert.match(cursor, /^p[0-9a-f]{16}-[0-9]+\.[0-9]+$/);
   assert.match(run.stdout, /no write waited/);
 
   assert.deepEqual((await readdir(dest)).sort(), ['_changes', 'items.jsonl', 'items.schema.json', 'notes.jsonl', 'notes.schema.json', 'orders.jsonl']);

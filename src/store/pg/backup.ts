@@ -11,20 +11,21 @@
  * `(tx, pos)` it shows (pg-cursor.ts): the feed reads a row only once its `tx` is below the xmin,
  * and every later change has a `tx` at or above `h`. Otherwise the snapshot is not one cursor, and
  * the caller tries again: halserve's transactions are single short statements, so such moments
- * pass in milliseconds. Nothing is locked and no write waits.
+ * pass in milliseconds. Nothing is locked and no write waits. The cursor carries the database's
+ * data set name (layout.ts), read in the same snapshot, as the server's cursors do.
  */
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { eachBatch, type Sql } from './driver.js';
 import { SCHEMA } from './layout.js';
-import { PG_CURSOR_ORIGIN } from './pg-changes.js';
+import { formatPgCursor, pgCursorOrigin } from './pg-cursor.js';
 import { LOG_EXTENSION } from '../log/data-dir.js';
 
 /** Rows fetched, and written, at a time. */
 const CURSOR_ROWS = 10_000;
 
 export interface DatabaseCopy {
-  /** The cursor of the feed the copy is at. */
+  /** The cursor of the feed the copy is at, as a server on the database hands it out (`<dataset>-<tx>.<pos>`). */
   readonly cursor: string;
   /** Every resource with a row (an empty file for one whose rows are all deleted), with its live entities. */
   readonly resources: readonly { readonly name: string; readonly entities: number }[];
@@ -35,7 +36,8 @@ const COPY_STATEMENT = `
 WITH s AS MATERIALIZED (SELECT pg_snapshot_xmin(pg_current_snapshot()) AS h)
 SELECT 0 AS k, NULL::text AS resource, NULL::bigint AS pos, json_build_object(
   'late', EXISTS (SELECT 1 FROM ${SCHEMA}.entities, s WHERE tx >= s.h),
-  'last', (SELECT tx::text || '.' || pos FROM ${SCHEMA}.entities ORDER BY tx DESC, pos DESC LIMIT 1),
+  'last', (SELECT json_build_array(tx::text, pos::text) FROM ${SCHEMA}.entities ORDER BY tx DESC, pos DESC LIMIT 1),
+  'dataset', (SELECT value FROM ${SCHEMA}.meta WHERE key = 'dataset'),
   'resources', (SELECT coalesce(json_agg(DISTINCT resource), '[]'::json) FROM ${SCHEMA}.entities)
 )::text AS body
 UNION ALL
@@ -44,7 +46,10 @@ ORDER BY k, resource, pos`;
 
 interface Header {
   readonly late: boolean;
-  readonly last: string | null;
+  /** The `(tx, pos)` of the latest change, as text. */
+  readonly last: [string, string] | null;
+  /** The data set's name (none in a database no halserve that names them has started on: its cursors have none either). */
+  readonly dataset: string | null;
   readonly resources: string[];
 }
 
@@ -101,7 +106,8 @@ export async function copyDatabase(sql: Sql, dir: string, nameProblem: (name: st
     for (const name of header.resources) await open(name);
     for (const file of files.values()) await file.handle.sync();
     const resources = [...files].map(([name, file]) => ({ name, entities: file.entities })).sort((a, b) => (a.name < b.name ? -1 : 1));
-    return { cursor: header.last ?? PG_CURSOR_ORIGIN, resources };
+    const dataset = header.dataset ?? undefined;
+    return { cursor: header.last === null ? pgCursorOrigin(dataset) : formatPgCursor(dataset, header.last[0], header.last[1]), resources };
   } finally {
     await Promise.all([...files.values()].map((file) => file.handle.close().catch(() => {})));
   }

@@ -5,7 +5,8 @@
 import { StoreOpenError } from '../store.js';
 import { DRIVER_OPTIONS, loadDriver, type PgOptions, type Sql } from './driver.js';
 import { CREATE_FUNCTION_QUERY, CREATE_FUNCTION_SETUP } from './create-function.js';
-import { ANSWERS_AT_BTREE_QUERY, ANSWERS_AT_MIGRATION, ANSWERS_TABLE, ANSWERS_TABLE_DDL, DELETED_AT_DDL, DELETED_AT_QUERY, LAYOUT_DDL, LAYOUT_LOCK, LAYOUT_VERSION, LAYOUT_VERSION_QUERY, SCHEMA } from './layout.js';
+import { ANSWERS_AT_BTREE_QUERY, ANSWERS_AT_MIGRATION, ANSWERS_TABLE, ANSWERS_TABLE_DDL, DATASET_MIGRATION, DATASET_QUERY, DELETED_AT_DDL, DELETED_AT_QUERY, LAYOUT_DDL, LAYOUT_LOCK, LAYOUT_VERSION, LAYOUT_VERSION_QUERY, SCHEMA, UNNAMED_CURSORS } from './layout.js';
+import type { PgDataset } from './pg-cursor.js';
 
 /** Connections of one process: the writers of every resource, the change feed and the loader share them. */
 const POOL_SIZE = 8;
@@ -235,5 +236,19 @@ export async function prepareLayout(sql: Sql, where: string, create: boolean): P
   // The function batches of creates run (create-function.ts), in a database of any age.
   const [createFunction] = await sql.unsafe<{ present: boolean }[]>(CREATE_FUNCTION_QUERY);
   if (!createFunction?.present && create) await sql.unsafe(CREATE_FUNCTION_SETUP);
+  // A database laid out before data sets were named gets its name (layout.ts); asked first, as
+  // the others, so that a start on a named database writes nothing.
+  if ((await readDataset(sql)).name === undefined && create) await sql.unsafe(DATASET_MIGRATION.join(';\n'));
   return true;
+}
+
+/**
+ * The data set's name and whether unnamed cursors resume (layout.ts), as the database holds them
+ * now; no name in a database laid out by an earlier halserve that no writing process of this one
+ * has started on yet.
+ */
+export async function readDataset(sql: Sql): Promise<PgDataset> {
+  const rows = await sql.unsafe<{ key: string; value: string }[]>(DATASET_QUERY);
+  const value = (key: string): string | undefined => rows.find((row) => row.key === key)?.value;
+  return { name: value('dataset'), unnamedResume: value(UNNAMED_CURSORS) !== undefined };
 }

@@ -15,7 +15,11 @@
  * Publishing acts as the writes a client would make, so that every running process's change feed
  * applies it: an id in both is replaced in place where it differs (rev + 1, its place in the order
  * kept, as a PUT), an id only in the database is deleted (a tombstone, as a DELETE), an id only in
- * the file is created at the end of the order. A resource the database holds live entities of is
+ * the file is created at the end of the order. So an import, `--replace` included, adds to the
+ * database's history and rewrites none of it: the data set keeps its name (layout.ts), and a
+ * cursor handed out before resumes and reads the import's changes — unlike `export --replace` on
+ * files, whose logs are a new history and get a new name (`ChangesFile.renew`). An import into a
+ * new database lays it out, which names it. A resource the database holds live entities of is
  * refused, skipped or replaced (`ExistingPolicy`); with `refuse`, publishing checks again that
  * none has appeared meanwhile.
  */

@@ -74,12 +74,45 @@ export const ANSWERS_AT_MIGRATION: readonly string[] = [
 /** The constraint a second answer to one key breaks (SQLSTATE 23505). */
 export const ANSWERS_KEY_CONSTRAINT = 'answers_pkey';
 
-/** Creates the schema, table, indexes and trigger when absent. Run inside one transaction. */
+/**
+ * The data set's name, `halserve.meta`'s row `dataset`: every cursor of the database carries it
+ * (pg-cursor.ts), so that a cursor handed out by another database — another one, or this one
+ * before its layout was made anew — is told apart (410) instead of resuming at a position that
+ * means something else here. Made with the layout, in its transaction, and never changed: every
+ * process serving the database reads the same one, at every start. `p` and 16 hexadecimal digits
+ * of a version-4 UUID (60 random bits; the 13th digit is the version), a name as a data
+ * directory's (local-feed.ts `DATASET`). Inserted only when absent: run again, or by several
+ * processes at once, the first stays.
+ */
+export const DATASET_DDL = `INSERT INTO ${SCHEMA}.meta (key, value) SELECT 'dataset', 'p' || left(replace(gen_random_uuid()::text, '-', ''), 16) ON CONFLICT (key) DO NOTHING`;
+/**
+ * The row that lets cursors without a name resume (pg-cursor.ts `PgDataset.unnamedResume`): a
+ * database laid out by an earlier halserve handed them out, and its clients' cursors must go on
+ * resuming across the upgrade. Never set on a database laid out with its name.
+ */
+export const UNNAMED_CURSORS = 'unnamed_cursors';
+/**
+ * A database laid out before data sets were named gets its name on the first start of a writing
+ * process, with `UNNAMED_CURSORS`, only where no name is there yet (a process that ran this first
+ * made it, and the row with it). Run inside one transaction; the layout lock serialises processes
+ * starting at once, and each statement after it sees what the one before committed.
+ */
+export const DATASET_MIGRATION: readonly string[] = [
+  `SELECT pg_advisory_xact_lock(${LAYOUT_LOCK})`,
+  `INSERT INTO ${SCHEMA}.meta (key, value) SELECT '${UNNAMED_CURSORS}', 'resume'
+   WHERE NOT EXISTS (SELECT 1 FROM ${SCHEMA}.meta WHERE key = 'dataset') ON CONFLICT (key) DO NOTHING`,
+  DATASET_DDL,
+];
+/** The data set's name and whether unnamed cursors resume, as rows `(key, value)`. */
+export const DATASET_QUERY = `SELECT key, value FROM ${SCHEMA}.meta WHERE key IN ('dataset', '${UNNAMED_CURSORS}')`;
+
+/** Creates the schema, table, indexes and trigger when absent, and names the data set. Run inside one transaction. */
 export const LAYOUT_DDL: readonly string[] = [
   `SELECT pg_advisory_xact_lock(${LAYOUT_LOCK})`,
   `CREATE SCHEMA IF NOT EXISTS ${SCHEMA}`,
   `CREATE TABLE IF NOT EXISTS ${SCHEMA}.meta (key text PRIMARY KEY, value text NOT NULL)`,
   `INSERT INTO ${SCHEMA}.meta (key, value) VALUES ('layout', '${LAYOUT_VERSION}') ON CONFLICT (key) DO NOTHING`,
+  DATASET_DDL,
   `CREATE SEQUENCE IF NOT EXISTS ${SCHEMA}.creation`,
   `CREATE TABLE IF NOT EXISTS ${SCHEMA}.entities (
      resource text NOT NULL,

@@ -2,14 +2,14 @@ import type { AnswerBookOptions } from '../idempotency.js';
 import type { RelationGraph } from '../../conventions/relations.js';
 import type { LinkIntegrity } from '../integrity.js';
 import { StoreOpenError } from '../store.js';
-import { connect, reason, type ConnectOptions, type Database } from './connection.js';
+import { connect, readDataset, reason, type ConnectOptions, type Database } from './connection.js';
 import { ChangeFeed, isOwn, type FeedItem } from './feed.js';
 import { OwnWrites } from './own-writes.js';
 import { loadRows } from './loader.js';
 import { RowEntity } from './pg-entity.js';
 import { PgLinkIntegrity, prepareLinks, writerLinks } from './pg-integrity.js';
-import { PG_CURSOR_ORIGIN, PgChangeFeed, rowTime } from './pg-changes.js';
-import { formatPgCursor, parsePgCursor, type PgCursor } from './pg-cursor.js';
+import { PgChangeFeed, rowTime } from './pg-changes.js';
+import { comparePgCursors, formatPgCursor, pgCursorOrigin, type PgCursor, type PgDataset } from './pg-cursor.js';
 import { PgStore } from './pg-store.js';
 import { SCHEMA } from './layout.js';
 import { ReaderClock, Replica, type FedChange, type RowState } from './replica.js';
@@ -61,9 +61,18 @@ export async function openPostgres(options: PostgresOptions): Promise<PostgresSt
   const { warn } = options;
   const database = await connect(options);
   const { where } = database;
+  // The data set's name (connect made sure there is one), before any cursor is made: every
+  // process on the database reads the same, and so hands out the same cursor for a change.
+  let dataset: PgDataset;
+  try {
+    dataset = await readDataset(database.sql);
+  } catch (error) {
+    await database.sql.end({ timeout: 1 }).catch(() => {});
+    throw new StoreOpenError(`cannot read the data set's name from PostgreSQL at ${where}: ${reason(error)}`);
+  }
   const readers = new ReaderClock();
   const replicas = new Map<string, Replica>();
-  for (const name of options.resources) replicas.set(name, new Replica(readers, name, warn));
+  for (const name of options.resources) replicas.set(name, new Replica(readers, name, warn, dataset.name));
   const skipped = new Set<string>();
   /** A resource met in the table: served when its name is valid (the table may have been written by hand). */
   const replicaOf = (resource: string, loading: boolean): Replica | undefined => {
@@ -75,7 +84,7 @@ export async function openPostgres(options: PostgresOptions): Promise<PostgresSt
       warn(`${where}: rows of resource ${JSON.stringify(resource)} are not served: ${problem}`);
       return undefined;
     }
-    replicas.set(resource, (replica = new Replica(readers, resource, warn)));
+    replicas.set(resource, (replica = new Replica(readers, resource, warn, dataset.name)));
     return replica;
   };
   let from: bigint;
@@ -97,9 +106,9 @@ export async function openPostgres(options: PostgresOptions): Promise<PostgresSt
       [from.toString()],
     );
     for (const row of rows) {
-      const cursor = parsePgCursor(`${row.tx}.${row.pos}`)!;
+      const cursor = { tx: BigInt(row.tx), pos: BigInt(row.pos) };
       latestOf.set(row.resource, cursor);
-      if (cursor.tx > latest.tx || (cursor.tx === latest.tx && cursor.pos > latest.pos)) latest = cursor;
+      if (comparePgCursors(cursor, latest) > 0) latest = cursor;
     }
   } catch (error) {
     await database.sql.end({ timeout: 1 }).catch(() => {});
@@ -157,10 +166,10 @@ export async function openPostgres(options: PostgresOptions): Promise<PostgresSt
       );
     },
   });
-  const pgChanges = new PgChangeFeed(database, () => feed.last, latest, latestOf, warn);
+  const pgChanges = new PgChangeFeed(database, dataset, () => feed.last, latest, latestOf, warn);
   for (const [resource, replica] of replicas) {
     const cursor = latestOf.get(resource);
-    replica.loadedAt(cursor === undefined ? PG_CURSOR_ORIGIN : formatPgCursor(cursor.tx, cursor.pos));
+    replica.loadedAt(cursor === undefined ? pgCursorOrigin(dataset.name) : formatPgCursor(dataset.name, cursor.tx, cursor.pos));
   }
   for (const replica of replicas.values()) replica.followers.add((change) => pgChanges.reported(change));
   const stores = new Map<string, PgStore>();

@@ -4,7 +4,7 @@ import type { RowState } from './replica.js';
 /** A version of a row this process wrote and committed: its change, as the change feed reports it. */
 export interface OwnVersion {
   readonly resource: string;
-  /** The transaction that wrote it: its change's cursor is `<tx>.<pos>`. */
+  /** The transaction that wrote it: its change's cursor is `<dataset>-<tx>.<pos>` (pg-cursor.ts). */
   readonly tx: bigint;
   readonly state: RowState;
   /** The write's own type (`created`, `updated`, `deleted`). */

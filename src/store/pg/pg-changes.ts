@@ -1,16 +1,13 @@
 import { Followers } from '../followers.js';
 import type { ChangeFeed, FeedPage } from '../changes/change-feed.js';
-import { CursorMalformedError } from '../changes/change-feed.js';
+import { CursorMalformedError, otherDataSet } from '../changes/change-feed.js';
 import { StoreUnavailableError, type ChangeListener, type ChangeType, type StoreChange, type StoredEntity } from '../store.js';
 import { isUnavailable, reason, STATEMENT_DEADLINE_MS, withDeadline, type Database } from './connection.js';
 import { PREPARED, textArray } from './driver.js';
 import { SCHEMA } from './layout.js';
-import { comparePgCursors, formatPgCursor, parsePgCursor, type PgCursor } from './pg-cursor.js';
+import { comparePgCursors, formatPgCursor, parsePgCursor, pgCursorOrigin, readPgCursor, type PgCursor, type PgDataset } from './pg-cursor.js';
 import { FEED_COLUMNS, FEED_ORDER, type FeedRow } from './feed.js';
 import { RowEntity } from './pg-entity.js';
-
-/** The cursor before every change of a database. */
-export const PG_CURSOR_ORIGIN = '0.0';
 
 /**
  * A row's change time, the same on every process: a live entity's `updatedAt`, a tombstone's
@@ -27,19 +24,22 @@ export function rowTime(entity: StoredEntity | undefined, deletedAt: string | nu
  * from the table itself — each row is its entity's latest change, ordered by `(tx, pos)` (the
  * `entities_tx` index), up to the window this process's change feed has delivered (`bound`), so a
  * page never holds a change this process's streams have not had yet. Tombstones are kept, so no
- * cursor ever expires. `follow` is told of every change the feed reads, of every resource, in
- * cursor order.
+ * cursor of the database ever expires; one of another (pg-cursor.ts) is answered as expired.
+ * `follow` is told of every change the feed reads, of every resource, in cursor order.
  */
 export class PgChangeFeed implements ChangeFeed {
   readonly #database: Database;
+  /** The database's data set: its cursors carry its name. */
+  readonly #dataset: PgDataset;
   /** Every transaction below it has ended and been delivered (the feed's `last`). */
   readonly #bound: () => bigint;
   readonly #followers: Followers;
   readonly #latestOf = new Map<string, PgCursor>();
   #latest: PgCursor;
 
-  constructor(database: Database, bound: () => bigint, latest: PgCursor, latestOf: ReadonlyMap<string, PgCursor>, warn: (message: string) => void) {
+  constructor(database: Database, dataset: PgDataset, bound: () => bigint, latest: PgCursor, latestOf: ReadonlyMap<string, PgCursor>, warn: (message: string) => void) {
     this.#database = database;
+    this.#dataset = dataset;
     this.#bound = bound;
     this.#latest = latest;
     for (const [resource, cursor] of latestOf) this.#latestOf.set(resource, cursor);
@@ -55,13 +55,13 @@ export class PgChangeFeed implements ChangeFeed {
   }
 
   get latest(): string {
-    return formatPgCursor(this.#latest.tx, this.#latest.pos);
+    return formatPgCursor(this.#dataset.name, this.#latest.tx, this.#latest.pos);
   }
 
   /** The resource's latest change this process has read (the same on every process that read as far). */
   latestOf(resource: string): string {
     const cursor = this.#latestOf.get(resource);
-    return cursor === undefined ? PG_CURSOR_ORIGIN : formatPgCursor(cursor.tx, cursor.pos);
+    return cursor === undefined ? pgCursorOrigin(this.#dataset.name) : formatPgCursor(this.#dataset.name, cursor.tx, cursor.pos);
   }
 
   compare(a: string, b: string): number {
@@ -74,12 +74,19 @@ export class PgChangeFeed implements ChangeFeed {
   }
 
   check(since: string): void {
-    if (parsePgCursor(since) === undefined) throw new CursorMalformedError(`${JSON.stringify(since)} is not a cursor of this server's changes`);
+    this.#after(since);
+  }
+
+  /** The position `since` names in this database; throws when it is none, or another data set's. */
+  #after(since: string): PgCursor {
+    const after = readPgCursor(since, this.#dataset);
+    if (after === undefined) throw new CursorMalformedError(`${JSON.stringify(since)} is not a cursor of this server's changes`);
+    if (after === 'other') throw otherDataSet(since, 'another database, or this one before its layout was made anew');
+    return after;
   }
 
   async read(since: string | undefined, limit: number, resources?: ReadonlySet<string>): Promise<FeedPage> {
-    const after = since === undefined ? { tx: 0n, pos: 0n } : parsePgCursor(since);
-    if (after === undefined) throw new CursorMalformedError(`${JSON.stringify(since)} is not a cursor of this server's changes`);
+    const after = since === undefined ? { tx: 0n, pos: 0n } : this.#after(since);
     // Every transaction below the feed's `last` has ended and been delivered; so has every one up
     // to the latest change reported (its window's bound lay above it), even while the feed is
     // still delivering that window and has not moved `last` yet: a page never lags a follower.
@@ -117,9 +124,11 @@ export class PgChangeFeed implements ChangeFeed {
       const entity = row.body === null ? undefined : new RowEntity(row.id, row.body, Number(row.pos), Number(row.rev));
       // A page sees only the row: a live row written once is a create; otherwise an update.
       const type: ChangeType = entity === undefined ? 'deleted' : row.rev === '1' ? 'created' : 'updated';
-      return { resource: row.resource, id: row.id, type, entity, cursor: formatPgCursor(row.tx, row.pos), at: rowTime(entity, row.at) };
+      return { resource: row.resource, id: row.id, type, entity, cursor: formatPgCursor(this.#dataset.name, row.tx, row.pos), at: rowTime(entity, row.at) };
     });
-    const cursor = changes.length > 0 ? changes[changes.length - 1]!.cursor : (since ?? this.latest);
+    // An empty page resumes where it was asked, in the name this database hands out (an unnamed
+    // cursor of the database, from before it was named, is handed back named).
+    const cursor = changes.length > 0 ? changes[changes.length - 1]!.cursor : since === undefined ? this.latest : formatPgCursor(this.#dataset.name, after.tx, after.pos);
     return { changes, cursor };
   }
 }

@@ -83,11 +83,14 @@ export class Replica {
   readonly resource: string;
   /** `Store.follow`: told of each change the change feed reports, after the index took it. */
   readonly followers: Followers;
+  /** The database's data set name, which its changes' cursors carry (pg-cursor.ts). */
+  readonly #dataset: string | undefined;
 
-  constructor(readers: ReaderClock, resource = '', warn: (message: string) => void = () => {}) {
+  constructor(readers: ReaderClock, resource = '', warn: (message: string) => void = () => {}, dataset?: string) {
     this.#readers = readers;
     this.resource = resource;
     this.followers = new Followers(warn);
+    this.#dataset = dataset;
   }
 
   /**
@@ -128,7 +131,7 @@ export class Replica {
     this.apply(changes.filter((r) => r.type === undefined).map((r) => r.state));
     const last = changes[changes.length - 1];
     if (last !== undefined) {
-      this.#exact = exact ? { revision: this.index.revision, cursor: formatPgCursor(last.tx, last.state.pos) } : undefined;
+      this.#exact = exact ? { revision: this.index.revision, cursor: formatPgCursor(this.#dataset, last.tx, last.state.pos) } : undefined;
     }
     for (let i = 0; i < changes.length; i++) {
       const { state, tx, at } = changes[i]!;
@@ -137,7 +140,7 @@ export class Replica {
         id: state.id,
         type: types[i]!,
         entity: isTombstone(state) ? undefined : state,
-        cursor: formatPgCursor(tx, state.pos),
+        cursor: formatPgCursor(this.#dataset, tx, state.pos),
         at,
       });
     }

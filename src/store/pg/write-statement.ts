@@ -50,7 +50,7 @@ export interface AnswerRow {
 
 /**
  * What the statement did with a row: written (in transaction `tx`, decimal: the row's change has
- * the cursor `<tx>.<pos>`), refused (still linked to; links to missing entities), or nothing (`lost`).
+ * the cursor `<dataset>-<tx>.<pos>`), refused (still linked to; links to missing entities), or nothing (`lost`).
  */
 export type RowOutcome =
   | { readonly kind: 'written'; readonly tx: string }
