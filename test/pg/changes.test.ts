@@ -196,11 +196,12 @@ describe('/changes over PostgreSQL, several processes', { skip: pgMissing }, () 
     assert.deepEqual(mirror.entities, await listing(sb.url, ['items']));
   });
 
-  test('malformed cursors -> 400; a cursor this process has not reached yet -> an empty page that resumes there', async () => {
+  test("malformed cursors -> 400; a data directory's cursor (the database imported from one) -> 410; a cursor this process has not reached yet -> an empty page that resumes there", async () => {
     const url = await freshDatabase();
     const a = await openStores(url, ['items']);
     const sa = await serve(a, []);
-    for (const bad of ['abc', '1', '1.2.3', '01.1']) assert.equal((await sa.request(`/changes?since=${bad}`)).status, 400, bad);
+    for (const bad of ['abc', '1.2.3', '01.1', '01']) assert.equal((await sa.request(`/changes?since=${bad}`)).status, 400, bad);
+    for (const directory of ['1', '1_1', 'copyab12-7']) assert.equal((await sa.request(`/changes?since=${directory}`)).status, 410, directory);
     const far = `${parsePgCursor(a.changes.latest)!.dataset}-99999999.1`;
     const ahead = await page(sa, `/changes?since=${far}`);
     assert.equal(ahead._embedded.changes.length, 0);

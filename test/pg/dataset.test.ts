@@ -48,7 +48,7 @@ async function streamStatus(s: TestServer, lastId: string): Promise<number> {
   return res.status;
 }
 
-test('cursors of a database -> named; another data set\'s -> "other"; unnamed ones where the database handed them out, and the origin anywhere', () => {
+test('cursors of a database -> named; another data set\'s (a data directory\'s too) -> "other"; unnamed ones where the database handed them out, and the origin anywhere', () => {
   const named = { name: 'p0123456789abcdef', unnamedResume: false };
   const upgraded = { name: 'p0123456789abcdef', unnamedResume: true };
   const cases: [string, typeof named, { tx: bigint; pos: bigint } | 'other' | undefined][] = [
@@ -60,10 +60,16 @@ test('cursors of a database -> named; another data set\'s -> "other"; unnamed on
     ['0.0', named, { tx: 0n, pos: 0n }],
     ['pffffffffffffffff-0.0', named, 'other'],
     ['p0123456789abcdef-012.3', named, undefined],
-    ['p0123456789abcdef-12', named, undefined],
     ['P0123456789abcdef-12.3', named, undefined],
-    ['12', named, undefined],
-    ['b0123abcd-12', named, undefined],
+    ['1.2.3', named, undefined],
+    ['abc', named, undefined],
+    ['12_', named, undefined],
+    // A data directory's cursors (the database imported from one): another data set's.
+    ['12', named, 'other'],
+    ['12', upgraded, 'other'],
+    ['12_5', named, 'other'],
+    ['b0123abcd-12', named, 'other'],
+    ['p0123456789abcdef-12', named, 'other'],
   ];
   for (const [cursor, dataset, expected] of cases) assert.deepEqual(readPgCursor(cursor, dataset), expected, `${cursor} in ${JSON.stringify(dataset)}`);
   assert.equal(formatPgCursor('p0123456789abcdef', 12n, 3), 'p0123456789abcdef-12.3');

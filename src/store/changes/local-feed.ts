@@ -91,6 +91,17 @@ function readSeq(cursor: string, dataset: string | undefined): number | 'other' 
   return dataset === undefined ? seq : 'other';
 }
 
+/**
+ * Whether `cursor` is one a data directory hands out (`<seq>`, `<dataset>-<seq>`, either with a
+ * horizon `_<forgotten>`), of whichever data set: a PostgreSQL database imported from a directory
+ * answers such a cursor as another data set's (pg-cursor.ts), not as no cursor at all.
+ */
+export function isDirectoryCursor(cursor: string): boolean {
+  const mark = HORIZON.exec(cursor);
+  const head = mark === null ? cursor : cursor.slice(0, mark.index);
+  return CURSOR.test(head) || NAMED_CURSOR.test(head);
+}
+
 /** The sequence number a cursor names in `dataset`, `'other'` for another data set's, undefined for no cursor. */
 export function readCursor(cursor: string, dataset: string | undefined): number | 'other' | undefined {
   const position = readPosition(cursor, dataset);

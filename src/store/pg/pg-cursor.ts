@@ -1,3 +1,4 @@
+import { isDirectoryCursor } from '../changes/local-feed.js';
 /**
  * Cursors of the PostgreSQL change feed: `<dataset>-<tx>.<pos>`, the database's data set name
  * (`halserve.meta`, layout.ts) and the `(tx, pos)` of the row the change wrote, both decimal.
@@ -51,13 +52,15 @@ export function parsePgCursor(cursor: string): (PgCursor & { readonly dataset: s
 
 /**
  * Where a cursor stands in `dataset`: its `(tx, pos)`; `'other'` for a well-formed cursor of
- * another data set (another name, or no name where unnamed cursors do not resume); undefined for
- * no cursor at all. The unnamed origin `0.0` resumes everywhere: its client has seen no change, so
+ * another data set (another name, or no name where unnamed cursors do not resume, or a data
+ * directory's); undefined for no cursor at all. The unnamed origin `0.0` resumes everywhere: its client has seen no change, so
  * every change of any database is new to it.
  */
 export function readPgCursor(cursor: string, dataset: PgDataset): PgCursor | 'other' | undefined {
   const parsed = parsePgCursor(cursor);
-  if (parsed === undefined) return undefined;
+  // A data directory's cursor: the database was imported from one (or a client came from one),
+  // and its clients list again, as the clients of any copy do (docs/storage.md).
+  if (parsed === undefined) return isDirectoryCursor(cursor) ? 'other' : undefined;
   const { tx, pos } = parsed;
   if (parsed.dataset === undefined) return dataset.unnamedResume || dataset.name === undefined || (tx === 0n && pos === 0n) ? { tx, pos } : 'other';
   return parsed.dataset === dataset.name ? { tx, pos } : 'other';
