@@ -27,7 +27,7 @@ import { Related } from './related.js';
 import { relationGraph, type RelationGraph } from '../conventions/relations.js';
 import type { LinkIntegrity } from '../store/integrity.js';
 import { localLinkIntegrity } from '../store/local-integrity.js';
-import type { Store, StoreChange } from '../store/store.js';
+import type { LocalStore, Store, StoreChange } from '../store/store.js';
 import type { ChangeFeed } from '../store/changes/change-feed.js';
 import { LocalChangeLog } from '../store/changes/local-feed.js';
 import { addChangesRoutes, changeJson } from './changes-routes.js';
@@ -136,6 +136,8 @@ export function createHandler(options: HandlerOptions): Handler {
   const now = options.now ?? unixSeconds;
   const metrics = options.metrics ?? new ServerMetrics();
   const maxBody = bodyLimits(options);
+  // Stores made without a name for their changes take the one they are served under (store.ts `serveAs`).
+  for (const r of options.resources) (r.store as Partial<LocalStore>).serveAs?.(r.name);
   // docs/relations.md: the schemas' `x-link`s, read once (a link to a resource not served is refused here).
   const graph = options.relations ?? relationGraph(options.resources);
   const stores = new Map(options.resources.map((r) => [r.name, r.store]));
@@ -158,6 +160,7 @@ export function createHandler(options: HandlerOptions): Handler {
   const relTargets = new Map([...graph].map(([name, r]) => [name, new Map([...r.forward.map((l) => [l.field, l.target] as const), ...r.reverse.map((l) => [l.rel, l.source] as const)])]));
   const relTarget: RelTarget = (resource, rel) => relTargets.get(resource)?.get(rel);
   const feed = options.changes ?? sharedLog(options.resources.map((r) => r.store));
+  if (feed instanceof LocalChangeLog) checkFeedNames(feed, names);
   const streams = new Streams(options.streams ?? {}, metrics.streamCounters);
   const cors = createCors(options.corsOrigin);
   // The default burst is the rate rounded down, at least 1: a whole number of requests.
@@ -328,6 +331,20 @@ function sharedLog(stores: readonly Store[]): ChangeFeed | undefined {
   const logs = new Set(stores.map((store) => (store as { changes?: unknown }).changes));
   const [log] = logs;
   return logs.size === 1 && log instanceof LocalChangeLog ? log : undefined;
+}
+
+/**
+ * A local change log whose events name a resource this handler does not serve came from a store
+ * made without the name it is served under (`createMemoryStore()` names its changes `items`):
+ * its events, and the collections' `changes` links, would never meet. Refused when the handler is
+ * made, saying how to name the store.
+ */
+function checkFeedNames(log: LocalChangeLog, served: readonly string[]): void {
+  const stray = log.resourceNames.filter((name) => !served.includes(name));
+  if (stray.length === 0) return;
+  throw new Error(
+    `a store's changes are named ${stray.map((name) => JSON.stringify(name)).join(', ')}, which no resource is served as (${served.map((name) => JSON.stringify(name)).join(', ')}): make each store with the name it is served under, e.g. createMemoryStore([], { resource: ${JSON.stringify(served[0] ?? 'items')} })`,
+  );
 }
 
 /** Labels made so far, by pattern then resource name ('' for none): a handful, made once each. */

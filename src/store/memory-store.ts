@@ -14,7 +14,10 @@ import {
 } from './store.js';
 
 export interface MemoryStoreOptions {
-  /** The resource's name in its data set's changes (default `items`). */
+  /**
+   * The resource's name in its data set's changes. Default: the name `createHandler` serves the
+   * store under (`serveAs`), `items` until then. Required with a shared `changes`.
+   */
   readonly resource?: string;
   /** The change log shared by the memory stores of one data set (default: the store's own). */
   readonly changes?: LocalChangeLog;
@@ -28,6 +31,9 @@ export interface MemoryStoreOptions {
  * numbered in its change log (shared by the stores made with the same `changes`) as it applies them.
  */
 export function createMemoryStore(initial: Iterable<EntityRecord> = [], options: MemoryStoreOptions = {}): LocalStore & { readonly changes: LocalChangeLog } {
+  // Stores sharing a log each number their changes under their own name: two under the default
+  // would mix their changes in one resource.
+  if (options.changes !== undefined && options.resource === undefined) throw new Error('a memory store sharing a change log needs its name: createMemoryStore(initial, { resource, changes })');
   const index = new MaterialisedIndex<StoredEntity>();
   const book = new AnswerBook(options.idempotency);
   const log = options.changes ?? new LocalChangeLog();
@@ -95,6 +101,10 @@ export function createMemoryStore(initial: Iterable<EntityRecord> = [], options:
   };
 
   return {
+    serveAs(name: string): void {
+      // A store made without a name takes the one it is served under; a named one keeps its own.
+      if (options.resource === undefined) log.rename(changes.name, name);
+    },
     get size() {
       return index.size;
     },

@@ -186,6 +186,12 @@ export interface LocalStore extends Store {
   get(id: string): StoredEntity | undefined;
   /** Every live entity in creation order (export, compaction, tests). */
   values(): IterableIterator<StoredEntity>;
+  /**
+   * Told by `createHandler` the name the store is served under, before any request: a store made
+   * without a name for its changes (`createMemoryStore()`) takes it, so that its events and the
+   * collection's `changes` link name the same resource.
+   */
+  serveAs?(name: string): void;
 }
 
 /** A write could not be made durable (disk full, I/O error). The state is as it was before it. */

@@ -177,6 +177,24 @@ export class LocalChangeLog implements ChangeFeed {
     return resource;
   }
 
+  /** The names of the resources whose changes the log numbers (`resource`), in the order they came. */
+  get resourceNames(): string[] {
+    return [...this.#resources.keys()];
+  }
+
+  /**
+   * The changes numbered as `from`'s are `to`'s from now on, those already numbered included: for a
+   * store made without the name it is then served under (memory-store.ts `serveAs`).
+   */
+  rename(from: string, to: string): void {
+    const resource = this.#resources.get(from);
+    if (resource === undefined || from === to) return;
+    if (this.#resources.has(to)) throw new Error(`the change log already numbers changes of ${JSON.stringify(to)}`);
+    this.#resources.delete(from);
+    resource.name = to;
+    this.#resources.set(to, resource);
+  }
+
   /** Start-up: a sequence number found in a log (the next one reserved is above it). */
   seen(seq: number): void {
     if (seq >= this.#next) this.#next = seq + 1;
@@ -362,7 +380,8 @@ export class LocalChangeLog implements ChangeFeed {
 
 /** One resource's changes: its order, its remembered deletes, its followers. */
 export class ResourceChanges {
-  readonly name: string;
+  /** Changed only by `LocalChangeLog.rename`. */
+  name: string;
   readonly order = new ChangeOrder<HeldChange>();
   readonly followers: Followers;
   /** Remembered deletes by id (a re-create supersedes its delete). */
