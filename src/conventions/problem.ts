@@ -105,9 +105,12 @@ export const serviceUnavailable = (detail: string): HttpProblem => new HttpProbl
 /** How long a client is asked to wait before retrying a write while the database is away (RFC 9110 §10.2.3). */
 export const DATABASE_RETRY_AFTER_SECONDS = 2;
 
-/** docs/storage.md §2: the database is unreachable; the write was not acknowledged (it may be retried). */
-export const databaseUnavailable = (): HttpProblem =>
-  new HttpProblem(503, 'The database is unreachable; the change was not acknowledged. Try again shortly', {}, { 'retry-after': String(DATABASE_RETRY_AFTER_SECONDS) });
+/**
+ * docs/storage.md §2: the database is unreachable. A write was not acknowledged (it may be
+ * retried); a read the database answers (the change feed's pages) was not answered.
+ */
+export const databaseUnavailable = (write = true): HttpProblem =>
+  new HttpProblem(503, write ? 'The database is unreachable; the change was not acknowledged. Try again shortly' : 'The database is unreachable. Try again shortly', {}, { 'retry-after': String(DATABASE_RETRY_AFTER_SECONDS) });
 
 /** docs/conventions.md §7: validation failures. */
 export const validationFailed = (validationMessages: Readonly<Record<string, Readonly<Record<string, string>>>>): HttpProblem =>

@@ -66,10 +66,16 @@ export function createBoundary(dispatch: Dispatch, options: BoundaryOptions): (r
     });
   };
 
-  const fail = (error: unknown, exchange: Exchange): Reply => {
+  const fail = (error: unknown, exchange: Exchange, method: string | undefined): Reply => {
     if (error instanceof HttpProblem) return problemReply(error);
     // A client that left has no one to answer; that is no failure of the server.
     if (error instanceof ClientAbortedError) return { status: 400 };
+    if (error instanceof StoreUnavailableError && (method === 'GET' || method === 'HEAD')) {
+      // A read the database answers (a page of the change feed): no write was refused.
+      const what = exchange.resource ?? exchange.route;
+      operationalLog(`${what} unavailable`, `read of ${what} refused: ${error.message}`);
+      return problemReply(databaseUnavailable(false));
+    }
     if (error instanceof StoreUnavailableError) {
       // The database is away (docs/storage.md §2): one line per resource, rate-limited; the write was not
       // acknowledged, and a client may retry once it is back.
@@ -146,9 +152,9 @@ export function createBoundary(dispatch: Dispatch, options: BoundaryOptions): (r
     try {
       reply = dispatch(req, res, exchange);
     } catch (error) {
-      reply = fail(error, exchange);
+      reply = fail(error, exchange, req.method);
     }
-    if (reply instanceof Promise) reply.then(finish, (error: unknown) => finish(fail(error, exchange)));
+    if (reply instanceof Promise) reply.then(finish, (error: unknown) => finish(fail(error, exchange, req.method)));
     else finish(reply);
   };
 }

@@ -58,6 +58,8 @@ describe('PostgreSQL stopped and started under a running server', { skip: pgMiss
     assert.equal(feed.status, 503);
     assert.ok(Number(feed.headers.get('retry-after')) > 0);
     assert.equal(feed.headers.get('content-type'), 'application/problem+json');
+    // A read: no write to speak of in its detail.
+    assert.equal(((await feed.json()) as { detail: string }).detail, 'The database is unreachable. Try again shortly');
 
     await cluster.resume();
     // Another process writes as soon as the database is back.
