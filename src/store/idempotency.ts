@@ -1,3 +1,4 @@
+import { FINGERPRINT_MARK } from '../conventions/idempotency-key.js';
 import { LruMap } from '../structures/lru-map.js';
 import type { StoredEntity } from './store.js';
 
@@ -55,12 +56,16 @@ export interface Remembered {
 }
 
 /**
- * Whether an answer recorded with `stored` was given to the request whose digest is `fingerprint`:
- * the same digest, or, for an answer recorded by an earlier version (which digested the body
- * another way), the request's digest made that way (`legacy`, computed only when the first differs).
+ * Whether an answer recorded with `stored` was given to the request whose digest is `fingerprint`
+ * (`requestFingerprint`): the same digest. An answer recorded by an earlier version has an
+ * unmarked digest (idempotency-key.ts `FINGERPRINT_MARK`): of the bytes, as now, or of the body
+ * re-serialised (`legacy`, computed only when asked for); either matches it. One recorded now is
+ * compared with the bytes' digest alone: the same JSON with other spacing is another body.
  */
 export function matchesRequest(stored: string, fingerprint: string, legacy?: () => string): boolean {
-  return stored === fingerprint || (legacy !== undefined && stored === legacy());
+  if (stored === fingerprint) return true;
+  if (stored.startsWith(FINGERPRINT_MARK) || !fingerprint.startsWith(FINGERPRINT_MARK)) return false;
+  return stored === fingerprint.slice(FINGERPRINT_MARK.length) || (legacy !== undefined && stored === legacy());
 }
 
 /** A keyed write whose key already has an answer: the write is not made, the answer is sent again. */

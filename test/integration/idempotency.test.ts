@@ -82,6 +82,15 @@ describe('Idempotency-Key on POST and PATCH (memory store)', () => {
     assert.equal(s.store.size, 1);
   });
 
+  test('a compact body, then the same JSON re-spaced under the same key -> 422 (other bytes are another body), nothing written', async () => {
+    const s = await startItems();
+    assert.equal((await s.request('/items', { method: 'POST', headers: keyed('sp'), body: '{"name":"a"}' })).status, 201);
+    for (const body of ['{ "name":"a" }', '{"name":"a"}\n']) {
+      assert.equal((await s.request('/items', { method: 'POST', headers: keyed('sp'), body })).status, 422, JSON.stringify(body));
+    }
+    assert.equal(s.store.size, 1);
+  });
+
   test('the key from another principal -> a request of its own', async () => {
     const s = await startItems([], { tokens: ['alice', 'bob'] });
     const post = (token: string): Promise<TestResponse> => s.request('/items', { method: 'POST', headers: keyed('same', { authorization: `Bearer ${token}` }), body: '{"name":"a"}' });

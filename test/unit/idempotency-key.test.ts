@@ -139,9 +139,9 @@ test('AnswerBook with maxAnswers 0 -> keys in flight only, no answer kept', () =
   assert.throws(() => book.claim('k', () => 'f'), KeyInFlightError);
 });
 
-test('a fingerprint is the SHA-256 (base64url) of the body\'s bytes; the legacy one, of the body as JSON, as earlier versions stored it', () => {
+test('a fingerprint is b. and the SHA-256 (base64url) of the body\'s bytes; the legacy one, of the body as JSON, as earlier versions stored it', () => {
   const bytes = Buffer.from('{"sku":"LMP-1","name":"Lampe à poser","price":39.9}');
-  assert.equal(requestFingerprint(bytes), createHash('sha256').update(bytes).digest('base64url'));
+  assert.equal(requestFingerprint(bytes), `b.${createHash('sha256').update(bytes).digest('base64url')}`);
   // The same value sent with other spacing is another request.
   assert.notEqual(requestFingerprint(Buffer.from('{ "sku": "LMP-1", "name": "Lampe à poser", "price": 39.9 }')), requestFingerprint(bytes));
   // Logs and answer files hold fingerprints of earlier versions: a retry after an upgrade must match the one stored before it.
@@ -153,16 +153,32 @@ test('a fingerprint is the SHA-256 (base64url) of the body\'s bytes; the legacy 
   assert.notEqual(legacyFingerprint({ a: 1, b: 2 }), legacyFingerprint({ b: 2, a: 1 }));
 });
 
-test('matchesRequest -> the same digest, or an earlier version\'s digest of the request, computed only when the first differs', () => {
+test('matchesRequest -> the same digest; an unmarked one of an earlier version, its digest of the bytes or of the value, computed only when asked for', () => {
   let computed = 0;
   const legacy = (): string => {
     computed++;
     return 'old';
   };
-  assert.equal(matchesRequest('new', 'new', legacy), true);
+  assert.equal(matchesRequest('b.new', 'b.new', legacy), true);
   assert.equal(computed, 0);
-  assert.equal(matchesRequest('old', 'new', legacy), true);
-  assert.equal(matchesRequest('other', 'new', legacy), false);
+  // Recorded by this version: the bytes' digest alone decides, the value's is never asked for.
+  assert.equal(matchesRequest('b.other', 'b.new', legacy), false);
+  assert.equal(computed, 0);
+  // Recorded by an earlier version: its unmarked digest of the bytes, or of the value re-serialised.
+  assert.equal(matchesRequest('new', 'b.new', legacy), true);
+  assert.equal(computed, 0);
+  assert.equal(matchesRequest('old', 'b.new', legacy), true);
+  assert.equal(matchesRequest('other', 'b.new', legacy), false);
   assert.equal(computed, 2);
-  assert.equal(matchesRequest('old', 'new'), false);
+  assert.equal(matchesRequest('old', 'b.new'), false);
+});
+
+test('a compact body, then the same JSON re-spaced under the same key -> another request (422), not a replay', () => {
+  const first = Buffer.from('{"name":"idem3"}');
+  const stored = requestFingerprint(first);
+  for (const retry of ['{ "name":"idem3" }', '{"name":"idem3"}\n', '{"name": "idem3"}']) {
+    const bytes = Buffer.from(retry);
+    assert.equal(matchesRequest(stored, requestFingerprint(bytes), () => legacyFingerprint(JSON.parse(retry))), false, retry);
+  }
+  assert.equal(matchesRequest(stored, requestFingerprint(Buffer.from('{"name":"idem3"}')), () => legacyFingerprint({ name: 'idem3' })), true);
 });
