@@ -68,6 +68,14 @@ export function changesHref(basePath: string, since: string, limit: number, reso
   return `${basePath}${CHANGES_PATH}?since=${since}&limit=${limit}${resources === undefined ? '' : `&resource=${resources.join(',')}`}`;
 }
 
+/**
+ * The feed's first page, asked for without `since`, as its `self` link names it: the limit the
+ * page has (200 for a larger one asked for, as in `next`), and the resources it keeps.
+ */
+export function feedStartHref(basePath: string, limit: number, resources: readonly string[] | undefined): string {
+  return `${basePath}${CHANGES_PATH}?limit=${limit}${resources === undefined ? '' : `&resource=${resources.join(',')}`}`;
+}
+
 /** A collection page's `changes` link: `<base>/changes?since=<cursor>&resource=<name>`, whatever the page's query. */
 export function collectionChangesHref(basePath: string, cursor: string, name: string): string {
   return `${basePath}${CHANGES_PATH}?since=${cursor}&resource=${name}`;

@@ -99,7 +99,7 @@ export function collectionJson(name: string, range: PageRange, links: Collection
 }
 
 /** The same links as an RFC 8288 `Link` header (docs/conventions.md §2). */
-export function linkHeader(links: CollectionLinks): string {
+export function linkHeader(links: CollectionLinks & { readonly changes?: Link }): string {
   return Object.entries(links)
     .map(([rel, link]) => `<${link.href}>; rel="${rel}"`)
     .join(', ');

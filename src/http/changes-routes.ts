@@ -1,4 +1,4 @@
-import { changesHref, changesPageJson, eventJson, isCursorSyntax, parseChangesQuery, SINCE_NOW, CHANGES_PATH } from '../conventions/changes.js';
+import { changesHref, changesPageJson, eventJson, feedStartHref, isCursorSyntax, parseChangesQuery, SINCE_NOW, CHANGES_PATH } from '../conventions/changes.js';
 import { wantsEventStream } from '../conventions/event-stream.js';
 import { streamChanges } from './change-stream.js';
 import type { Streams } from './event-stream.js';
@@ -88,7 +88,7 @@ export function addChangesRoutes(router: Router<RouteHandler>, options: ChangesR
           count: events.length,
           limit: asked.limit,
           cursor: page.cursor,
-          self: since === undefined ? `${basePath}${CHANGES_PATH}${query === '' ? '' : `?${query}`}` : changesHref(basePath, since, asked.limit, asked.resources),
+          self: since === undefined ? feedStartHref(basePath, asked.limit, asked.resources) : changesHref(basePath, since, asked.limit, asked.resources),
           next: changesHref(basePath, page.cursor, asked.limit, asked.resources),
         },
         events,

@@ -450,13 +450,15 @@ export class Resource {
     return mapMaybe(entities, (list) => {
       const facets = collection.facets.length === 0 ? '' : facetsJson(collection, result.facets ?? [], (carried) => pageHref(this.#path, 1, range.limit, carried));
       const changes = cursor === undefined ? undefined : { href: collectionChangesHref(this.#basePath, cursor, this.name) };
-      const hal = collectionJson(this.name, range, changes === undefined ? links : { ...links, changes }, list, facets);
+      const all = changes === undefined ? links : { ...links, changes };
+      const hal = collectionJson(this.name, range, all, list, facets);
       const body = mediaType === HAL_FORMS ? withTemplates(hal, this.#collectionTemplates) : Buffer.from(hal);
       // The URL fixes the page and its query; the revisions fix the state of every store it shows,
       // and the cursor the page's `changes` link (it may move on while the revision holds).
       const stable = result.revision !== undefined && this.#revisions(rels) === depends;
       const etag = stable ? entityTag(`c.${result.revision}${cursor === undefined ? '' : `.${cursor}`}${depends === '' ? '' : `~${depends}`}`, mediaType, HAL_JSON) : undefined;
-      return { body, link: linkHeader(links), etag, depends, embed: rels, ok: undefined };
+      // The same links as the body's, `changes` included (RFC 8288; docs/conventions.md §2).
+      return { body, link: linkHeader(all), etag, depends, embed: rels, ok: undefined };
     });
   }
 }

@@ -150,11 +150,14 @@ describe('GET /changes (the change feed as a HAL document)', () => {
     });
   }
 
-  test('limit=500 -> 200 in limit and next', async () => {
+  test('limit=500 -> 200 in limit, self and next', async () => {
     const s = await start();
     const page = await (await s.request('/changes?limit=500')).json();
     assert.equal(page.limit, 200);
     assert.match(page._links.next.href, /&limit=200$/);
+    assert.equal(page._links.self.href, '/changes?limit=200');
+    const kept = await (await s.request('/changes?resource=items&limit=500')).json();
+    assert.equal(kept._links.self.href, '/changes?limit=200&resource=items');
   });
 
   test('without a token when tokens are set -> 401; a read token -> 200', async () => {

@@ -94,13 +94,13 @@ describe('GET /<name>', () => {
     assert.deepEqual(body._links, { self: page(1, 200), first: page(1, 200), next: page(2, 200), last: page(2, 200), changes: changes(250) });
   });
 
-  test('the same links -> Link header (RFC 8288)', async () => {
+  test('the same links, changes included -> Link header (RFC 8288)', async () => {
     const s = await startItems(records(45));
     const res = await s.request('/items?page=2&limit=20');
     assert.equal(
       res.headers.get('link'),
       '</items?page=2&limit=20>; rel="self", </items?page=1&limit=20>; rel="first", </items?page=1&limit=20>; rel="prev", ' +
-        '</items?page=3&limit=20>; rel="next", </items?page=3&limit=20>; rel="last"',
+        '</items?page=3&limit=20>; rel="next", </items?page=3&limit=20>; rel="last", </changes?since=45&resource=items>; rel="changes"',
     );
   });
 

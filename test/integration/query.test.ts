@@ -53,10 +53,9 @@ function collection(all: readonly string[], carried: string, page = 1, limit = 2
   };
 }
 
-/** The page's links as a `Link` header has them: every one but `changes`, which only the body carries. */
+/** The page's links as a `Link` header has them: the same as the body's, `changes` included. */
 const linkHeader = (body: { _links: Record<string, { href: string }> }): string =>
   Object.entries(body._links)
-    .filter(([rel]) => rel !== 'changes')
     .map(([rel, link]) => `<${link.href}>; rel="${rel}"`)
     .join(', ');
 
