@@ -22,6 +22,13 @@ describe('start-up with --store postgres://', () => {
     assert.equal(proc.stdout(), '');
   });
 
+  test('a malformed postgres:// URL -> one line, as import says it, no stack trace, exit 1', async () => {
+    const proc = spawnCli(['--port', '0', '--store', 'postgres://[bad']);
+    assert.equal(await proc.exited, 1);
+    assert.equal(proc.stderr(), 'halserve: bad database URL postgres://[bad: Invalid URL\n');
+    assert.equal(proc.stdout(), '');
+  });
+
   test('HALSERVE_STORE that is not a postgres:// URL -> one line, exit 1', async () => {
     const proc = spawnCli(['--port', '0'], { HALSERVE_STORE: 'mysql://db/shop' });
     assert.equal(await proc.exited, 1);

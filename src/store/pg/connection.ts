@@ -180,7 +180,27 @@ export async function connect({ url, driver = loadDriver, options = {} }: Connec
     throw new StoreOpenError((error as Error).message);
   }
   const connectPostgres = postgres;
-  const database = new Database(
+  let database: Database;
+  try {
+    database = newDatabase(connectPostgres, url, options);
+  } catch (error) {
+    // The driver parses the URL as it makes the pool: a malformed one is one line, as at import.
+    throw new StoreOpenError(`bad database URL ${describeUrl(url)}: ${reason(error)}`);
+  }
+  const sql = database.sql;
+  try {
+    await prepareLayout(sql, database.where, true);
+  } catch (error) {
+    await sql.end({ timeout: 1 }).catch(() => {});
+    if (error instanceof StoreOpenError) throw error;
+    throw new StoreOpenError(`cannot use PostgreSQL at ${database.where}: ${reason(error)}`);
+  }
+  return database;
+}
+
+/** The pools of one process on `url` (`Database`), made by the driver. */
+function newDatabase(connectPostgres: Awaited<ReturnType<typeof loadDriver>>, url: string, options: ConnectOptions['options'] = {}): Database {
+  return new Database(
     (extra) =>
       connectPostgres(url, {
         max: POOL_SIZE,
@@ -194,15 +214,6 @@ export async function connect({ url, driver = loadDriver, options = {} }: Connec
       }),
     describeUrl(url),
   );
-  const sql = database.sql;
-  try {
-    await prepareLayout(sql, database.where, true);
-  } catch (error) {
-    await sql.end({ timeout: 1 }).catch(() => {});
-    if (error instanceof StoreOpenError) throw error;
-    throw new StoreOpenError(`cannot use PostgreSQL at ${database.where}: ${reason(error)}`);
-  }
-  return database;
 }
 
 /**
