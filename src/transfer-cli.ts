@@ -172,11 +172,14 @@ function describeOutcome(o: ImportOutcome): string {
 }
 
 async function runExport({ dir, url, policy }: TransferArgs, progress: ProgressLine): Promise<string> {
+  /** The first directory the export made (`dir` or a parent of it): taken away again if it fails. */
+  let made: string | undefined;
   try {
-    await fs.mkdir(dir, { recursive: true });
+    made = await fs.mkdir(dir, { recursive: true });
   } catch (error) {
     throw new TransferError(`cannot use ${dir} as the data directory: ${(error as Error).message}`);
   }
+  let done = false;
   const lock = await lockDirectory(dir, say);
   try {
     let total = 0;
@@ -194,8 +197,24 @@ async function runExport({ dir, url, policy }: TransferArgs, progress: ProgressL
     await new ChangesFile(dir, nodeFs).renew(newDatasetName());
     const entities = exported.reduce((sum, r) => sum + r.entities, 0);
     const list = exported.map((r) => `${r.name}: ${count(r.entities)}`).join(', ');
+    done = true;
     return `exported ${count(entities)} entities from ${describeUrl(url)} into ${dir} (${list || 'no resources'})`;
   } finally {
     await lock.release();
+    // A failed export leaves nothing it made: the directories it created, while they are empty
+    // (rmdir takes none that is not), up to the first.
+    if (!done && made !== undefined) await removeEmptyUpTo(path.resolve(dir), path.resolve(made));
+  }
+}
+
+/** Removes `dir` and its parents up to `top` (`dir` or an ancestor), each only while empty. */
+async function removeEmptyUpTo(dir: string, top: string): Promise<void> {
+  for (let at = dir; ; at = path.dirname(at)) {
+    try {
+      await fs.rmdir(at);
+    } catch {
+      return;
+    }
+    if (at === top || path.dirname(at) === at) return;
   }
 }

@@ -329,6 +329,10 @@ describe('halserve import / export against PostgreSQL (docs/storage.md §2)', { 
     // The URL as every message of the PostgreSQL store shows it: without the password.
     assertOneLineFailure(unreachable, /^halserve: cannot reach the database postgres:\/\/postgres@127\.0\.0\.1:\d+\/none: connection refused$/);
     assert.doesNotMatch(unreachable.stderr, /secret/);
+    // An export that cannot reach its database leaves nothing behind: not even the directory, nor a parent it made.
+    const outside = await tempDir();
+    assertOneLineFailure(await halserve(['export', '--from', nowhere, '--to', join(outside, 'new', 'copy')]), /cannot reach the database/);
+    assert.deepEqual(await readdir(outside), []);
     const { url } = await database();
     assertOneLineFailure(await halserve(['import', '--from', join(source, 'nope'), '--to', url]), /data directory .*nope does not exist/);
     assertOneLineFailure(await halserve(['import', '--from', await tempDir(), '--to', url]), /holds no <name>\.jsonl file: nothing to import/);
