@@ -29,12 +29,14 @@ export const BACKUP_HELP = `Usage: halserve backup --data <data-dir> --to <dest>
 
 Copies the data set of the server running on <data-dir> into <dest> (an empty or absent directory)
 without stopping it: every resource as of one cursor of its change feed, in the JSON-lines layout,
-with its schema file. The server's writes wait for the snapshot only, a few microseconds. The copy
+with its schema file. The server's writes wait for the snapshot only, a fraction of a millisecond. The copy
 is written beside <dest> and moved into place once complete. The last line printed is the cursor
 the copy is at. Serve the copy with halserve --data <dest>: it starts a new change feed, and
 answers a cursor of the original with 410 Gone (its clients list again).
 --data defaults to HALSERVE_DATA. With --from, the copy is one snapshot of the database that is
-one cursor of its change feed; nothing waits for it.
+one cursor of its change feed; nothing waits for it. With neither --data nor --from, the store is
+the server's own: --from HALSERVE_STORE (then DATABASE_URL) when set, with the schema files of
+HALSERVE_DATA; else --data HALSERVE_DATA.
 `;
 
 /** A schema file's suffix (docs/conventions.md §1). */
@@ -80,9 +82,15 @@ export function parseBackupArgs(args: readonly string[], env: NodeJS.ProcessEnv)
     if (value === undefined || value === '') throw new BackupError(`${flag} needs a value`);
     values.set(flag, value);
   }
-  const url = values.get('--from');
-  if (url !== undefined && !isPostgresUrl(url)) throw new BackupError(`--from takes a postgres:// URL, not ${JSON.stringify(describeUrl(url))}; a data directory is --data`);
-  const dir = values.get('--data') ?? (url === undefined ? env['HALSERVE_DATA'] : undefined);
+  const from = values.get('--from');
+  if (from !== undefined && !isPostgresUrl(from)) throw new BackupError(`--from takes a postgres:// URL, not ${JSON.stringify(describeUrl(from))}; a data directory is --data`);
+  // Neither flag: the store the server itself takes from the environment (config.ts): its
+  // database when HALSERVE_STORE or DATABASE_URL names one (schema files from HALSERVE_DATA, as
+  // the server reads them), else its data directory.
+  const fromEnv = from === undefined && !values.has('--data') ? [env['HALSERVE_STORE'], env['DATABASE_URL']].find((value) => value !== undefined && value !== '') : undefined;
+  if (fromEnv !== undefined && !isPostgresUrl(fromEnv)) throw new BackupError(`HALSERVE_STORE / DATABASE_URL must be a postgres:// URL, not ${JSON.stringify(describeUrl(fromEnv))}`);
+  const url = from ?? fromEnv;
+  const dir = values.get('--data') ?? (from === undefined ? env['HALSERVE_DATA'] : undefined);
   const to = values.get('--to');
   if (url === undefined && (dir === undefined || dir === '')) throw new BackupError('halserve backup needs --data <data-dir> (or HALSERVE_DATA), or --from postgres://…');
   if (to === undefined) throw new BackupError('halserve backup needs --to <dest>');

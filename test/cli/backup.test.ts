@@ -10,6 +10,7 @@ import net from 'node:net';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { spawnCli, startCli, tempDir, type CliProcess } from '../helpers/process.js';
+import { parseBackupArgs } from '../../src/backup-cli.js';
 import { BACKUP_SOCKET } from '../../src/store/log/backup-protocol.js';
 import { lastWriteIn, listAll, maxStamp, startWriter, stateAfter, stateOfFiles, touchedAfter } from '../helpers/writer.js';
 
@@ -196,5 +197,23 @@ describe('halserve backup (docs/storage.md §4)', () => {
     } finally {
       await new Promise((resolve) => fake.close(resolve));
     }
+  });
+});
+
+describe('halserve backup: which store, from its flags or the environment the server reads', () => {
+  const url = 'postgres://u:p@db:5432/shop';
+  test('neither --data nor --from -> the database of HALSERVE_STORE (then DATABASE_URL), schema files from HALSERVE_DATA; else HALSERVE_DATA', () => {
+    assert.deepEqual(parseBackupArgs(['--to', 'b'], { HALSERVE_STORE: url, HALSERVE_DATA: '/data' }), { dir: '/data', url, to: 'b' });
+    assert.deepEqual(parseBackupArgs(['--to', 'b'], { DATABASE_URL: url }), { dir: undefined, url, to: 'b' });
+    assert.deepEqual(parseBackupArgs(['--to', 'b'], { HALSERVE_DATA: '/data' }), { dir: '/data', url: undefined, to: 'b' });
+  });
+  test('a flag wins over the environment: --data is a file backup, --from that database (without HALSERVE_DATA)', () => {
+    assert.deepEqual(parseBackupArgs(['--data', 'd', '--to', 'b'], { HALSERVE_STORE: url }), { dir: 'd', url: undefined, to: 'b' });
+    const other = 'postgres://x@h/other';
+    assert.deepEqual(parseBackupArgs(['--from', other, '--to', 'b'], { HALSERVE_STORE: url, HALSERVE_DATA: '/data' }), { dir: undefined, url: other, to: 'b' });
+  });
+  test('HALSERVE_STORE that is not a postgres:// URL, or nothing at all -> a one-line error', () => {
+    assert.throws(() => parseBackupArgs(['--to', 'b'], { HALSERVE_STORE: 'mysql://db/x' }), /HALSERVE_STORE \/ DATABASE_URL must be a postgres:\/\/ URL/);
+    assert.throws(() => parseBackupArgs(['--to', 'b'], {}), /needs --data <data-dir> \(or HALSERVE_DATA\), or --from postgres:\/\//);
   });
 });
