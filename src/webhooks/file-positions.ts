@@ -68,7 +68,8 @@ export class FilePositions implements Positions {
     for (const [url, position] of positions) next.set(url, position);
     // Atomic write: a temporary file, synced, renamed over the old one, the directory synced.
     const tmp = `${this.#path}.tmp`;
-    const fd = await this.#fs.open(tmp, OPEN_TRUNCATE, 0o644);
+    // The URLs as configured may hold credentials (user-info, a token in the query): the server's user alone reads them.
+    const fd = await this.#fs.open(tmp, OPEN_TRUNCATE, 0o600);
     try {
       await writeAll(this.#fs, fd, Buffer.from(`${JSON.stringify(Object.fromEntries(next))}\n`), 0);
       await this.#fs.fdatasync(fd);

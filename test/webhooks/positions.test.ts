@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { readFile, writeFile } from 'node:fs/promises';
+import { readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { FilePositions, POSITIONS_FILE } from '../../src/webhooks/file-positions.js';
@@ -30,6 +30,13 @@ describe('FilePositions (<data>/_webhooks)', () => {
       await assert.rejects(new FilePositions(dir).load(), (error: Error) => error.message.startsWith(`${join(dir, POSITIONS_FILE)}: `) && message.test(error.message));
     });
   }
+
+  test('the file names the URLs as configured, credentials and all -> readable by the server\'s user alone (0600)', async () => {
+    const dir = await tempDir();
+    const positions = new FilePositions(dir);
+    await positions.save(new Map([['https://user:secret@hooks.example/in?token=abc', { cursor: '5', at: 1 }]]));
+    assert.equal((await stat(join(dir, POSITIONS_FILE))).mode & 0o777, 0o600);
+  });
 
   test('the CLI with a malformed positions file -> one line, exit 1 (a guessed position could skip events)', async () => {
     const dir = await tempDir();
