@@ -68,7 +68,10 @@ export class FilePositions implements Positions {
     for (const [url, position] of positions) next.set(url, position);
     // Atomic write: a temporary file, synced, renamed over the old one, the directory synced.
     const tmp = `${this.#path}.tmp`;
-    // The URLs as configured may hold credentials (user-info, a token in the query): the server's user alone reads them.
+    // The URLs as configured may hold credentials (user-info, a token in the query): the server's
+    // user alone reads them. A temporary file a crash left is removed first: reopened, it would
+    // keep the mode it was made with.
+    await this.#fs.unlink(tmp).catch(() => {});
     const fd = await this.#fs.open(tmp, OPEN_TRUNCATE, 0o600);
     try {
       await writeAll(this.#fs, fd, Buffer.from(`${JSON.stringify(Object.fromEntries(next))}\n`), 0);

@@ -33,6 +33,8 @@ describe('FilePositions (<data>/_webhooks)', () => {
 
   test('the file names the URLs as configured, credentials and all -> readable by the server\'s user alone (0600)', async () => {
     const dir = await tempDir();
+    // A temporary file left by a crash, readable by all, is not reused as it is.
+    await writeFile(join(dir, `${POSITIONS_FILE}.tmp`), '{"partial', { mode: 0o644 });
     const positions = new FilePositions(dir);
     await positions.save(new Map([['https://user:secret@hooks.example/in?token=abc', { cursor: '5', at: 1 }]]));
     assert.equal((await stat(join(dir, POSITIONS_FILE))).mode & 0o777, 0o600);
