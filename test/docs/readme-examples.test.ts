@@ -37,14 +37,10 @@ test("README's curl examples, on a server over a copy of data/", async (t) => {
     assert.deepEqual(body._links, JSON.parse(links));
   });
 
-  for (const [what, request, url] of [
-    ['a page out of range', "'localhost:8080/products?page=999'", '/products?page=999'],
-  ] as const) {
-    await t.test(`${what} -> the document README shows`, async () => {
-      const res = await fetch(server.url + url);
-      assert.deepEqual(await res.json(), JSON.parse(shownAnswer(readme, request)));
-    });
-  }
+  await t.test('a page out of range -> the document README shows', async () => {
+    const res = await fetch(`${server.url}/products?page=999`);
+    assert.deepEqual(await res.json(), JSON.parse(shownAnswer(readme, "'localhost:8080/products?page=999'")));
+  });
 
   await t.test('a POST without Content-Type -> the 415 document README shows', async () => {
     const res = await fetch(`${server.url}/products`, { method: 'POST', body: '{}', headers: { 'content-type': '' } });
