@@ -279,7 +279,7 @@ export function parseConfig(argv: readonly string[], env: Readonly<Record<string
     rateLimitBurst,
     changesRetentionMs: parseDuration(retention.name, retention.value),
     maxStreams: parseWholeNumber(maxStreams.name, maxStreams.value, 1, 1_000_000),
-    ...webhookConfig(list('webhook'), text('webhook-secret', ''), list('webhook-resource'), text('webhook-lease', '15s')),
+    ...webhookConfig(list('webhook'), text('webhook-secret', ''), list('webhook-resource'), text('webhook-lease', ''), store.value !== ''),
     help: boolean('help'),
   };
 }
@@ -289,13 +289,24 @@ type Named = { readonly name: string; readonly value: string };
 /** The longest `--webhook-lease`: another process takes over within 4/3 of it, which must stay within 30 s. */
 const MAX_WEBHOOK_LEASE_MS = 20_000;
 
-/** `--webhook` URLs with their secret (required), resources and lease (docs/webhooks.md). */
-function webhookConfig(urls: readonly string[], secret: Named, resources: readonly string[], lease: Named): Pick<Config, 'webhooks' | 'webhookSecret' | 'webhookResources' | 'webhookLeaseMs'> {
-  const leaseMs = parseDuration(lease.name, lease.value);
-  if (leaseMs > MAX_WEBHOOK_LEASE_MS) throw new ConfigError(`${lease.name} must be at most ${MAX_WEBHOOK_LEASE_MS / 1000}s, not ${JSON.stringify(lease.value)}`);
+/** The lease of the delivering process when `--webhook-lease` is not given. */
+const DEFAULT_WEBHOOK_LEASE = '15s';
+
+/**
+ * `--webhook` URLs with their secret (required), resources and lease (docs/webhooks.md). A lease
+ * given where it means nothing (no `--webhook`, or files, where the one process serving them
+ * delivers without a lease) is refused, as the secret without URLs is, rather than ignored: the
+ * operator who set it expects it to act.
+ */
+function webhookConfig(urls: readonly string[], secret: Named, resources: readonly string[], lease: Named, postgres: boolean): Pick<Config, 'webhooks' | 'webhookSecret' | 'webhookResources' | 'webhookLeaseMs'> {
+  const leaseText = lease.value === '' ? DEFAULT_WEBHOOK_LEASE : lease.value;
+  const leaseMs = parseDuration(lease.name, leaseText);
+  if (leaseMs > MAX_WEBHOOK_LEASE_MS) throw new ConfigError(`${lease.name} must be at most ${MAX_WEBHOOK_LEASE_MS / 1000}s, not ${JSON.stringify(leaseText)}`);
+  if (lease.value !== '' && !postgres) throw new ConfigError(`${lease.name} needs --store postgres://… (HALSERVE_STORE): only processes sharing a database take turns delivering`);
   if (urls.length === 0) {
     if (secret.value !== '') throw new ConfigError(`${secret.name} needs --webhook (HALSERVE_WEBHOOKS): the URLs to deliver to`);
     if (resources.length > 0) throw new ConfigError('--webhook-resource needs --webhook (HALSERVE_WEBHOOKS): the URLs to deliver to');
+    if (lease.value !== '') throw new ConfigError(`${lease.name} needs --webhook (HALSERVE_WEBHOOKS): the URLs to deliver to`);
     return { webhooks: [], webhookSecret: undefined, webhookResources: [], webhookLeaseMs: leaseMs };
   }
   for (const url of urls) {

@@ -151,6 +151,7 @@ describe('parseConfig', () => {
     [['--jwks', 'keys.json', '--jwt-audience', 'a'], /^--jwks needs --jwt-issuer/],
     [['--jwks', 'keys.json', '--jwt-issuer', 'i'], /^--jwks needs --jwt-audience/],
     [['--jwt-issuer', 'i'], /^--jwt-issuer needs --jwks$/],
+    [['--store', 'postgres://db/x', '--webhook-lease', '5s'], /^--webhook-lease needs --webhook \(HALSERVE_WEBHOOKS\): the URLs to deliver to$/],
     [['--jwt-audience', 'a'], /^--jwt-audience needs --jwks$/],
     [['--jwks', 'http://idp.example/jwks', '--jwt-issuer', 'i', '--jwt-audience', 'a'], /^--jwks: http:\/\/idp.example is neither https nor http on a loopback address/],
     [['--jwks', 'ftp://127.0.0.1/jwks', '--jwt-issuer', 'i', '--jwt-audience', 'a'], /^--jwks: ftp:\/\/127.0.0.1 is neither https/],

@@ -109,6 +109,8 @@ describe('webhooks from the CLI (a real process, a real receiver)', () => {
     ['a resource without a URL', ['--webhook-resource', 'items'], {}, '--webhook-resource needs --webhook (HALSERVE_WEBHOOKS): the URLs to deliver to'],
     ['an unknown resource', ['--webhook', 'http://127.0.0.1:9/x', '--webhook-secret', SECRET, '--webhook-resource', 'nothing'], {}, '--webhook-resource: "nothing" is not a resource of this server (items)'],
     ['a lease too long', ['--webhook-lease', '1m'], {}, '--webhook-lease must be at most 20s, not "1m"'],
+    ['a lease on files', ['--webhook', 'http://127.0.0.1:9/x', '--webhook-secret', SECRET, '--webhook-lease', '5s'], {}, '--webhook-lease needs --store postgres://… (HALSERVE_STORE): only processes sharing a database take turns delivering'],
+    ['a lease in the variable on files', ['--webhook', 'http://127.0.0.1:9/x', '--webhook-secret', SECRET], { HALSERVE_WEBHOOK_LEASE: '5s' }, 'HALSERVE_WEBHOOK_LEASE needs --store postgres://… (HALSERVE_STORE): only processes sharing a database take turns delivering'],
   ] as const) {
     test(`${label} -> exit 1 with one line on stderr`, async () => {
       const dir = await tempDir();
