@@ -181,7 +181,10 @@ async function openWebhooks(config: Config, names: readonly string[], database: 
   for (const name of config.webhookResources) {
     if (!names.includes(name)) throw new StartupError(`--webhook-resource: ${JSON.stringify(name)} is not a resource of this server (${names.join(', ') || 'none'})`);
   }
-  const common = { urls, secret, resources: config.webhookResources, metrics: new WebhookMetrics(metrics.registry), warn };
+  // Without --webhook-resource, every resource this process serves: another process of the same
+  // database may serve more, whose events this one could not render (docs/webhooks.md).
+  const resources = config.webhookResources.length > 0 ? config.webhookResources : names;
+  const common = { urls, secret, resources, metrics: new WebhookMetrics(metrics.registry), warn };
   if (database === undefined) {
     const positions = new FilePositions(config.data);
     try {

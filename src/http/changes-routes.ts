@@ -58,24 +58,27 @@ export function changeJson(resources: ReadonlyMap<string, Resource>, change: Sto
 /** `GET /changes` (and `/v1/changes`): one page of the data set's changes, a HAL document. */
 export function addChangesRoutes(router: Router<RouteHandler>, options: ChangesRouteOptions): void {
   const { basePath, resources, feed, streams } = options;
-  const names = new Set(resources.keys());
+  const names: ReadonlySet<string> = new Set(resources.keys());
   // One function for every stream of the route: streams of the same resources share their text (change-stream.ts).
   const json = (change: StoreChange): string => changeJson(resources, change);
   const select = (change: StoreChange): StoreChange['type'] => change.type;
   router.add('GET', CHANGES_PATH, ({ req, query, principal }) => {
     const asked = parseChangesQuery(query, names);
     // A token limited to some resources follows only theirs (the scope check has already refused
-    // a `resource` it may not read); the links keep the query as the client wrote it.
+    // a `resource` it may not read); the links keep the query as the client wrote it. Without
+    // either, the resources this server serves: a data set's feed may hold others (a database some
+    // other process also serves, with resources this one was not started with), whose events this
+    // server could neither render nor link to.
     const limited = principal !== undefined && principal.access === undefined;
-    const followed = asked.resources ?? (limited ? [...names].filter((name) => principal.grants?.has(name)) : undefined);
+    const followed: ReadonlySet<string> =
+      asked.resources !== undefined ? new Set(asked.resources) : limited ? new Set([...names].filter((name) => principal.grants?.has(name))) : names;
     if (wantsEventStream(req.headers.accept)) {
       // Last-Event-ID wins over since; neither: from now on.
       const lastId = lastEventId(req.headers[LAST_EVENT_ID]);
       const from = typeof lastId === 'string' ? lastId : asked.since === undefined || asked.since === SINCE_NOW ? feed.latest : asked.since;
-      const only = followed === undefined ? undefined : new Set(followed);
       return mapMaybe(startsAt(feed, from, typeof lastId === 'string' ? 'Last-Event-ID' : 'Query parameter since'), () =>
         streams.reply({}, (out) =>
-          streamChanges(out, { feed, after: from, resources: only, select, json, shared: only === undefined ? '*' : [...only].sort().join(',') }),
+          streamChanges(out, { feed, after: from, resources: followed, select, json, shared: followed === names ? '*' : [...followed].sort().join(',') }),
         ),
       );
     }
@@ -99,7 +102,7 @@ export function addChangesRoutes(router: Router<RouteHandler>, options: ChangesR
     if (asked.since === SINCE_NOW) return answer({ changes: [], cursor: feed.latest });
     let page: MaybePromise<FeedPage>;
     try {
-      page = feed.read(since, asked.limit, followed === undefined ? undefined : new Set(followed));
+      page = feed.read(since, asked.limit, followed);
     } catch (error) {
       throw cursorProblem(error, 'Query parameter since');
     }

@@ -71,6 +71,42 @@ describe('webhooks on PostgreSQL: one deliverer per database', { skip: pgMissing
     }
   });
 
+  test('a resource another process serves and this one does not -> neither its /changes, its streams nor its webhooks carry that resource\'s events', async () => {
+    const url = await freshDatabase();
+    const receiver = await startReceiver();
+    // `narrow` opens the database before `orders` has a row, so it serves `items` alone; it delivers.
+    const narrow = await startCli(['--port', '0', '--log', 'off', '--store', url, '--resource', 'items', '--webhook', receiver.url, '--webhook-secret', SECRET, '--webhook-lease', '2s']);
+    const wide = await startCli(['--port', '0', '--log', 'off', '--store', url, '--resource', 'items', '--resource', 'orders']);
+    await eventually(() => delivering(narrow), 'the narrow process delivering');
+    const stream = new AbortController();
+    const streamed = await fetch(`${narrow.url}/changes`, { headers: { accept: 'text/event-stream' }, signal: stream.signal });
+    assert.equal(streamed.status, 200);
+    for (const name of ['orders', 'items']) {
+      assert.equal((await fetch(`${wide.url}/${name}`, { method: 'POST', headers: JSON_HEADERS, body: '{"n":1}' })).status, 201);
+    }
+    // Both events are in the database's feed, as the wide process serves it (once its feed has read them).
+    await eventually(async () => (await feedCursors(wide.url)).length === 2, 'both events in the wide feed');
+    const wideFeed = (await (await fetch(`${wide.url}/changes`)).json()) as { _embedded: { changes: { resource: string; type: string }[] } };
+    assert.deepEqual(wideFeed._embedded.changes.map((e) => `${e.type} ${e.resource}`), ['created orders', 'created items']);
+    // The narrow one's page, stream and deliveries hold the items event alone, with its entity.
+    await eventually(async () => (await feedCursors(narrow.url)).length === 1, 'the items event in the narrow feed');
+    const narrowFeed = (await (await fetch(`${narrow.url}/changes`)).json()) as { _embedded: { changes: { resource: string; entity?: unknown }[] } };
+    assert.deepEqual(narrowFeed._embedded.changes.map((e) => [e.resource, e.entity !== undefined]), [['items', true]]);
+    const reader = streamed.body!.getReader();
+    let text = '';
+    while (!text.includes('event: created')) text += new TextDecoder().decode((await reader.read()).value);
+    stream.abort();
+    assert.equal(text.match(/^data: .*$/gm)!.map((line) => (JSON.parse(line.slice(6)) as { resource: string }).resource).join(), 'items');
+    // Events are delivered in order: once the items event is acknowledged, an orders one would have come first.
+    const [itemsCursor] = await feedCursors(narrow.url);
+    await eventually(() => receiver.acknowledged().includes(itemsCursor!), 'the items event delivered');
+    assert.deepEqual(receiver.received.map((r) => `${r.event.type} ${r.event.resource} ${r.event.entity !== undefined}`), ['created items true']);
+    for (const cli of [narrow, wide]) {
+      cli.child.kill('SIGTERM');
+      assert.equal(await cli.exited, 0);
+    }
+  });
+
   test('the lease: one holder at a time; released -> the next takes it; not renewed -> lost, and its holder can no longer save positions', async () => {
     const db = await openStores(await freshDatabase());
     const warnings: string[] = [];
