@@ -17,6 +17,19 @@ export function entityTag(version: string, mediaType: string, halMediaType: stri
   return representationTag(version, mediaType === halMediaType ? HAL_JSON : mediaType === HAL_FORMS ? HAL_FORMS : JSON_TYPE);
 }
 
+/**
+ * The tag of a HAL-FORMS representation for a principal that may not write the resource: its
+ * `_templates` is empty (docs/forms.md §2), so its bytes, and its tag, differ from the writer's.
+ */
+export function readOnlyFormsTag(etag: string): string {
+  return `${etag.slice(0, -1)}-read"`;
+}
+
+/** The tag of the uncompressed representation in `mediaType`, for a principal that may (`writable`) or may not write. */
+export function variantTag(etag: string, mediaType: string, writable: boolean): string {
+  return mediaType === HAL_FORMS && !writable ? readOnlyFormsTag(etag) : etag;
+}
+
 /** The tag of the same representation sent with a content coding. */
 export function codedTag(etag: string, coding: ContentCoding): string {
   return `${etag.slice(0, -1)}-${coding}"`;
@@ -45,7 +58,8 @@ export function notModified(ifNoneMatch: string | undefined, etag: string): bool
 
 /** Every tag that names `version` of an entity, whatever its representation. */
 export function versionTags(version: string, halMediaType: string): string[] {
-  return [entityTag(version, halMediaType, halMediaType), entityTag(version, '', halMediaType), entityTag(version, HAL_FORMS, halMediaType)];
+  const forms = entityTag(version, HAL_FORMS, halMediaType);
+  return [entityTag(version, halMediaType, halMediaType), entityTag(version, '', halMediaType), forms, readOnlyFormsTag(forms)];
 }
 
 /**

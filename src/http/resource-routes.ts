@@ -18,7 +18,7 @@ import { jsonReply, notModifiedReply, prepared, type Reply } from './reply.js';
 import { accepted, readJsonBody, readJsonRequest, type JsonRequestBody } from './request.js';
 import { mapMaybe } from './maybe-promise.js';
 import { keyedWrite, requestKey } from './idempotent-write.js';
-import type { Principal } from './auth.js';
+import { permits, type Principal } from './auth.js';
 import type { KeyedWrite } from '../store/idempotency.js';
 import type { EmbeddedRepresentation, Page, Resource, WriteConditions } from './resource.js';
 import type { Params, Router } from './router.js';
@@ -42,6 +42,14 @@ export interface ResourceRouteOptions {
   readonly streams: Streams;
   /** The data set's change feed: collection URLs stream from it; none, and they cannot. */
   readonly feed: ChangeFeed | undefined;
+}
+
+/**
+ * Whether the principal may write the resource: its HAL-FORMS answers offer templates only then
+ * (docs/forms.md §2). No principal: authentication is off, and every client may write.
+ */
+export function mayWrite(principal: Principal | undefined, resource: Resource): boolean {
+  return principal === undefined || permits(principal, resource.name, 'write');
 }
 
 /** The resource a route names, or a 404 problem. */
@@ -75,7 +83,7 @@ export function addResourceRoutes(router: Router<RouteHandler>, options: Resourc
     return counters;
   };
 
-  router.add('GET', '/:name', ({ req, params, query }) => {
+  router.add('GET', '/:name', ({ req, params, query, principal }) => {
     if (wantsEventStream(req.headers.accept)) return collectionStream(req, of(params), query);
     const mediaType = accepted(req, true);
     const resource = of(params);
@@ -89,7 +97,7 @@ export function addResourceRoutes(router: Router<RouteHandler>, options: Resourc
       }
       return pageReply(req, page, mediaType);
     };
-    const page = resource.page(query, mediaType);
+    const page = resource.page(query, mediaType, mayWrite(principal, resource));
     return page instanceof Promise ? page.then(counted) : counted(page);
   });
 
@@ -130,7 +138,7 @@ export function addResourceRoutes(router: Router<RouteHandler>, options: Resourc
     );
   });
 
-  router.add('GET', '/:name/:id', ({ req, params, query }) => {
+  router.add('GET', '/:name/:id', ({ req, params, query, principal }) => {
     if (wantsEventStream(req.headers.accept)) {
       const name = of(params).name;
       throw new HttpProblem(406, `An entity has no event stream; watch ${CHANGES_PATH}?resource=${name} and keep the events of this id`);
@@ -140,10 +148,11 @@ export function addResourceRoutes(router: Router<RouteHandler>, options: Resourc
     // docs/relations.md: `embed` is the one query parameter an entity takes.
     const embed = embedOf(query);
     resource.checkEmbed(embed);
+    const writable = mayWrite(principal, resource);
     const read = (entity: StoredEntity): MaybePromise<Reply> =>
       embed.length === 0
-        ? entityRead(req, mediaType, resource, entity)
-        : mapMaybe(resource.embeddedRepresentation(entity, embed, mediaType), (shown) => embeddedRead(req, mediaType, resource, entity, shown));
+        ? entityRead(req, mediaType, resource, entity, writable)
+        : mapMaybe(resource.embeddedRepresentation(entity, embed, mediaType, writable), (shown) => embeddedRead(req, mediaType, resource, entity, shown, writable));
     return mapMaybe(resource.entity(params['id'] ?? ''), read);
   });
 
@@ -223,13 +232,13 @@ function pageNotModified(page: Page): Reply {
   return notModifiedReply({ ...headers, vary: 'Accept' }, page.body);
 }
 
-/** The entity's body in `mediaType`: its HAL bytes, with its templates for HAL-FORMS. */
-function entityBody<B extends Buffer | string>(mediaType: string, resource: Resource, entity: StoredEntity, hal: B): B | Buffer {
-  return mediaType === HAL_FORMS ? resource.withTemplates(entity, hal) : hal;
+/** The entity's body in `mediaType`: its HAL bytes, with its templates for HAL-FORMS (none for a principal that may not write). */
+function entityBody<B extends Buffer | string>(mediaType: string, resource: Resource, entity: StoredEntity, hal: B, writable = true): B | Buffer {
+  return mediaType === HAL_FORMS ? resource.withTemplates(entity, hal, writable) : hal;
 }
 
 /** GET of one entity, with its tag and conditions; the unconditional answer is made once per version and media type. */
-function entityRead(req: IncomingMessage, mediaType: string, resource: Resource, entity: StoredEntity): Reply {
+function entityRead(req: IncomingMessage, mediaType: string, resource: Resource, entity: StoredEntity, writable: boolean): Reply {
   const representation = resource.representation(entity);
   const { body: hal, version } = representation;
   const ifMatch = req.headers['if-match'];
@@ -239,8 +248,8 @@ function entityRead(req: IncomingMessage, mediaType: string, resource: Resource,
     const kept = mediaType === HAL_JSON ? representation.okHal : mediaType === JSON_TYPE ? representation.okJson : undefined;
     if (kept !== undefined) return kept;
   }
-  const etag = resource.etag(version, mediaType);
-  const body = entityBody(mediaType, resource, entity, hal);
+  const etag = resource.etag(version, mediaType, writable);
+  const body = entityBody(mediaType, resource, entity, hal, writable);
   if (notModified(ifNoneMatch, etag)) return notModifiedReply({ etag, vary: 'Accept' }, body);
   const reply: Reply = { status: 200, headers: { 'content-type': mediaType, vary: 'Accept', etag }, body };
   // A HAL-FORMS body is other bytes than the ones the entity cache weighs: made each time, not kept.
@@ -255,8 +264,8 @@ function entityRead(req: IncomingMessage, mediaType: string, resource: Resource,
  * GET of an entity with embeds: its tag names every state it shows, so a 304 never hides a
  * changed embedded entity; `If-Match` also takes the entity's own tags.
  */
-function embeddedRead(req: IncomingMessage, mediaType: string, resource: Resource, entity: StoredEntity, { body: hal, tag }: EmbeddedRepresentation): Reply {
-  const body = entityBody(mediaType, resource, entity, hal);
+function embeddedRead(req: IncomingMessage, mediaType: string, resource: Resource, entity: StoredEntity, { body: hal, tag }: EmbeddedRepresentation, writable: boolean): Reply {
+  const body = entityBody(mediaType, resource, entity, hal, writable);
   const ifMatch = req.headers['if-match'];
   if (ifMatch !== undefined) checkIfMatch(ifMatch, [...versionTags(entity.version, HAL_JSON), ...(tag === undefined ? [] : [tag])]);
   if (tag === undefined) return jsonReply(200, mediaType, body);

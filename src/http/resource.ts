@@ -1,4 +1,4 @@
-import { checkIfMatch, checkIfNoneMatch, entityTag, versionTags } from '../conventions/conditional.js';
+import { checkIfMatch, checkIfNoneMatch, entityTag, variantTag, versionTags } from '../conventions/conditional.js';
 import { createdRecord, mergePatch, patchedText, replacedRecord, SERVER_MANAGED, withoutManaged, withText, type ClientFields } from '../conventions/entity.js';
 import { collectionChangesHref } from '../conventions/changes.js';
 import { collectionJson, collectionLinks, entityHref, entityJson, linkHeader, pageHref } from '../conventions/hal.js';
@@ -12,7 +12,7 @@ import type { Validator } from '../conventions/schema.js';
 import { StillLinkedError, type LinkIntegrity } from '../store/integrity.js';
 import type { KeyedWrite } from '../store/idempotency.js';
 import { IndexLimitError, QueryTimeoutError, StoreConflictError, type MaybePromise, type QueryResult, type Store, type StoredEntity } from '../store/store.js';
-import { collectionTemplates, entityTemplates, templateProperties, withTemplates, type TemplateProperty } from '../representations/hal-forms.js';
+import { collectionTemplates, entityTemplates, NO_TEMPLATES, templateProperties, withTemplates, type TemplateProperty } from '../representations/hal-forms.js';
 import type { JsonSchema } from '../representations/openapi.js';
 import { LruMap } from '../structures/lru-map.js';
 import { HAL_FORMS, HAL_JSON } from './negotiation.js';
@@ -153,9 +153,12 @@ export class Resource {
     this.#integrity = links?.integrity;
   }
 
-  /** An entity's HAL text (`hal`) as HAL-FORMS: with the templates to replace, patch and delete it, holding its values. */
-  withTemplates(entity: StoredEntity, hal: Buffer | string): Buffer {
-    return withTemplates(hal, entityTemplates(this.#properties, this.href(entity.id), entity.record));
+  /**
+   * An entity's HAL text (`hal`) as HAL-FORMS: with the templates to replace, patch and delete it,
+   * holding its values; for a principal that may not write the resource (`writable` false), none.
+   */
+  withTemplates(entity: StoredEntity, hal: Buffer | string, writable = true): Buffer {
+    return withTemplates(hal, writable ? entityTemplates(this.#properties, this.href(entity.id), entity.record) : NO_TEMPLATES);
   }
 
   /** The collection's path, under the base path. */
@@ -201,14 +204,14 @@ export class Resource {
   }
 
   /** The entity with `rels` embedded (already checked), tagged over its version and the stores the rels read. */
-  embeddedRepresentation(entity: StoredEntity, rels: readonly string[], mediaType: string): MaybePromise<EmbeddedRepresentation> {
+  embeddedRepresentation(entity: StoredEntity, rels: readonly string[], mediaType: string, writable = true): MaybePromise<EmbeddedRepresentation> {
     const related = this.#related;
     // `checkEmbed` refuses every rel of a resource without relations: none reaches here.
     if (related === undefined) throw new Error(`${this.name} has no relations to embed`);
     const before = related.revisions(rels);
     return mapMaybe(related.embedded(entity, rels, new Map()), (embedded) => {
       const body = Buffer.from(this.json(entity, embedded, embedQuery(rels, '?')));
-      const tag = related.revisions(rels) === before ? entityTag(`${entity.version}~${before}`, mediaType, HAL_JSON) : undefined;
+      const tag = related.revisions(rels) === before ? variantTag(entityTag(`${entity.version}~${before}`, mediaType, HAL_JSON), mediaType, writable) : undefined;
       return { body, tag };
     });
   }
@@ -249,8 +252,8 @@ export class Resource {
     };
   }
 
-  etag(version: string, mediaType: string): string {
-    return entityTag(version, mediaType, HAL_JSON);
+  etag(version: string, mediaType: string, writable = true): string {
+    return variantTag(entityTag(version, mediaType, HAL_JSON), mediaType, writable);
   }
 
   /** The entity with this id, or a 404 problem. */
@@ -381,13 +384,14 @@ export class Resource {
    * per store revision: the revision moves with every write the store applies, however it came, so
    * a kept page is byte for byte what a rebuild would give.
    */
-  page(query: string, mediaType: string): MaybePromise<Page> {
+  page(query: string, mediaType: string, writable = true): MaybePromise<Page> {
     const revision = this.store.revision;
     if (revision !== this.#pagesRevision) {
       this.#pages.clear();
       this.#pagesRevision = revision;
     }
-    const key = `${mediaType} ${query}`;
+    // HAL-FORMS for a principal that may not write is another body (no templates): kept apart.
+    const key = `${mediaType}${mediaType === HAL_FORMS && !writable ? ';read' : ''} ${query}`;
     const cached = this.#pages.get(key);
     // A page that embeds shows other stores too: kept while their revisions hold as well.
     if (cached !== undefined && (cached.depends === '' || cached.depends === this.#revisions(cached.embed))) return cached;
@@ -410,7 +414,7 @@ export class Resource {
       throw this.#timeout(error);
     }
     const finish = (answer: QueryResult): MaybePromise<Page> =>
-      mapMaybe(this.#build(answer, collection, request, mediaType, depends, cursor), (page) => {
+      mapMaybe(this.#build(answer, collection, request, mediaType, depends, cursor, writable), (page) => {
         // An embedding page built again replaces the one its related stores have moved past.
         if (page.etag !== undefined && answer.revision === this.#pagesRevision) this.#pages.set(key, page, page.body.length + key.length);
         return page;
@@ -436,7 +440,7 @@ export class Resource {
     );
   }
 
-  #build(result: QueryResult, collection: CollectionQuery, request: PageRequest, mediaType: string, depends: string, cursor: string | undefined): MaybePromise<Page> {
+  #build(result: QueryResult, collection: CollectionQuery, request: PageRequest, mediaType: string, depends: string, cursor: string | undefined, writable: boolean): MaybePromise<Page> {
     const range = pageRange(result.total, request);
     const links = collectionLinks(this.#path, range, collection.carried);
     const rels = collection.embed;
@@ -452,11 +456,11 @@ export class Resource {
       const changes = cursor === undefined ? undefined : { href: collectionChangesHref(this.#basePath, cursor, this.name) };
       const all = changes === undefined ? links : { ...links, changes };
       const hal = collectionJson(this.name, range, all, list, facets);
-      const body = mediaType === HAL_FORMS ? withTemplates(hal, this.#collectionTemplates) : Buffer.from(hal);
+      const body = mediaType === HAL_FORMS ? withTemplates(hal, writable ? this.#collectionTemplates : NO_TEMPLATES) : Buffer.from(hal);
       // The URL fixes the page and its query; the revisions fix the state of every store it shows,
       // and the cursor the page's `changes` link (it may move on while the revision holds).
       const stable = result.revision !== undefined && this.#revisions(rels) === depends;
-      const etag = stable ? entityTag(`c.${result.revision}${cursor === undefined ? '' : `.${cursor}`}${depends === '' ? '' : `~${depends}`}`, mediaType, HAL_JSON) : undefined;
+      const etag = stable ? variantTag(entityTag(`c.${result.revision}${cursor === undefined ? '' : `.${cursor}`}${depends === '' ? '' : `~${depends}`}`, mediaType, HAL_JSON), mediaType, writable) : undefined;
       // The same links as the body's, `changes` included (RFC 8288; docs/conventions.md §2).
       return { body, link: linkHeader(all), etag, depends, embed: rels, ok: undefined };
     });

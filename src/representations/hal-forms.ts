@@ -151,6 +151,12 @@ export function entityTemplates(properties: readonly TemplateProperty[], target:
   });
 }
 
+/**
+ * The `_templates` of a page or an entity for a principal that may not write its resource: none.
+ * A template is an affordance the client may use; one that could only end in a 403 is not offered.
+ */
+export const NO_TEMPLATES = '{}';
+
 /** A HAL document's text with `_templates` added as its last member. */
 export function withTemplates(hal: Buffer | string, templates: string): Buffer {
   const text = typeof hal === 'string' ? hal : hal.toString('utf8');

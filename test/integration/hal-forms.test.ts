@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { Ketting } from 'ketting';
 import { compileSchema, declaredPaths } from '../../src/conventions/schema.js';
-import type { ServedResource } from '../../src/http/app.js';
+import type { HandlerOptions, ServedResource } from '../../src/http/app.js';
 import { createMemoryStore } from '../../src/store/memory-store.js';
 import type { EntityRecord } from '../../src/store/store.js';
 import { RFC2616, startServer, type TestResponse } from '../helpers/server.js';
@@ -200,6 +200,50 @@ describe('HAL-FORMS asked where there are no templates', () => {
     const res = await s.request('/', { headers: { accept: `${HAL_FORMS}, application/hal+json;q=0.5` } });
     assert.equal(res.status, 200);
     assert.equal(res.headers.get('content-type'), 'application/hal+json');
+  });
+});
+
+describe('HAL-FORMS templates offer only what the principal may do', () => {
+  /** A per-resource grant, as a JWT's `products:read categories:write` scopes give (docs/auth.md §2). */
+  const scoped = { authenticate: () => ({ key: 'scoped', access: undefined, grants: new Map([['products', 'read' as const], ['categories', 'write' as const]]) }) };
+
+  async function startWithTokens(extra: Partial<HandlerOptions>) {
+    const resources: ServedResource[] = [
+      { name: 'categories', store: createMemoryStore(CATEGORIES) },
+      { name: 'products', store: createMemoryStore(PRODUCTS), schema: PRODUCT_SCHEMA, validate: compileSchema(PRODUCT_SCHEMA, 'products.schema.json'), declared: declaredPaths(PRODUCT_SCHEMA) },
+    ];
+    return startServer({ resources, now: () => T + 100, ...extra });
+  }
+
+  test('a read-only token -> _templates is empty on pages and entities (a write would be 403), with its own ETag', async () => {
+    const s = await startWithTokens({ tokens: ['writer', 'read:reader'] });
+    const as = (token: string, path: string, headers: Record<string, string> = {}) => s.request(path, { headers: { ...forms, authorization: `Bearer ${token}`, ...headers } });
+    for (const path of ['/products', '/products/p1', '/products?status=active&facets=status', '/products/p1?embed=category']) {
+      const written = await expectForms(await as('writer', path));
+      assert.ok(Object.keys(written['_templates'] as object).length > 0, path);
+      const readOnly = await as('reader', path);
+      const body = await expectForms(readOnly);
+      assert.deepEqual(body['_templates'], {}, path);
+      const { _templates: _w, ...writerRest } = written;
+      const { _templates: _r, ...readerRest } = body;
+      assert.deepEqual(readerRest, writerRest, path);
+      // Other bytes, another tag: a client that changes tokens never gets a 304 for the other variant.
+      const tag = readOnly.headers.get('etag');
+      assert.ok(tag, path);
+      assert.notEqual(tag, (await as('writer', path)).headers.get('etag'), path);
+      assert.equal((await as('reader', path, { 'if-none-match': tag })).status, 304, path);
+      // And a writer after a reader still gets the templates (nothing cached across them).
+      assert.ok(Object.keys((await expectForms(await as('writer', path)))['_templates'] as object).length > 0, path);
+    }
+  });
+
+  test('a per-resource grant -> templates where it may write, none where it may only read', async () => {
+    const s = await startWithTokens({ authenticator: scoped });
+    const get = (path: string) => s.request(path, { headers: { ...forms, authorization: 'Bearer any' } });
+    assert.deepEqual((await expectForms(await get('/products')))['_templates'], {});
+    assert.deepEqual((await expectForms(await get('/products/p1')))['_templates'], {});
+    assert.deepEqual(Object.keys((await expectForms(await get('/categories')))['_templates'] as object), ['default']);
+    assert.deepEqual(Object.keys((await expectForms(await get('/categories/c1')))['_templates'] as object), ['default', 'update', 'delete']);
   });
 });
 
