@@ -97,7 +97,7 @@ export function addResourceRoutes(router: Router<RouteHandler>, options: Resourc
       }
       return pageReply(req, page, mediaType);
     };
-    const page = resource.page(query, mediaType, mayWrite(principal, resource));
+    const page = resource.page(query, mediaType, mediaType !== HAL_FORMS || mayWrite(principal, resource));
     return page instanceof Promise ? page.then(counted) : counted(page);
   });
 
@@ -148,7 +148,8 @@ export function addResourceRoutes(router: Router<RouteHandler>, options: Resourc
     // docs/relations.md: `embed` is the one query parameter an entity takes.
     const embed = embedOf(query);
     resource.checkEmbed(embed);
-    const writable = mayWrite(principal, resource);
+    // Only a HAL-FORMS answer depends on it: the other media types skip the check.
+    const writable = mediaType !== HAL_FORMS || mayWrite(principal, resource);
     const read = (entity: StoredEntity): MaybePromise<Reply> =>
       embed.length === 0
         ? entityRead(req, mediaType, resource, entity, writable)
