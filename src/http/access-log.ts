@@ -57,18 +57,20 @@ export function redactJwts(text: string): string {
 }
 
 /**
- * A percent-encoded unreserved character (RFC 3986 §2.3: `%2E` is the same as `.`), which a client
- * may send in place of any character of a token.
+ * A percent-encoded visible ASCII character, in either case of hex (`%2E` is `.`, RFC 3986 §2.3;
+ * `%2B` and `%2b` are `+`), which a client may send in place of any character of a token: a token
+ * holds only visible ASCII (credential-forms.ts), and its reserved characters (`+`, `/`, `=` of a
+ * base64 token) are encoded by some clients and not by others, in upper or lower case.
  */
-const ENCODED_UNRESERVED = /%(?:3[0-9]|[46][1-9A-Fa-f]|[57][0-9Aa]|2[DdEe]|5[Ff]|7[Ee])/g;
-const decodeUnreserved = (text: string): string => text.replace(ENCODED_UNRESERVED, (escape) => String.fromCharCode(parseInt(escape.slice(1), 16)));
+const ENCODED_VISIBLE = /%(?:2[1-9A-Fa-f]|[3-6][0-9A-Fa-f]|7[0-9A-Ea-e])/g;
+const decodeVisible = (text: string): string => text.replace(ENCODED_VISIBLE, (escape) => String.fromCharCode(parseInt(escape.slice(1), 16)));
 
 /**
  * Replaces every configured token, as written or percent-encoded, and everything that looks like a
  * JWT, wherever it appears in `text` (a token sent as a path segment or under an unforeseen
  * parameter name). Tokens are few, and this runs once per logged request. Text is logged as the
- * client sent it, unless a secret was found only once its encoded unreserved characters are
- * decoded: then it is logged decoded, with the secret replaced.
+ * client sent it, unless a secret was found only once its percent-encoded characters are decoded:
+ * then it is logged decoded, with the secret replaced.
  */
 export function createTokenScrubber(tokens: readonly string[]): (text: string) => string {
   const secrets = [...new Set(tokens.flatMap((raw) => {
@@ -83,7 +85,7 @@ export function createTokenScrubber(tokens: readonly string[]): (text: string) =
   return (text) => {
     const out = redact(text);
     if (!text.includes('%')) return out;
-    const decoded = decodeUnreserved(text);
+    const decoded = decodeVisible(text);
     if (decoded === text) return out;
     const cleaned = redact(decoded);
     return cleaned === decoded ? out : cleaned;

@@ -30,6 +30,16 @@ describe('createTokenScrubber', () => {
     assert.equal(scrub('/items/%77-secret'), '/items/[redacted]');
   });
 
+  test('a base64 token with + / = encoded in part, or in lower-case hex -> [redacted]', () => {
+    // .NET's HttpUtility.UrlEncode writes lower-case hex; many clients encode + and leave / and = as they are.
+    const scrub = createTokenScrubber(['tok+en/with=chars']);
+    assert.equal(scrub('/items?x=tok%2Ben/with=chars'), '/items?x=[redacted]');
+    assert.equal(scrub('/items?x=tok%2ben%2fwith%3dchars'), '/items?x=[redacted]');
+    assert.equal(scrub('/items/tok+en%2Fwith%3Dchars'), '/items/[redacted]');
+    // No secret: escapes kept as sent.
+    assert.equal(scrub('/items?x=a%2Bb%2fc'), '/items?x=a%2Bb%2fc');
+  });
+
   test('no tokens -> text unchanged', () => assert.equal(createTokenScrubber([])('/a?b=c'), '/a?b=c'));
 
   const jwt = 'eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJhbGljZSJ9.c2lnbmF0dXJl';
