@@ -65,7 +65,11 @@ describe('webhook URLs', () => {
     ['http://127.0.0.1:9000/', undefined],
     ['ftp://example.com/hook', '"ftp://example.com/hook" is not an http:// or https:// URL'],
     ['example.com/hook', '"example.com/hook" is not a URL (webhooks are http:// or https:// URLs)'],
-    ['mailto:a@example.com', '"mailto:a@example.com" is not an http:// or https:// URL'],
+    ['mailto:a@example.com', '"mailto:[redacted]@example.com" is not an http:// or https:// URL'],
+    // Quoted without user-info, query or fragment: the message goes to stderr, a log.
+    ['htps://alice:hunter2@hooks.example/x?token=q1#f', '"htps://[redacted]@hooks.example/x?[redacted]" is not an http:// or https:// URL'],
+    ['https://alice:hunter2@/x?token=q1', '"https://[redacted]@/x?[redacted]" is not a URL (webhooks are http:// or https:// URLs)'],
+    ['http//alice:hunter2@hooks.example/x', '"http//[redacted]@hooks.example/x" is not a URL (webhooks are http:// or https:// URLs)'],
   ] as const) {
     test(`${url} -> ${problem ?? 'accepted'}`, () => assert.equal(webhookUrlProblem(url), problem));
   }

@@ -100,6 +100,9 @@ describe('webhooks from the CLI (a real process, a real receiver)', () => {
   for (const [label, args, env, message] of [
     ['a URL that is not http(s)', ['--webhook', 'ftp://example.com/x', '--webhook-secret', SECRET], {}, '--webhook: "ftp://example.com/x" is not an http:// or https:// URL'],
     ['a URL that is not a URL', ['--webhook', 'example.com/hook', '--webhook-secret', SECRET], {}, '--webhook: "example.com/hook" is not a URL (webhooks are http:// or https:// URLs)'],
+    // A mistyped URL is quoted without what may hold credentials: stderr is a log.
+    ['a URL with credentials that is not http(s)', ['--webhook', 'htps://alice:hunter2@hooks.example/x?token=q1', '--webhook-secret', SECRET], {}, '--webhook: "htps://[redacted]@hooks.example/x?[redacted]" is not an http:// or https:// URL'],
+    ['a URL with credentials that is not a URL', ['--webhook', 'https://alice:hunter2@/x?token=q1', '--webhook-secret', SECRET], {}, '--webhook: "https://[redacted]@/x?[redacted]" is not a URL (webhooks are http:// or https:// URLs)'],
     ['a bad URL in the variable', [], { HALSERVE_WEBHOOKS: 'http://ok.example/a,nope', HALSERVE_WEBHOOK_SECRET: SECRET }, '--webhook: "nope" is not a URL (webhooks are http:// or https:// URLs)'],
     ['no secret', ['--webhook', 'http://127.0.0.1:9/x'], {}, '--webhook needs --webhook-secret (HALSERVE_WEBHOOK_SECRET): the key its deliveries are signed with'],
     ['a short secret', ['--webhook', 'http://127.0.0.1:9/x', '--webhook-secret', 'too-short'], {}, '--webhook-secret: a secret must be at least 24 characters (or whsec_ and base64 of at least 24 bytes)'],
