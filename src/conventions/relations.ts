@@ -171,7 +171,8 @@ export function checkEmbed(embed: readonly string[], known: ReadonlySet<string>)
  * sorted as `parseCollectionQuery` gives them; none without one.
  */
 export function embedOf(query: string): string[] {
-  if (!query.includes('embed')) return [];
+  // `emb%65d=` is `embed=` once decoded (as every route decodes names): a query with an escape is parsed.
+  if (!query.includes('embed') && !query.includes('%')) return [];
   const rels = new URLSearchParams(query)
     .getAll('embed')
     .flatMap((value) => value.split(','))

@@ -43,9 +43,13 @@ export interface ScopeRequest {
 /** The resources a rel of `resource`'s entities leads to (`embed`), or undefined for an unknown rel (a 400 later). */
 export type RelTarget = (resource: string, rel: string) => string | undefined;
 
-/** The resources a `resource` query parameter names (repeatable, comma-separated). */
+/**
+ * The resources a `resource` query parameter names (repeatable, comma-separated). Its name is
+ * decoded as the routes decode it: `res%6Furce=` is `resource=` too, so a query holding an escape
+ * is always parsed.
+ */
 function namedResources(query: string): string[] {
-  if (!query.includes('resource')) return [];
+  if (!query.includes('resource') && !query.includes('%')) return [];
   return new URLSearchParams(query)
     .getAll('resource')
     .flatMap((value) => value.split(','))

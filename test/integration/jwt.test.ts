@@ -251,6 +251,15 @@ describe('scopes per resource', () => {
     assert.equal((await s.as(both, '/products/p1?embed=orders')).status, 200);
   });
 
+  test('embed with its name percent-encoded (emb%65d, as every route decodes it) -> 403 like embed', async () => {
+    const ordersOnly = await scoped({ scope: 'orders:read' });
+    for (const path of ['/orders?emb%65d=product', '/orders/o1?emb%65d=product', '/orders?%65mbed=product&limit=1']) {
+      const refused = await s.as(ordersOnly, path);
+      assert.equal(refused.status, 403, path);
+      assert.equal((await refused.json()).detail, 'This token may not read "products": it needs the read or products:read scope');
+    }
+  });
+
   test('/ and /me -> list only what the token may read; /me shows sub, scopes and roles', async () => {
     const token = await scoped({ scope: 'orders:read email' });
     const index = await (await s.as(token, '/')).json();
@@ -429,6 +438,12 @@ describe('the change feed for a token limited to some resources', () => {
     const refused = await as('/changes?resource=orders');
     assert.equal(refused.status, 403);
     assert.equal(refused.headers.get('www-authenticate'), INSUFFICIENT);
+    // The parameter's name percent-encoded is the same parameter (the feed decodes it): refused alike.
+    for (const path of ['/changes?res%6Furce=orders', '/changes?%72esource=orders&limit=5']) {
+      const encoded = await as(path);
+      assert.equal(encoded.status, 403, path);
+      assert.equal(encoded.headers.get('www-authenticate'), INSUFFICIENT);
+    }
     const everything = await mint(rsa, 'RS256', claims({ scope: 'read' }));
     const all = await (await s.request('/changes', { headers: { authorization: `Bearer ${everything}` } })).json();
     assert.deepEqual(all._embedded.changes.map((e: { resource: string; id: string }) => `${e.resource}/${e.id}`), ['orders/o9', 'products/p9']);
