@@ -120,13 +120,15 @@ export function originForm(target: string): string {
 
 /**
  * The name of a header a request carries more than once that must come once, or undefined: Host
- * (RFC 9112 §3.2 makes it a 400), and Authorization, which holds one credential (RFC 9110 §11.6.2,
- * not a list): node keeps the first of two and drops the other, and a proxy in front may have
- * judged the other, so which one was meant cannot be known.
+ * (RFC 9112 §3.2 makes it a 400), Authorization, which holds one credential (RFC 9110 §11.6.2,
+ * not a list), and Content-Type, which names one media type (RFC 9110 §8.3): node keeps the first
+ * of two and drops the other, and a proxy in front may have judged the other (a `text/plain` body
+ * let through, then taken here as `application/json`), so which one was meant cannot be known.
  */
-export function repeatedSingleton(rawHeaders: readonly string[]): 'Host' | 'Authorization' | undefined {
+export function repeatedSingleton(rawHeaders: readonly string[]): 'Host' | 'Authorization' | 'Content-Type' | undefined {
   let host = false;
   let authorization = false;
+  let contentType = false;
   for (let i = 0; i < rawHeaders.length; i += 2) {
     const name = rawHeaders[i] ?? '';
     if (name.length === 4 && name.toLowerCase() === 'host') {
@@ -135,6 +137,9 @@ export function repeatedSingleton(rawHeaders: readonly string[]): 'Host' | 'Auth
     } else if (name.length === 13 && name.toLowerCase() === 'authorization') {
       if (authorization) return 'Authorization';
       authorization = true;
+    } else if (name.length === 12 && name.toLowerCase() === 'content-type') {
+      if (contentType) return 'Content-Type';
+      contentType = true;
     }
   }
   return undefined;

@@ -78,6 +78,22 @@ describe('Host, upgrades and method tricks', () => {
     assert.equal(s.store.size, 1);
   });
 
+  test('two Content-Type headers, whichever comes first -> 400 naming the header, nothing written', async () => {
+    // Node keeps the first and drops the other; a proxy in front may have judged the other.
+    const s = await startItems(records(1));
+    for (const [first, second] of [
+      ['application/json', 'text/plain'],
+      ['text/plain', 'application/json'],
+      ['application/json', 'application/json'],
+    ]) {
+      const body = '{"n":1}';
+      const { responses } = await rawExchange(s.url, `POST /items HTTP/1.1\r\nHost: x\r\nContent-Type: ${first}\r\ncontent-type: ${second}\r\nContent-Length: ${body.length}\r\n\r\n${body}`, { responses: 1 });
+      assertRawProblem(responses[0], 400);
+      assert.equal(JSON.parse(responses[0]!.body).detail, 'The request has more than one Content-Type header');
+    }
+    assert.equal(s.store.size, 1);
+  });
+
   test('Upgrade: websocket -> ignored, the request is answered as plain HTTP/1.1', async () => {
     const s = await startItems(records(1));
     const { responses } = await rawExchange(s.url, 'GET /items HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n', { responses: 1 });
