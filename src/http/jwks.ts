@@ -1,6 +1,7 @@
 import { createPublicKey, type JsonWebKey, type KeyObject } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { keySetUrlProblem } from '../conventions/credential-forms.js';
+import { quotableUrl } from '../conventions/quotable-url.js';
 import { JWT_ALGORITHMS, type JwtAlgorithm, type VerificationKey } from './jwt.js';
 
 /**
@@ -187,7 +188,7 @@ export function remoteKeySet(url: string, options: RemoteKeySetOptions): RemoteK
         keys = fresh;
         fetchedAt = now();
       },
-      (error: unknown) => options.warn?.(`key set ${url} could not be fetched (${(error as Error).message}); ${keys === undefined ? 'JWTs are refused until it can be' : 'the last good set is kept'}`),
+      (error: unknown) => options.warn?.(`key set ${quotableUrl(url)} could not be fetched (${(error as Error).message}); ${keys === undefined ? 'JWTs are refused until it can be' : 'the last good set is kept'}`),
     ).finally(() => {
       inFlight = undefined;
     });

@@ -113,6 +113,15 @@ describe('remoteKeySet', () => {
     };
   }
 
+  test('a URL with user-info and a query that fails -> the warning quotes it without them', async () => {
+    const f = fake();
+    const warned: string[] = [];
+    const set = remoteKeySet('https://alice:pw@idp.example/jwks?key=secret', { now: () => 1000, fetch: f.fetch, warn: (m) => warned.push(m) });
+    f.answer(500, 'down');
+    await set.refresh();
+    assert.deepEqual(warned, ['key set https://[redacted]@idp.example/jwks?[redacted] could not be fetched (answered 500); JWTs are refused until it can be']);
+  });
+
   test('a set that expires -> fetched again after 10 minutes; a failing fetch -> the last good set kept, one line said', async () => {
     let now = 1000;
     const f = fake();
