@@ -8,10 +8,31 @@
 export const REDACTED = '[redacted]';
 
 /**
- * Query parameter names that carry credentials (OAuth 2's `access_token`, RFC 6750 §2.3, and the
- * usual API-key spellings), compared lower-cased with `-` read as `_`.
+ * The words that make a query parameter's name a credential's (OAuth 2's `access_token`, RFC 6750
+ * §2.3, the usual API-key spellings, and their variants: `x_api_key`, `api-token`, `jwt`,
+ * `bearer`). A name is split into words at `_`, `-` and `.`, lower-cased, and judged a credential's
+ * when one of its words is one of these, or when it is one of them whole (`apikey`): a field that
+ * happens to be named `sort_key` loses its value in the log, which is the safe side to err on.
  */
-const CREDENTIAL_PARAMETER = /^(access_token|refresh_token|id_token|token|auth|authorization|api_key|apikey|key|secret|client_secret|password|passwd|pwd|session|sessionid|signature|sig)$/;
+const CREDENTIAL_WORDS: ReadonlySet<string> = new Set([
+  'token',
+  'auth',
+  'authorization',
+  'apikey',
+  'key',
+  'secret',
+  'password',
+  'passwd',
+  'pwd',
+  'session',
+  'sessionid',
+  'signature',
+  'sig',
+  'jwt',
+  'bearer',
+  'credential',
+  'credentials',
+]);
 
 function isCredentialName(rawName: string): boolean {
   let name = rawName;
@@ -20,7 +41,8 @@ function isCredentialName(rawName: string): boolean {
   } catch {
     // A malformed escape is judged as written.
   }
-  return CREDENTIAL_PARAMETER.test(name.trim().toLowerCase().replaceAll('-', '_'));
+  const words = name.trim().toLowerCase();
+  return CREDENTIAL_WORDS.has(words) || words.split(/[-_.]+/).some((word) => CREDENTIAL_WORDS.has(word));
 }
 
 /** The query string with credential-like values redacted; everything else as the client sent it. */

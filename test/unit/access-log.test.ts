@@ -12,6 +12,8 @@ describe('redactQuery', () => {
     ['access%5Ftoken=s3cret', 'access%5Ftoken=[redacted]'],
     ['password=p&client_secret=c', 'password=[redacted]&client_secret=[redacted]'],
     ['tokens=fine&status=active', 'tokens=fine&status=active'],
+    ['bearer=b&jwt=j&x_api_key=k&api-token=t&X-Auth-Token=a&user.password=p', 'bearer=[redacted]&jwt=[redacted]&x_api_key=[redacted]&api-token=[redacted]&X-Auth-Token=[redacted]&user.password=[redacted]'],
+    ['monkey=1&keyword=2&author=3&tokenizer=4', 'monkey=1&keyword=2&author=3&tokenizer=4'],
     ['bad%zz=1&token', 'bad%zz=1&token'],
   ] as const) {
     test(`${JSON.stringify(query)} -> ${JSON.stringify(expected)}`, () => assert.equal(redactQuery(query), expected));
