@@ -5,7 +5,6 @@ import { KeyInFlightError, KeyReusedError, ReplayedAnswer, type IdempotencyLedge
 import type { StoredEntity } from '../store/store.js';
 import type { Principal } from './auth.js';
 import { problemReply, type Reply } from './reply.js';
-import { originForm } from './request.js';
 
 /**
  * A POST or PATCH with `Idempotency-Key` (docs/conventions.md): the first request with a key is
@@ -57,6 +56,8 @@ export interface KeyedRequest {
   readonly principal: Principal | undefined;
   /** The client's key (`requestKey`). */
   readonly key: string;
+  /** The path the write names, as the server links it (whatever alias or escapes the request used). */
+  readonly target: string;
   /** The parsed body. */
   readonly body: unknown;
   /** The body's bytes as they came: what the request's digest is of. */
@@ -75,9 +76,7 @@ export interface KeyedRequest {
 export async function keyedWrite(request: KeyedRequest): Promise<Reply> {
   const { req, ledger } = request;
   if (ledger === undefined) throw new HttpProblem(501, 'This store does not keep Idempotency-Key answers: send the request without the header');
-  const url = originForm(req.url ?? '/');
-  const mark = url.indexOf('?');
-  const name = ledgerName(principalKey(req, request.principal), req.method ?? 'POST', mark === -1 ? url : url.slice(0, mark), request.key);
+  const name = ledgerName(principalKey(req, request.principal), req.method ?? 'POST', request.target, request.key);
   const key = name.key;
   // The digest is made when first asked for: by the store's write order, with the rest of its
   // batch's (write-batcher.ts), or by a claim that finds an answer to compare with.

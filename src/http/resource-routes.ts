@@ -196,9 +196,14 @@ interface KeyedWriteRequest {
   readonly id: string;
 }
 
-/** Runs `run` through the idempotency ledger. */
+/**
+ * Runs `run` through the idempotency ledger, under the path the write names as this server links
+ * it (the collection's for a POST, the entity's for a PATCH): `/v1/items` and `/items`, or an id
+ * spelled with escapes and without, are one target, so a retry sent to either replays.
+ */
 function keyed({ req, principal, key, body, resource, reply, id }: KeyedWriteRequest, run: (keyed: KeyedWrite) => Promise<StoredEntity>): Promise<Reply> {
-  return keyedWrite({ req, principal, key, body: body.value, bytes: body.bytes, ledger: resource.store.idempotency, write: run, reply, missing: () => resource.missing(id) });
+  const target = id === '' ? resource.path : resource.href(id);
+  return keyedWrite({ req, principal, key, target, body: body.value, bytes: body.bytes, ledger: resource.store.idempotency, write: run, reply, missing: () => resource.missing(id) });
 }
 
 /** The conditions of a write (RFC 9110 §13.1.1, §13.1.2), checked by the resource inside the store's write order. */

@@ -70,6 +70,25 @@ describe('Idempotency-Key on POST and PATCH (memory store)', () => {
     assert.equal(s.store.size, 1);
   });
 
+  test('the same key to /v1/items after /items, and to an id spelled with escapes -> replayed: one target, one write', async () => {
+    const s = await startItems([], { basePath: '/api' });
+    const first = await answer(await s.request('/api/items', { method: 'POST', headers: keyed('alias'), body: '{"name":"a"}' }));
+    assert.equal(first.status, 201);
+    const again = await answer(await s.request('/api/v1/items', { method: 'POST', headers: keyed('alias'), body: '{"name":"a"}' }));
+    assert.deepEqual({ ...again, replayed: null }, first);
+    assert.equal(again.replayed, 'true');
+    assert.equal(s.store.size, 1);
+    const path = first.location!;
+    const id = path.slice(path.lastIndexOf('/') + 1);
+    const escaped = `/api/v1/items/${[...id].map((c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`).join('')}`;
+    const patch = { method: 'PATCH', headers: { ...keyed('edit'), 'content-type': 'application/merge-patch+json' }, body: '{"n":1}' };
+    const patched = await answer(await s.request(path, patch));
+    assert.equal(patched.status, 200);
+    const retried = await answer(await s.request(escaped, patch));
+    assert.deepEqual({ ...retried, replayed: null }, patched);
+    assert.equal(retried.replayed, 'true');
+  });
+
   test('the same key with another body -> 422 problem, nothing written', async () => {
     const s = await startItems();
     assert.equal((await s.request('/items', { method: 'POST', headers: keyed('k'), body: '{"name":"a"}' })).status, 201);
