@@ -7,6 +7,11 @@ import { SharedText, type StreamWriter } from './reply.js';
 
 /** Changes read per page while a stream catches up. */
 const CATCH_UP_PAGE = 200;
+/**
+ * About how many characters of a page a catch-up writes at once, each write once its reader has
+ * taken the one before (`ready`): a page of large entities is not queued whole for a reader.
+ */
+const CATCH_UP_WRITE = 64 * 1024;
 
 /**
  * Each change's message text by type, made once however many streams send it: a write followed by
@@ -168,11 +173,16 @@ export function streamChanges(out: StreamWriter, options: ChangeStreamOptions): 
   let last = options.after;
   let live = false;
   const waiting: StoreChange[] = [];
-  /** The text of `changes` after `last` on this stream (moving `last`). */
-  const compose = (changes: readonly StoreChange[]): Composed => {
+  /**
+   * The text of `changes` after `last` on this stream (moving `last`), from index `from`, stopping
+   * once it holds `limit` characters or more: `next` is the index of the first change left out.
+   */
+  const compose = (changes: readonly StoreChange[], from = 0, limit = Infinity): Composed & { next: number } => {
     let text = '';
     let events = 0;
-    for (const change of changes) {
+    let at = from;
+    for (; at < changes.length && text.length < limit; at++) {
+      const change = changes[at]!;
       if (resources !== undefined && !resources.has(change.resource)) continue;
       if (feed.compare(change.cursor, last) <= 0) continue;
       last = change.cursor;
@@ -181,7 +191,7 @@ export function streamChanges(out: StreamWriter, options: ChangeStreamOptions): 
       text += messageOf(change, type, json);
       events++;
     }
-    return { text: new SharedText(text), events, last };
+    return { text: new SharedText(text), events, last, next: at };
   };
   const send = (composed: Composed): void => {
     if (composed.events > 0) out.write(composed.text, composed.events);
@@ -207,13 +217,32 @@ export function streamChanges(out: StreamWriter, options: ChangeStreamOptions): 
     },
   });
   out.onClose(stop);
+  // The catch-up goes at its reader's pace: each write once the reader has taken what was sent
+  // before, so that a backlog larger than the bound on what a reader may leave untaken (1 MiB) is
+  // sent, not cut off at every attempt (event-stream.ts).
   const catchUp = async (): Promise<void> => {
     for (;;) {
+      await out.ready();
       if (out.closed) return;
       const read: MaybePromise<FeedPage> = feed.read(last, CATCH_UP_PAGE, resources);
       const page = read instanceof Promise ? await read : read;
-      send(compose(page.changes));
-      if (page.changes.length < CATCH_UP_PAGE) break;
+      let paced = false;
+      for (let at = 0; ; ) {
+        const composed = compose(page.changes, at, CATCH_UP_WRITE);
+        send(composed);
+        at = composed.next;
+        if (at >= page.changes.length) break;
+        paced = true;
+        await out.ready();
+        if (out.closed) return;
+      }
+      // What came while it waited and the pages already held is not kept twice.
+      let held = 0;
+      while (held < waiting.length && feed.compare(waiting[held]!.cursor, last) <= 0) held++;
+      waiting.splice(0, held);
+      // A short page sent without waiting ends it: nothing came between its read and going live
+      // but what `waiting` holds. After a wait, the next page reads what came meanwhile.
+      if (page.changes.length < CATCH_UP_PAGE && !paced) break;
     }
     live = true;
     send(compose(waiting.splice(0)));

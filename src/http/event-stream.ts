@@ -14,6 +14,8 @@ const realEvery: Every = (ms, run) => {
 
 /** A reader further behind than this (bytes queued for its socket) is disconnected; it resumes by cursor. */
 export const MAX_BUFFERED_BYTES = 1024 * 1024;
+/** What may stay queued for a reader when a producer that waits for it (`ready`) writes more. */
+const READY_BYTES = 64 * 1024;
 /** Open streams allowed at once by default (`--max-streams`). */
 export const DEFAULT_MAX_STREAMS = 10_000;
 /** RFC 9110 §10.2.3: when a client refused for too many streams may try again. */
@@ -132,6 +134,17 @@ class ServerStream implements StreamWriter {
   write(text: string | SharedText, events = typeof text === 'string' && text.startsWith('id:') ? 1 : 0): void {
     if (this.#closed) return;
     const res = this.#res;
+    // The socket takes what it can; the rest queues here. A reader that has not taken what it was
+    // sent before, down to the bound, is cut off rather than buffered without bound: it resumes by
+    // its last event id. What this write adds does not count: one write larger than the bound (a
+    // batch of large entities) goes to a reader that keeps up, which would otherwise be cut off at
+    // every attempt, and so never get it.
+    if (res.writableLength > this.#maxBuffered) {
+      this.#counters.slowReader();
+      res.destroy();
+      this.#close();
+      return;
+    }
     if (typeof text === 'string') {
       res.write(text);
       this.bytes += Buffer.byteLength(text);
@@ -146,13 +159,25 @@ class ServerStream implements StreamWriter {
       this.bytes += text.bytes.length;
     }
     if (events > 0) this.#counters.sent(events);
-    // The socket takes what it can; the rest queues here. A reader that lets it grow past the
-    // bound is cut off rather than buffered without bound: it resumes by its last event id.
-    if (res.writableLength > this.#maxBuffered) {
-      this.#counters.slowReader();
-      res.destroy();
-      this.#close();
-    }
+  }
+
+  ready(): Promise<void> {
+    const socket = this.#res.socket;
+    if (this.#closed || !socket || this.#res.writableLength <= READY_BYTES) return Promise.resolve();
+    // More than the socket's high-water mark is queued, so its last write said to wait: it emits
+    // 'drain' once it has written everything.
+    const res = this.#res;
+    return new Promise((resolve) => {
+      const done = (): void => {
+        socket.off('drain', done);
+        socket.off('close', done);
+        res.off('close', done);
+        resolve();
+      };
+      socket.on('drain', done);
+      socket.on('close', done);
+      res.on('close', done);
+    });
   }
 
   end(): void {

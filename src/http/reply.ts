@@ -64,9 +64,15 @@ export class SharedText {
 export interface StreamWriter {
   /**
    * Sends text now, holding `events` events (default: one when it starts with an `id:` line); a
-   * reader that has fallen too far behind is disconnected instead.
+   * reader still too far behind what was written before is disconnected instead.
    */
   write(text: string | SharedText, events?: number): void;
+  /**
+   * Resolves once the reader has taken what was written, all but a little (at once when it has, or
+   * once the stream has closed): a producer that reads what it sends (a catch-up) goes at the
+   * reader's pace instead of queueing it all.
+   */
+  ready(): Promise<void>;
   /** Ends the response (its last chunk sent). */
   end(): void;
   /** True once the response has ended or the client left. */

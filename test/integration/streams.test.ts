@@ -5,6 +5,7 @@ import { describe, test } from 'node:test';
 import { EventSource } from 'eventsource';
 import { wantsEventStream } from '../../src/conventions/event-stream.js';
 import { Streams, type Every } from '../../src/http/event-stream.js';
+import type { StreamWriter } from '../../src/http/reply.js';
 import { ServerMetrics } from '../../src/metrics/server-metrics.js';
 import { LocalChangeLog } from '../../src/store/changes/local-feed.js';
 import { createMemoryStore } from '../../src/store/memory-store.js';
@@ -132,6 +133,20 @@ describe('event streams (text/event-stream)', () => {
     await again.until(() => again.messages.length === 3);
     await again.close();
     assert.deepEqual(again.messages.map((m) => `${m.event} ${m.data.id}`), ['created b', 'updated a', 'created c']);
+  });
+
+  test('resuming with more than the 1 MiB bound of events to catch up (250 of 6 kB) -> every event arrives to a reader that keeps reading, not an empty reply', async () => {
+    const metrics = new ServerMetrics();
+    const s = await start({ metrics });
+    const text = 'x'.repeat(6000);
+    for (let i = 0; i < 250; i++) await post(s, 'items', `big${i}`, { text });
+    const stream = await openRaw(s, '/changes?since=0');
+    await stream.until(() => stream.messages.length === 250);
+    await post(s, 'items', 'after');
+    await stream.until(() => stream.messages.length === 251);
+    await stream.close();
+    assert.deepEqual(stream.messages.map((m) => m.data.id), [...Array.from({ length: 250 }, (_, i) => `big${i}`), 'after']);
+    assert.equal(metrics.slowReaders.series().value, 0);
   });
 
   test('/metrics -> open streams and events sent', async () => {
@@ -309,6 +324,22 @@ describe('a slow reader', () => {
     assert.ok(writes < 100 && res.writableLength <= 1000 + 200, `stopped at the bound: ${res.writableLength} bytes queued`);
     assert.equal(ended, 1);
     assert.equal(streams.size, 0);
+    assert.equal(metrics.slowReaders.series().value, 1);
+  });
+
+  test('one write larger than the bound to a reader that had taken everything -> sent; the reader is cut off only if it is still behind at the next write', () => {
+    const metrics = new ServerMetrics();
+    const streams = new Streams({ maxBufferedBytes: 1000, every: () => () => {} }, metrics.streamCounters);
+    const res = new StuckResponse();
+    let out: StreamWriter | undefined;
+    streams.start({ method: 'GET' } as IncomingMessage, res as unknown as ServerResponse, streams.reply({}, (writer) => (out = writer)), {}, () => {});
+    out!.write(`id: 1\nevent: created\ndata: ${'x'.repeat(5000)}\n\n`);
+    assert.equal(res.destroyed, false, 'a batch of large entities is no slow reader');
+    res.writableLength = 0; // the reader took it
+    out!.write(`id: 2\nevent: created\ndata: ${'x'.repeat(5000)}\n\n`);
+    assert.equal(res.destroyed, false);
+    out!.write('id: 3\nevent: created\ndata: {}\n\n');
+    assert.equal(res.destroyed, true, 'still more than the bound behind at the next write');
     assert.equal(metrics.slowReaders.series().value, 1);
   });
 });

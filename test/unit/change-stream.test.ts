@@ -17,6 +17,7 @@ function writer(): StreamWriter & { writes: { bytes: Buffer; events: number }[] 
     write(text, events = 0) {
       writes.push({ bytes: typeof text === 'string' ? Buffer.from(text) : text.bytes, events });
     },
+    ready: () => Promise.resolve(),
     end() {
       for (const cleanup of cleanups.splice(0)) cleanup();
     },
