@@ -85,6 +85,11 @@ export class Delivery {
   #wake: (() => void) | undefined;
   /** While the start-up count runs: the cursors heard meanwhile (counted after it, if it did not). */
   #heardWhileCounting: string[] | undefined = [];
+  /**
+   * The position whose miss was reported: while no event moves it (none held of the URL's
+   * resources), each idle poll finds it again, and that is the same miss, not another.
+   */
+  #missedAt: string | undefined;
 
   constructor(options: DeliveryOptions, position: Position) {
     this.#o = options;
@@ -178,7 +183,10 @@ export class Delivery {
       return await feed.read(cursor, DELIVERY_PAGE, resources);
     } catch (error) {
       if (!(error instanceof CursorExpiredError || error instanceof CursorMalformedError)) throw error;
-      this.#o.missed(error.message);
+      if (this.#missedAt !== cursor) {
+        this.#missedAt = cursor;
+        this.#o.missed(error.message);
+      }
       const page = await feed.read(undefined, DELIVERY_PAGE, resources);
       // The position stays where it was until the first of these events is acknowledged.
       return page;

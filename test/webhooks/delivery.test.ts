@@ -287,6 +287,32 @@ describe('webhook delivery (in process, a real receiver that verifies with stand
     assert.equal(receiver.acknowledged()[0], oldest);
   });
 
+  test('a position that cannot resume and no event held of the URL\'s resources -> the miss said once, not at every idle poll', async () => {
+    const receiver = await startReceiver();
+    const s = await setup([], {});
+    await writes(s.server, 6, ['items']);
+    await new FilePositions(s.dir).save(new Map([[receiver.url, { cursor: '1', at: 0 }]]));
+    s.changes.forgot(3);
+    // Idle polls (5 s) at test scale: every wait of a caught-up delivery comes after 5 ms.
+    let polls = 0;
+    const scheduler: Scheduler = { ...realScheduler, sleep: (ms, signal) => (ms === 5_000 && polls++, realScheduler.sleep(ms === 5_000 ? 5 : ms, signal)) };
+    const metrics = new ServerMetrics();
+    const warnings: string[] = [];
+    const webhooks = stopAfter(
+      new Webhooks({ urls: [receiver.url], secret: SECRET, resources: ['orders'], positions: new FilePositions(s.dir), metrics: new WebhookMetrics(metrics.registry), warn: (m) => warnings.push(m), backoff: FAST, scheduler }),
+    );
+    webhooks.start(s.feed, s.json);
+    await eventually(() => polls >= 5, 'idle polls');
+    const label = `http://127.0.0.1:${receiver.port}/hook`;
+    assert.equal(warnings.filter((w) => w.includes('events were missed')).length, 1, warnings.join('\n'));
+    assert.deepEqual(metricLines(metrics, 'halserve_webhook_missed_total'), [`halserve_webhook_missed_total{url="${label}"} 1`]);
+    // An event of the URL's resources is then delivered as any other.
+    const res = await s.server.request('/orders', { method: 'POST', headers: JSON_HEADERS, body: '{}' });
+    assert.equal(res.status, 201);
+    await eventually(() => receiver.acknowledged().at(-1) === s.feed.latest, 'delivered');
+    assert.deepEqual(metricLines(metrics, 'halserve_webhook_missed_total'), [`halserve_webhook_missed_total{url="${label}"} 1`]);
+  });
+
   test('a position older than a forgotten delete, more than a page of events before it -> each event delivered once, in order, then caught up (no loop from the oldest)', async () => {
     const receiver = await startReceiver();
     const s = await setup([], {});
