@@ -12,6 +12,12 @@ const CATCH_UP_PAGE = 200;
  * taken the one before (`ready`): a page of large entities is not queued whole for a reader.
  */
 const CATCH_UP_WRITE = 64 * 1024;
+/**
+ * The most changes a stream that catches up holds for after it (`waiting`): past it they are let
+ * go, and the catch-up reads another page, which holds them, before it goes live. A catch-up that
+ * waits for a slow reader holds no more than this, however many writes the data set takes meanwhile.
+ */
+const MAX_WAITING = CATCH_UP_PAGE;
 
 /**
  * Each change's message text by type, made once however many streams send it: a write followed by
@@ -173,6 +179,8 @@ export function streamChanges(out: StreamWriter, options: ChangeStreamOptions): 
   let last = options.after;
   let live = false;
   const waiting: StoreChange[] = [];
+  /** Whether changes were let go from `waiting` since the last page was read (`MAX_WAITING`). */
+  let dropped = false;
   /**
    * The text of `changes` after `last` on this stream (moving `last`), from index `from`, stopping
    * once it holds `limit` characters or more: `next` is the index of the first change left out.
@@ -201,6 +209,10 @@ export function streamChanges(out: StreamWriter, options: ChangeStreamOptions): 
       if (out.closed) return;
       if (!live) {
         for (const change of batch) if (resources === undefined || resources.has(change.resource)) waiting.push(change);
+        if (waiting.length > MAX_WAITING) {
+          waiting.length = 0;
+          dropped = true;
+        }
         return;
       }
       // A stream already past the batch's first change (it caught up over it) composes its own.
@@ -224,6 +236,7 @@ export function streamChanges(out: StreamWriter, options: ChangeStreamOptions): 
     for (;;) {
       await out.ready();
       if (out.closed) return;
+      dropped = false;
       const read: MaybePromise<FeedPage> = feed.read(last, CATCH_UP_PAGE, resources);
       const page = read instanceof Promise ? await read : read;
       let paced = false;
@@ -241,8 +254,9 @@ export function streamChanges(out: StreamWriter, options: ChangeStreamOptions): 
       while (held < waiting.length && feed.compare(waiting[held]!.cursor, last) <= 0) held++;
       waiting.splice(0, held);
       // A short page sent without waiting ends it: nothing came between its read and going live
-      // but what `waiting` holds. After a wait, the next page reads what came meanwhile.
-      if (page.changes.length < CATCH_UP_PAGE && !paced) break;
+      // but what `waiting` holds. After a wait, or once `waiting` let changes go, the next page
+      // reads what came meanwhile.
+      if (page.changes.length < CATCH_UP_PAGE && !paced && !dropped) break;
     }
     live = true;
     send(compose(waiting.splice(0)));

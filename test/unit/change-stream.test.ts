@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { streamChanges } from '../../src/http/change-stream.js';
 import type { StreamWriter } from '../../src/http/reply.js';
+import type { ChangeFeed } from '../../src/store/changes/change-feed.js';
 import { LocalChangeLog } from '../../src/store/changes/local-feed.js';
 import { createMemoryStore } from '../../src/store/memory-store.js';
 import type { StoreChange } from '../../src/store/store.js';
@@ -83,4 +84,40 @@ test('1,200 streams (a pass in slices), a write during the pass -> every stream 
   await eventually(() => outs.every((out) => out.writes.length >= 2), 'both batches on every stream');
   for (const out of outs) assert.deepEqual(out.writes.map((w) => /data: (.*)/.exec(w.bytes.toString())![1]), ['{"id":"a"}', '{"id":"b"}']);
   for (const out of outs) out.end();
+});
+
+test('1,000 writes land while a catch-up reads a page (more than it holds for later) -> it reads them from the feed again; every event sent once, in order', async () => {
+  const changes = new LocalChangeLog();
+  const items = createMemoryStore([], { resource: 'items', changes });
+  const origin = changes.latest;
+  for (let i = 0; i < 10; i++) await items.create({ id: `a${i}`, createdAt: 1, updatedAt: 1 });
+  // A feed whose first page is read now but answered later, as a database's is: the writes made
+  // meanwhile reach the stream only through its follower.
+  let answer: (() => void) | undefined;
+  const feed: ChangeFeed = {
+    get latest() {
+      return changes.latest;
+    },
+    latestOf: (resource) => changes.latestOf(resource),
+    read: (since, limit, resources) => {
+      const page = changes.read(since, limit, resources);
+      if (answer !== undefined || since !== origin) return page;
+      return new Promise((resolve) => (answer = () => resolve(page)));
+    },
+    follow: (listener) => changes.follow(listener),
+    compare: (a, b) => changes.compare(a, b),
+    check: (since) => changes.check(since),
+  };
+  const out = writer();
+  const json = (change: StoreChange): string => JSON.stringify({ id: change.id });
+  streamChanges(out, { feed, after: origin, resources: undefined, select: (change) => change.type, json });
+  await eventually(() => answer !== undefined, 'the first page asked for');
+  for (let i = 0; i < 1000; i++) await items.create({ id: `w${i}`, createdAt: 1, updatedAt: 1 });
+  await turn();
+  await turn();
+  answer!();
+  await eventually(() => out.writes.reduce((n, w) => n + w.events, 0) === 1010, 'every event sent');
+  const ids = out.writes.flatMap((w) => [...w.bytes.toString().matchAll(/^data: (.*)$/gm)].map((m) => (JSON.parse(m[1]!) as { id: string }).id));
+  assert.deepEqual(ids, [...Array.from({ length: 10 }, (_, i) => `a${i}`), ...Array.from({ length: 1000 }, (_, i) => `w${i}`)]);
+  out.end();
 });
