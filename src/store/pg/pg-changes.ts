@@ -87,6 +87,9 @@ export class PgChangeFeed implements ChangeFeed {
 
   async read(since: string | undefined, limit: number, resources?: ReadonlySet<string>): Promise<FeedPage> {
     const after = since === undefined ? { tx: 0n, pos: 0n } : this.#after(since);
+    // Taken before the query: a change reported while it runs may lie past what it read, and an
+    // empty page must not resume after a change it did not hold.
+    const latest = this.latest;
     // Every transaction below the feed's `last` has ended and been delivered; so has every one up
     // to the latest change reported (its window's bound lay above it), even while the feed is
     // still delivering that window and has not moved `last` yet: a page never lags a follower.
@@ -128,7 +131,7 @@ export class PgChangeFeed implements ChangeFeed {
     });
     // An empty page resumes where it was asked, in the name this database hands out (an unnamed
     // cursor of the database, from before it was named, is handed back named).
-    const cursor = changes.length > 0 ? changes[changes.length - 1]!.cursor : since === undefined ? this.latest : formatPgCursor(this.#dataset.name, after.tx, after.pos);
+    const cursor = changes.length > 0 ? changes[changes.length - 1]!.cursor : since === undefined ? latest : formatPgCursor(this.#dataset.name, after.tx, after.pos);
     return { changes, cursor };
   }
 }
