@@ -135,6 +135,36 @@ test('stamped lines out of order, a stamp met twice (a line copied by hand) and 
   await second.close();
 });
 
+test('a change number in two logs (a file from another data directory, a line copied across) -> the first log keeps it, the other\'s change is numbered above all, with a warning: no two changes share a cursor, and a reader paging one at a time misses none', async () => {
+  const dir = await tempDir();
+  const clock = manualClock();
+  const line = (id: string, stamp: string, n = 0): string => JSON.stringify({ id, createdAt: 1, updatedAt: 1, n, _change: stamp });
+  // items numbered 1..3; orders brought from elsewhere, numbered 2 and 3 there, and a delete numbered 1.
+  await fs.writeFile(path.join(dir, 'items.jsonl'), `${[line('i1', '1.c.100'), line('i2', '2.c.100'), line('i3', '3.c.100')].join('\n')}\n`);
+  await fs.writeFile(path.join(dir, 'orders.jsonl'), `${['{"id":"gone","_deleted":true,"_change":"1.d.100"}', line('o2', '2.c.100'), line('o3', '3.c.100')].join('\n')}\n`);
+  const warnings: string[] = [];
+  const first = await openDataDir({ dir, resources: ['items', 'orders'], durability: 'full', repair: false, warn: (m) => warnings.push(m), now: clock.now, compaction: { auto: false } });
+  const cursors = everyChange(first).map((l) => l.split(' ')[0]!);
+  assert.equal(new Set(cursors).size, cursors.length, `a cursor twice: ${cursors.join(' ')}`);
+  assert.equal(cursors.length, 6);
+  // Paging one change at a time reaches every one.
+  const paged: string[] = [];
+  for (let since: string | undefined; ; ) {
+    const { changes } = first.changes.read(since, 1);
+    if (changes.length === 0) break;
+    paged.push(`${changes[0]!.resource}/${changes[0]!.id}`);
+    since = changes[0]!.cursor;
+  }
+  assert.deepEqual(paged.sort(), ['items/i1', 'items/i2', 'items/i3', 'orders/gone', 'orders/o2', 'orders/o3']);
+  assert.deepEqual(everyChange(first).map((l) => l.split(' ').slice(0, 3).join(' ')), ['1 created items/i1', '2 created items/i2', '3 created items/i3', '4 created orders/o2', '5 created orders/o3', '6 deleted orders/gone']);
+  assert.ok(warnings.some((w) => w.includes('orders.jsonl: 3 change numbers (the first 1) also found')), warnings.join('\n'));
+  const listed = everyChange(first);
+  await first.close();
+  const second = await open(dir, clock);
+  assert.deepEqual(everyChange(second), listed, 'numbered once: a reopen gives the same');
+  await second.close();
+});
+
 test('more unstamped lines than one append holds (several megabytes, one line longer than an append) -> each stamped once, in file order, its JSON unchanged', async () => {
   const dir = await tempDir();
   const clock = manualClock();

@@ -71,6 +71,11 @@ export class ChangeOrder<T extends { readonly seq: number }> {
     }
   }
 
+  /** The sequence numbers of the changes held, in order (read from the array, not from the items). */
+  *numbers(): IterableIterator<number> {
+    for (let i = 0; i < this.#used; i++) if (this.#items[i] !== undefined) yield this.#seqs[i]!;
+  }
+
   /** Every change held, in order. */
   values(): IterableIterator<T> {
     return this.after(-Infinity);

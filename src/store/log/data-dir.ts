@@ -158,6 +158,16 @@ export async function openDataDir(options: DataDirOptions): Promise<DataDir> {
       });
       stores.set(name, store);
     }
+    // A change number found in two logs (a file brought from another data directory, a line copied
+    // from one log to another) would be two changes under one cursor, and a reader resuming from it
+    // would skip the second: the first log keeps it, the others' changes are numbered anew below.
+    const twice = numbersMetTwice([...stores.keys()].map((name) => log.resource(name).order.numbers()));
+    [...stores.entries()].forEach(([name, store], i) => {
+      const seqs = twice[i]!;
+      if (seqs.size === 0) return;
+      warn(`${path.join(dir, name + LOG_EXTENSION)}: ${seqs.size} change number${seqs.size === 1 ? '' : 's'} (the first ${Math.min(...seqs)}) also found in another resource's log: numbered anew`);
+      store.renumber(seqs);
+    });
     // Lines without a change number get theirs once every log is read: above all the directory's.
     for (const store of stores.values()) await store.stampUnstamped();
   } catch (error) {
@@ -189,6 +199,31 @@ export async function openDataDir(options: DataDirOptions): Promise<DataDir> {
  * store would append to the same file and lose the other's writes at the next start) and one that
  * is not a regular file (a FIFO would block start-up for ever). A missing file is created later.
  */
+/**
+ * For each of the resources' change numbers (each ascending), those an earlier resource holds too:
+ * a merge of the sorted numbers, no set of them all.
+ */
+export function numbersMetTwice(orders: readonly Iterator<number>[]): Set<number>[] {
+  const twice = orders.map(() => new Set<number>());
+  const heads = orders.map((it) => {
+    const r = it.next();
+    return r.done ? Infinity : r.value;
+  });
+  for (;;) {
+    let least = Infinity;
+    for (const head of heads) if (head < least) least = head;
+    if (least === Infinity) return twice;
+    let first = true;
+    for (let i = 0; i < heads.length; i++) {
+      if (heads[i] !== least) continue;
+      if (first) first = false;
+      else twice[i]!.add(least);
+      const r = orders[i]!.next();
+      heads[i] = r.done ? Infinity : r.value;
+    }
+  }
+}
+
 async function checkLogFile(file: string, name: string, opened: Map<string, string>): Promise<void> {
   let real: string;
   try {

@@ -85,6 +85,11 @@ export interface JsonlStore extends LocalStore {
   readonly changes: LocalChangeLog;
   /** Numbers the lines loaded without a change number (the data directory calls it once all its logs are read). */
   stampUnstamped(): Promise<void>;
+  /**
+   * Start-up, before `stampUnstamped`: the changes loaded with these numbers are numbered again by
+   * it, as lines without a stamp are (another log of the data directory holds the same numbers).
+   */
+  renumber(seqs: ReadonlySet<number>): void;
   /** Always kept: the answers of keyed writes, durable with them (answer-file.ts). */
   readonly idempotency: IdempotencyLedger;
   /** The log's acknowledged bytes as they are now, held readable until released (`JsonlFile.retain`); undefined while there is no file. */
@@ -444,6 +449,28 @@ class JsonlLogStore implements JsonlStore {
       for (const entity of this.#index.values()) if (copies.has(entity) || entity.seq === 0) live.push(entity);
     }
     this.#unstamped = { live, deletes: unstampedDeletes };
+  }
+
+  renumber(seqs: ReadonlySet<number>): void {
+    const changes = this.#changes;
+    const moved = new Set<HeldChange>();
+    for (const seq of seqs) {
+      const held = changes.order.get(seq);
+      if (held === undefined) continue;
+      if (held instanceof HeldDelete) {
+        changes.forget([held]);
+        this.#unstamped.deletes.push(held.id);
+      } else {
+        changes.order.remove(seq);
+        moved.add(held);
+      }
+    }
+    if (moved.size === 0) return;
+    // Numbered in the order the index holds them, with the lines that had no stamp.
+    const unstamped = new Set<HeldChange>(this.#unstamped.live);
+    const live: LogEntity[] = [];
+    for (const entity of this.#index.values()) if (moved.has(entity) || unstamped.has(entity)) live.push(entity);
+    this.#unstamped = { live, deletes: this.#unstamped.deletes };
   }
 
   /**
