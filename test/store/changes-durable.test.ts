@@ -165,6 +165,19 @@ test('a change number in two logs (a file from another data directory, a line co
   await second.close();
 });
 
+test('an older line of an entity copied after its newer one (the last line wins) -> the newer line\'s number, handed out before, is never handed out again', async () => {
+  const dir = await tempDir();
+  const clock = manualClock();
+  const line = (id: string, stamp: string, n: number): string => JSON.stringify({ id, createdAt: 1, updatedAt: 1, n, _change: stamp });
+  await fs.writeFile(path.join(dir, 'items.jsonl'), `${[line('i1', '1.c.100', 0), line('i1', '2.u.100', 1), line('i1', '1.c.100', 0)].join('\n')}\n`);
+  const data = await open(dir, clock, ['items']);
+  assert.equal(store(data, 'items').get('i1')?.record.n, 0, 'the last line wins');
+  await store(data, 'items').create(rec('i2'));
+  const created = all(data).find((l) => l.includes('items/i2'))!;
+  assert.ok(Number(created.split(' ')[0]) > 2, `cursor 2 named i1's update before the restart; i2 got: ${created}`);
+  await data.close();
+});
+
 test('more unstamped lines than one append holds (several megabytes, one line longer than an append) -> each stamped once, in file order, its JSON unchanged', async () => {
   const dir = await tempDir();
   const clock = manualClock();

@@ -20,6 +20,8 @@ export interface LoadResult {
   torn?: { offset: number; line: number; bytes: Buffer };
   /** Bytes of its answers lines. */
   answerBytes: number;
+  /** The largest change number of any line, superseded ones included (0: none). */
+  maxSeq: number;
   /** Malformed lines set aside by `repair` (none without it). */
   rejected: { line: number; bytes: Buffer; reason: string }[];
   /** False when the file does not exist yet. */
@@ -56,7 +58,7 @@ export async function loadLog(
     fd = await fsys.open(file, OPEN_READ);
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') {
-      return { lines: 0, size: 0, needsNewline: false, answerBytes: 0, rejected: [], exists: false };
+      return { lines: 0, size: 0, needsNewline: false, answerBytes: 0, maxSeq: 0, rejected: [], exists: false };
     }
     throw new StoreOpenError(`${file}: ${(error as Error).message}`);
   }
@@ -68,6 +70,7 @@ export async function loadLog(
   let keptSize = 0;
   let needsNewline = false;
   let answerBytes = 0;
+  let maxSeq = 0;
   /**
    * Whether the lines now taken may hold bytes that are not UTF-8, which the scanner does not
    * look at: each block's whole lines are checked at once, and one by one only when that fails
@@ -95,7 +98,10 @@ export async function loadLog(
         // The number alone, without the stamp's object, for the lines a loaded entity holds.
         const seq = stampAt < 0 ? 0 : readStampSeq(buffer, stampAt, r.objectEnd);
         if (seq === 0) stampAt = -1;
-        else answers.change(seq, buffer, r.objectStart, r.objectEnd);
+        else {
+          answers.change(seq, buffer, r.objectStart, r.objectEnd);
+          if (seq > maxSeq) maxSeq = seq;
+        }
         if (idHash !== undefined) {
           index.put(new LoadedEntity(buffer, r.objectStart, r.objectEnd, r.idStart, r.idEnd, stampAt), idHash);
         } else {
@@ -203,7 +209,7 @@ export async function loadLog(
   }
 
   answers.end();
-  const result: LoadResult = { lines: line, size: keptSize, needsNewline, answerBytes, rejected, exists: true };
+  const result: LoadResult = { lines: line, size: keptSize, needsNewline, answerBytes, maxSeq, rejected, exists: true };
   if (suspect) {
     result.torn = { offset: suspect.offset, line: suspect.line, bytes: suspect.bytes };
     result.lines = suspect.line - 1;

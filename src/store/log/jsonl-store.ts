@@ -366,6 +366,9 @@ class JsonlLogStore implements JsonlStore {
       const answerLines = new AnswerLines((e) => fromLog.put(e.k, rememberedOf(e)), fromLog.now() - fromLog.ttlMs);
       loaded = await loadLog(fsys, this.#path, this.#index, this.#repair, this.#loadChunkBytes, (id, stamp) => deletes.set(id, stamp ?? null), answerLines);
       this.#loadChanges(deletes);
+      // A number held only by a superseded line (an older line of its id copied after it) may have
+      // been handed out: the next one reserved is above it too, so that no cursor names two changes.
+      this.#log.seen(loaded.maxSeq);
     } catch (error) {
       throw error instanceof StoreOpenError ? error : openError(this.#path, error);
     }
