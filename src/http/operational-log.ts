@@ -23,6 +23,6 @@ export function createOperationalLog(warn: (message: string) => void, intervalMs
 export function failureCause(error: unknown): string {
   const code = (error as { code?: unknown })?.code;
   if (typeof code === 'string' && /^E[A-Z0-9]+$/.test(code)) return code;
-  const match = /\b(E[A-Z][A-Z0-9]{2,})\b/.exec(error instanceof Error ? error.message : String(error));
+  const match = /\b(E[A-Z][A-Z0-9]+)\b/.exec(error instanceof Error ? error.message : String(error));
   return match?.[1] ?? 'unknown';
 }

@@ -197,6 +197,13 @@ export interface LocalStore extends Store {
 /** A write could not be made durable (disk full, I/O error). The state is as it was before it. */
 export class StoreWriteError extends Error {
   override readonly name = 'StoreWriteError';
+  /** The errno code of the failure (`ENOSPC`, `EIO`…), when there was one: metrics and logs name it. */
+  readonly code: string | undefined;
+
+  constructor(message: string, code?: string) {
+    super(message);
+    this.code = code;
+  }
 }
 
 /**

@@ -172,7 +172,8 @@ export class WriteBatcher<E extends StoredEntity> {
       try {
         await target.append(changes, types, recorded, answering);
       } catch (error) {
-        const failure = new StoreWriteError(`${this.#name}: write failed: ${(error as Error).message}`);
+        const code = (error as NodeJS.ErrnoException).code;
+        const failure = new StoreWriteError(`${this.#name}: write failed: ${(error as Error).message}`, typeof code === 'string' ? code : undefined);
         // Every op of the batch fails, even one that wrote nothing (a 404, a refused change): its
         // answer was computed against writes of the batch that did not happen.
         for (const op of batch) op.reject(failure);

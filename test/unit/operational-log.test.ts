@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { createOperationalLog, failureCause } from '../../src/http/operational-log.js';
+import { StoreWriteError } from '../../src/store/store.js';
 
 describe('createOperationalLog', () => {
   test('136 failures in 10 s -> one line, then one line saying how many were held back', () => {
@@ -33,6 +34,9 @@ describe('failureCause', () => {
     [new Error('/d/items.jsonl: write failed: ENOSPC: no space left on device, write'), 'ENOSPC'],
     [new Error('something else'), 'unknown'],
     ['EDQUOT quota', 'EDQUOT'],
+    // A failing disk's write (three letters), as the store words it, and as the store's error carries it.
+    [new Error('/d/items.jsonl: write failed: EIO: i/o error, write'), 'EIO'],
+    [new StoreWriteError('items: write failed: something', 'EIO'), 'EIO'],
   ] as const) {
     test(`${String(error)} -> ${cause}`, () => assert.equal(failureCause(error), cause));
   }
