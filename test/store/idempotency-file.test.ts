@@ -427,6 +427,23 @@ describe('Idempotency-Key answers in the JSON-lines store', () => {
     await again.close();
   });
 
+  test('an answers file with a line of JSON of another shape (damaged) -> StoreOpenError naming the answers file and its line, not the log nor JavaScript\'s own words', async () => {
+    const dir = await tempDir();
+    const store = await open(dir, { compaction: { auto: false } });
+    await store.create(record('a'));
+    await store.close();
+    const file = path.join(dir, '_idempotency.items');
+    const good = JSON.stringify({ a: [{ k: 'k', f: 'f', t: Date.now(), s: 201, h: {}, b: '{}' }] });
+    for (const damaged of ['null', '5', '{"a":5}', '{"a":[null]}', '{"a":[{}]}', '{"a":[{"k":"k"}]}', '{}']) {
+      await fs.writeFile(file, `${good}\n${damaged}\n${good}\n`);
+      await assert.rejects(open(dir), (error: Error) => {
+        assert.equal(error.name, 'StoreOpenError');
+        assert.equal(error.message, `${file}:2: not a line of remembered answers`, damaged);
+        return true;
+      });
+    }
+  });
+
   test('keyed write, compaction renumbers the log, crash -> the answer still replays', async () => {
     const dir = await tempDir();
     const store = await open(dir, { compaction: { auto: false } });

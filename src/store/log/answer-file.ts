@@ -69,6 +69,29 @@ function fileLine(held: HeldAnswer): string {
   return `{"a":[${held.wholeText()}]}\n`;
 }
 
+const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/** Whether a parsed line has the shape `FileLine` (what `rememberedOf` and the batch in doubt read). */
+function isFileLine(value: unknown): value is FileLine {
+  if (!isObject(value)) return false;
+  if (value.done !== undefined && value.done !== 'ok' && value.done !== 'failed') return false;
+  if (value.a === undefined) return value.done !== undefined;
+  return (
+    Array.isArray(value.a) &&
+    value.a.every(
+      (e: unknown) =>
+        isObject(e) &&
+        typeof e.k === 'string' &&
+        typeof e.f === 'string' &&
+        typeof e.t === 'number' &&
+        typeof e.s === 'number' &&
+        isObject(e.h) &&
+        (e.b === undefined || typeof e.b === 'string') &&
+        (e.r === undefined || (Array.isArray(e.r) && e.r.length === 3 && typeof e.r[0] === 'number' && typeof e.r[1] === 'number' && typeof e.r[2] === 'string')),
+    )
+  );
+}
+
 /** The file of the log `logFile` (`<dir>/<name>.jsonl` → `<dir>/_idempotency.<name>`). */
 export function answerFileOf(logFile: string): string {
   const base = path.basename(logFile).replace(/\.jsonl$/, '');
@@ -136,14 +159,17 @@ export class AnswerFile {
       for (const e of entries) this.put(e.k, rememberedOf(e));
     };
     lines.forEach((line, i) => {
-      let parsed: FileLine;
+      let value: unknown;
       try {
-        parsed = JSON.parse(line) as FileLine;
+        value = JSON.parse(line);
       } catch (error) {
         // The last line torn by a crash (mid-rewrite of an earlier version, or its batch's first step).
         if (i === lines.length - 1) return;
         throw new StoreOpenError(`${this.#path}:${i + 1}: ${(error as Error).message}`);
       }
+      // Valid JSON of another shape is no torn write: the file is damaged, and says where.
+      if (!isFileLine(value)) throw new StoreOpenError(`${this.#path}:${i + 1}: not a line of remembered answers`);
+      const parsed = value;
       if ('a' in parsed) {
         keep(doubt);
         doubt = parsed.a;
