@@ -71,9 +71,12 @@ export class ChangeOrder<T extends { readonly seq: number }> {
     }
   }
 
-  /** The sequence numbers of the changes held, in order (read from the array, not from the items). */
-  *numbers(): IterableIterator<number> {
-    for (let i = 0; i < this.#used; i++) if (this.#items[i] !== undefined) yield this.#seqs[i]!;
+  /** The sequence numbers of the changes held, in order: a copy, read from the array, not from the items. */
+  numbers(): Float64Array {
+    const out = new Float64Array(this.size);
+    let n = 0;
+    for (let i = 0; i < this.#used; i++) if (this.#items[i] !== undefined) out[n++] = this.#seqs[i]!;
+    return out;
   }
 
   /** Every change held, in order. */
