@@ -94,8 +94,10 @@ export interface QueryResult {
    */
   readonly facets?: readonly (readonly FacetCount[])[];
   /**
-   * The revision the answer describes, or undefined when writes landed while it was computed (the
-   * answer then reflects no single revision: it must be neither cached nor tagged).
+   * The revision the answer describes. The in-memory index always names one: a query sliced
+   * across turns starts over when a write lands between its slices (slices.ts), so its answer is
+   * of the state it ended in. Undefined is for a store that cannot say (the answer then reflects no
+   * single revision: it must be neither cached nor tagged).
    */
   readonly revision: string | undefined;
 }

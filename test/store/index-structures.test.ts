@@ -3,7 +3,7 @@ import { describe, test } from 'node:test';
 import { OrderedRows } from '../../src/store/index/ordered-rows.js';
 import { Postings } from '../../src/store/index/postings.js';
 import { RowSet } from '../../src/store/index/row-set.js';
-import { runSliced, Slice, type Work } from '../../src/store/index/slices.js';
+import { RESTARTS_BEFORE_WHOLE, runSliced, Slice, type Work } from '../../src/store/index/slices.js';
 import { FieldIndex } from '../../src/store/index/field-index.js';
 import { anyOf, intersection } from '../../src/store/index/row-lists.js';
 import { NO_ROW, ValueColumn } from '../../src/store/index/value-column.js';
@@ -268,6 +268,55 @@ describe('runSliced: long work in turns of the event loop', () => {
       }
       return name;
     };
+  test('a revision that moves between two slices -> the work starts over; once it holds through a whole attempt, that attempt\'s value', async () => {
+    const order: string[] = [];
+    let revision = 1;
+    let attempts = 0;
+    // A write lands in the turn after the first attempt's first slice (queued before it), then none.
+    setImmediate(() => revision++);
+    const result = runSliced(
+      (slice) => {
+        attempts++;
+        return named(order, `attempt ${attempts}`, 3)(slice);
+      },
+      Infinity,
+      () => 0,
+      ticking(),
+      'foreground',
+      () => String(revision),
+    );
+    assert.equal(await result, 'attempt 2');
+    assert.deepEqual(order, ['attempt 1 0', 'attempt 2 0', 'attempt 2 1', 'attempt 2 2']);
+  });
+  test(`writes between every two slices -> started over ${RESTARTS_BEFORE_WHOLE} times, then run whole in one turn: it ends`, async () => {
+    const order: string[] = [];
+    let revision = 0;
+    let writing = true;
+    // A write in every turn of the event loop.
+    const write = (): void => {
+      revision++;
+      if (writing) setImmediate(write);
+    };
+    setImmediate(write);
+    let attempts = 0;
+    const result = runSliced(
+      (slice) => {
+        attempts++;
+        return named(order, `attempt ${attempts}`, 4)(slice);
+      },
+      Infinity,
+      () => 0,
+      ticking(),
+      'foreground',
+      () => String(revision),
+    );
+    const value = await result;
+    writing = false;
+    assert.equal(value, `attempt ${RESTARTS_BEFORE_WHOLE + 1}`);
+    // The last attempt's four slices ran with no turn between them: one revision throughout.
+    const last = order.slice(order.indexOf(`attempt ${RESTARTS_BEFORE_WHOLE + 1} 0`));
+    assert.deepEqual(last, [0, 1, 2, 3].map((i) => `attempt ${RESTARTS_BEFORE_WHOLE + 1} ${i}`));
+  });
   test('a background work -> never synchronous; a turn goes to it only when no other work waits', async () => {
     const order: string[] = [];
     const back = runSliced(named(order, 'back', 3), Infinity, () => 0, ticking(), 'background');

@@ -103,11 +103,14 @@ export class MaterialisedIndex<E extends StoredEntity> implements IndexWriter<E>
       // The page from the creation order, the facets over every row.
       const facets = this.#engine.facets(query);
       if (!(facets instanceof Promise)) return { ...plain, facets };
-      return facets.then((f) => ({ ...plain, facets: f, revision: this.revision === revision ? revision : undefined }));
+      // Counted over the state the engine ended in (it starts over when a write lands between its
+      // slices): the page and the total are read in that same turn.
+      return facets.then((f) => ({ total: this.size, entities: this.#entities.page(query.offset, query.limit), facets: f, revision: this.revision }));
     }
     this.#engine.revise(revision);
     const answer = this.#engine.query(query);
     if (!(answer instanceof Promise)) return { ...answer, revision };
-    return answer.then((a) => ({ ...a, revision: this.revision === revision ? revision : undefined }));
+    // The answer describes the state the engine's work ended in, the current one (see above).
+    return answer.then((a) => ({ ...a, revision: this.revision }));
   }
 }

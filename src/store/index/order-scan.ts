@@ -22,8 +22,8 @@ export function scanBlock(rows: Int32Array, from: number, to: number, pass: (row
 
 /**
  * Calls `match` with each row of ranks `[lo, hi)` of an order that passes, a block at a time
- * through one buffer: no copy of the whole range. (A write between two blocks shifts the ranks:
- * that answer names no revision.)
+ * through one buffer: no copy of the whole range. (A write between two blocks would shift the
+ * ranks: the query starts over then, slices.ts.)
  */
 export function* scanRange(order: OrderedRows, lo: number, hi: number, pass: (row: number) => boolean, match: (row: number) => void, slice: Slice): Work<void> {
   const block = spareBlocks.pop() ?? new Int32Array(SCAN_BLOCK);

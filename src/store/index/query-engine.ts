@@ -83,14 +83,29 @@ export class QueryEngine<E extends StoredEntity> {
 
   /** The matching entities of a query and their count (and its facets); synchronous when the work fits in one slice. */
   query(query: StoreQuery): EngineAnswer<E> | Promise<EngineAnswer<E>> {
-    const answer = runSliced((slice) => this.#answerWithFacets(query, slice), query.deadline ?? Infinity, () => this.#rows.layout);
+    const answer = this.#sliced((slice) => this.#answerWithFacets(query, slice), query);
     return answer instanceof Promise ? this.#pinned(query, answer).then((a) => this.#entities(a)) : this.#entities(answer);
   }
 
   /** The facets of a query without its page: for a store that answers the page of a plain query itself. */
   facets(query: StoreQuery): FacetCount[][] | Promise<FacetCount[][]> {
-    const counts = runSliced((slice) => this.#facets(query, slice), query.deadline ?? Infinity, () => this.#rows.layout);
+    const counts = this.#sliced((slice) => this.#facets(query, slice), query);
     return counts instanceof Promise ? this.#pinned(query, counts) : counts;
+  }
+
+  /**
+   * Runs a query's work in slices, over one state of the data: started over when a write lands
+   * between two of its slices (`runSliced`'s `revision`), against the kept results of the new
+   * revision, so that its answer (and the entities read once it ends) all describe the state it
+   * ends in.
+   */
+  #sliced<T>(work: (slice: Slice) => Work<T>, query: StoreQuery): T | Promise<T> {
+    const rows = this.#rows;
+    const start = (slice: Slice): Work<T> => {
+      this.#cache.revise(rows.revision);
+      return work(slice);
+    };
+    return runSliced(start, query.deadline ?? Infinity, () => rows.layout, undefined, undefined, () => rows.revision);
   }
 
   /**
@@ -105,7 +120,7 @@ export class QueryEngine<E extends StoredEntity> {
   #entities(answer: RowAnswer): EngineAnswer<E> {
     const entities: E[] = [];
     for (let i = 0; i < answer.rows.length; i++) {
-      // A row deleted while a sliced query waited is left out (that answer carries no revision).
+      // Read in the turn the work ended in (no write lands between): every row is live.
       const entity = this.#rows.at(answer.rows[i]!);
       if (entity !== undefined) entities.push(entity);
     }

@@ -102,11 +102,26 @@ function runOne(): void {
 }
 
 /**
+ * Restarts of a work whose `revision` moved while it waited before it runs to its end without
+ * giving up the loop between slices (`runSliced`).
+ */
+export const RESTARTS_BEFORE_WHOLE = 2;
+
+/**
  * Runs `start(slice)` to completion: synchronously if it never yields, else asynchronously. Past
  * `deadline` (a time of `clock`) it stops with `QueryTimeoutError`. When `layout()` changes while
  * the work waits (row numbers were renumbered), the work starts over. A `background` work never
  * runs synchronously: its first slice, like every other, waits for a turn others leave. `priority`
  * may be a function, read before each turn: a work someone comes to wait for is promoted.
+ *
+ * `revision`, when given, makes the answer one of a single state of the data: when it moved while
+ * the work waited (a write landed between two slices), the work starts over, since what it read
+ * before no longer holds together with what it would read after (a row moved in an order it walks
+ * by position is skipped or met twice; an entity read at the end may no longer match). A work
+ * started over `RESTARTS_BEFORE_WHOLE` times runs its next attempt whole, its slices back to back
+ * in one turn (waiting only for what it yields to wait for, an index another work builds): under
+ * writes that never pause, a query still ends, holding the loop once for what it costs, rather
+ * than starting over until its deadline.
  */
 export function runSliced<T>(
   start: (slice: Slice) => Work<T>,
@@ -114,12 +129,14 @@ export function runSliced<T>(
   layout: () => number = () => 0,
   clock: Clock = systemClock,
   priority: Priority | (() => Priority) = 'foreground',
+  revision?: () => string,
 ): T | Promise<T> {
   const now = typeof priority === 'function' ? priority : () => priority;
   // While other works wait their turn, the new ones of this turn share a short first slice.
   const begun = clock();
   const slice = new Slice(Math.max(0, (waiting.length > 0 ? FIRST_SLICES_MS : SLICE_MS) - firstSpent), clock);
   let laidOut = layout();
+  let seen = revision?.();
   let work = start(slice);
   const first: IteratorResult<Promise<unknown> | undefined, T> | undefined = now() === 'background' ? undefined : work.next();
   if (first !== undefined) {
@@ -137,18 +154,27 @@ export function runSliced<T>(
       laidOut = layout();
     }
     let step: IteratorResult<Promise<unknown> | undefined, T> = first ?? work.next();
+    let restarts = 0;
     for (;;) {
       if (step.done) return step.value;
+      // Whether the loop turned: only then can a write have landed.
+      let waited = true;
       if (step.value !== undefined) await waitUntil(step.value, deadline, clock);
-      else await nextTurn(now());
+      else if (restarts < RESTARTS_BEFORE_WHOLE) await nextTurn(now());
+      else waited = false;
       if (clock() > deadline) {
         work.return(undefined as T);
         throw new QueryTimeoutError('the query ran past its deadline');
       }
       slice.renew();
-      if (layout() !== laidOut) {
-        // Start over against the new layout, once per change of it.
+      const moved = waited && revision !== undefined && revision() !== seen;
+      if (layout() !== laidOut || moved) {
+        // Start over against the new layout, once per change of it, or the new state of the data.
         laidOut = layout();
+        if (moved) {
+          seen = revision!();
+          restarts++;
+        }
         work.return(undefined as T);
         work = start(slice);
       }
