@@ -336,3 +336,31 @@ test('directory sync fails after compaction renamed the file -> warning; next wr
     ['-r0', 'r1', 'r2', 'r3', 'y', 'z'],
   );
 });
+
+test('the log removed under the store -> every later write refused with ESTALE (nothing acknowledged that would vanish), reads go on', async () => {
+  const dir = await tempDir();
+  const file = path.join(dir, 'r.jsonl');
+  const store = await openJsonlStore({ file });
+  await store.create(record('a'));
+  await fs.rm(file);
+  for (const write of [() => store.create(record('b')), () => store.update('a', (c) => ({ ...c.record, n: 1 }))]) {
+    await assert.rejects(write(), (error: unknown) => error instanceof StoreWriteError && error.code === 'ESTALE' && /r\.jsonl was removed while the server ran/.test(error.message));
+  }
+  assert.deepEqual([...store.values()].map((e) => [e.id, e.record.n]), [['a', 0]]);
+  assert.equal(store.ready, false, 'not ready: /readyz tells the load balancer');
+  await store.close();
+});
+
+test('the log replaced by a copy under the store -> writes refused with ESTALE; the copy is left exactly as it was written', async () => {
+  const dir = await tempDir();
+  const file = path.join(dir, 'c.jsonl');
+  const store = await openJsonlStore({ file });
+  for (const id of ['a', 'b', 'c']) await store.create(record(id));
+  // `cp other.jsonl c.jsonl`: the same file, cut and written anew, shorter and longer.
+  for (const copy of [`${JSON.stringify(record('x'))}\n`, `${JSON.stringify(record('y', 123456789))}\n`.repeat(5)]) {
+    await fs.writeFile(file, copy);
+    await assert.rejects(store.create(record('d')), (error: unknown) => error instanceof StoreWriteError && error.code === 'ESTALE' && /c\.jsonl was changed by another program/.test(error.message));
+    assert.equal(await fs.readFile(file, 'utf8'), copy);
+  }
+  await store.close();
+});

@@ -1,6 +1,9 @@
 import path from 'node:path';
 import { OPEN_READ_WRITE, syncDirectory, writeAll, type StoreFs } from './store-fs.js';
 
+/** The code of the error a log file removed or replaced under the server fails its writes with (POSIX: a stale file handle). */
+const STALE = 'ESTALE';
+
 /** A file's acknowledged bytes at one moment, held open for reading (`JsonlFile.retain`). */
 export interface FileView {
   /** The acknowledged bytes when the view was taken. */
@@ -36,6 +39,8 @@ export class JsonlFile {
   lines = 0;
   /** The last line lacks its newline (a file written by hand). */
   needsNewline = false;
+  /** The file is no longer the log (removed or written by another program): no write goes to it again. */
+  stale = false;
   /** The file may hold bytes past `size` that must go before the next append. */
   #dirtyTail = false;
   /** The directory entry of the file (created or renamed) is not yet known to be durable. */
@@ -121,6 +126,8 @@ export class JsonlFile {
   /** Writes bytes after the acknowledged ones, not yet synced nor counted; resolves with what it wrote. */
   async #write(bytes: Buffer, lines: number): Promise<Written> {
     const fsys = this.#fs;
+    // Before anything is written: a file someone else wrote is left as they left it.
+    if (this.#fd !== undefined) this.#checkStillTheLog(this.#dirtyTail ? undefined : this.size);
     try {
       if (this.#fd === undefined) {
         const flags = this.#openFlags();
@@ -151,14 +158,33 @@ export class JsonlFile {
         await syncDirectory(fsys, this.#dir);
         this.#dirSyncNeeded = false;
       }
+      this.#checkStillTheLog(this.size + written.bytes);
       this.#dirtyTail = false;
       this.size += written.bytes;
       this.lines += written.lines;
       this.needsNewline = false;
     } catch (error) {
-      await this.#dropTail();
+      // A file that is no longer the log is not touched again (its tail may be someone else's).
+      if ((error as NodeJS.ErrnoException).code !== STALE) await this.#dropTail();
       throw error;
     }
+  }
+
+  /**
+   * Throws when the file written is no longer the log: removed (no link left: what was appended
+   * would vanish with the process) or written by someone else (cut, replaced by a copy, appended
+   * to: its size is not the one this process made it, and its next lines would land after a gap
+   * that start-up takes for a torn tail). The batch then fails as a disk error would, with
+   * `ESTALE`, and so does every later one: the server must be restarted on the files as they are.
+   * `expected` undefined: the size is not known (debris of a failed write may follow it).
+   */
+  #checkStillTheLog(expected: number | undefined): void {
+    const stat = this.#fs.fstatNow?.(this.#fd!);
+    if (stat === undefined) return;
+    const why = stat.nlink === 0 ? 'was removed' : expected !== undefined && stat.size !== expected ? `was changed by another program (${stat.size} bytes where this server wrote ${expected})` : undefined;
+    if (why === undefined) return;
+    this.stale = true;
+    throw Object.assign(new Error(`${this.file} ${why} while the server ran: writes are refused until it is restarted`), { code: STALE });
   }
 
   /** After a failed write or sync: the bytes past `size` go (best effort now; the next write retries). */

@@ -316,8 +316,9 @@ class JsonlLogStore implements JsonlStore {
   get revision(): string {
     return this.#index.revision;
   }
+  /** Not once its file is no longer the log (removed or replaced under it): /readyz says so. */
   get ready(): boolean {
-    return this.#open;
+    return this.#open && !this.#file.stale;
   }
   get fileSize(): number {
     return this.#file.size;
