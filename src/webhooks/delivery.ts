@@ -193,14 +193,26 @@ export class Delivery {
     }
   }
 
-  /** Sets `pending` to the events after the position (at most `COUNT_LIMIT`), one page at a time. */
+  /**
+   * Sets `pending` to the events after the position (at most `COUNT_LIMIT`), one page at a time;
+   * from the oldest event held when the position cannot be resumed, as delivery will go (`#read`).
+   */
   async #count(stopping: AbortSignal): Promise<void> {
-    let cursor = this.#position.cursor;
+    let cursor: string | undefined = this.#position.cursor;
     let counted = 0;
     let last: string | undefined;
+    const { feed, resources } = this.#o;
+    const read = async (after: string | undefined): Promise<FeedPage> => {
+      try {
+        return await feed.read(after, DELIVERY_PAGE, resources);
+      } catch (error) {
+        if (after === undefined || !(error instanceof CursorExpiredError || error instanceof CursorMalformedError)) throw error;
+        return feed.read(undefined, DELIVERY_PAGE, resources);
+      }
+    };
     try {
       while (!stopping.aborted && counted < COUNT_LIMIT) {
-        const page = await this.#o.feed.read(cursor, DELIVERY_PAGE, this.#o.resources);
+        const page = await read(cursor);
         counted += page.changes.length;
         last = page.changes.at(-1)?.cursor ?? last;
         if (page.changes.length < DELIVERY_PAGE) break;

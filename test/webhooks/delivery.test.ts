@@ -287,6 +287,23 @@ describe('webhook delivery (in process, a real receiver that verifies with stand
     assert.equal(receiver.acknowledged()[0], oldest);
   });
 
+  test('a position that cannot resume -> halserve_webhook_pending_events counts the events delivery will send, from the oldest held (not 0)', async () => {
+    // The receiver never answers: the first event stays in flight, and every event is still pending.
+    const receiver = await startReceiver({ behaviour: () => 'hang' });
+    const s = await setup([], {});
+    await writes(s.server, 6);
+    await new FilePositions(s.dir).save(new Map([[receiver.url, { cursor: '1', at: 0 }]]));
+    s.changes.forgot(3);
+    const metrics = new ServerMetrics();
+    const webhooks = stopAfter(new Webhooks({ urls: [receiver.url], secret: SECRET, positions: new FilePositions(s.dir), metrics: new WebhookMetrics(metrics.registry), warn: () => {}, backoff: FAST }));
+    webhooks.start(s.feed, s.json);
+    await eventually(() => receiver.received.length === 1, 'the first delivery in flight');
+    const held = (await feedCursors(s.server.url)).length;
+    assert.ok(held > 0);
+    const label = `http://127.0.0.1:${receiver.port}/hook`;
+    assert.deepEqual(metricLines(metrics, `halserve_webhook_pending_events{url="${label}"}`), [`halserve_webhook_pending_events{url="${label}"} ${held}`]);
+  });
+
   test('a position that cannot resume and no event held of the URL\'s resources -> the miss said once, not at every idle poll', async () => {
     const receiver = await startReceiver();
     const s = await setup([], {});
