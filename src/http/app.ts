@@ -200,6 +200,9 @@ export function createHandler(options: HandlerOptions): Handler {
 
   const dispatch = (req: IncomingMessage, res: ServerResponse, exchange: Exchange): Reply | Promise<Reply> => {
     const method = req.method ?? 'GET';
+    // RFC 9110 §15.6.6: a request line of another major version (node's parser takes `HTTP/2.0`)
+    // is not answered as if it were HTTP/1.1.
+    if (req.httpVersionMajor !== 1) throw new HttpProblem(505, `HTTP/${req.httpVersion} is not supported: send HTTP/1.1 (or HTTP/1.0)`, {}, { connection: 'close' });
     const repeated = repeatedSingleton(req.rawHeaders);
     if (repeated !== undefined) throw badRequest(`The request has more than one ${repeated} header`);
     // RFC 9112 §3.2: an HTTP/1.1 request without Host is a 400.

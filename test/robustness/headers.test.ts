@@ -108,6 +108,13 @@ describe('Host, upgrades and method tricks', () => {
     assert.equal(closedByServer, true);
   });
 
+  test('a request line saying HTTP/2.0 -> 505 problem, closed', async () => {
+    const s = await startItems(records(1));
+    const { responses, closedByServer } = await rawExchange(s.url, 'GET /items HTTP/2.0\r\nHost: x\r\n\r\n');
+    assertRawProblem(responses[0], 505, 'HTTP/2.0 is not supported: send HTTP/1.1 (or HTTP/1.0)');
+    assert.equal(closedByServer, true);
+  });
+
   test('lower-case method "get" -> 400 (methods are case-sensitive)', async () => {
     const s = await startItems(records(1));
     const { responses } = await rawExchange(s.url, 'get /items HTTP/1.1\r\nHost: x\r\n\r\n');
