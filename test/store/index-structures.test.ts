@@ -268,24 +268,17 @@ describe('runSliced: long work in turns of the event loop', () => {
       }
       return name;
     };
+  /** A work of `slices` slices under `revision`, each attempt's steps named `attempt <n> <i>`. */
+  const attempted = (order: string[], slices: number, revision: () => string): string | Promise<string> => {
+    let attempts = 0;
+    return runSliced((slice) => named(order, `attempt ${++attempts}`, slices)(slice), Infinity, () => 0, ticking(), 'foreground', revision);
+  };
   test('a revision that moves between two slices -> the work starts over; once it holds through a whole attempt, that attempt\'s value', async () => {
     const order: string[] = [];
     let revision = 1;
-    let attempts = 0;
     // A write lands in the turn after the first attempt's first slice (queued before it), then none.
     setImmediate(() => revision++);
-    const result = runSliced(
-      (slice) => {
-        attempts++;
-        return named(order, `attempt ${attempts}`, 3)(slice);
-      },
-      Infinity,
-      () => 0,
-      ticking(),
-      'foreground',
-      () => String(revision),
-    );
-    assert.equal(await result, 'attempt 2');
+    assert.equal(await attempted(order, 3, () => String(revision)), 'attempt 2');
     assert.deepEqual(order, ['attempt 1 0', 'attempt 2 0', 'attempt 2 1', 'attempt 2 2']);
   });
   test(`writes between every two slices -> started over ${RESTARTS_BEFORE_WHOLE} times, then run whole in one turn: it ends`, async () => {
@@ -298,19 +291,7 @@ describe('runSliced: long work in turns of the event loop', () => {
       if (writing) setImmediate(write);
     };
     setImmediate(write);
-    let attempts = 0;
-    const result = runSliced(
-      (slice) => {
-        attempts++;
-        return named(order, `attempt ${attempts}`, 4)(slice);
-      },
-      Infinity,
-      () => 0,
-      ticking(),
-      'foreground',
-      () => String(revision),
-    );
-    const value = await result;
+    const value = await attempted(order, 4, () => String(revision));
     writing = false;
     assert.equal(value, `attempt ${RESTARTS_BEFORE_WHOLE + 1}`);
     // The last attempt's four slices ran with no turn between them: one revision throughout.
