@@ -16,6 +16,7 @@ import { BACKUP_REQUEST, BACKUP_SOCKET, MAX_HEADER_BYTES, parseBackupReply, sock
 import { CHANGES_FILE, changesText, newDatasetName } from './store/log/changes-file.js';
 import { LOG_EXTENSION } from './store/log/data-dir.js';
 import { lockHolder } from './store/log/dir-lock.js';
+import { writeFully } from './store/log/store-fs.js';
 import { copyDatabase } from './store/pg/backup.js';
 import { describeUrl } from './store/pg/connection.js';
 import { isPostgresUrl } from './store/pg/driver.js';
@@ -290,7 +291,7 @@ async function receive(socket: net.Socket, staging: string, dir: string): Promis
       while (data.length > 0) {
         if (file === undefined) throw new BackupError(`the server holding ${dir} sent more bytes than it announced`);
         const n = Math.min(left, data.length);
-        await file.write(data.subarray(0, n));
+        await writeFully(file, data.subarray(0, n));
         data = data.subarray(n);
         left -= n;
         await next();

@@ -4,8 +4,9 @@
  * them: the CLI in a child process; the database is then read with the driver itself.
  */
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { cp, readdir, readFile, symlink, writeFile } from 'node:fs/promises';
+import { spawn, spawnSync } from 'node:child_process';
+import { cp, mkdtemp, readdir, readFile, rm, statfs, symlink, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
@@ -46,6 +47,25 @@ function assertOneLineFailure(run: Run, pattern: RegExp): void {
 
 const line = (fields: Record<string, unknown>): string => JSON.stringify(fields);
 const entity = (id: string, extra: Record<string, unknown> = {}): string => line({ id, createdAt: 1_700_000_000, updatedAt: 1_700_000_001, ...extra });
+
+/** A 1 MiB tmpfs, unmounted after the file's tests; undefined where mount(8) cannot make one (not root). */
+async function smallDisk(): Promise<string | undefined> {
+  if (process.getuid?.() !== 0) return undefined;
+  const dir = await mkdtemp(join(tmpdir(), 'halserve-transfer-full-'));
+  const mounted = spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=1m', 'tmpfs', dir], { stdio: 'ignore' });
+  // One hook, so that the unmount surely comes before the removal.
+  after(async () => {
+    if (mounted.status === 0) spawnSync('umount', [dir], { stdio: 'ignore' });
+    await rm(dir, { recursive: true, force: true });
+  });
+  return mounted.status === 0 ? dir : undefined;
+}
+
+/** Bytes a non-root writer could still put on the file system of `dir`. */
+async function room(dir: string): Promise<number> {
+  const stats = await statfs(dir);
+  return stats.bavail * stats.bsize;
+}
 
 describe('halserve import / export against PostgreSQL (docs/storage.md §2)', { skip: 'missing' in found ? found.missing : false }, () => {
   let cluster: PgCluster;
@@ -308,6 +328,30 @@ describe('halserve import / export against PostgreSQL (docs/storage.md §2)', { 
     assert.equal((await fetch(`${second.url}/changes?since=${page.cursor}`)).status, 200);
     second.child.kill('SIGTERM');
     assert.equal(await second.exited, 0);
+  });
+
+  test('export --replace onto a disk with room for part of the new file -> one line (ENOSPC), exit 1, the old file kept, no file cut short', async (t) => {
+    const disk = await smallDisk();
+    if (disk === undefined) {
+      t.skip('needs root and mount(8) for a tmpfs');
+      return;
+    }
+    const source = await tempDir();
+    // About 100 KB: one write of the export's, of which the disk takes about half.
+    await writeFile(join(source, 'a.jsonl'), Array.from({ length: 40 }, (_, i) => entity(`a${i}`, { pad: 'x'.repeat(2_500) })).join('\n') + '\n');
+    const { url } = await database();
+    assert.equal((await halserve(['import', '--from', source, '--to', url])).code, 0);
+    const out = join(disk, 'data');
+    await cp(source, out, { recursive: true });
+    await writeFile(join(out, 'a.jsonl'), 'precious\n');
+    const before = await readdir(out);
+    // A write(2) that meets the full disk writes what fits and says how much: only the next one
+    // fails. Ignoring the count kept a file cut short, renamed into place, and exit 0.
+    await writeFile(join(disk, 'ballast'), Buffer.alloc((await room(disk)) - 48 * 1024));
+    const full = await halserve(['export', '--from', url, '--to', out, '--replace']);
+    assertOneLineFailure(full, /^halserve: export failed, nothing exported: ENOSPC/);
+    assert.equal(await readFile(join(out, 'a.jsonl'), 'utf8'), 'precious\n');
+    assert.deepEqual(await readdir(out), before);
   });
 
   test('a server running on the data directory -> import and export refuse it (its lock), exit 1', async () => {

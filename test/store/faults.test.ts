@@ -3,7 +3,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { test } from 'node:test';
 import { openJsonlStore } from '../../src/store/log/jsonl-store.js';
-import { nodeFs, type StoreFs } from '../../src/store/log/store-fs.js';
+import { nodeFs, writeFully, type StoreFs } from '../../src/store/log/store-fs.js';
 import { StoreWriteError } from '../../src/store/store.js';
 import { syncSeam, tempDir, warnings } from './helpers.js';
 import { withoutStamps } from './stamps.js';
@@ -363,4 +363,22 @@ test('the log replaced by a copy under the store -> writes refused with ESTALE; 
     assert.equal(await fs.readFile(file, 'utf8'), copy);
   }
   await store.close();
+});
+
+test('writeFully: a short write (a disk that fills) -> the rest written by the next call, and its ENOSPC thrown, never a file cut short and taken as whole', async () => {
+  const written: number[] = [];
+  let room = 5;
+  const handle = {
+    async write(buffer: Uint8Array, offset: number, length: number): Promise<{ bytesWritten: number }> {
+      if (room === 0) throw Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC' });
+      const n = Math.min(length, room, 3);
+      room -= n;
+      written.push(...buffer.subarray(offset, offset + n));
+      return { bytesWritten: n };
+    },
+  };
+  await writeFully(handle, Buffer.from([1, 2, 3, 4]));
+  assert.deepEqual(written, [1, 2, 3, 4]);
+  await assert.rejects(writeFully(handle, Buffer.from([5, 6, 7])), { code: 'ENOSPC' });
+  assert.deepEqual(written, [1, 2, 3, 4, 5]);
 });

@@ -84,6 +84,21 @@ export async function writeAll(fsys: StoreFs, fd: number, buffer: Uint8Array, po
 }
 
 /**
+ * Writes all of `data` at the handle's current position, looping over short writes: a write(2)
+ * that meets a full disk first writes what fits and reports the count, and only the next one fails
+ * with ENOSPC. `FileHandle.write` resolves with that count, not an error, so a caller that ignores
+ * it keeps a file cut short and says it is whole.
+ */
+export async function writeFully(handle: { write(buffer: Uint8Array, offset: number, length: number): Promise<{ bytesWritten: number }> }, data: Uint8Array): Promise<void> {
+  let done = 0;
+  while (done < data.length) {
+    const { bytesWritten } = await handle.write(data, done, data.length - done);
+    if (bytesWritten <= 0) throw new Error('write made no progress');
+    done += bytesWritten;
+  }
+}
+
+/**
  * Appends `data` to the file at `path` (created when missing) and syncs it, and its directory
  * entry when the file is new, before resolving.
  */

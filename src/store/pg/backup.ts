@@ -20,6 +20,7 @@ import { eachBatch, type Sql } from './driver.js';
 import { SCHEMA } from './layout.js';
 import { formatPgCursor, pgCursorOrigin } from './pg-cursor.js';
 import { LOG_EXTENSION } from '../log/data-dir.js';
+import { writeFully } from '../log/store-fs.js';
 
 /** Rows fetched, and written, at a time. */
 const CURSOR_ROWS = 10_000;
@@ -89,7 +90,7 @@ export async function copyDatabase(sql: Sql, dir: string, nameProblem: (name: st
     for (const [name, list] of parts) {
       const file = await open(name);
       file.entities += list.length / 2;
-      await file.handle.write(Buffer.concat(list));
+      await writeFully(file.handle, Buffer.concat(list));
     }
   };
   try {

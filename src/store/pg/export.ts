@@ -16,7 +16,7 @@ import { SCHEMA } from './layout.js';
 import { TransferError } from './transfer-db.js';
 import { LOG_EXTENSION } from '../log/data-dir.js';
 import { TMP_SUFFIX } from '../log/jsonl-compaction.js';
-import { nodeFs, syncDirectory } from '../log/store-fs.js';
+import { nodeFs, syncDirectory, writeFully } from '../log/store-fs.js';
 
 export interface ExportedResource {
   readonly name: string;
@@ -117,7 +117,7 @@ class ResourceFile {
     if (this.#parts.length === 0) return;
     const chunk = Buffer.concat(this.#parts);
     this.#parts = [];
-    await this.#handle.write(chunk);
+    await writeFully(this.#handle, chunk);
   }
 
   /** Flushed, synced and closed. */
