@@ -191,10 +191,14 @@ async function runExport({ dir, url, policy }: TransferArgs, progress: ProgressL
         nameProblem: resourceNameProblem,
         started: (found) => (total = found.reduce((sum, r) => sum + r.entities, 0)),
         progress: (written) => progress.update(`export: ${fraction(written, total)} entities`),
+        // A new data set: the directory's feed starts anew, and a cursor it gave out before is a
+        // 410. Named before any new file takes its place: a failure here (a full disk) leaves the
+        // old files under their old name, and an export cut short after it leaves a new name over
+        // old files (their clients list again), never new files under the old name, where a
+        // cursor of before would resume on another data set.
+        beforeRename: () => new ChangesFile(dir, nodeFs).renew(newDatasetName()),
       });
     });
-    // A new data set: the directory's feed starts anew, and a cursor it gave out before is a 410.
-    await new ChangesFile(dir, nodeFs).renew(newDatasetName());
     const entities = exported.reduce((sum, r) => sum + r.entities, 0);
     const list = exported.map((r) => `${r.name}: ${count(r.entities)}`).join(', ');
     done = true;

@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { cp, mkdtemp, readdir, readFile, rm, statfs, symlink, writeFile } from 'node:fs/promises';
+import { cp, mkdir, mkdtemp, readdir, readFile, rm, statfs, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -352,6 +352,24 @@ describe('halserve import / export against PostgreSQL (docs/storage.md §2)', { 
     assertOneLineFailure(full, /^halserve: export failed, nothing exported: ENOSPC/);
     assert.equal(await readFile(join(out, 'a.jsonl'), 'utf8'), 'precious\n');
     assert.deepEqual(await readdir(out), before);
+  });
+
+  test('export --replace whose new data set name cannot be written -> one line, exit 1, the old files and their name kept (never new files under the old name)', async () => {
+    const source = await tempDir();
+    await writeFile(join(source, 'a.jsonl'), entity('a1') + '\n');
+    const { url } = await database();
+    assert.equal((await halserve(['import', '--from', source, '--to', url])).code, 0);
+    const out = await tempDir();
+    await writeFile(join(out, 'a.jsonl'), 'precious\n');
+    await writeFile(join(out, '_changes'), '{"forgotten":0,"dataset":"boldname"}\n');
+    // `_changes` is replaced through `_changes.tmp`: a directory there fails that write, as a full
+    // disk or a failing one would. The export used to rename the new files into place first, say
+    // "nothing exported", and leave them under the old name, whose cursors then resumed on them.
+    await mkdir(join(out, '_changes.tmp'));
+    assertOneLineFailure(await halserve(['export', '--from', url, '--to', out, '--replace']), /^halserve: export failed, nothing exported: EISDIR/);
+    assert.equal(await readFile(join(out, 'a.jsonl'), 'utf8'), 'precious\n');
+    assert.equal(await readFile(join(out, '_changes'), 'utf8'), '{"forgotten":0,"dataset":"boldname"}\n');
+    assert.deepEqual((await readdir(out)).sort(), ['_changes', '_changes.tmp', 'a.jsonl']);
   });
 
   test('a server running on the data directory -> import and export refuse it (its lock), exit 1', async () => {

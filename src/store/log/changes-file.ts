@@ -98,9 +98,13 @@ export class ChangesFile {
     try {
       await writeAll(this.#fs, fd, Buffer.from(changesText({ forgotten, dataset: this.#dataset })), 0);
       await this.#fs.fdatasync(fd);
-    } finally {
-      await this.#fs.close(fd);
+    } catch (error) {
+      await this.#fs.close(fd).catch(() => {});
+      // Nothing left behind that no one would read again (a full disk fails the write, not the open).
+      await this.#fs.unlink(tmp).catch(() => {});
+      throw error;
     }
+    await this.#fs.close(fd);
     await this.#fs.rename(tmp, this.#path);
     await syncDirectory(this.#fs, this.#dir);
   }

@@ -5,8 +5,8 @@
  * Every resource is read by one statement (one snapshot, so the files are one consistent moment
  * of the database, and no transaction: postgres 3.4.9 crashes the process that writes a ROLLBACK
  * to a lost connection), streamed in resource and creation order. Each file is written to
- * `<name>.jsonl.tmp` and synced; only once every file is written are they renamed into place and
- * the directory synced. A temporary file left by a crash is what the file store removes at
+ * `<name>.jsonl.tmp` and synced; only once every file is written (and `beforeRename` has run) are
+ * they renamed into place and the directory synced. A temporary file left by a crash is what the file store removes at
  * start-up as an unfinished compaction.
  */
 import fs from 'node:fs/promises';
@@ -34,6 +34,12 @@ export interface ExportOptions {
   /** Told the resources and their live entity counts once known, then the entities written so far. */
   readonly started?: (resources: readonly ExportedResource[]) => void;
   readonly progress?: (written: number) => void;
+  /**
+   * Run once every file is written and synced, before the first is renamed into place: what must
+   * hold before any new file does (the directory's new data set name), so that a failure there
+   * leaves the old files as they were.
+   */
+  readonly beforeRename?: () => Promise<void>;
 }
 
 const NEWLINE_BYTE = Buffer.from([0x0a]);
@@ -78,6 +84,7 @@ export async function exportResources(sql: Sql, options: ExportOptions): Promise
       options.progress?.(written);
     });
     for (const file of files.values()) await file.close();
+    await options.beforeRename?.();
     // Every file is whole: now they take their places.
     for (const file of files.values()) await fs.rename(file.tmp, file.target);
     const exported = [...files].map(([name, file]) => ({ name, file: file.target, entities: file.entities })).sort((a, b) => (a.name < b.name ? -1 : 1));
