@@ -64,6 +64,10 @@ export class Counter implements CounterMetric {
     this.name = name;
     this.help = help;
     this.#labelNames = labelNames;
+    // A counter without labels has its one series from the start, at 0: a series that appears only
+    // at its first increment hides that increment from rate() and increase(), and an alert on it
+    // cannot tell "none yet" from "not scraped".
+    if (labelNames.length === 0) this.series();
   }
 
   inc(by = 1, ...values: string[]): void {

@@ -36,6 +36,14 @@ describe('prometheusText', () => {
     assert.equal(histogram.count('plain'), 3);
   });
 
+  test('a counter without labels, never incremented -> its series at 0 (so rate() sees the first increment); one with labels -> no series yet', () => {
+    const plain = new Counter('refused_total', 'Refused.');
+    const labelled = new Counter('by_total', 'By cause.', ['cause']);
+    assert.equal(prometheusText([plain, labelled]), ['# HELP refused_total Refused.', '# TYPE refused_total counter', 'refused_total 0', '# HELP by_total By cause.', '# TYPE by_total counter', ''].join('\n'));
+    plain.inc();
+    assert.match(prometheusText([plain]), /^refused_total 1$/m);
+  });
+
   test('a gauge of Infinity and NaN -> +Inf and NaN', () => {
     const text = prometheusText([new Gauge('g', 'G.', () => [{ labels: { a: '1' }, value: Infinity }, { labels: { a: '2' }, value: NaN }, { labels: { a: '3' }, value: -Infinity }])]);
     assert.match(text, /g\{a="1"\} \+Inf\ng\{a="2"\} NaN\ng\{a="3"\} -Inf\n$/);
