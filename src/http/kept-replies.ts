@@ -145,7 +145,8 @@ export class KeptReplies {
 
   /** The kept reply that answers `req` now, or undefined: the full path answers it. */
   answer(req: IncomingMessage): KeptAnswer | undefined {
-    if (req.method !== 'GET') return undefined;
+    // Another major version goes the full way, to its 505 (app.ts).
+    if (req.method !== 'GET' || req.httpVersionMajor !== 1) return undefined;
     const variants = this.#targets.get(req.url ?? '');
     if (variants === undefined) return undefined;
     const shape = requestShape(req.rawHeaders, this.#shape);

@@ -38,6 +38,7 @@ function call(handler: (req: IncomingMessage, res: ServerResponse) => void, url:
       method: 'GET',
       url,
       rawHeaders: raw,
+      httpVersionMajor: 1,
       httpVersionMinor: 1,
       complete: true,
       socket: { remoteAddress: '127.0.0.1' },

@@ -110,6 +110,9 @@ describe('Host, upgrades and method tricks', () => {
 
   test('a request line saying HTTP/2.0 -> 505 problem, closed', async () => {
     const s = await startItems(records(1));
+    // Asked first as HTTP/1.1, so that the reply is kept for the fast lane (kept-replies.ts).
+    assert.equal((await rawExchange(s.url, 'GET /items/e000 HTTP/1.1\r\nHost: x\r\n\r\n', { responses: 1 })).responses[0]?.status, 200);
+    assert.equal((await rawExchange(s.url, 'GET /items/e000 HTTP/2.0\r\nHost: x\r\n\r\n')).responses[0]?.status, 505);
     const { responses, closedByServer } = await rawExchange(s.url, 'GET /items HTTP/2.0\r\nHost: x\r\n\r\n');
     assertRawProblem(responses[0], 505, 'HTTP/2.0 is not supported: send HTTP/1.1 (or HTTP/1.0)');
     assert.equal(closedByServer, true);
