@@ -351,6 +351,19 @@ test('the log removed under the store -> every later write refused with ESTALE (
   await store.close();
 });
 
+test('the log moved away under the store (mv) -> the batch written then is refused with ESTALE, and every later write', async () => {
+  const dir = await tempDir();
+  const file = path.join(dir, 'm.jsonl');
+  const store = await openJsonlStore({ file });
+  await store.create(record('a'));
+  await fs.rename(file, path.join(dir, 'elsewhere.jsonl'));
+  for (const write of [() => store.create(record('b')), () => store.create(record('c'))]) {
+    await assert.rejects(write(), (error: unknown) => error instanceof StoreWriteError && error.code === 'ESTALE' && /m\.jsonl was moved away while the server ran/.test(error.message));
+  }
+  assert.equal(store.ready, false);
+  await store.close();
+});
+
 test('the log replaced by a copy under the store -> writes refused with ESTALE; the copy is left exactly as it was written', async () => {
   const dir = await tempDir();
   const file = path.join(dir, 'c.jsonl');

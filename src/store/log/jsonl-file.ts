@@ -158,7 +158,7 @@ export class JsonlFile {
         await syncDirectory(fsys, this.#dir);
         this.#dirSyncNeeded = false;
       }
-      this.#checkStillTheLog(this.size + written.bytes);
+      this.#checkStillTheLog(this.size + written.bytes, true);
       this.#dirtyTail = false;
       this.size += written.bytes;
       this.lines += written.lines;
@@ -174,14 +174,23 @@ export class JsonlFile {
    * Throws when the file written is no longer the log: removed (no link left: what was appended
    * would vanish with the process) or written by someone else (cut, replaced by a copy, appended
    * to: its size is not the one this process made it, and its next lines would land after a gap
-   * that start-up takes for a torn tail). The batch then fails as a disk error would, with
+   * that start-up takes for a torn tail), or moved away (its name leads elsewhere, or nowhere: a
+   * restart would not find what was appended; looked up once a batch is on disk, `byName`). The
+   * batch then fails as a disk error would, with
    * `ESTALE`, and so does every later one: the server must be restarted on the files as they are.
    * `expected` undefined: the size is not known (debris of a failed write may follow it).
    */
-  #checkStillTheLog(expected: number | undefined): void {
+  #checkStillTheLog(expected: number | undefined, byName = false): void {
     const stat = this.#fs.fstatNow?.(this.#fd!);
     if (stat === undefined) return;
-    const why = stat.nlink === 0 ? 'was removed' : expected !== undefined && stat.size !== expected ? `was changed by another program (${stat.size} bytes where this server wrote ${expected})` : undefined;
+    const why =
+      stat.nlink === 0
+        ? 'was removed'
+        : expected !== undefined && stat.size !== expected
+          ? `was changed by another program (${stat.size} bytes where this server wrote ${expected})`
+          : byName && this.#fs.inodeNow !== undefined && this.#fs.inodeNow(this.file) !== stat.ino
+            ? 'was moved away'
+            : undefined;
     if (why === undefined) return;
     this.stale = true;
     throw Object.assign(new Error(`${this.file} ${why} while the server ran: writes are refused until it is restarted`), { code: STALE });

@@ -15,7 +15,9 @@ export interface StoreFs {
    * The file's size and link count now, without a trip to the thread pool (an inode in memory: a
    * microsecond). The log reads it after each commit to find a file removed or replaced under it.
    */
-  fstatNow?(fd: number): { size: number; nlink: number };
+  fstatNow?(fd: number): { size: number; nlink: number; ino: number };
+  /** The inode the name `path` leads to now, or undefined when it leads nowhere (same cost as `fstatNow`). */
+  inodeNow?(path: string): number | undefined;
   read(fd: number, buffer: Uint8Array, offset: number, length: number, position: number): Promise<number>;
   /** Writes at `position`; may write fewer bytes than asked (the store loops). */
   write(fd: number, buffer: Uint8Array, offset: number, length: number, position: number): Promise<number>;
@@ -41,6 +43,7 @@ export const nodeFs: StoreFs = {
   close: promisify(fs.close),
   fstat: promisify(fs.fstat),
   fstatNow: (fd) => fs.fstatSync(fd),
+  inodeNow: (path) => fs.statSync(path, { throwIfNoEntry: false })?.ino,
   read: (fd, buffer, offset, length, position) =>
     new Promise((resolve, reject) => {
       fs.read(fd, buffer, offset, length, position, (error, n) => (error ? reject(error) : resolve(n)));
