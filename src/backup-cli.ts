@@ -7,6 +7,7 @@
  * cut short never looks complete. On success the last line of stdout is the cursor alone; any
  * failure is one line on stderr, nothing on stdout, exit code 1, and nothing left at DEST.
  */
+import { rmSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import net from 'node:net';
 import path from 'node:path';
@@ -127,6 +128,17 @@ async function backup({ dir, url, to }: BackupArgs): Promise<Copied> {
     await source.abandon();
     throw new BackupError(`cannot write beside ${to}: ${(error as Error).message}`);
   });
+  // Interrupted (Ctrl-C, a stop) while the copy is written: the partial copy goes with the process,
+  // rather than stay as large as the whole beside DEST. Not once it is being moved into DEST: what
+  // is left there then says it is not a whole copy (the `.backup-partial-…` it still holds).
+  let moving = false;
+  const interrupted = (signal: NodeJS.Signals): void => {
+    if (!moving) rmSync(staging, { recursive: true, force: true });
+    say(`backup interrupted (${signal}): ${moving ? `${to} is not a whole copy (it still holds ${path.basename(staging)})` : 'nothing written'}`);
+    process.exit(signal === 'SIGINT' ? 130 : 143);
+  };
+  process.once('SIGINT', interrupted);
+  process.once('SIGTERM', interrupted);
   try {
     const filled = await source.fill(staging);
     const { forgotten } = filled;
@@ -141,6 +153,7 @@ async function backup({ dir, url, to }: BackupArgs): Promise<Copied> {
     if (dir !== undefined) for (const name of copied.resources) await copySchema(dir, staging, name);
     await writeDurably(path.join(staging, CHANGES_FILE), changesText({ forgotten, dataset: newDatasetName() }));
     await syncDir(staging);
+    moving = true;
     if (destExists) await moveInto(staging, to);
     else {
       await fs.rename(staging, to);
@@ -151,6 +164,8 @@ async function backup({ dir, url, to }: BackupArgs): Promise<Copied> {
     await fs.rm(staging, { recursive: true, force: true });
     throw error;
   } finally {
+    process.off('SIGINT', interrupted);
+    process.off('SIGTERM', interrupted);
     await source.abandon();
   }
 }

@@ -200,6 +200,38 @@ describe('halserve backup (docs/storage.md §4)', () => {
   });
 });
 
+describe('halserve backup interrupted', () => {
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    test(`${signal} while the copy is written -> one line, exit ${signal === 'SIGINT' ? 130 : 143}, the partial copy removed: nothing beside DEST`, async () => {
+      const root = await tempDir();
+      const data = join(root, 'data');
+      await mkdir(data);
+      await writeFile(join(data, '.halserve.lock'), `${process.pid}\n`);
+      // A stand-in server: announces 1,000,000 bytes of one resource, sends some, and waits.
+      let sent!: () => void;
+      const sending = new Promise<void>((resolve) => (sent = resolve));
+      const fake = net.createServer((socket) => {
+        socket.once('data', () => {
+          socket.write(`${JSON.stringify({ cursor: '7', forgotten: 0, heldMs: 0, resources: [{ name: 'things', bytes: 1_000_000 }] })}\n{"id":"a",`, () => sent());
+        });
+      });
+      await new Promise<void>((resolve) => fake.listen(join(data, BACKUP_SOCKET), resolve));
+      try {
+        const run = spawnCli(['backup', '--data', data, '--to', join(root, 'copy')]);
+        await sending;
+        // The staging directory is made before the copy is asked for: it is there now.
+        assert.equal((await readdir(root)).filter((name) => name.startsWith('.copy.backup-partial-')).length, 1);
+        run.child.kill(signal);
+        assert.equal(await run.exited, signal === 'SIGINT' ? 130 : 143);
+        assert.equal(run.stderr(), `halserve: backup interrupted (${signal}): nothing written\n`);
+        assert.deepEqual((await readdir(root)).sort(), ['data']);
+      } finally {
+        await new Promise((resolve) => fake.close(resolve));
+      }
+    });
+  }
+});
+
 describe('halserve backup: which store, from its flags or the environment the server reads', () => {
   const url = 'postgres://u:p@db:5432/shop';
   test('neither --data nor --from -> the database of HALSERVE_STORE (then DATABASE_URL), schema files from HALSERVE_DATA; else HALSERVE_DATA', () => {
