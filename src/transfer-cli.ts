@@ -3,7 +3,7 @@
  * and PostgreSQL in one command. Progress goes to stderr on a terminal, the summary line to stdout;
  * any failure is one line on stderr and exit code 1.
  */
-import { constants } from 'node:fs';
+import { constants, readFileSync, rmSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { resourceNameProblem } from './config.js';
@@ -124,6 +124,32 @@ async function withDatabase<T>(url: string, work: (sql: Sql) => Promise<T>): Pro
 }
 
 /**
+ * While `lock` is held: Ctrl-C or SIGTERM lets it go before the process ends (a lock left behind
+ * makes the next start warn of a stale lock), and says in one line what the interrupted command
+ * leaves (`leaves`). Returns the function that stops listening.
+ */
+function releaseOnInterrupt(lock: DirLock | undefined, command: TransferCommand, leaves: string): () => void {
+  const interrupted = (signal: NodeJS.Signals): void => {
+    if (lock !== undefined) {
+      try {
+        // Only if it is still this process's (as `release` checks).
+        if (readFileSync(lock.file, 'utf8').trim() === String(process.pid)) rmSync(lock.file, { force: true });
+      } catch {
+        // Gone already: nothing to let go.
+      }
+    }
+    say(`${command} interrupted (${signal}): ${leaves}`);
+    process.exit(signal === 'SIGINT' ? 130 : 143);
+  };
+  process.once('SIGINT', interrupted);
+  process.once('SIGTERM', interrupted);
+  return () => {
+    process.off('SIGINT', interrupted);
+    process.off('SIGTERM', interrupted);
+  };
+}
+
+/**
  * Takes the data directory's lock, so that no server writes to it meanwhile (docs/storage.md §1). A
  * directory this user cannot write is read without it: no lock can be taken there.
  */
@@ -144,6 +170,8 @@ async function runImport({ dir, url, policy }: TransferArgs, progress: ProgressL
   }
   if (names.length === 0) throw new TransferError(`${dir} holds no <name>${LOG_EXTENSION} file: nothing to import`);
   const lock = await lockUnlessReadOnly(dir);
+  // The import is one transaction: cut off, the database rolls it back, unless its commit had left.
+  const listening = releaseOnInterrupt(lock, 'import', 'the database holds none of it (or all of it, if its last statement had been sent)');
   try {
     const resources: ImportResource[] = [];
     for (const name of names) {
@@ -161,6 +189,7 @@ async function runImport({ dir, url, policy }: TransferArgs, progress: ProgressL
     const imported = outcomes.filter((o) => o.action !== 'skipped').reduce((sum, o) => sum + o.entities, 0);
     return `imported ${count(imported)} entities from ${dir} into ${describeUrl(url)} (${outcomes.map(describeOutcome).join(', ')})`;
   } finally {
+    listening();
     await lock?.release();
   }
 }
@@ -181,6 +210,8 @@ async function runExport({ dir, url, policy }: TransferArgs, progress: ProgressL
   }
   let done = false;
   const lock = await lockDirectory(dir, say);
+  // New files are written beside the old ones (`.tmp`, removed by the next start) and renamed in at the end.
+  const listening = releaseOnInterrupt(lock, 'export', `the files of ${dir} are as they were unless the new ones had begun to take their place: export again`);
   try {
     let total = 0;
     const exported = await withDatabase(url, async (sql) => {
@@ -204,6 +235,7 @@ async function runExport({ dir, url, policy }: TransferArgs, progress: ProgressL
     done = true;
     return `exported ${count(entities)} entities from ${describeUrl(url)} into ${dir} (${list || 'no resources'})`;
   } finally {
+    listening();
     await lock.release();
     // A failed export leaves nothing it made: the directories it created, while they are empty
     // (rmdir takes none that is not), up to the first.

@@ -293,6 +293,29 @@ describe('halserve import / export against PostgreSQL (docs/storage.md §2)', { 
     assert.deepEqual(await rows(sql, 'big'), []);
   });
 
+  test('import interrupted (SIGINT) while it stages -> one line, exit 130, the data directory\'s lock let go, nothing in the table', async () => {
+    const source = await tempDir();
+    const lines = Array.from({ length: 200_000 }, (_, i) => entity(`k${i}`, { pad: 'x'.repeat(100) }));
+    await writeFile(join(source, 'big.jsonl'), lines.join('\n') + '\n');
+    const { url, sql } = await database();
+    const run = spawnCli(['import', '--from', source, '--to', url]);
+    let ended = false;
+    void run.exited.then(() => (ended = true));
+    const deadline = Date.now() + LIVENESS_MS;
+    let staging = false;
+    while (!staging && !ended && Date.now() < deadline) {
+      const [row] = await sql<{ n: string }[]>`SELECT count(*)::text AS n FROM pg_stat_activity WHERE query LIKE 'INSERT INTO halserve_import%' AND pid <> pg_backend_pid()`;
+      staging = Number(row?.n) > 0;
+      if (!staging) await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    assert.equal(staging, true, 'the import was caught staging');
+    run.child.kill('SIGINT');
+    assert.equal(await run.exited, 130);
+    assert.equal(run.stderr().split('\n').filter((line) => line.startsWith('halserve: ')).at(-1), 'halserve: import interrupted (SIGINT): the database holds none of it (or all of it, if its last statement had been sent)');
+    assert.deepEqual(await readdir(source), ['big.jsonl']);
+    assert.deepEqual(await rows(sql, 'big'), []);
+  });
+
   test('export over a file that holds data -> refused, file kept; --replace -> overwritten; an empty file is simply filled', async () => {
     const source = await tempDir();
     await writeFile(join(source, 'a.jsonl'), entity('a1') + '\n');
