@@ -49,6 +49,11 @@ export function count(n: number): string {
   return n.toLocaleString('en-US');
 }
 
+/** `count(n)` and the noun, singular for one: `1 entity`, `2,000 entities`. */
+export function counted(n: number, one: string, many: string): string {
+  return `${count(n)} ${n === 1 ? one : many}`;
+}
+
 /** `done of total` with a percentage: `412,000 / 1,000,000 (41%)`. */
 export function fraction(done: number, total: number): string {
   const percent = total === 0 ? 100 : Math.floor((done / total) * 100);

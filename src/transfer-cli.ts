@@ -7,7 +7,7 @@ import { constants, readFileSync, rmSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { resourceNameProblem } from './config.js';
-import { count, fraction, ProgressLine } from './progress-line.js';
+import { count, counted, fraction, ProgressLine } from './progress-line.js';
 import { discoverResources, LOG_EXTENSION } from './store/log/data-dir.js';
 import { ChangesFile, newDatasetName } from './store/log/changes-file.js';
 import { lockDirectory, type DirLock } from './store/log/dir-lock.js';
@@ -187,7 +187,7 @@ async function runImport({ dir, url, policy }: TransferArgs, progress: ProgressL
       return importResources(sql, resources, policy, (sent) => progress.update(`import: ${fraction(sent, total)} entities`));
     });
     const imported = outcomes.filter((o) => o.action !== 'skipped').reduce((sum, o) => sum + o.entities, 0);
-    return `imported ${count(imported)} entities from ${dir} into ${describeUrl(url)} (${outcomes.map(describeOutcome).join(', ')})`;
+    return `imported ${counted(imported, 'entity', 'entities')} from ${dir} into ${describeUrl(url)} (${outcomes.map(describeOutcome).join(', ')})`;
   } finally {
     listening();
     await lock?.release();
@@ -233,7 +233,7 @@ async function runExport({ dir, url, policy }: TransferArgs, progress: ProgressL
     const entities = exported.reduce((sum, r) => sum + r.entities, 0);
     const list = exported.map((r) => `${r.name}: ${count(r.entities)}`).join(', ');
     done = true;
-    return `exported ${count(entities)} entities from ${describeUrl(url)} into ${dir} (${list || 'no resources'})`;
+    return `exported ${counted(entities, 'entity', 'entities')} from ${describeUrl(url)} into ${dir} (${list || 'no resources'})`;
   } finally {
     listening();
     await lock.release();

@@ -229,7 +229,7 @@ describe('halserve import / export against PostgreSQL (docs/storage.md §2)', { 
 
     const skipped = await halserve(['import', '--from', source, '--to', url, '--skip-existing']);
     assert.equal(skipped.code, 0, skipped.stderr);
-    assert.match(skipped.stdout, /imported 1 entities .*\(notes: skipped, the database holds 3, other: 1\)/);
+    assert.match(skipped.stdout, /imported 1 entity .*\(notes: skipped, the database holds 3, other: 1\)/);
     assert.equal((await rows(sql, 'notes')).filter((r) => r.body !== null).length, 3);
 
     const lines = [entity('new', { v: 1 }), entity('change', { v: 2 }), entity('keep', { v: 1 }), entity('back', { v: 'again' })];

@@ -72,7 +72,12 @@ export async function importResources(
   const held = await holdings(sql, resources.map((r) => r.name));
   const refuse = (): never => {
     const taken = resources.filter(({ name }) => (held.get(name)?.live ?? 0) > 0);
-    const list = taken.map(({ name }) => `${name} (${held.get(name)?.live} entities)`).join(', ');
+    const list = taken
+      .map(({ name }) => {
+        const live = held.get(name)?.live ?? 0;
+        return `${name} (${live} ${live === 1 ? 'entity' : 'entities'})`;
+      })
+      .join(', ');
     throw new TransferError(`the database already holds ${list}: nothing imported; --replace makes them what the files hold, --skip-existing leaves them as they are`);
   };
   if (policy === 'refuse' && resources.some(({ name }) => (held.get(name)?.live ?? 0) > 0)) refuse();
