@@ -73,7 +73,7 @@ export class ServerMetrics {
     new Counter('halserve_store_compactions_total', 'Compactions of a resource log, by outcome (ok or failed).', ['resource', 'outcome']),
   );
   readonly writeFailures = this.registry.add(
-    new Counter('halserve_store_write_failures_total', 'Writes refused because the log could not be written, by resource and cause (ENOSPC, EIO, ...).', ['resource', 'cause']),
+    new Counter('halserve_store_write_failures_total', 'Writes refused because the log could not be written, by resource and cause (ENOSPC, EIO, ESTALE, ...; unavailable: the database unreachable).', ['resource', 'cause']),
   );
   readonly rateLimited = this.registry.add(new Counter('halserve_rate_limited_total', 'Requests refused with 429 by the rate limit.'));
   readonly streamEvents = this.registry.add(new Counter('halserve_stream_events_total', 'Events sent on event streams (text/event-stream).'));
