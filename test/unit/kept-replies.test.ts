@@ -15,10 +15,11 @@ const record = (): void => {};
 const metrics = { recorder: () => record };
 
 /** A GET as Node's parser leaves it: `rawHeaders` in the client's case and order. */
-function get(url: string, raw: readonly string[] = ['Host', 'h', 'Authorization', 'Bearer a', 'Accept', 'application/json'], method = 'GET'): IncomingMessage {
+function get(url: string, raw: readonly string[] = ['Host', 'h', 'Authorization', 'Bearer a', 'Accept', 'application/json'], method = 'GET', httpVersionMajor = 1): IncomingMessage {
   return {
     method,
     url,
+    httpVersionMajor,
     rawHeaders: raw,
     get headers(): never {
       throw new Error('the lane read req.headers');
@@ -65,6 +66,8 @@ describe('KeptReplies', () => {
     assert.equal(again?.record, record);
     assert.deepEqual(again?.reply.head, reply.head);
     assert.equal(again?.reply.body, reply.body);
+    // A request line of another major version is left to the full path (its 505).
+    assert.equal(kept.answer(get('/items/a', undefined, 'GET', 2)), undefined);
   });
 
   test('another target, Accept or credential, or a HEAD -> not answered', () => {
