@@ -250,3 +250,16 @@ test('a follower of the data set -> told of every resource\'s changes in cursor 
   assert.deepEqual(cursors, [...cursors].sort((a, b) => a - b));
   await data.close();
 });
+
+test('a whole log brought from another data directory (150,000 numbers met twice) -> start-up numbers them anew, with a warning', async () => {
+  const dir = await tempDir();
+  const clock = manualClock();
+  const n = 150_000;
+  const lines = (prefix: string): string => Array.from({ length: n }, (_, i) => `{"id":"${prefix}${i}","createdAt":1,"updatedAt":1,"_change":"${i + 1}.c.100"}\n`).join('');
+  await fs.writeFile(path.join(dir, 'items.jsonl'), lines('i'));
+  await fs.writeFile(path.join(dir, 'orders.jsonl'), lines('o'));
+  const warnings: string[] = [];
+  const data = await openDataDir({ dir, resources: ['items', 'orders'], durability: 'none', repair: false, warn: (m) => warnings.push(m), now: clock.now, compaction: { auto: false } });
+  assert.ok(warnings.some((w) => w.includes(`orders.jsonl: ${n} change numbers (the first 1)`)), warnings.join('\n'));
+  await data.close();
+});

@@ -395,3 +395,42 @@ test('writeFully: a short write (a disk that fills) -> the rest written by the n
   await assert.rejects(writeFully(handle, Buffer.from([5, 6, 7])), { code: 'ENOSPC' });
   assert.deepEqual(written, [1, 2, 3, 4, 5]);
 });
+
+test('a log that holds only a byte order mark (an editor\'s empty UTF-8 file) -> the first write is accepted', async () => {
+  const dir = await tempDir();
+  const file = path.join(dir, 'bom.jsonl');
+  await fs.writeFile(file, Buffer.from([0xef, 0xbb, 0xbf]));
+  const store = await openJsonlStore({ file });
+  try {
+    await store.create(record('a'));
+    assert.equal(store.ready, true);
+  } finally {
+    await store.close();
+  }
+  const again = await openJsonlStore({ file });
+  assert.deepEqual([...again.values()].map((e) => e.id), ['a']);
+  await again.create(record('b'));
+  await again.close();
+});
+
+test('the log replaced under the store (mv restored.jsonl over it) -> a compaction after the ESTALE renames nothing over the replacement, and writes stay refused', async () => {
+  const dir = await tempDir();
+  const file = path.join(dir, 'c.jsonl');
+  const store = await openJsonlStore({ file });
+  for (const id of ['a', 'b', 'c']) await store.create(record(id));
+  const restored = `${JSON.stringify(record('restored'))}\n`;
+  await fs.writeFile(path.join(dir, 'restored.jsonl'), restored);
+  await fs.rename(path.join(dir, 'restored.jsonl'), file);
+  await assert.rejects(store.create(record('d')), { code: 'ESTALE' });
+  assert.equal(store.ready, false);
+  await store.compact();
+  const after = await fs.readFile(file, 'utf8');
+  // Still refused afterwards, as /readyz says.
+  let accepted = false;
+  try {
+    await store.create(record('e'));
+    accepted = true;
+  } catch {}
+  await store.close();
+  assert.deepEqual({ file: after, accepted, ready: store.ready }, { file: restored, accepted: false, ready: false });
+});

@@ -165,7 +165,9 @@ export async function openDataDir(options: DataDirOptions): Promise<DataDir> {
     [...stores.entries()].forEach(([name, store], i) => {
       const seqs = twice[i];
       if (seqs === undefined || seqs.size === 0) return;
-      warn(`${path.join(dir, name + LOG_EXTENSION)}: ${seqs.size} change number${seqs.size === 1 ? '' : 's'} (the first ${Math.min(...seqs)}) also found in another resource's log: numbered anew`);
+      // The set is filled in ascending order (a merge): its first is its least. Not Math.min(...seqs),
+      // whose arguments overflow the stack past ~120,000 (a whole log brought from elsewhere).
+      warn(`${path.join(dir, name + LOG_EXTENSION)}: ${seqs.size} change number${seqs.size === 1 ? '' : 's'} (the first ${seqs.values().next().value}) also found in another resource's log: numbered anew`);
       store.renumber(seqs);
     });
     // Lines without a change number get theirs once every log is read: above all the directory's.

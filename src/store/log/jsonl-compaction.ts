@@ -120,6 +120,8 @@ export class Compaction {
       copied += n;
     }
     await fsys.fdatasync(tmpFd);
+    // A log removed or replaced under the server is not written over with what memory holds.
+    file.checkStillTheLog();
     await fsys.rename(file.file + TMP_SUFFIX, file.file);
     // From here the new file is the log, whatever else fails.
     await file.replace(tmpFd, written + tail, snapshot.lines.length + (file.lines - snapshot.fileLines), this.#warn);

@@ -196,6 +196,15 @@ export class JsonlFile {
     throw Object.assign(new Error(`${this.file} ${why} while the server ran: writes are refused until it is restarted`), { code: STALE });
   }
 
+  /**
+   * Throws ESTALE when the file is no longer the log (`#checkStillTheLog`), or was found not to be
+   * before: a compaction renames nothing over a file that someone else put in the log's place.
+   */
+  checkStillTheLog(): void {
+    if (this.stale) throw Object.assign(new Error(`${this.file} is no longer the log: writes are refused until the server is restarted`), { code: STALE });
+    if (this.#fd !== undefined) this.#checkStillTheLog(this.#dirtyTail ? undefined : this.size, true);
+  }
+
   /** After a failed write or sync: the bytes past `size` go (best effort now; the next write retries). */
   async #dropTail(): Promise<void> {
     if (this.#fd !== undefined && this.#dirtyTail) {

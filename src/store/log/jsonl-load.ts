@@ -179,7 +179,11 @@ export async function loadLog(
       }
       // A byte order mark that an editor put before the first line (RFC 8259 §8.1 lets a parser
       // ignore it) is not part of that line.
-      if (blockBase === 0 && start === 0 && block[0] === 0xef && block[1] === 0xbb && block[2] === 0xbf) start = 3;
+      if (blockBase === 0 && start === 0 && block[0] === 0xef && block[1] === 0xbb && block[2] === 0xbf) {
+        start = 3;
+        // Its bytes stay in the file: the next append goes after them (the log checks the file's size).
+        keptSize = 3;
+      }
       const last = block.lastIndexOf(NEWLINE);
       unchecked = last > start && !isUtf8(block.subarray(start, last));
       for (;;) {
