@@ -3,7 +3,7 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { test } from 'node:test';
-import { discoverResources, openDataDir } from '../../src/store/log/data-dir.js';
+import { discoverResources, numbersMetTwice, openDataDir } from '../../src/store/log/data-dir.js';
 import { LOCK_FILE } from '../../src/store/log/dir-lock.js';
 import { StoreOpenError } from '../../src/store/store.js';
 import { line, tempDir, warnings } from './helpers.js';
@@ -119,4 +119,12 @@ test('data path that is a file -> StoreOpenError', async () => {
   const file = path.join(await tempDir(), 'plain');
   await fs.writeFile(file, '');
   await assert.rejects(openDataDir(options(file, ['a'])), new StoreOpenError(`data directory ${file} is not a directory`));
+});
+
+test('numbersMetTwice -> for each log, the numbers an earlier log holds too, ascending; the same by the merge past the bit set', () => {
+  const small = [Float64Array.from([1, 3, 5]), Float64Array.from([2, 3, 6]), Float64Array.from([3, 5]), Float64Array.from([])];
+  assert.deepEqual(numbersMetTwice(small).map((set) => [...set]), [[], [3], [3, 5], []]);
+  const huge = 2 ** 40;
+  const far = [Float64Array.from([1, huge]), Float64Array.from([huge, huge + 1]), Float64Array.from([1, 2, huge + 1])];
+  assert.deepEqual(numbersMetTwice(far).map((set) => [...set]), [[], [huge], [1, huge + 1]]);
 });

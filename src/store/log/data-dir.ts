@@ -165,7 +165,7 @@ export async function openDataDir(options: DataDirOptions): Promise<DataDir> {
     [...stores.entries()].forEach(([name, store], i) => {
       const seqs = twice[i];
       if (seqs === undefined || seqs.size === 0) return;
-      // The set is filled in ascending order (a merge): its first is its least. Not Math.min(...seqs),
+      // The set is filled in ascending order: its first is its least. Not Math.min(...seqs),
       // whose arguments overflow the stack past ~120,000 (a whole log brought from elsewhere).
       warn(`${path.join(dir, name + LOG_EXTENSION)}: ${seqs.size} change number${seqs.size === 1 ? '' : 's'} (the first ${seqs.values().next().value}) also found in another resource's log: numbered anew`);
       store.renumber(seqs);
@@ -202,11 +202,36 @@ export async function openDataDir(options: DataDirOptions): Promise<DataDir> {
  * is not a regular file (a FIFO would block start-up for ever). A missing file is created later.
  */
 /**
- * For each of the resources' change numbers (each ascending), those an earlier resource holds too:
- * a merge of the sorted numbers, no set of them all (~20 ms for a million over three logs; none for one log).
+ * For each of the resources' change numbers (each ascending), those an earlier resource holds too
+ * (each set filled in ascending order). One pass over every number with a bit per number up to the
+ * largest: the cost does not grow with the number of resources (~10 ms a million numbers, a
+ * transient eighth of a byte per number below the largest). Numbers past `BITSET_LIMIT` (no data
+ * set's counter gets there) go the slower way, a merge of the sorted lists.
  */
 export function numbersMetTwice(orders: readonly Float64Array[]): Set<number>[] {
   const twice = orders.map(() => new Set<number>());
+  let largest = 0;
+  for (const order of orders) if (order.length > 0 && order[order.length - 1]! > largest) largest = order[order.length - 1]!;
+  if (largest > BITSET_LIMIT) return mergeMetTwice(orders, twice);
+  const seen = new Uint32Array(Math.floor(largest / 32) + 1);
+  orders.forEach((order, i) => {
+    const met = twice[i]!;
+    for (let k = 0; k < order.length; k++) {
+      const seq = order[k]!;
+      const word = Math.floor(seq / 32);
+      const bit = 1 << seq % 32;
+      if ((seen[word]! & bit) !== 0) met.add(seq);
+      else seen[word] = seen[word]! | bit;
+    }
+  });
+  return twice;
+}
+
+/** The largest change number `numbersMetTwice` takes a bit for (128 MiB of bits). */
+const BITSET_LIMIT = 2 ** 30;
+
+/** `numbersMetTwice` by a merge: each step looks at the head of every list. */
+function mergeMetTwice(orders: readonly Float64Array[], twice: Set<number>[]): Set<number>[] {
   const at = orders.map(() => 0);
   for (;;) {
     let least = Infinity;
