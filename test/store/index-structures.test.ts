@@ -3,7 +3,7 @@ import { describe, test } from 'node:test';
 import { OrderedRows } from '../../src/store/index/ordered-rows.js';
 import { Postings } from '../../src/store/index/postings.js';
 import { RowSet } from '../../src/store/index/row-set.js';
-import { RESTARTS_BEFORE_WHOLE, runSliced, Slice, type Work } from '../../src/store/index/slices.js';
+import { RESTARTS_BEFORE_WHOLE, runSliced, Slice, WHOLE_MAX_MS, type Work } from '../../src/store/index/slices.js';
 import { FieldIndex } from '../../src/store/index/field-index.js';
 import { anyOf, intersection } from '../../src/store/index/row-lists.js';
 import { NO_ROW, ValueColumn } from '../../src/store/index/value-column.js';
@@ -268,10 +268,22 @@ describe('runSliced: long work in turns of the event loop', () => {
       }
       return name;
     };
-  /** A work of `slices` slices under `revision`, each attempt's steps named `attempt <n> <i>`. */
-  const attempted = (order: string[], slices: number, revision: () => string): string | Promise<string> => {
+  /**
+   * A work of `slices` slices of 1 ms each (a clock only the slices move) under `revision`, each
+   * attempt's steps named `attempt <n> <i>`; `started` hears the revision each attempt begins on.
+   */
+  const attempted = (order: string[], slices: number, revision: () => string, started: (revision: string) => void = () => {}): string | Promise<string> => {
     let attempts = 0;
-    return runSliced((slice) => named(order, `attempt ${++attempts}`, slices)(slice), Infinity, () => 0, ticking(), 'foreground', revision);
+    let now = 0;
+    const work = function* (name: string): Work<string> {
+      for (let i = 0; i < slices; i++) {
+        order.push(`${name} ${i}`);
+        now += 1;
+        if (i < slices - 1) yield;
+      }
+      return name;
+    };
+    return runSliced(() => work(`attempt ${++attempts}`), Infinity, () => 0, () => now, 'foreground', revision, started);
   };
   test('a revision that moves between two slices -> the work starts over; once it holds through a whole attempt, that attempt\'s value', async () => {
     const order: string[] = [];
@@ -297,6 +309,26 @@ describe('runSliced: long work in turns of the event loop', () => {
     // The last attempt's four slices ran with no turn between them: one revision throughout.
     const last = order.slice(order.indexOf(`attempt ${RESTARTS_BEFORE_WHOLE + 1} 0`));
     assert.deepEqual(last, [0, 1, 2, 3].map((i) => `attempt ${RESTARTS_BEFORE_WHOLE + 1} ${i}`));
+  });
+  test(`writes between every two slices, an attempt longer than ${WHOLE_MAX_MS} ms -> whole for ${WHOLE_MAX_MS} ms, then turns again and no restart: it ends, and its revision moved from the one it began on`, async () => {
+    const order: string[] = [];
+    let revision = 0;
+    let writing = true;
+    const write = (): void => {
+      revision++;
+      if (writing) setImmediate(write);
+    };
+    setImmediate(write);
+    const begun: string[] = [];
+    const slices = WHOLE_MAX_MS * 3;
+    const value = await attempted(order, slices, () => String(revision), (r) => begun.push(r));
+    writing = false;
+    const last = `attempt ${RESTARTS_BEFORE_WHOLE + 1}`;
+    assert.equal(value, last);
+    // Every slice of the last attempt ran, in order, once: it was not started over.
+    assert.deepEqual(order.slice(order.indexOf(`${last} 0`)), Array.from({ length: slices }, (_, i) => `${last} ${i}`));
+    assert.equal(begun.length, RESTARTS_BEFORE_WHOLE + 1);
+    assert.notEqual(String(revision), begun.at(-1), 'writes landed during the last attempt: its caller knows the answer names no revision');
   });
   test('a background work -> never synchronous; a turn goes to it only when no other work waits', async () => {
     const order: string[] = [];

@@ -604,9 +604,10 @@ describe(`query oracle (seed ${SEED})`, () => {
     const subject: Subject = { store: memory, model: new Map(initial.map((rec) => [rec.id as string, rec])) };
     const { store, model } = subject;
     const deleted: string[] = [];
-    // Queries that must build indexes (in slices), with writes landing before they finish: the
-    // answer is exact for the state the store is in when it comes (a query started over when a
-    // write landed between its slices) and names that state's revision; asked again, exact too.
+    // Queries that must build indexes (in slices), with writes landing before they finish: an
+    // answer that names a revision is exact for the state the store is in when it comes, and names
+    // that state's (a query starts over when a write lands between its slices); one that needed
+    // more than 10 ms whole under writes names none (slices.ts). Asked again: exact.
     for (let i = 0; i < queries(8); i++) {
       // The first query only searches: the text index is built while writes land.
       const textRace = true;
@@ -621,10 +622,12 @@ describe(`query oracle (seed ${SEED})`, () => {
       await mutate(subject, r, 25, deleted);
       const raced = await pending;
       const where = `seed ${SEED}, query racing writes #${i}: ?${decodeURIComponent(qs)}`;
-      const expectedThen = oracle(raced.records, oracleQuery(params));
-      assert.equal(raced.answer.revision, raced.revision, where);
-      assert.equal(raced.answer.total, expectedThen.length, where);
-      assert.deepEqual(raced.answer.entities.map((e) => e.id), expectedThen.slice(0, 30), where);
+      if (raced.answer.revision !== undefined) {
+        const expectedThen = oracle(raced.records, oracleQuery(params));
+        assert.equal(raced.answer.revision, raced.revision, where);
+        assert.equal(raced.answer.total, expectedThen.length, where);
+        assert.deepEqual(raced.answer.entities.map((e) => e.id), expectedThen.slice(0, 30), where);
+      }
       const again = await ask();
       const expected = oracle(model, oracleQuery(params));
       assert.equal(again.total, expected.length, `${where}, asked again`);
@@ -655,10 +658,12 @@ describe(`query oracle (seed ${SEED})`, () => {
       deleted.push(id);
     }
     const raced = await pending;
-    // Exact for the state it came in, whatever number of the deletes had landed by then.
-    const expectedThen = oracle(raced.records, oracleQuery([['sort', '-fresh,dim.deep.x']]));
-    assert.equal(raced.answer.revision, raced.revision, `seed ${SEED}: sort=-fresh,dim.deep.x racing a re-pack`);
-    assert.deepEqual(raced.answer.entities.map((e) => e.id), expectedThen.slice(5, 45), `seed ${SEED}: sort=-fresh,dim.deep.x racing a re-pack`);
+    // Naming a revision, exact for the state it came in, whatever number of the deletes had landed by then.
+    if (raced.answer.revision !== undefined) {
+      const expectedThen = oracle(raced.records, oracleQuery([['sort', '-fresh,dim.deep.x']]));
+      assert.equal(raced.answer.revision, raced.revision, `seed ${SEED}: sort=-fresh,dim.deep.x racing a re-pack`);
+      assert.deepEqual(raced.answer.entities.map((e) => e.id), expectedThen.slice(5, 45), `seed ${SEED}: sort=-fresh,dim.deep.x racing a re-pack`);
+    }
     const again = await store.query(fresh);
     const expected = oracle(model, oracleQuery([['sort', '-fresh,dim.deep.x']]));
     assert.equal(again.total, expected.length, `seed ${SEED}: sort=-fresh,dim.deep.x after a re-pack`);

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { MaybePromise, QueryResult, StoreQuery, StoredEntity } from '../store.js';
 import { EntityIndex } from './entity-index.js';
 import { QueryEngine } from './query-engine.js';
+import type { Clock } from './slices.js';
 
 /** What a log needs to feed an index while it replays. */
 export interface IndexWriter<E> {
@@ -23,7 +24,8 @@ export class MaterialisedIndex<E extends StoredEntity> implements IndexWriter<E>
   /** Makes revisions of two indexes (or two runs of a server) differ. */
   readonly #epoch = randomBytes(6).toString('base64url');
 
-  constructor() {
+  /** `clock`: the time queries' slices are measured in (slices.ts); tests drive it. */
+  constructor(clock?: Clock) {
     const entities = this.#entities;
     const self = this;
     this.#engine = new QueryEngine<E>({
@@ -41,7 +43,7 @@ export class MaterialisedIndex<E extends StoredEntity> implements IndexWriter<E>
       },
       at: (row) => entities.at(row),
       page: (offset, limit) => entities.page(offset, limit),
-    });
+    }, clock);
     entities.onRepack = (moved) => this.#engine.remap(moved);
   }
 
@@ -105,12 +107,12 @@ export class MaterialisedIndex<E extends StoredEntity> implements IndexWriter<E>
       if (!(facets instanceof Promise)) return { ...plain, facets };
       // Counted over the state the engine ended in (it starts over when a write lands between its
       // slices): the page and the total are read in that same turn.
-      return facets.then((f) => ({ total: this.size, entities: this.#entities.page(query.offset, query.limit), facets: f, revision: this.revision }));
+      return facets.then((f) => ({ total: this.size, entities: this.#entities.page(query.offset, query.limit), facets: f.value, revision: f.revision }));
     }
     this.#engine.revise(revision);
     const answer = this.#engine.query(query);
     if (!(answer instanceof Promise)) return { ...answer, revision };
-    // The answer describes the state the engine's work ended in, the current one (see above).
-    return answer.then((a) => ({ ...a, revision: this.revision }));
+    // The revision the engine's work ended on, or none if writes landed during its last attempt.
+    return answer.then((a) => ({ ...a, revision: a.revision }));
   }
 }

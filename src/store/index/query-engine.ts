@@ -8,7 +8,7 @@ import { ResultCache, resultKey, searchKey } from './result-cache.js';
 import { rowOrder, sortRows } from './row-sort.js';
 import { comparator, predicates, restComparator } from './row-tests.js';
 import type { Rows } from './rows.js';
-import { runSliced, type Slice, type Work } from './slices.js';
+import { runSliced, type Clock, type Slice, type Work } from './slices.js';
 import { SpareRows } from './spare-rows.js';
 import { scanCandidates, scanPlan } from './text-scan.js';
 
@@ -29,6 +29,20 @@ export interface EngineAnswer<E> {
   readonly total: number;
   readonly entities: E[];
   readonly facets?: FacetCount[][];
+  /**
+   * On an answer that came later (sliced): the revision it describes, absent when writes landed
+   * during its last attempt (`Settled`). An answer given at once is of the current revision.
+   */
+  readonly revision?: string;
+}
+
+/**
+ * What a sliced work ended with, and the revision it describes: undefined when writes landed during
+ * its last attempt (one that ran past `WHOLE_MAX_MS` whole, slices.ts), so that it describes none.
+ */
+export interface Settled<T> {
+  readonly value: T;
+  readonly revision: string | undefined;
 }
 
 /**
@@ -50,9 +64,13 @@ export class QueryEngine<E extends StoredEntity> {
   readonly #builds: IndexBuilds<E>;
   readonly #cache = new ResultCache();
 
-  constructor(rows: Rows<E>) {
+  /** `clock`: the time a query's slices are measured in (slices.ts); tests drive it. */
+  readonly #clock: Clock | undefined;
+
+  constructor(rows: Rows<E>, clock?: Clock) {
     this.#rows = rows;
     this.#builds = new IndexBuilds(rows);
+    this.#clock = clock;
   }
 
   /** True once `q` is answered from the text index (until then, by a scan: text-scan.ts). */
@@ -82,13 +100,19 @@ export class QueryEngine<E extends StoredEntity> {
   }
 
   /** The matching entities of a query and their count (and its facets); synchronous when the work fits in one slice. */
+  /** The matching entities of a query and their count (and its facets); synchronous when the work fits in one slice (of the current revision then). */
   query(query: StoreQuery): EngineAnswer<E> | Promise<EngineAnswer<E>> {
     const answer = this.#sliced((slice) => this.#answerWithFacets(query, slice), query);
-    return answer instanceof Promise ? this.#pinned(query, answer).then((a) => this.#entities(a)) : this.#entities(answer);
+    if (!(answer instanceof Promise)) return this.#entities(answer);
+    // The entities are read in the turn the work ended in, with the revision (no write lands between).
+    return this.#pinned(query, answer).then(({ value, revision }) => {
+      const entities = this.#entities(value);
+      return revision === undefined ? entities : { ...entities, revision };
+    });
   }
 
   /** The facets of a query without its page: for a store that answers the page of a plain query itself. */
-  facets(query: StoreQuery): FacetCount[][] | Promise<FacetCount[][]> {
+  facets(query: StoreQuery): FacetCount[][] | Promise<Settled<FacetCount[][]>> {
     const counts = this.#sliced((slice) => this.#facets(query, slice), query);
     return counts instanceof Promise ? this.#pinned(query, counts) : counts;
   }
@@ -96,16 +120,19 @@ export class QueryEngine<E extends StoredEntity> {
   /**
    * Runs a query's work in slices, over one state of the data: started over when a write lands
    * between two of its slices (`runSliced`'s `revision`), against the kept results of the new
-   * revision, so that its answer (and the entities read once it ends) all describe the state it
-   * ends in.
+   * revision, so that its answer (and the entities read once it ends) describe the state it ends
+   * in; `revision` says which, or that it describes none (slices.ts, `WHOLE_MAX_MS`).
    */
-  #sliced<T>(work: (slice: Slice) => Work<T>, query: StoreQuery): T | Promise<T> {
+  #sliced<T>(work: (slice: Slice) => Work<T>, query: StoreQuery): T | Promise<Settled<T>> {
     const rows = this.#rows;
+    let begun = rows.revision;
     const start = (slice: Slice): Work<T> => {
       this.#cache.revise(rows.revision);
       return work(slice);
     };
-    return runSliced(start, query.deadline ?? Infinity, () => rows.layout, undefined, undefined, () => rows.revision);
+    const done = runSliced(start, query.deadline ?? Infinity, () => rows.layout, this.#clock, undefined, () => rows.revision, (revision) => (begun = revision));
+    if (!(done instanceof Promise)) return done;
+    return done.then((value) => ({ value, revision: rows.revision === begun ? begun : undefined }));
   }
 
   /**
@@ -120,7 +147,8 @@ export class QueryEngine<E extends StoredEntity> {
   #entities(answer: RowAnswer): EngineAnswer<E> {
     const entities: E[] = [];
     for (let i = 0; i < answer.rows.length; i++) {
-      // Read in the turn the work ended in (no write lands between): every row is live.
+      // Read in the turn the work ended in; a row deleted during an attempt that was not started
+      // over (one that ran past its bound whole) is left out, and that answer names no revision.
       const entity = this.#rows.at(answer.rows[i]!);
       if (entity !== undefined) entities.push(entity);
     }

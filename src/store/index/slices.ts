@@ -102,10 +102,16 @@ function runOne(): void {
 }
 
 /**
- * Restarts of a work whose `revision` moved while it waited before it runs to its end without
- * giving up the loop between slices (`runSliced`).
+ * Restarts of a work whose `revision` moved while it waited before it runs its next attempt
+ * without giving up the loop between slices (`runSliced`).
  */
 export const RESTARTS_BEFORE_WHOLE = 2;
+
+/**
+ * The longest an attempt runs whole (docs/conventions.md §8: no request holds the loop for more
+ * than about 10 ms). One that needs more gives up turns again, and is not started over after it.
+ */
+export const WHOLE_MAX_MS = 10;
 
 /**
  * Runs `start(slice)` to completion: synchronously if it never yields, else asynchronously. Past
@@ -114,14 +120,17 @@ export const RESTARTS_BEFORE_WHOLE = 2;
  * runs synchronously: its first slice, like every other, waits for a turn others leave. `priority`
  * may be a function, read before each turn: a work someone comes to wait for is promoted.
  *
- * `revision`, when given, makes the answer one of a single state of the data: when it moved while
- * the work waited (a write landed between two slices), the work starts over, since what it read
- * before no longer holds together with what it would read after (a row moved in an order it walks
- * by position is skipped or met twice; an entity read at the end may no longer match). A work
- * started over `RESTARTS_BEFORE_WHOLE` times runs its next attempt whole, its slices back to back
- * in one turn (waiting only for what it yields to wait for, an index another work builds): under
- * writes that never pause, a query still ends, holding the loop once for what it costs, rather
- * than starting over until its deadline.
+ * `revision`, when given, makes the answer one of a single state of the data as far as the loop
+ * allows: when it moved while the work waited (a write landed between two slices), the work starts
+ * over, since what it read before no longer holds together with what it would read after (a row
+ * moved in an order it walks by position is skipped or met twice; an entity read at the end may no
+ * longer match). A work started over `RESTARTS_BEFORE_WHOLE` times runs its next attempt whole, its
+ * slices back to back in one turn (waiting only for what it yields to wait for, an index another
+ * work builds), for at most `WHOLE_MAX_MS`: a query that costs less ends on one state however
+ * often writes come. One that costs more gives up turns again after it and is never started over
+ * again: it ends, within its deadline, and its caller, which sees the revision move (the revision
+ * at the start of its last attempt, `started`, is not the one at the end), knows that its answer
+ * describes no single state.
  */
 export function runSliced<T>(
   start: (slice: Slice) => Work<T>,
@@ -130,6 +139,7 @@ export function runSliced<T>(
   clock: Clock = systemClock,
   priority: Priority | (() => Priority) = 'foreground',
   revision?: () => string,
+  started?: (revision: string) => void,
 ): T | Promise<T> {
   const now = typeof priority === 'function' ? priority : () => priority;
   // While other works wait their turn, the new ones of this turn share a short first slice.
@@ -137,6 +147,7 @@ export function runSliced<T>(
   const slice = new Slice(Math.max(0, (waiting.length > 0 ? FIRST_SLICES_MS : SLICE_MS) - firstSpent), clock);
   let laidOut = layout();
   let seen = revision?.();
+  if (seen !== undefined) started?.(seen);
   let work = start(slice);
   const first: IteratorResult<Promise<unknown> | undefined, T> | undefined = now() === 'background' ? undefined : work.next();
   if (first !== undefined) {
@@ -155,26 +166,37 @@ export function runSliced<T>(
     }
     let step: IteratorResult<Promise<unknown> | undefined, T> = first ?? work.next();
     let restarts = 0;
+    /** When the attempt running whole began (a time of `clock`); undefined: it gives up turns. */
+    let whole: number | undefined;
+    /** Past its whole attempt's bound: not started over again, whatever lands. */
+    let settled = false;
     for (;;) {
       if (step.done) return step.value;
       // Whether the loop turned: only then can a write have landed.
       let waited = true;
       if (step.value !== undefined) await waitUntil(step.value, deadline, clock);
-      else if (restarts < RESTARTS_BEFORE_WHOLE) await nextTurn(now());
-      else waited = false;
+      else if (whole !== undefined && clock() - whole < WHOLE_MAX_MS) waited = false;
+      else {
+        if (whole !== undefined) {
+          whole = undefined;
+          settled = true;
+        }
+        await nextTurn(now());
+      }
       if (clock() > deadline) {
         work.return(undefined as T);
         throw new QueryTimeoutError('the query ran past its deadline');
       }
       slice.renew();
-      const moved = waited && revision !== undefined && revision() !== seen;
+      const moved = waited && !settled && revision !== undefined && revision() !== seen;
       if (layout() !== laidOut || moved) {
         // Start over against the new layout, once per change of it, or the new state of the data.
         laidOut = layout();
-        if (moved) {
-          seen = revision!();
-          restarts++;
+        if (revision !== undefined) {
+          seen = revision();
+          started?.(seen);
         }
+        if (moved && ++restarts >= RESTARTS_BEFORE_WHOLE && !settled) whole = clock();
         work.return(undefined as T);
         work = start(slice);
       }
