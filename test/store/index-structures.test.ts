@@ -330,6 +330,25 @@ describe('runSliced: long work in turns of the event loop', () => {
     assert.equal(begun.length, RESTARTS_BEFORE_WHOLE + 1);
     assert.notEqual(String(revision), begun.at(-1), 'writes landed during the last attempt: its caller knows the answer names no revision');
   });
+  test(`an attempt overtaken after more than ${WHOLE_MAX_MS} ms of work -> not started over (it would not end on one state whole either): it goes on, its revision moved`, async () => {
+    const order: string[] = [];
+    let revision = 0;
+    let turns = 0;
+    let writing = true;
+    // Writes from the 13th turn on: the attempt has run 12 slices of 1 ms by then.
+    const write = (): void => {
+      if (++turns > 12) revision++;
+      if (writing) setImmediate(write);
+    };
+    setImmediate(write);
+    const begun: string[] = [];
+    const value = await attempted(order, 20, () => String(revision), (r) => begun.push(r));
+    writing = false;
+    assert.equal(value, 'attempt 1');
+    assert.deepEqual(order, Array.from({ length: 20 }, (_, i) => `attempt 1 ${i}`));
+    assert.deepEqual(begun, ['0']);
+    assert.notEqual(String(revision), '0');
+  });
   test('a background work -> never synchronous; a turn goes to it only when no other work waits', async () => {
     const order: string[] = [];
     const back = runSliced(named(order, 'back', 3), Infinity, () => 0, ticking(), 'background');

@@ -7,7 +7,7 @@ import type { EntityRecord, StoredEntity } from '../../src/store/store.js';
 /*
  * A query sliced across turns of the event loop while writes land between its slices: its answer is
  * of one state, the one the index is in when it comes, and names that state's revision
- * (slices.ts). The clock is the test's: each reading moves it 0.05 ms, so the query gives up the
+ * (slices.ts). The clock is the test's: each reading moves it 0.02 ms, so the query gives up the
  * loop every few thousand rows, and its attempt run whole fits its 10 ms, whatever the machine.
  */
 
@@ -15,7 +15,7 @@ const entity = (record: EntityRecord, version: number): StoredEntity => ({ id: r
 
 test('a range walked in a sort order, 20,000 rows deep, with a write in every turn -> the answer names the revision it came in, and is exact for that state', async () => {
   let now = 0;
-  const index = new MaterialisedIndex<StoredEntity>(() => (now += 0.05));
+  const index = new MaterialisedIndex<StoredEntity>(() => (now += 0.02));
   const state = new Map<string, EntityRecord>();
   let version = 0;
   const put = (record: EntityRecord): void => {

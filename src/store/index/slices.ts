@@ -127,10 +127,11 @@ export const WHOLE_MAX_MS = 10;
  * longer match). A work started over `RESTARTS_BEFORE_WHOLE` times runs its next attempt whole, its
  * slices back to back in one turn (waiting only for what it yields to wait for, an index another
  * work builds), for at most `WHOLE_MAX_MS`: a query that costs less ends on one state however
- * often writes come. One that costs more gives up turns again after it and is never started over
- * again: it ends, within its deadline, and its caller, which sees the revision move (the revision
- * at the start of its last attempt, `started`, is not the one at the end), knows that its answer
- * describes no single state.
+ * often writes come. One that costs more (its attempt overtaken past that much work, or its whole
+ * attempt past that bound) is not started over: it goes on giving up turns and ends within its
+ * deadline, having cost what it did before restarts existed, and its caller, which sees the
+ * revision move (the revision at the start of its last attempt, `started`, is not the one at the
+ * end), knows that its answer describes no single state.
  */
 export function runSliced<T>(
   start: (slice: Slice) => Work<T>,
@@ -164,7 +165,16 @@ export function runSliced<T>(
       slice.renew();
       laidOut = layout();
     }
-    let step: IteratorResult<Promise<unknown> | undefined, T> = first ?? work.next();
+    /** Time the attempt has run so far (its slices'): past `WHOLE_MAX_MS`, starting it over is in vain. */
+    let spent = first === undefined ? 0 : clock() - begun;
+    const run = (): IteratorResult<Promise<unknown> | undefined, T> => {
+      if (revision === undefined) return work.next();
+      const at = clock();
+      const result = work.next();
+      spent += clock() - at;
+      return result;
+    };
+    let step: IteratorResult<Promise<unknown> | undefined, T> = first ?? run();
     let restarts = 0;
     /** When the attempt running whole began (a time of `clock`); undefined: it gives up turns. */
     let whole: number | undefined;
@@ -188,7 +198,13 @@ export function runSliced<T>(
         throw new QueryTimeoutError('the query ran past its deadline');
       }
       slice.renew();
-      const moved = waited && !settled && revision !== undefined && revision() !== seen;
+      let moved = waited && !settled && revision !== undefined && revision() !== seen;
+      // An attempt that has run longer than a whole one may would not end on one state either:
+      // it goes on, and is not started over (its answer then names no revision).
+      if (moved && spent > WHOLE_MAX_MS) {
+        moved = false;
+        settled = true;
+      }
       if (layout() !== laidOut || moved) {
         // Start over against the new layout, once per change of it, or the new state of the data.
         laidOut = layout();
@@ -197,10 +213,11 @@ export function runSliced<T>(
           started?.(seen);
         }
         if (moved && ++restarts >= RESTARTS_BEFORE_WHOLE && !settled) whole = clock();
+        spent = 0;
         work.return(undefined as T);
         work = start(slice);
       }
-      step = work.next();
+      step = run();
     }
   })();
 }
