@@ -344,7 +344,7 @@ test('the log removed under the store -> every later write refused with ESTALE (
   await store.create(record('a'));
   await fs.rm(file);
   for (const write of [() => store.create(record('b')), () => store.update('a', (c) => ({ ...c.record, n: 1 }))]) {
-    await assert.rejects(write(), (error: unknown) => error instanceof StoreWriteError && error.code === 'ESTALE' && /r\.jsonl was removed while the server ran/.test(error.message));
+    await assert.rejects(write(), (error: unknown) => error instanceof StoreWriteError && error.code === 'ESTALE' && /r\.jsonl was removed or moved away while the server ran/.test(error.message));
   }
   assert.deepEqual([...store.values()].map((e) => [e.id, e.record.n]), [['a', 0]]);
   assert.equal(store.ready, false, 'not ready: /readyz tells the load balancer');
@@ -358,7 +358,7 @@ test('the log moved away under the store (mv) -> the batch written then is refus
   await store.create(record('a'));
   await fs.rename(file, path.join(dir, 'elsewhere.jsonl'));
   for (const write of [() => store.create(record('b')), () => store.create(record('c'))]) {
-    await assert.rejects(write(), (error: unknown) => error instanceof StoreWriteError && error.code === 'ESTALE' && /m\.jsonl was moved away while the server ran/.test(error.message));
+    await assert.rejects(write(), (error: unknown) => error instanceof StoreWriteError && error.code === 'ESTALE' && /m\.jsonl was removed or moved away while the server ran/.test(error.message));
   }
   assert.equal(store.ready, false);
   await store.close();

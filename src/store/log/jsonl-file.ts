@@ -4,6 +4,8 @@ import { OPEN_READ_WRITE, syncDirectory, writeAll, type StoreFs } from './store-
 /** The code of the error a log file removed or replaced under the server fails its writes with (POSIX: a stale file handle). */
 const STALE = 'ESTALE';
 
+const staleError = (message: string): Error => Object.assign(new Error(message), { code: STALE });
+
 /** A file's acknowledged bytes at one moment, held open for reading (`JsonlFile.retain`). */
 export interface FileView {
   /** The acknowledged bytes when the view was taken. */
@@ -39,8 +41,15 @@ export class JsonlFile {
   lines = 0;
   /** The last line lacks its newline (a file written by hand). */
   needsNewline = false;
-  /** The file is no longer the log (removed or written by another program): no write goes to it again. */
-  stale = false;
+  /** Why the file is no longer the log (removed, moved, replaced, written by another program): no write goes to it again. */
+  #staleReason: string | undefined;
+
+  /** The file is no longer the log: writes are refused until restart (`/readyz` says so). */
+  get stale(): boolean {
+    return this.#staleReason !== undefined;
+  }
+  /** The inode of the descriptor written (`fstatNow`, once a descriptor): what the log's name must lead to. */
+  #ino: number | undefined;
   /** The file may hold bytes past `size` that must go before the next append. */
   #dirtyTail = false;
   /** The directory entry of the file (created or renamed) is not yet known to be durable. */
@@ -106,6 +115,7 @@ export class JsonlFile {
   async open(): Promise<void> {
     const flags = this.#openFlags();
     this.#fd = await this.#fs.open(this.file, flags);
+    this.#ino = undefined;
     this.#synced = flags !== OPEN_READ_WRITE;
   }
 
@@ -128,6 +138,7 @@ export class JsonlFile {
     const fsys = this.#fs;
     // Before anything is written: a file someone else wrote is left as they left it.
     if (this.#fd !== undefined) this.#checkStillTheLog(this.#dirtyTail ? undefined : this.size);
+    else this.#ino = undefined;
     try {
       if (this.#fd === undefined) {
         const flags = this.#openFlags();
@@ -158,42 +169,43 @@ export class JsonlFile {
         await syncDirectory(fsys, this.#dir);
         this.#dirSyncNeeded = false;
       }
-      this.#checkStillTheLog(this.size + written.bytes, true);
       this.#dirtyTail = false;
       this.size += written.bytes;
       this.lines += written.lines;
       this.needsNewline = false;
     } catch (error) {
-      // A file that is no longer the log is not touched again (its tail may be someone else's).
-      if ((error as NodeJS.ErrnoException).code !== STALE) await this.#dropTail();
+      await this.#dropTail();
       throw error;
     }
   }
 
   /**
-   * Throws when the file written is no longer the log: removed (no link left: what was appended
-   * would vanish with the process) or written by someone else (cut, replaced by a copy, appended
-   * to: its size is not the one this process made it, and its next lines would land after a gap
-   * that start-up takes for a torn tail), or moved away (its name leads elsewhere, or nowhere: a
-   * restart would not find what was appended; looked up once a batch is on disk, `byName`). The
-   * batch then fails as a disk error would, with
-   * `ESTALE`, and so does every later one: the server must be restarted on the files as they are.
-   * `expected` undefined: the size is not known (debris of a failed write may follow it).
+   * Throws, before a batch is written, when the file is no longer the log: its name leads nowhere
+   * (removed or moved away: what was appended would vanish with the process, or not be found by
+   * the next start), to another file (one put in its place), or to this one at another size (cut,
+   * copied over, appended to by another program: the next lines would land after a gap that
+   * start-up takes for a torn tail). One look-up by name a batch (under a microsecond); a change
+   * made while a batch is written is found by the next. The batch then fails as a disk error
+   * would, with `ESTALE`, and so does every later one, without touching the file: the server must
+   * be restarted on the files as they are. `expected` undefined: the size is not known (debris of
+   * a failed write may follow it).
    */
-  #checkStillTheLog(expected: number | undefined, byName = false): void {
-    const stat = this.#fs.fstatNow?.(this.#fd!);
-    if (stat === undefined) return;
+  #checkStillTheLog(expected: number | undefined): void {
+    if (this.#staleReason !== undefined) throw staleError(this.#staleReason);
+    const named = this.#fs.statNow?.(this.file);
+    const ino = (this.#ino ??= this.#fs.fstatNow?.(this.#fd!).ino);
+    if (this.#fs.statNow === undefined || ino === undefined) return;
     const why =
-      stat.nlink === 0
-        ? 'was removed'
-        : expected !== undefined && stat.size !== expected
-          ? `was changed by another program (${stat.size} bytes where this server wrote ${expected})`
-          : byName && this.#fs.inodeNow !== undefined && this.#fs.inodeNow(this.file) !== stat.ino
-            ? 'was moved away'
+      named === undefined
+        ? 'was removed or moved away'
+        : named.ino !== ino
+          ? 'was replaced by another file'
+          : expected !== undefined && named.size !== expected
+            ? `was changed by another program (${named.size} bytes where this server wrote ${expected})`
             : undefined;
     if (why === undefined) return;
-    this.stale = true;
-    throw Object.assign(new Error(`${this.file} ${why} while the server ran: writes are refused until it is restarted`), { code: STALE });
+    this.#staleReason = `${this.file} ${why} while the server ran: writes are refused until it is restarted`;
+    throw staleError(this.#staleReason);
   }
 
   /**
@@ -201,8 +213,8 @@ export class JsonlFile {
    * before: a compaction renames nothing over a file that someone else put in the log's place.
    */
   checkStillTheLog(): void {
-    if (this.stale) throw Object.assign(new Error(`${this.file} is no longer the log: writes are refused until the server is restarted`), { code: STALE });
-    if (this.#fd !== undefined) this.#checkStillTheLog(this.#dirtyTail ? undefined : this.size, true);
+    if (this.#fd !== undefined) this.#checkStillTheLog(this.#dirtyTail ? undefined : this.size);
+    else if (this.#staleReason !== undefined) throw staleError(this.#staleReason);
   }
 
   /** After a failed write or sync: the bytes past `size` go (best effort now; the next write retries). */
@@ -236,6 +248,7 @@ export class JsonlFile {
     if (flags !== OPEN_READ_WRITE) reopened = await this.#fs.open(this.file, flags).catch(() => undefined);
     if (reopened !== undefined) await this.#fs.close(fd).catch(() => {});
     this.#fd = reopened ?? fd;
+    this.#ino = undefined;
     this.#synced = reopened !== undefined;
     this.size = size;
     this.lines = lines;
@@ -264,6 +277,7 @@ export class JsonlFile {
   async closeFd(): Promise<void> {
     const fd = this.#fd;
     this.#fd = undefined;
+    this.#ino = undefined;
     if (fd !== undefined) await this.#closeOrRetire(fd);
   }
 }

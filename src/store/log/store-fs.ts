@@ -12,12 +12,13 @@ export interface StoreFs {
   close(fd: number): Promise<void>;
   fstat(fd: number): Promise<{ size: number }>;
   /**
-   * The file's size and link count now, without a trip to the thread pool (an inode in memory: a
-   * microsecond). The log reads it after each commit to find a file removed or replaced under it.
+   * The file's inode, without a trip to the thread pool (an inode in memory: under a microsecond).
+   * The log compares it with what its name leads to before each batch (`statNow`), to find a file
+   * removed, moved or replaced under it.
    */
-  fstatNow?(fd: number): { size: number; nlink: number; ino: number };
-  /** The inode the name `path` leads to now, or undefined when it leads nowhere (same cost as `fstatNow`). */
-  inodeNow?(path: string): number | undefined;
+  fstatNow?(fd: number): { ino: number };
+  /** What the name `path` leads to now (its inode and size), or undefined when it leads nowhere; as cheap as `fstatNow`. */
+  statNow?(path: string): { ino: number; size: number } | undefined;
   read(fd: number, buffer: Uint8Array, offset: number, length: number, position: number): Promise<number>;
   /** Writes at `position`; may write fewer bytes than asked (the store loops). */
   write(fd: number, buffer: Uint8Array, offset: number, length: number, position: number): Promise<number>;
@@ -43,7 +44,7 @@ export const nodeFs: StoreFs = {
   close: promisify(fs.close),
   fstat: promisify(fs.fstat),
   fstatNow: (fd) => fs.fstatSync(fd),
-  inodeNow: (path) => fs.statSync(path, { throwIfNoEntry: false })?.ino,
+  statNow: (path) => fs.statSync(path, { throwIfNoEntry: false }),
   read: (fd, buffer, offset, length, position) =>
     new Promise((resolve, reject) => {
       fs.read(fd, buffer, offset, length, position, (error, n) => (error ? reject(error) : resolve(n)));
