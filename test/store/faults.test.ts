@@ -337,38 +337,36 @@ test('directory sync fails after compaction renamed the file -> warning; next wr
   );
 });
 
-test('the log removed under the store -> every later write refused with ESTALE (nothing acknowledged that would vanish), reads go on', async () => {
-  const dir = await tempDir();
-  const file = path.join(dir, 'r.jsonl');
-  const store = await openJsonlStore({ file });
-  await store.create(record('a'));
-  await fs.rm(file);
-  for (const write of [() => store.create(record('b')), () => store.update('a', (c) => ({ ...c.record, n: 1 }))]) {
-    await assert.rejects(write(), (error: unknown) => error instanceof StoreWriteError && error.code === 'ESTALE' && /r\.jsonl was removed or moved away while the server ran/.test(error.message));
-  }
-  assert.deepEqual([...store.values()].map((e) => [e.id, e.record.n]), [['a', 0]]);
-  assert.equal(store.ready, false, 'not ready: /readyz tells the load balancer');
-  await store.close();
-});
+for (const [what, gone] of [
+  ['removed', (file: string) => fs.rm(file)],
+  ['moved away (mv)', (file: string) => fs.rename(file, `${file}.elsewhere`)],
+] as const) {
+  test(`the log ${what} under the store -> every later write refused with ESTALE (nothing acknowledged that would vanish), reads go on`, async () => {
+    const dir = await tempDir();
+    const file = path.join(dir, 'r.jsonl');
+    const store = await openJsonlStore({ file });
+    await store.create(record('a'));
+    await gone(file);
+    for (const write of [() => store.create(record('b')), () => store.update('a', (c) => ({ ...c.record, n: 1 }))]) {
+      await assert.rejects(write(), (error: unknown) => error instanceof StoreWriteError && error.code === 'ESTALE' && /r\.jsonl was removed or moved away while the server ran/.test(error.message));
+    }
+    assert.deepEqual([...store.values()].map((e) => [e.id, e.record.n]), [['a', 0]]);
+    assert.equal(store.ready, false, 'not ready: /readyz tells the load balancer');
+    await store.close();
+  });
+}
 
-test('the log moved away under the store (mv) -> the batch written then is refused with ESTALE, and every later write', async () => {
-  const dir = await tempDir();
-  const file = path.join(dir, 'm.jsonl');
-  const store = await openJsonlStore({ file });
-  await store.create(record('a'));
-  await fs.rename(file, path.join(dir, 'elsewhere.jsonl'));
-  for (const write of [() => store.create(record('b')), () => store.create(record('c'))]) {
-    await assert.rejects(write(), (error: unknown) => error instanceof StoreWriteError && error.code === 'ESTALE' && /m\.jsonl was removed or moved away while the server ran/.test(error.message));
-  }
-  assert.equal(store.ready, false);
-  await store.close();
-});
-
-test('the log replaced by a copy under the store -> writes refused with ESTALE; the copy is left exactly as it was written', async () => {
+/** A store of a fresh log in a temporary directory, holding a, b and c. */
+async function storeOfThree(): Promise<{ dir: string; file: string; store: Awaited<ReturnType<typeof openJsonlStore>> }> {
   const dir = await tempDir();
   const file = path.join(dir, 'c.jsonl');
   const store = await openJsonlStore({ file });
   for (const id of ['a', 'b', 'c']) await store.create(record(id));
+  return { dir, file, store };
+}
+
+test('the log replaced by a copy under the store -> writes refused with ESTALE; the copy is left exactly as it was written', async () => {
+  const { file, store } = await storeOfThree();
   // `cp other.jsonl c.jsonl`: the same file, cut and written anew, shorter and longer.
   for (const copy of [`${JSON.stringify(record('x'))}\n`, `${JSON.stringify(record('y', 123456789))}\n`.repeat(5)]) {
     await fs.writeFile(file, copy);
@@ -414,10 +412,7 @@ test('a log that holds only a byte order mark (an editor\'s empty UTF-8 file) ->
 });
 
 test('the log replaced under the store (mv restored.jsonl over it) -> a compaction after the ESTALE renames nothing over the replacement, and writes stay refused', async () => {
-  const dir = await tempDir();
-  const file = path.join(dir, 'c.jsonl');
-  const store = await openJsonlStore({ file });
-  for (const id of ['a', 'b', 'c']) await store.create(record(id));
+  const { dir, file, store } = await storeOfThree();
   const restored = `${JSON.stringify(record('restored'))}\n`;
   await fs.writeFile(path.join(dir, 'restored.jsonl'), restored);
   await fs.rename(path.join(dir, 'restored.jsonl'), file);

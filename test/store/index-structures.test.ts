@@ -285,6 +285,18 @@ describe('runSliced: long work in turns of the event loop', () => {
     };
     return runSliced(() => work(`attempt ${++attempts}`), Infinity, () => 0, () => now, 'foreground', revision, started);
   };
+  /** A write in every turn of the event loop from turn `after` on: the revision it moves, and how to stop. */
+  const writesEveryTurn = (after = 0): { revision: () => string; stop: () => void } => {
+    let revision = 0;
+    let turns = 0;
+    let writing = true;
+    const write = (): void => {
+      if (++turns > after) revision++;
+      if (writing) setImmediate(write);
+    };
+    setImmediate(write);
+    return { revision: () => String(revision), stop: () => (writing = false) };
+  };
   test('a revision that moves between two slices -> the work starts over; once it holds through a whole attempt, that attempt\'s value', async () => {
     const order: string[] = [];
     let revision = 1;
@@ -295,16 +307,9 @@ describe('runSliced: long work in turns of the event loop', () => {
   });
   test(`writes between every two slices -> started over ${RESTARTS_BEFORE_WHOLE} times, then run whole in one turn: it ends`, async () => {
     const order: string[] = [];
-    let revision = 0;
-    let writing = true;
-    // A write in every turn of the event loop.
-    const write = (): void => {
-      revision++;
-      if (writing) setImmediate(write);
-    };
-    setImmediate(write);
-    const value = await attempted(order, 4, () => String(revision));
-    writing = false;
+    const writes = writesEveryTurn();
+    const value = await attempted(order, 4, writes.revision);
+    writes.stop();
     assert.equal(value, `attempt ${RESTARTS_BEFORE_WHOLE + 1}`);
     // The last attempt's four slices ran with no turn between them: one revision throughout.
     const last = order.slice(order.indexOf(`attempt ${RESTARTS_BEFORE_WHOLE + 1} 0`));
@@ -312,42 +317,29 @@ describe('runSliced: long work in turns of the event loop', () => {
   });
   test(`writes between every two slices, an attempt longer than ${WHOLE_MAX_MS} ms -> whole for ${WHOLE_MAX_MS} ms, then turns again and no restart: it ends, and its revision moved from the one it began on`, async () => {
     const order: string[] = [];
-    let revision = 0;
-    let writing = true;
-    const write = (): void => {
-      revision++;
-      if (writing) setImmediate(write);
-    };
-    setImmediate(write);
+    const writes = writesEveryTurn();
     const begun: string[] = [];
     const slices = WHOLE_MAX_MS * 3;
-    const value = await attempted(order, slices, () => String(revision), (r) => begun.push(r));
-    writing = false;
+    const value = await attempted(order, slices, writes.revision, (r) => begun.push(r));
+    writes.stop();
     const last = `attempt ${RESTARTS_BEFORE_WHOLE + 1}`;
     assert.equal(value, last);
     // Every slice of the last attempt ran, in order, once: it was not started over.
     assert.deepEqual(order.slice(order.indexOf(`${last} 0`)), Array.from({ length: slices }, (_, i) => `${last} ${i}`));
     assert.equal(begun.length, RESTARTS_BEFORE_WHOLE + 1);
-    assert.notEqual(String(revision), begun.at(-1), 'writes landed during the last attempt: its caller knows the answer names no revision');
+    assert.notEqual(writes.revision(), begun.at(-1), 'writes landed during the last attempt: its caller knows the answer names no revision');
   });
   test(`an attempt overtaken after more than ${WHOLE_MAX_MS} ms of work -> not started over (it would not end on one state whole either): it goes on, its revision moved`, async () => {
     const order: string[] = [];
-    let revision = 0;
-    let turns = 0;
-    let writing = true;
     // Writes from the 13th turn on: the attempt has run 12 slices of 1 ms by then.
-    const write = (): void => {
-      if (++turns > 12) revision++;
-      if (writing) setImmediate(write);
-    };
-    setImmediate(write);
+    const writes = writesEveryTurn(12);
     const begun: string[] = [];
-    const value = await attempted(order, 20, () => String(revision), (r) => begun.push(r));
-    writing = false;
+    const value = await attempted(order, 20, writes.revision, (r) => begun.push(r));
+    writes.stop();
     assert.equal(value, 'attempt 1');
     assert.deepEqual(order, Array.from({ length: 20 }, (_, i) => `attempt 1 ${i}`));
     assert.deepEqual(begun, ['0']);
-    assert.notEqual(String(revision), '0');
+    assert.notEqual(writes.revision(), '0');
   });
   test('a background work -> never synchronous; a turn goes to it only when no other work waits', async () => {
     const order: string[] = [];
