@@ -4,9 +4,8 @@
  * them: the CLI in a child process; the database is then read with the driver itself.
  */
 import assert from 'node:assert/strict';
-import { spawn, spawnSync } from 'node:child_process';
-import { cp, mkdir, mkdtemp, readdir, readFile, rm, statfs, symlink, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { spawn } from 'node:child_process';
+import { cp, mkdir, readdir, readFile, statfs, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
@@ -16,6 +15,7 @@ import { LAYOUT_DDL } from '../../src/store/pg/layout.js';
 import { findPostgres, freePort, startCluster, type PgCluster } from '../helpers/pg-cluster.js';
 import { LIVENESS_MS, spawnCli, startCli, tempDir } from '../helpers/process.js';
 import { withoutStamps } from '../store/stamps.js';
+import { smallDisk } from '../helpers/small-disk.js';
 
 const found = findPostgres();
 const root = fileURLToPath(new URL('../..', import.meta.url));
@@ -48,18 +48,6 @@ function assertOneLineFailure(run: Run, pattern: RegExp): void {
 const line = (fields: Record<string, unknown>): string => JSON.stringify(fields);
 const entity = (id: string, extra: Record<string, unknown> = {}): string => line({ id, createdAt: 1_700_000_000, updatedAt: 1_700_000_001, ...extra });
 
-/** A 1 MiB tmpfs, unmounted after the file's tests; undefined where mount(8) cannot make one (not root). */
-async function smallDisk(): Promise<string | undefined> {
-  if (process.getuid?.() !== 0) return undefined;
-  const dir = await mkdtemp(join(tmpdir(), 'halserve-transfer-full-'));
-  const mounted = spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=1m', 'tmpfs', dir], { stdio: 'ignore' });
-  // One hook, so that the unmount surely comes before the removal.
-  after(async () => {
-    if (mounted.status === 0) spawnSync('umount', [dir], { stdio: 'ignore' });
-    await rm(dir, { recursive: true, force: true });
-  });
-  return mounted.status === 0 ? dir : undefined;
-}
 
 /** Bytes a non-root writer could still put on the file system of `dir`. */
 async function room(dir: string): Promise<number> {
@@ -271,44 +259,50 @@ describe('halserve import / export against PostgreSQL (docs/storage.md §2)', { 
     assert.deepEqual(await rows(sql, 'aaa'), []);
   });
 
-  test('the import\'s connection killed while it stages -> one line, exit 1 (no crash), nothing in the table', async () => {
+  /** A data directory of one large resource (200,000 entities): an import of it stages for a while. */
+  async function bigSource(): Promise<string> {
     const source = await tempDir();
     const lines = Array.from({ length: 200_000 }, (_, i) => entity(`k${i}`, { pad: 'x'.repeat(100) }));
     await writeFile(join(source, 'big.jsonl'), lines.join('\n') + '\n');
+    return source;
+  }
+
+  /**
+   * Waits until an import's session sends rows to its staging table (or `ended`): how many such
+   * sessions there are, each terminated first when `terminate`.
+   */
+  async function whileStaging(sql: postgres.Sql, ended: () => boolean, terminate: boolean): Promise<number> {
+    const deadline = Date.now() + LIVENESS_MS;
+    while (!ended() && Date.now() < deadline) {
+      const [row] = terminate
+        ? await sql<{ n: string }[]>`SELECT count(pg_terminate_backend(pid))::text AS n FROM pg_stat_activity WHERE query LIKE 'INSERT INTO halserve_import%' AND pid <> pg_backend_pid()`
+        : await sql<{ n: string }[]>`SELECT count(*)::text AS n FROM pg_stat_activity WHERE query LIKE 'INSERT INTO halserve_import%' AND pid <> pg_backend_pid()`;
+      const n = Number(row?.n);
+      if (n > 0) return n;
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    return 0;
+  }
+
+  test('the import\'s connection killed while it stages -> one line, exit 1 (no crash), nothing in the table', async () => {
+    const source = await bigSource();
     const { url, sql } = await database();
     const run = halserve(['import', '--from', source, '--to', url]);
-    // The import's session, once it is sending rows to its staging table: terminated.
-    let killed = 0;
     let ended = false;
     void run.then(() => (ended = true));
-    const deadline = Date.now() + LIVENESS_MS;
-    while (killed === 0 && !ended && Date.now() < deadline) {
-      const [row] = await sql<{ n: string }[]>`
-        SELECT count(pg_terminate_backend(pid))::text AS n FROM pg_stat_activity WHERE query LIKE 'INSERT INTO halserve_import%' AND pid <> pg_backend_pid()`;
-      killed = Number(row?.n);
-      if (killed === 0) await new Promise((resolve) => setTimeout(resolve, 20));
-    }
-    assert.equal(killed, 1, 'the import was caught staging');
+    // The import's session, once it is sending rows to its staging table: terminated.
+    assert.equal(await whileStaging(sql, () => ended, true), 1, 'the import was caught staging');
     assertOneLineFailure(await run, /^halserve: import failed, nothing imported: /);
     assert.deepEqual(await rows(sql, 'big'), []);
   });
 
   test('import interrupted (SIGINT) while it stages -> one line, exit 130, the data directory\'s lock let go, nothing in the table', async () => {
-    const source = await tempDir();
-    const lines = Array.from({ length: 200_000 }, (_, i) => entity(`k${i}`, { pad: 'x'.repeat(100) }));
-    await writeFile(join(source, 'big.jsonl'), lines.join('\n') + '\n');
+    const source = await bigSource();
     const { url, sql } = await database();
     const run = spawnCli(['import', '--from', source, '--to', url]);
     let ended = false;
     void run.exited.then(() => (ended = true));
-    const deadline = Date.now() + LIVENESS_MS;
-    let staging = false;
-    while (!staging && !ended && Date.now() < deadline) {
-      const [row] = await sql<{ n: string }[]>`SELECT count(*)::text AS n FROM pg_stat_activity WHERE query LIKE 'INSERT INTO halserve_import%' AND pid <> pg_backend_pid()`;
-      staging = Number(row?.n) > 0;
-      if (!staging) await new Promise((resolve) => setTimeout(resolve, 20));
-    }
-    assert.equal(staging, true, 'the import was caught staging');
+    assert.ok((await whileStaging(sql, () => ended, false)) > 0, 'the import was caught staging');
     run.child.kill('SIGINT');
     assert.equal(await run.exited, 130);
     assert.equal(run.stderr().split('\n').filter((line) => line.startsWith('halserve: ')).at(-1), 'halserve: import interrupted (SIGINT): the database holds none of it (or all of it, if its last statement had been sent)');
@@ -354,7 +348,7 @@ describe('halserve import / export against PostgreSQL (docs/storage.md §2)', { 
   });
 
   test('export --replace onto a disk with room for part of the new file -> one line (ENOSPC), exit 1, the old file kept, no file cut short', async (t) => {
-    const disk = await smallDisk();
+    const disk = await smallDisk('halserve-transfer-full-');
     if (disk === undefined) {
       t.skip('needs root and mount(8) for a tmpfs');
       return;

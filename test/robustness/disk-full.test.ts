@@ -1,11 +1,10 @@
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { after, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { startCli } from '../helpers/process.js';
 import { assertFetchProblem } from './raw.js';
+import { smallDisk } from '../helpers/small-disk.js';
 
 /**
  * A full disk under the real CLI and JSON-lines store: writes fail with a 503 problem and leave
@@ -13,23 +12,11 @@ import { assertFetchProblem } from './raw.js';
  * exactly the acknowledged writes. Needs a small tmpfs, so it runs only as root where `mount` works.
  */
 
-async function smallDisk(): Promise<string | undefined> {
-  if (process.getuid?.() !== 0) return undefined;
-  const dir = await mkdtemp(join(tmpdir(), 'halserve-qa-full-'));
-  const mounted = spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=1m', 'tmpfs', dir], { stdio: 'ignore' });
-  // One hook, so that the unmount surely comes before the removal.
-  after(async () => {
-    if (mounted.status === 0) spawnSync('umount', [dir], { stdio: 'ignore' });
-    await rm(dir, { recursive: true, force: true });
-  });
-  return mounted.status === 0 ? dir : undefined;
-}
-
 const JSON_HEADERS = { 'content-type': 'application/json' };
 
 describe('disk full (1 MiB tmpfs)', () => {
   test('POSTs until the disk is full -> 503 problem, nothing partial; room again -> 201; restart -> exactly the acknowledged entities', async (t) => {
-    const dir = await smallDisk();
+    const dir = await smallDisk('halserve-qa-full-');
     if (dir === undefined) {
       t.skip('needs root and mount(8) for a tmpfs');
       return;
