@@ -12,6 +12,7 @@ import fs from 'node:fs/promises';
 import net from 'node:net';
 import path from 'node:path';
 import { resourceNameProblem } from './config.js';
+import { onInterrupt } from './interrupt.js';
 import { count } from './progress-line.js';
 import { BACKUP_REQUEST, BACKUP_SOCKET, MAX_HEADER_BYTES, parseBackupReply, socketAddress, type BackupHeader } from './store/log/backup-protocol.js';
 import { CHANGES_FILE, changesText, newDatasetName } from './store/log/changes-file.js';
@@ -132,13 +133,10 @@ async function backup({ dir, url, to }: BackupArgs): Promise<Copied> {
   // rather than stay as large as the whole beside DEST. Not once it is being moved into DEST: what
   // is left there then says it is not a whole copy (the `.backup-partial-…` it still holds).
   let moving = false;
-  const interrupted = (signal: NodeJS.Signals): void => {
+  const listening = onInterrupt((signal) => {
     if (!moving) rmSync(staging, { recursive: true, force: true });
-    say(`backup interrupted (${signal}): ${moving ? `${to} is not a whole copy (it still holds ${path.basename(staging)})` : 'nothing written'}`);
-    process.exit(signal === 'SIGINT' ? 130 : 143);
-  };
-  process.once('SIGINT', interrupted);
-  process.once('SIGTERM', interrupted);
+    return `backup interrupted (${signal}): ${moving ? `${to} is not a whole copy (it still holds ${path.basename(staging)})` : 'nothing written'}`;
+  });
   try {
     const filled = await source.fill(staging);
     const { forgotten } = filled;
@@ -164,8 +162,7 @@ async function backup({ dir, url, to }: BackupArgs): Promise<Copied> {
     await fs.rm(staging, { recursive: true, force: true });
     throw error;
   } finally {
-    process.off('SIGINT', interrupted);
-    process.off('SIGTERM', interrupted);
+    listening();
     await source.abandon();
   }
 }

@@ -7,6 +7,7 @@ import { constants, readFileSync, rmSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { resourceNameProblem } from './config.js';
+import { onInterrupt } from './interrupt.js';
 import { count, counted, fraction, ProgressLine } from './progress-line.js';
 import { discoverResources, LOG_EXTENSION } from './store/log/data-dir.js';
 import { ChangesFile, newDatasetName } from './store/log/changes-file.js';
@@ -129,7 +130,7 @@ async function withDatabase<T>(url: string, work: (sql: Sql) => Promise<T>): Pro
  * leaves (`leaves`). Returns the function that stops listening.
  */
 function releaseOnInterrupt(lock: DirLock | undefined, command: TransferCommand, leaves: string): () => void {
-  const interrupted = (signal: NodeJS.Signals): void => {
+  return onInterrupt((signal) => {
     if (lock !== undefined) {
       try {
         // Only if it is still this process's (as `release` checks).
@@ -138,15 +139,8 @@ function releaseOnInterrupt(lock: DirLock | undefined, command: TransferCommand,
         // Gone already: nothing to let go.
       }
     }
-    say(`${command} interrupted (${signal}): ${leaves}`);
-    process.exit(signal === 'SIGINT' ? 130 : 143);
-  };
-  process.once('SIGINT', interrupted);
-  process.once('SIGTERM', interrupted);
-  return () => {
-    process.off('SIGINT', interrupted);
-    process.off('SIGTERM', interrupted);
-  };
+    return `${command} interrupted (${signal}): ${leaves}`;
+  });
 }
 
 /**

@@ -163,9 +163,10 @@ class ServerStream implements StreamWriter {
 
   ready(): Promise<void> {
     const socket = this.#res.socket;
-    if (this.#closed || !socket || this.#res.writableLength <= READY_BYTES) return Promise.resolve();
-    // More than the socket's high-water mark is queued, so its last write said to wait: it emits
-    // 'drain' once it has written everything.
+    // Waited for only when the socket's last write said to wait (past its high-water mark): it emits
+    // 'drain' once it has written everything. Anything else resolves at once, so no wait is left
+    // hanging on a 'drain' that will not come.
+    if (this.#closed || !socket || this.#res.writableLength <= READY_BYTES || !socket.writableNeedDrain) return Promise.resolve();
     const res = this.#res;
     return new Promise((resolve) => {
       const done = (): void => {

@@ -38,7 +38,7 @@ export interface EngineAnswer<E> {
 
 /**
  * What a sliced work ended with, and the revision it describes: undefined when writes landed during
- * its last attempt (one that ran past `WHOLE_MAX_MS` whole, slices.ts), so that it describes none.
+ * its last attempt (one too costly to start over, slices.ts `WHOLE_MAX_MS`), so that it describes none.
  */
 export interface Settled<T> {
   readonly value: T;
@@ -99,7 +99,6 @@ export class QueryEngine<E extends StoredEntity> {
     this.#cache.revise(revision);
   }
 
-  /** The matching entities of a query and their count (and its facets); synchronous when the work fits in one slice. */
   /** The matching entities of a query and their count (and its facets); synchronous when the work fits in one slice (of the current revision then). */
   query(query: StoreQuery): EngineAnswer<E> | Promise<EngineAnswer<E>> {
     const answer = this.#sliced((slice) => this.#answerWithFacets(query, slice), query);

@@ -212,7 +212,7 @@ export function runSliced<T>(
           seen = revision();
           started?.(seen);
         }
-        if (moved && ++restarts >= RESTARTS_BEFORE_WHOLE && !settled) whole = clock();
+        if (moved && ++restarts >= RESTARTS_BEFORE_WHOLE) whole = clock();
         spent = 0;
         work.return(undefined as T);
         work = start(slice);
