@@ -258,7 +258,7 @@ async function main(): Promise<void> {
     changes: stores.changes,
     ...(webhooks === undefined ? {} : { onFeed: (feed: ChangeFeed, json: (change: StoreChange) => string) => webhooks.start(feed, json) }),
     // SIGTERM ends every open stream (its last chunk sent), so that close() can finish.
-    streams: { maxStreams: config.maxStreams, closing: closing.signal },
+    streams: { maxStreams: config.maxStreams, maxStreamsPerClient: config.maxStreamsPerClient, closing: closing.signal },
   });
   const connections = trackConnections(server);
   try {

@@ -38,6 +38,8 @@ export interface Config {
   readonly changesRetentionMs: number;
   /** Event streams open at once; a stream request beyond is a 503 (default 10,000). */
   readonly maxStreams: number;
+  /** Event streams one client (principal, or address without one) may hold open. */
+  readonly maxStreamsPerClient: number;
   /** URLs every change is POSTed to, as written (docs/webhooks.md); empty: none. */
   readonly webhooks: readonly string[];
   /** The deliveries' signing secret; set exactly when `webhooks` is not empty. */
@@ -110,6 +112,7 @@ export const OPTIONS: readonly Option[] = [
   { flag: 'rate-limit-burst', env: ['HALSERVE_RATE_LIMIT_BURST'], kind: 'string', help: 'requests allowed at once under --rate-limit (default one second\'s worth)' },
   { flag: 'changes-retention', env: ['HALSERVE_CHANGES_RETENTION'], kind: 'string', help: 'how long /changes remembers deletes: a whole number and s, m, h or d (default 7d)' },
   { flag: 'max-streams', env: ['HALSERVE_MAX_STREAMS'], kind: 'string', help: 'event streams open at once; 503 beyond (default 10000)' },
+  { flag: 'max-streams-per-client', env: ['HALSERVE_MAX_STREAMS_PER_CLIENT'], kind: 'string', help: 'event streams one token (or address without one) may hold open; 429 beyond (default 1000)' },
   { flag: 'webhook', env: ['HALSERVE_WEBHOOKS'], kind: 'list', help: 'POST every change, signed, to this http(s):// URL (repeatable)' },
   { flag: 'webhook-secret', env: ['HALSERVE_WEBHOOK_SECRET'], kind: 'string', help: 'signing secret of --webhook: whsec_ and base64 of 24+ bytes, or 24+ characters' },
   { flag: 'webhook-resource', env: ['HALSERVE_WEBHOOK_RESOURCES'], kind: 'list', help: 'deliver only this resource\'s changes (repeatable; default all)' },
@@ -248,6 +251,7 @@ export function parseConfig(argv: readonly string[], env: Readonly<Record<string
   const burst = text('rate-limit-burst', '');
   const retention = text('changes-retention', '7d');
   const maxStreams = text('max-streams', '10000');
+  const maxStreamsPerClient = text('max-streams-per-client', '1000');
   const store = text('store', '');
   if (store.value !== '' && !isPostgresUrl(store.value)) {
     throw new ConfigError(`${store.name} must be a postgres:// (or postgresql://) URL; without it resources are kept in files under --data`);
@@ -279,6 +283,7 @@ export function parseConfig(argv: readonly string[], env: Readonly<Record<string
     rateLimitBurst,
     changesRetentionMs: parseDuration(retention.name, retention.value),
     maxStreams: parseWholeNumber(maxStreams.name, maxStreams.value, 1, 1_000_000),
+    maxStreamsPerClient: parseWholeNumber(maxStreamsPerClient.name, maxStreamsPerClient.value, 1, 1_000_000),
     ...webhookConfig(list('webhook'), text('webhook-secret', ''), list('webhook-resource'), text('webhook-lease', ''), store.value !== ''),
     help: boolean('help'),
   };

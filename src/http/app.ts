@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createTokenScrubber } from './access-log.js';
-import type { Authenticator, Principal } from './auth.js';
+import { clientKey, type Authenticator, type Principal } from './auth.js';
 import { bodyLimits } from './body.js';
 import { createBoundary, type AccessLogEntry } from './boundary.js';
 import type { Context, Exchange, RouteHandler } from './context.js';
@@ -254,7 +254,7 @@ export function createHandler(options: HandlerOptions): Handler {
    */
   const limit = (req: IncomingMessage, exchange: Exchange, principal: Principal | undefined, pattern: string | undefined): void => {
     if (!limiter || (pattern !== undefined && UNLIMITED_PATTERNS.has(pattern))) return;
-    const decision = limiter.take(principal?.key ?? `address:${req.socket.remoteAddress ?? ''}`);
+    const decision = limiter.take(clientKey(req, principal));
     exchange.headers = rateLimitFields(limiter.rate, limiter.burst, decision);
     if (!decision.allowed) {
       metrics.rateLimited.inc();

@@ -1,4 +1,4 @@
-import type { IncomingHttpHeaders } from 'node:http';
+import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import { forbidden, HttpProblem, unauthorized } from '../conventions/problem.js';
 import type { Access } from '../conventions/scopes.js';
 
@@ -35,6 +35,14 @@ export interface Principal {
    * process (a static token). Kept replies (kept-replies.ts) rely on it.
    */
   readonly until?: number;
+}
+
+/**
+ * Who a request counts against (rate limits, idempotency keys, open streams): its principal, or
+ * its client's address without one (no authentication, or a credential that was refused).
+ */
+export function clientKey(req: IncomingMessage, principal: Principal | undefined): string {
+  return principal?.key ?? `address:${req.socket.remoteAddress ?? ''}`;
 }
 
 /** What an authenticator says of a request: its principal, a refusal, or nothing (not its kind of credential). */

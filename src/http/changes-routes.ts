@@ -1,5 +1,6 @@
 import { changesHref, changesPageJson, eventJson, feedStartHref, isCursorSyntax, parseChangesQuery, SINCE_NOW, CHANGES_PATH } from '../conventions/changes.js';
 import { wantsEventStream } from '../conventions/event-stream.js';
+import { clientKey } from './auth.js';
 import { streamChanges } from './change-stream.js';
 import type { Streams } from './event-stream.js';
 import { mapMaybe } from './maybe-promise.js';
@@ -79,6 +80,7 @@ export function addChangesRoutes(router: Router<RouteHandler>, options: ChangesR
       return mapMaybe(startsAt(feed, from, typeof lastId === 'string' ? 'Last-Event-ID' : 'Query parameter since'), () =>
         streams.reply({}, (out) =>
           streamChanges(out, { feed, after: from, resources: followed, select, json, shared: followed === names ? '*' : [...followed].sort().join(',') }),
+          clientKey(req, principal),
         ),
       );
     }

@@ -18,12 +18,23 @@ export const MAX_BUFFERED_BYTES = 1024 * 1024;
 const READY_BYTES = 64 * 1024;
 /** Open streams allowed at once by default (`--max-streams`). */
 export const DEFAULT_MAX_STREAMS = 10_000;
+/** Open streams one client (a principal, or an address without one) may hold by default (`--max-streams-per-client`). */
+export const DEFAULT_MAX_STREAMS_PER_CLIENT = 1_000;
+/**
+ * A reader that has not taken a heartbeat by the time this many more are due has taken nothing for
+ * that long (two intervals, 30 s by default) while something waited for it: it is disconnected, and
+ * resumes by its last event id. A reader that stopped reading (or vanished without closing) would
+ * otherwise hold its slot for good, a catch-up waiting on it.
+ */
+export const STALLED_HEARTBEATS = 2;
 /** RFC 9110 §10.2.3: when a client refused for too many streams may try again. */
 const FULL_RETRY_AFTER_SECONDS = 5;
 
 export interface StreamSettings {
   /** Most open streams; beyond, a stream request is a 503 with `Retry-After` (default 10,000). */
   readonly maxStreams?: number;
+  /** Most open streams of one client (principal, or address without one); beyond, a 429 with `Retry-After` (default 1,000). */
+  readonly maxStreamsPerClient?: number;
   /** A comment at least this often (default 15 s). */
   readonly heartbeatMs?: number;
   /** Bytes a reader may fall behind before it is disconnected (default 1 MiB). */
@@ -49,7 +60,10 @@ export interface StreamCounters {
  */
 export class Streams {
   readonly #open = new Set<ServerStream>();
+  /** Open streams by client key; a key leaves when its last stream ends. */
+  readonly #byClient = new Map<string, number>();
   readonly #max: number;
+  readonly #maxPerClient: number;
   readonly #heartbeatMs: number;
   readonly #maxBuffered: number;
   readonly #every: Every;
@@ -58,6 +72,7 @@ export class Streams {
 
   constructor(settings: StreamSettings, counters: StreamCounters) {
     this.#max = settings.maxStreams ?? DEFAULT_MAX_STREAMS;
+    this.#maxPerClient = settings.maxStreamsPerClient ?? DEFAULT_MAX_STREAMS_PER_CLIENT;
     this.#heartbeatMs = settings.heartbeatMs ?? HEARTBEAT_MS;
     this.#maxBuffered = settings.maxBufferedBytes ?? MAX_BUFFERED_BYTES;
     this.#every = settings.every ?? realEvery;
@@ -69,13 +84,19 @@ export class Streams {
     return this.#open.size;
   }
 
-  /** A reply that streams `produce`'s events, or a 503 problem when no stream may open now. */
-  reply(headers: Readonly<Record<string, string>>, produce: (out: StreamWriter) => void): Reply {
-    if (this.#closing) throw new HttpProblem(503, 'The server is shutting down; reconnect to another instance or later', {}, { 'retry-after': String(FULL_RETRY_AFTER_SECONDS) });
-    if (this.#open.size >= this.#max) {
-      throw new HttpProblem(503, `This server has ${this.#max} open streams, its limit; try again shortly`, {}, { 'retry-after': String(FULL_RETRY_AFTER_SECONDS) });
+  /**
+   * A reply that streams `produce`'s events for `client` (its principal's key, or its address), or a
+   * problem when no stream may open now: 503 when the server holds its limit, 429 when the client
+   * holds its own (one client cannot take every stream of the server).
+   */
+  reply(headers: Readonly<Record<string, string>>, produce: (out: StreamWriter) => void, client: string): Reply {
+    const retry = { 'retry-after': String(FULL_RETRY_AFTER_SECONDS) };
+    if (this.#closing) throw new HttpProblem(503, 'The server is shutting down; reconnect to another instance or later', {}, retry);
+    if (this.#open.size >= this.#max) throw new HttpProblem(503, `This server has ${this.#max} open streams, its limit; try again shortly`, {}, retry);
+    if ((this.#byClient.get(client) ?? 0) >= this.#maxPerClient) {
+      throw new HttpProblem(429, `This client has ${this.#maxPerClient} open streams, its limit; close one first`, {}, retry);
     }
-    return { status: 200, headers: { 'content-type': TEXT_EVENT_STREAM, 'cache-control': 'no-cache', 'x-accel-buffering': 'no', ...headers }, stream: produce };
+    return { status: 200, headers: { 'content-type': TEXT_EVENT_STREAM, 'cache-control': 'no-cache', 'x-accel-buffering': 'no', ...headers }, stream: produce, streamClient: client };
   }
 
   /** Ends every open stream (shutdown): each response gets its last chunk. */
@@ -89,12 +110,17 @@ export class Streams {
    * the bytes sent once the response has ended, whatever ended it.
    */
   start(req: IncomingMessage, res: ServerResponse, reply: Reply, extra: Readonly<Record<string, string>>, done: (bytes: number) => void): void {
+    const client = reply.streamClient ?? '';
     const stream = new ServerStream(res, this.#maxBuffered, this.#counters, () => {
       this.#open.delete(stream);
+      const held = (this.#byClient.get(client) ?? 1) - 1;
+      if (held > 0) this.#byClient.set(client, held);
+      else this.#byClient.delete(client);
       this.#counters.closed();
       done(stream.bytes);
     });
     this.#open.add(stream);
+    this.#byClient.set(client, (this.#byClient.get(client) ?? 0) + 1);
     this.#counters.opened();
     res.writeHead(reply.status, { ...reply.headers, ...extra });
     // HEAD: the headers a GET would get, and no body.
@@ -103,7 +129,7 @@ export class Streams {
       return;
     }
     stream.write(STREAM_PREAMBLE);
-    const stop = this.#every(this.#heartbeatMs, () => stream.write(HEARTBEAT));
+    const stop = this.#every(this.#heartbeatMs, () => stream.heartbeat());
     stream.onClose(stop);
     if (this.#closing) stream.end();
     else reply.stream!(stream);
@@ -118,6 +144,11 @@ class ServerStream implements StreamWriter {
   readonly #cleanups: (() => void)[] = [];
   bytes = 0;
   #closed = false;
+  /** Heartbeats written that the socket has not yet handed to the kernel. */
+  #heartbeatsQueued = 0;
+  readonly #heartbeatTaken = (): void => {
+    this.#heartbeatsQueued--;
+  };
 
   constructor(res: ServerResponse, maxBuffered: number, counters: StreamCounters, ended: () => void) {
     this.#res = res;
@@ -131,7 +162,8 @@ class ServerStream implements StreamWriter {
     return this.#closed;
   }
 
-  write(text: string | SharedText, events = typeof text === 'string' && text.startsWith('id:') ? 1 : 0): void {
+  /** `taken`, for a string: called once the socket has handed it to the kernel. */
+  write(text: string | SharedText, events = typeof text === 'string' && text.startsWith('id:') ? 1 : 0, taken?: () => void): void {
     if (this.#closed) return;
     const res = this.#res;
     // The socket takes what it can; the rest queues here. A reader that has not taken what it was
@@ -140,13 +172,12 @@ class ServerStream implements StreamWriter {
     // batch of large entities) goes to a reader that keeps up, which would otherwise be cut off at
     // every attempt, and so never get it.
     if (res.writableLength > this.#maxBuffered) {
-      this.#counters.slowReader();
-      res.destroy();
-      this.#close();
+      this.#cutOff();
       return;
     }
     if (typeof text === 'string') {
-      res.write(text);
+      if (taken === undefined) res.write(text);
+      else res.write(text, taken);
       this.bytes += Buffer.byteLength(text);
     } else {
       const socket = res.socket;
@@ -159,6 +190,20 @@ class ServerStream implements StreamWriter {
       this.bytes += text.bytes.length;
     }
     if (events > 0) this.#counters.sent(events);
+  }
+
+  /**
+   * A heartbeat comment, or the end of a reader that has taken nothing since the last
+   * `STALLED_HEARTBEATS` heartbeats were written (each still queued behind what came before it).
+   */
+  heartbeat(): void {
+    if (this.#closed) return;
+    if (this.#heartbeatsQueued >= STALLED_HEARTBEATS) {
+      this.#cutOff();
+      return;
+    }
+    this.#heartbeatsQueued++;
+    this.write(HEARTBEAT, 0, this.#heartbeatTaken);
   }
 
   ready(): Promise<void> {
@@ -190,6 +235,13 @@ class ServerStream implements StreamWriter {
   onClose(cleanup: () => void): void {
     if (this.#closed) cleanup();
     else this.#cleanups.push(cleanup);
+  }
+
+  /** Disconnects a reader too far behind, or stalled; it resumes by its last event id. */
+  #cutOff(): void {
+    this.#counters.slowReader();
+    this.#res.destroy();
+    this.#close();
   }
 
   #close(): void {

@@ -3,7 +3,7 @@ import { IDEMPOTENCY_KEY, IDEMPOTENCY_REPLAYED, ledgerName, legacyFingerprint, p
 import { HttpProblem } from '../conventions/problem.js';
 import { KeyInFlightError, KeyReusedError, ReplayedAnswer, type IdempotencyLedger, type KeyedWrite, type StoredAnswer, type WriteOutcome } from '../store/idempotency.js';
 import type { StoredEntity } from '../store/store.js';
-import type { Principal } from './auth.js';
+import { clientKey, type Principal } from './auth.js';
 import { problemReply, type Reply } from './reply.js';
 
 /**
@@ -22,11 +22,6 @@ import { problemReply, type Reply } from './reply.js';
 /** The key of a request, parsed: a 400 problem for a malformed one; undefined without one. */
 export function requestKey(req: IncomingMessage): string | undefined {
   return parseIdempotencyKey(req.headers[IDEMPOTENCY_KEY]);
-}
-
-/** Who the key belongs to: the principal, or the client's address without one (no authentication). */
-export function principalKey(req: IncomingMessage, principal: Principal | undefined): string {
-  return principal?.key ?? `address:${req.socket.remoteAddress ?? ''}`;
 }
 
 /** The statuses of problems that are the write's own answer, and remembered. */
@@ -76,7 +71,7 @@ export interface KeyedRequest {
 export async function keyedWrite(request: KeyedRequest): Promise<Reply> {
   const { req, ledger } = request;
   if (ledger === undefined) throw new HttpProblem(501, 'This store does not keep Idempotency-Key answers: send the request without the header');
-  const name = ledgerName(principalKey(req, request.principal), req.method ?? 'POST', request.target, request.key);
+  const name = ledgerName(clientKey(req, request.principal), req.method ?? 'POST', request.target, request.key);
   const key = name.key;
   // The digest is made when first asked for: by the store's write order, with the rest of its
   // batch's (write-batcher.ts), or by a claim that finds an answer to compare with.

@@ -16,6 +16,8 @@ export interface Reply {
    * given the writer of its body (src/http/event-stream.ts), which it ends when it is done.
    */
   readonly stream?: (out: StreamWriter) => void;
+  /** A streaming reply's client (its principal's key, or its address), whose open streams are bounded. */
+  readonly streamClient?: string;
   /**
    * The headers as `writeHead` takes them, `Content-Length` included, for the body sent as it is
    * (`prepared`): a reply made once and sent many times carries it, and `send` writes it without

@@ -18,7 +18,7 @@ import { jsonReply, notModifiedReply, prepared, type Reply } from './reply.js';
 import { accepted, readJsonBody, readJsonRequest, type JsonRequestBody } from './request.js';
 import { mapMaybe } from './maybe-promise.js';
 import { keyedWrite, requestKey } from './idempotent-write.js';
-import { permits, type Principal } from './auth.js';
+import { clientKey, permits, type Principal } from './auth.js';
 import type { KeyedWrite } from '../store/idempotency.js';
 import type { EmbeddedRepresentation, Page, Resource, WriteConditions } from './resource.js';
 import type { Params, Router } from './router.js';
@@ -84,7 +84,7 @@ export function addResourceRoutes(router: Router<RouteHandler>, options: Resourc
   };
 
   router.add('GET', '/:name', ({ req, params, query, principal }) => {
-    if (wantsEventStream(req.headers.accept)) return collectionStream(req, of(params), query);
+    if (wantsEventStream(req.headers.accept)) return collectionStream(req, principal, of(params), query);
     const mediaType = accepted(req, true);
     const resource = of(params);
     const started = performance.now();
@@ -106,7 +106,7 @@ export function addResourceRoutes(router: Router<RouteHandler>, options: Resourc
    * `streamEventType`); `page`, `limit`, `sort`, `embed` and `facets` are ignored. Only
    * `Last-Event-ID` gives the start (`since` is a filter like any other); without it, from now on.
    */
-  const collectionStream = (req: IncomingMessage, resource: Resource, query: string): MaybePromise<Reply> => {
+  const collectionStream = (req: IncomingMessage, principal: Principal | undefined, resource: Resource, query: string): MaybePromise<Reply> => {
     if (feed === undefined) throw new HttpProblem(406, 'This server keeps no change feed, so its collections cannot be streamed');
     const { filters, search } = resource.watchQuery(query);
     const lastId = lastEventId(req.headers[LAST_EVENT_ID]);
@@ -121,6 +121,7 @@ export function addResourceRoutes(router: Router<RouteHandler>, options: Resourc
           select: (change) => streamEventType(change.type, change.entity !== undefined && matches(change.entity.record, filters, search)),
           json: (change, type) => changeJson(resources, change, type),
         }),
+        clientKey(req, principal),
       ),
     );
   };

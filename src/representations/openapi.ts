@@ -71,7 +71,7 @@ const PROBLEMS: Readonly<Record<string, ProblemResponse>> = {
   '415': { description: 'No or another Content-Type (docs/conventions.md §7).', example: EXAMPLE_415 },
   '422': { description: 'The `Idempotency-Key` was first used for a request with another body.', example: problemDocument(422, 'This Idempotency-Key was used for a request with another body: send a new key for a new request') },
   '501': { description: 'An `Idempotency-Key` sent to a store that keeps no answers.', example: problemDocument(501, 'This store does not keep Idempotency-Key answers: send the request without the header') },
-  '429': { description: 'Over the rate limit (only with `--rate-limit`): wait `X-RateLimit-Wait` seconds.', example: problemDocument(429, 'Too many requests: wait 0.25 s') },
+  '429': { description: 'Over the rate limit (only with `--rate-limit`): wait `X-RateLimit-Wait` seconds; or (for a stream) the client holds `--max-streams-per-client` open streams.', example: problemDocument(429, 'Too many requests: wait 0.25 s') },
   '500': { description: 'An unexpected failure; no internals are shown.', example: problemDocument(500, 'The server failed to handle the request') },
   '503': { description: 'The change could not be saved (disk full), a query ran past its budget, or (for a stream) `--max-streams` are open.', example: problemDocument(503, 'The change could not be saved; it was not applied. Try again later') },
 };

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { EventEmitter } from 'node:events';
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { connect } from 'node:net';
 import { describe, test } from 'node:test';
 import { EventSource } from 'eventsource';
 import { wantsEventStream } from '../../src/conventions/event-stream.js';
@@ -10,6 +11,7 @@ import { ServerMetrics } from '../../src/metrics/server-metrics.js';
 import { LocalChangeLog } from '../../src/store/changes/local-feed.js';
 import { createMemoryStore } from '../../src/store/memory-store.js';
 import type { HandlerOptions } from '../../src/http/app.js';
+import { eventually } from '../helpers/process.js';
 import { startServer, type TestServer } from '../helpers/server.js';
 
 const JSON_HEADERS = { 'content-type': 'application/json' };
@@ -229,6 +231,62 @@ describe('event streams (text/event-stream)', () => {
     assert.equal(status, 200);
   });
 
+  test('more streams of one client than --max-streams-per-client -> 429 problem with Retry-After for it; another client still opens one; once its stream closes, it opens again', async () => {
+    const s = await start({ tokens: ['token-a', 'token-b'], streams: { maxStreamsPerClient: 1 } });
+    const a = { authorization: 'Bearer token-a' };
+    const one = await openRaw(s, '/changes', a);
+    assert.equal(one.res.status, 200);
+    const refused = await s.request('/items', { headers: { ...STREAM, ...a } });
+    assert.equal(refused.status, 429);
+    assert.equal(refused.headers.get('content-type'), 'application/problem+json');
+    assert.ok(Number(refused.headers.get('retry-after')) > 0);
+    assert.match((await refused.json()).detail, /This client has 1 open streams/);
+    const other = await openRaw(s, '/changes', { authorization: 'Bearer token-b' });
+    assert.equal(other.res.status, 200, 'the limit is per client, not the server\'s');
+    // A page is no stream: the same client still reads.
+    assert.equal((await s.request('/changes', { headers: a })).status, 200);
+    await one.close();
+    let status = 429;
+    for (let attempt = 0; status === 429 && attempt < 1000; attempt++) {
+      const res = await s.request('/changes', { headers: { ...STREAM, ...a }, signal: AbortSignal.timeout(5000) });
+      status = res.status;
+      await res.body?.cancel();
+    }
+    assert.equal(status, 200);
+    await other.close();
+  });
+
+  test('a reader that stops reading during a catch-up (a paused socket, 12 MB behind) -> disconnected once heartbeats stay unsent, counted; its slot is free again', async () => {
+    const ticks: (() => void)[] = [];
+    const every: Every = (_ms, run) => {
+      ticks.push(run);
+      return () => {};
+    };
+    const metrics = new ServerMetrics();
+    const s = await start({ metrics, streams: { every, maxStreams: 1 } });
+    const text = 'x'.repeat(24_000);
+    for (let i = 0; i < 500; i++) await post(s, 'items', `big${i}`, { text });
+    const socket = connect(Number(new URL(s.url).port), '127.0.0.1');
+    await new Promise((resolve) => socket.once('connect', resolve));
+    socket.pause();
+    let closed = false;
+    socket.once('close', () => (closed = true));
+    socket.write('GET /changes?since=0 HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\n\r\n');
+    await eventually(() => ticks.length === 1, 'the stream to start');
+    // Each tick is a heartbeat interval; the reader takes nothing, so once the kernel's buffers are
+    // full, heartbeats stay queued behind the catch-up and the third tick finds two unsent.
+    await eventually(async () => {
+      ticks[0]!();
+      await new Promise((resolve) => setImmediate(resolve));
+      return metrics.slowReaders.series().value === 1;
+    }, 'the stalled reader to be disconnected');
+    socket.resume();
+    await eventually(() => closed, 'the connection to close');
+    const again = await openRaw(s, '/changes');
+    assert.equal(again.res.status, 200, 'the slot was given back');
+    await again.close();
+  });
+
   test('bad input -> a problem before any stream: entity URL 406, malformed Last-Event-ID 400, malformed since 400; the server goes on', async () => {
     const s = await start();
     await post(s, 'items', 'a');
@@ -308,6 +366,14 @@ describe('a slow reader', () => {
     }
   }
 
+  /** A response whose socket takes everything it is written, soon after. */
+  class TakingResponse extends StuckResponse {
+    override write(_chunk: string, taken?: () => void): boolean {
+      if (taken !== undefined) setImmediate(taken);
+      return true;
+    }
+  }
+
   test('a reader more than the bound behind -> disconnected and counted; its stream closed, nothing more buffered', () => {
     const metrics = new ServerMetrics();
     const streams = new Streams({ maxBufferedBytes: 1000, every: () => () => {} }, metrics.streamCounters);
@@ -319,7 +385,7 @@ describe('a slow reader', () => {
         out.write(`id: ${i}\nevent: created\ndata: ${'x'.repeat(100)}\n\n`);
         writes++;
       }
-    }), {}, () => ended++);
+    }, 'client'), {}, () => ended++);
     assert.equal(res.destroyed, true);
     assert.ok(writes < 100 && res.writableLength <= 1000 + 200, `stopped at the bound: ${res.writableLength} bytes queued`);
     assert.equal(ended, 1);
@@ -327,12 +393,36 @@ describe('a slow reader', () => {
     assert.equal(metrics.slowReaders.series().value, 1);
   });
 
+  test('heartbeats a reader never takes -> disconnected at the third, counted; heartbeats it takes -> never', async () => {
+    const metrics = new ServerMetrics();
+    const ticks: (() => void)[] = [];
+    const streams = new Streams({ every: (_ms, run) => (ticks.push(run), () => {}) }, metrics.streamCounters);
+    const stuck = new StuckResponse();
+    streams.start({ method: 'GET' } as IncomingMessage, stuck as unknown as ServerResponse, streams.reply({}, () => {}, 'a'), {}, () => {});
+    const taking = new TakingResponse();
+    streams.start({ method: 'GET' } as IncomingMessage, taking as unknown as ServerResponse, streams.reply({}, () => {}, 'b'), {}, () => {});
+    for (let i = 0; i < 2; i++) {
+      for (const tick of ticks) tick();
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    assert.equal(stuck.destroyed, false, 'two heartbeats unsent: not yet');
+    for (const tick of ticks) tick();
+    assert.equal(stuck.destroyed, true);
+    assert.equal(metrics.slowReaders.series().value, 1);
+    for (let i = 0; i < 10; i++) {
+      for (const tick of ticks) tick();
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    assert.equal(taking.destroyed, false);
+    assert.equal(streams.size, 1);
+  });
+
   test('one write larger than the bound to a reader that had taken everything -> sent; the reader is cut off only if it is still behind at the next write', () => {
     const metrics = new ServerMetrics();
     const streams = new Streams({ maxBufferedBytes: 1000, every: () => () => {} }, metrics.streamCounters);
     const res = new StuckResponse();
     let out: StreamWriter | undefined;
-    streams.start({ method: 'GET' } as IncomingMessage, res as unknown as ServerResponse, streams.reply({}, (writer) => (out = writer)), {}, () => {});
+    streams.start({ method: 'GET' } as IncomingMessage, res as unknown as ServerResponse, streams.reply({}, (writer) => (out = writer), 'client'), {}, () => {});
     out!.write(`id: 1\nevent: created\ndata: ${'x'.repeat(5000)}\n\n`);
     assert.equal(res.destroyed, false, 'a batch of large entities is no slow reader');
     res.writableLength = 0; // the reader took it

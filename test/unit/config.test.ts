@@ -26,6 +26,7 @@ const DEFAULTS = {
   rateLimitBurst: undefined,
   changesRetentionMs: 7 * 86_400_000,
   maxStreams: 10_000,
+  maxStreamsPerClient: 1_000,
   webhooks: [],
   webhookSecret: undefined,
   webhookResources: [],
@@ -56,7 +57,7 @@ describe('parseConfig', () => {
   });
 
   test('every flag -> its value', () => {
-    const argv = ['--port', '0', '--host=0.0.0.0', '--data', '/d', '--resource', 'a', '--resource=b,c', '--token', 't1', '--token', 'read:t2', '--jwks', 'https://idp.example/jwks', '--jwt-issuer', 'https://idp.example/', '--jwt-audience', 'halserve', '--no-auth', '--log', 'off', '--durability', 'none', '--repair', '--max-body', '10', '--max-body-values', '20', '--max-body-members=3', '--query-budget', '250', '--base-path', '/api', '--cors-origin', '*', '--rate-limit', '2.5', '--rate-limit-burst', '10', '--store', 'postgres://u@db:5432/shop', '--changes-retention', '10m', '--max-streams', '3', '--webhook', 'https://a.example/h', '--webhook=http://b.example/h', '--webhook-secret', 'a secret of 24 characters', '--webhook-resource', 'a', '--webhook-lease', '3s', '--help'];
+    const argv = ['--port', '0', '--host=0.0.0.0', '--data', '/d', '--resource', 'a', '--resource=b,c', '--token', 't1', '--token', 'read:t2', '--jwks', 'https://idp.example/jwks', '--jwt-issuer', 'https://idp.example/', '--jwt-audience', 'halserve', '--no-auth', '--log', 'off', '--durability', 'none', '--repair', '--max-body', '10', '--max-body-values', '20', '--max-body-members=3', '--query-budget', '250', '--base-path', '/api', '--cors-origin', '*', '--rate-limit', '2.5', '--rate-limit-burst', '10', '--store', 'postgres://u@db:5432/shop', '--changes-retention', '10m', '--max-streams', '3', '--max-streams-per-client', '2', '--webhook', 'https://a.example/h', '--webhook=http://b.example/h', '--webhook-secret', 'a secret of 24 characters', '--webhook-resource', 'a', '--webhook-lease', '3s', '--help'];
     assert.deepEqual(parseConfig(argv, {}), {
       port: 0,
       host: '0.0.0.0',
@@ -80,6 +81,7 @@ describe('parseConfig', () => {
       rateLimit: 2.5,
       changesRetentionMs: 600_000,
       maxStreams: 3,
+      maxStreamsPerClient: 2,
       rateLimitBurst: 10,
       webhooks: ['https://a.example/h', 'http://b.example/h'],
       webhookSecret: 'a secret of 24 characters',
