@@ -101,7 +101,7 @@ export const OPTIONS: readonly Option[] = [
   { flag: 'no-auth', env: ['HALSERVE_NO_AUTH'], kind: 'boolean', help: 'serve without tokens even off loopback' },
   { flag: 'log', env: ['HALSERVE_LOG'], kind: 'string', help: 'access log: json (default) or off' },
   { flag: 'durability', env: ['HALSERVE_DURABILITY'], kind: 'string', help: 'full (fdatasync before 2xx, default) or none' },
-  { flag: 'repair', env: ['HALSERVE_REPAIR'], kind: 'boolean', help: 'move malformed lines to <name>.jsonl.rejected and start' },
+  { flag: 'repair', env: ['HALSERVE_REPAIR'], kind: 'boolean', help: 'move malformed lines to <name>.jsonl.rejected (a damaged _changes to _changes.rejected, beginning a new change feed) and start' },
   { flag: 'max-body', env: ['HALSERVE_MAX_BODY'], kind: 'string', help: `largest request body in bytes (default ${DEFAULT_MAX_BODY_BYTES})` },
   { flag: 'query-budget', env: ['HALSERVE_QUERY_BUDGET'], kind: 'string', help: `milliseconds a query may take before it ends in a 503 problem (default ${DEFAULT_QUERY_BUDGET_MS})` },
   { flag: 'max-body-values', env: ['HALSERVE_MAX_BODY_VALUES'], kind: 'string', help: `most JSON values in a request body (default ${DEFAULT_MAX_BODY_VALUES})` },

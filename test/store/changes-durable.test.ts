@@ -263,3 +263,38 @@ test('a whole log brought from another data directory (150,000 numbers met twice
   assert.ok(warnings.some((w) => w.includes(`orders.jsonl: ${n} change numbers (the first 1)`)), warnings.join('\n'));
   await data.close();
 });
+
+test('a damaged _changes (cut short) -> start-up refused, saying what the file is and how to go on; with repair -> set aside, a new change feed: every entity kept, every earlier cursor 410, new cursors named by the new data set', async () => {
+  const dir = await tempDir();
+  const clock = manualClock();
+  const data = await open(dir, clock);
+  const items = store(data, 'items');
+  for (let i = 0; i < 4; i++) await items.create(rec(`e${i}`));
+  await items.delete('e0');
+  clock.advance(8 * DAY_MS);
+  assert.equal(await items.compact(), true); // writes _changes: the delete forgotten
+  const earlier = data.changes.latest;
+  const entities = all(data).map((line) => line.split(' ').slice(1).join(' '));
+  await data.close();
+  const text = await fs.readFile(path.join(dir, CHANGES_FILE), 'utf8');
+  await fs.writeFile(path.join(dir, CHANGES_FILE), text.slice(0, 8));
+  await assert.rejects(open(dir, clock), (error: Error) => {
+    assert.match(error.message, /_changes: .*JSON/);
+    assert.match(error.message, /restore it from a backup, or start once with --repair/);
+    return true;
+  });
+  const warnings: string[] = [];
+  const repaired = await openDataDir({ dir, resources: ['items', 'orders'], durability: 'full', repair: true, warn: (w) => warnings.push(w), now: clock.now, compaction: { auto: false } });
+  assert.equal(warnings.length, 1);
+  assert.match(warnings[0]!, /set aside as .*_changes\.rejected; a new change feed begins/);
+  assert.equal(await fs.readFile(path.join(dir, `${CHANGES_FILE}.rejected`), 'utf8'), text.slice(0, 8), 'the damaged file kept as it was');
+  assert.deepEqual(all(repaired).map((line) => line.split(' ').slice(1).join(' ')), entities, 'the same changes, under the new data set\'s cursors');
+  assert.throws(() => repaired.changes.read(earlier, 10), CursorExpiredError);
+  assert.match(repaired.changes.latest, /^b[0-9a-f]{16}-\d+$/);
+  await store(repaired, 'orders').create(rec('o1'));
+  assert.notEqual(repaired.changes.latest.split('-')[0], earlier.split('-')[0], 'a cursor of the new feed is never one handed out before, whatever its number');
+  await repaired.close();
+  const again = await open(dir, clock); // the new _changes is whole: no repair needed
+  assert.equal(again.changes.latest, repaired.changes.latest);
+  await again.close();
+});

@@ -34,6 +34,9 @@ export function parseChangesText(text: string): ChangesState {
   return { forgotten, dataset };
 }
 
+/** A `_changes` whose text is not what halserve writes (cut short, edited): `--repair` sets it aside. */
+export class ChangesFileDamaged extends Error {}
+
 export class ChangesFile {
   readonly #path: string;
   readonly #dir: string;
@@ -66,11 +69,16 @@ export class ChangesFile {
       const { size } = await this.#fs.fstat(fd);
       const buffer = Buffer.alloc(Math.min(size, 4096));
       const n = await this.#fs.read(fd, buffer, 0, buffer.length, 0);
-      const state = parseChangesText(buffer.toString('utf8', 0, n));
+      let state: ChangesState;
+      try {
+        state = parseChangesText(buffer.toString('utf8', 0, n));
+      } catch (error) {
+        throw new ChangesFileDamaged(`${this.#path}: ${(error as Error).message}`);
+      }
       this.#dataset = state.dataset;
       return state;
     } catch (error) {
-      throw new Error(`${this.#path}: ${(error as Error).message}`);
+      throw error instanceof ChangesFileDamaged ? error : new Error(`${this.#path}: ${(error as Error).message}`);
     } finally {
       await this.#fs.close(fd);
     }
@@ -83,6 +91,18 @@ export class ChangesFile {
   renew(dataset: string): Promise<void> {
     this.#dataset = dataset;
     return this.write(0);
+  }
+
+  /**
+   * Moves a damaged file out of the way (`_changes.rejected`, or `.rejected.<n>` beside an earlier
+   * one) and starts a new data set in its place (`renew`); resolves to where the old one went.
+   */
+  async setAside(dataset: string): Promise<string> {
+    let aside = `${this.#path}.rejected`;
+    for (let n = 1; this.#fs.statNow?.(aside) !== undefined; n++) aside = `${this.#path}.rejected.${n}`;
+    await this.#fs.rename(this.#path, aside);
+    await this.renew(dataset);
+    return aside;
   }
 
   /** Records `forgotten` durably before resolving. */

@@ -2,7 +2,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { lockDirectory } from './dir-lock.js';
 import { LocalChangeLog } from '../changes/local-feed.js';
-import { ChangesFile } from './changes-file.js';
+import { ChangesFile, ChangesFileDamaged, newDatasetName } from './changes-file.js';
 import { openJsonlStore, type CompactionPolicy, type JsonlStore } from './jsonl-store.js';
 import type { FileView } from './jsonl-file.js';
 import { nodeFs, type StoreFs } from './store-fs.js';
@@ -139,7 +139,15 @@ export async function openDataDir(options: DataDirOptions): Promise<DataDir> {
       log.forgot(state.forgotten);
       log.named(state.dataset);
     } catch (error) {
-      throw new StoreOpenError((error as Error).message);
+      if (!(error instanceof ChangesFileDamaged)) throw new StoreOpenError((error as Error).message);
+      // What it held (the deletes the feed forgot, the data set's name) cannot be known again: a
+      // cursor handed out before could resume past a forgotten delete. A new data set is safe:
+      // every earlier cursor answers 410, and its client lists again (docs/storage.md).
+      if (!options.repair) throw new StoreOpenError(`${error.message}. This file records which deletes the change feed has forgotten; restore it from a backup, or start once with --repair to set it aside and begin a new change feed (every cursor handed out before then answers 410)`);
+      const dataset = newDatasetName();
+      const aside = await changesFile.setAside(dataset);
+      log.named(dataset);
+      warn(`${error.message}: set aside as ${aside}; a new change feed begins (data set ${dataset}): every cursor handed out before answers 410`);
     }
     const opened = new Map<string, string>();
     for (const name of options.resources) {
