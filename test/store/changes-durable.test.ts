@@ -165,17 +165,44 @@ test('a change number in two logs (a file from another data directory, a line co
   await second.close();
 });
 
-test('an older line of an entity copied after its newer one (the last line wins) -> the newer line\'s number, handed out before, is never handed out again', async () => {
+test('an older line of an entity copied after its newer one (the last line wins) -> that state numbered above every number met, so a reader past the newer line\'s number gets it; the newer number never handed out again; a reopen gives the same', async () => {
   const dir = await tempDir();
   const clock = manualClock();
   const line = (id: string, stamp: string, n: number): string => JSON.stringify({ id, createdAt: 1, updatedAt: 1, n, _change: stamp });
   await fs.writeFile(path.join(dir, 'items.jsonl'), `${[line('i1', '1.c.100', 0), line('i1', '2.u.100', 1), line('i1', '1.c.100', 0)].join('\n')}\n`);
   const data = await open(dir, clock, ['items']);
   assert.equal(store(data, 'items').get('i1')?.record.n, 0, 'the last line wins');
+  const after2 = data.changes.read('2', 10).changes;
+  assert.deepEqual(after2.map((c) => `${c.id} ${c.entity?.record.n}`), ['i1 0'], 'a reader that saw cursor 2 (n: 1) learns of the state served now');
+  assert.ok(Number(after2[0]!.cursor) > 2);
   await store(data, 'items').create(rec('i2'));
   const created = all(data).find((l) => l.includes('items/i2'))!;
-  assert.ok(Number(created.split(' ')[0]) > 2, `cursor 2 named i1's update before the restart; i2 got: ${created}`);
+  assert.ok(Number(created.split(' ')[0]) > Number(after2[0]!.cursor), `i2 got: ${created}`);
+  const listed = all(data);
   await data.close();
+  const again = await open(dir, clock, ['items']);
+  assert.deepEqual(all(again), listed, 'numbered once');
+  await again.close();
+});
+
+test('an older line copied after its entity\'s delete, or an older delete copied after a newer line -> the state served numbered above both, so a reader past them learns of it', async () => {
+  const dir = await tempDir();
+  const clock = manualClock();
+  const line = (id: string, stamp: string, n: number): string => JSON.stringify({ id, createdAt: 1, updatedAt: 1, n, _change: stamp });
+  const tombstone = (id: string, stamp: string): string => JSON.stringify({ id, _deleted: true, _change: stamp });
+  // r1: created 1, deleted 2, its create copied after. r2: created 3, deleted 4, created again 5, the delete copied after.
+  const lines = [line('r1', '1.c.100', 0), tombstone('r1', '2.d.100'), line('r1', '1.c.100', 0), line('r2', '3.c.100', 0), tombstone('r2', '4.d.100'), line('r2', '5.c.100', 1), tombstone('r2', '4.d.100')];
+  await fs.writeFile(path.join(dir, 'items.jsonl'), `${lines.join('\n')}\n`);
+  const data = await open(dir, clock, ['items']);
+  assert.equal(store(data, 'items').get('r1')?.record.n, 0, 'r1 back');
+  assert.equal(store(data, 'items').get('r2'), undefined, 'r2 deleted');
+  const after5 = data.changes.read('5', 10).changes;
+  assert.deepEqual(after5.map((c) => `${c.type} ${c.id}`).sort(), ['created r1', 'deleted r2']);
+  const listed = all(data);
+  await data.close();
+  const again = await open(dir, clock, ['items']);
+  assert.deepEqual(all(again), listed, 'numbered once');
+  await again.close();
 });
 
 test('more unstamped lines than one append holds (several megabytes, one line longer than an append) -> each stamped once, in file order, its JSON unchanged', async () => {

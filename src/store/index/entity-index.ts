@@ -72,6 +72,8 @@ export class EntityIndex<E extends Identified> {
   #count = 0;
   /** The hash `#probe` computed last (`set` stores it). */
   #lastHash = 0;
+  /** The entity the last `set` replaced; undefined when it added one. */
+  #replaced: E | undefined;
   /** Creation order; `undefined` is a deleted entity's hole. */
   #slots: (E | undefined)[] = [];
   /** Fenwick tree over `#slots` (1-based): 1 per live slot. Length is a capacity ≥ slots + 1. */
@@ -131,9 +133,11 @@ export class EntityIndex<E extends Identified> {
     const at = this.#probe(entity, idHash ?? hashId(entity.id));
     const slot = this.#table[at]!;
     if (slot !== EMPTY) {
+      this.#replaced = this.#slots[slot];
       this.#slots[slot] = entity;
       return slot;
     }
+    this.#replaced = undefined;
     const index = this.#slots.length;
     this.#slots.push(entity);
     this.#table[at] = index;
@@ -143,6 +147,11 @@ export class EntityIndex<E extends Identified> {
     if (index + 1 >= this.#tree.length) this.#rebuildTree(this.#tree.length * 2);
     else this.#add(index + 1, 1);
     return index;
+  }
+
+  /** The entity the last `set` replaced (same id), or undefined when it added a new one. */
+  get replaced(): E | undefined {
+    return this.#replaced;
   }
 
   /** Makes room for `count` entities in the id table (a hint: loading knows roughly how many). */

@@ -7,9 +7,10 @@ import type { Clock } from './slices.js';
 /** What a log needs to feed an index while it replays. */
 export interface IndexWriter<E> {
   readonly size: number;
-  /** `record`: the entity's record when the caller has it parsed already. */
-  put(entity: E, idHash?: number, record?: unknown): void;
+  /** `record`: the entity's record when the caller has it parsed already. Answers the entity of the same id it replaced. */
+  put(entity: E, idHash?: number, record?: unknown): E | undefined;
   remove(id: string): boolean;
+  get(id: string): E | undefined;
   reserve(count: number): void;
 }
 
@@ -65,16 +66,17 @@ export class MaterialisedIndex<E extends StoredEntity> implements IndexWriter<E>
     return this.#entities.has(id);
   }
 
-  /** Adds an entity at the end of the creation order, or replaces the one with its id in place. */
-  put(entity: E, idHash?: number, record?: unknown): void {
+  /** Adds an entity at the end of the creation order, or replaces the one with its id in place (and answers it). */
+  put(entity: E, idHash?: number, record?: unknown): E | undefined {
     if (!this.#engine.active) {
       this.#entities.set(entity, idHash);
-      return;
+      return this.#entities.replaced;
     }
     const slot = this.#entities.slotOf(entity.id);
     const old = slot === -1 ? undefined : this.#entities.at(slot);
     const row = this.#entities.set(entity, idHash);
     this.#engine.write(row, old, entity, record);
+    return old;
   }
 
   remove(id: string): boolean {

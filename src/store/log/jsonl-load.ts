@@ -22,6 +22,13 @@ export interface LoadResult {
   answerBytes: number;
   /** The largest change number of any line, superseded ones included (0: none). */
   maxSeq: number;
+  /**
+   * Entities whose last line came after a line of their id with a larger change number (an older
+   * line copied after a newer one): their state is not the one that number's readers saw last, so
+   * they are numbered anew (`stampUnstamped`). A delete in that position is told to `deleted`
+   * without its stamp, for the same reason.
+   */
+  behind: LogEntity[];
   /** Malformed lines set aside by `repair` (none without it). */
   rejected: { line: number; bytes: Buffer; reason: string }[];
   /** False when the file does not exist yet. */
@@ -58,7 +65,7 @@ export async function loadLog(
     fd = await fsys.open(file, OPEN_READ);
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') {
-      return { lines: 0, size: 0, needsNewline: false, answerBytes: 0, maxSeq: 0, rejected: [], exists: false };
+      return { lines: 0, size: 0, needsNewline: false, answerBytes: 0, maxSeq: 0, behind: [], rejected: [], exists: false };
     }
     throw new StoreOpenError(`${file}: ${(error as Error).message}`);
   }
@@ -71,6 +78,11 @@ export async function loadLog(
   let needsNewline = false;
   let answerBytes = 0;
   let maxSeq = 0;
+  const behind: LogEntity[] = [];
+  /** Notes `entity` (its line numbered `seq`) when the line it replaced had a larger number. */
+  const replacing = (entity: LogEntity, replaced: LogEntity | undefined, seq: number): void => {
+    if (replaced !== undefined && seq !== 0 && replaced.seq > seq) behind.push(entity);
+  };
   /**
    * Whether the lines now taken may hold bytes that are not UTF-8, which the scanner does not
    * look at: each block's whole lines are checked at once, and one by one only when that fails
@@ -103,18 +115,21 @@ export async function loadLog(
           if (seq > maxSeq) maxSeq = seq;
         }
         if (idHash !== undefined) {
-          index.put(new LoadedEntity(buffer, r.objectStart, r.objectEnd, r.idStart, r.idEnd, stampAt), idHash);
+          const entity = new LoadedEntity(buffer, r.objectStart, r.objectEnd, r.idStart, r.idEnd, stampAt);
+          replacing(entity, index.put(entity, idHash), seq);
         } else {
           const stamp = stampAt < 0 ? undefined : readStamp(buffer, stampAt, r.objectEnd);
           const id = r.idEscaped
             ? (JSON.parse(`"${buffer.toString('utf8', r.idStart, r.idEnd)}"`) as string)
             : buffer.toString('utf8', r.idStart, r.idEnd);
           if (r.deleted) {
+            const replaced = index.get(id);
             index.remove(id);
-            deleted?.(id, stamp);
+            deleted?.(id, replaced !== undefined && stamp !== undefined && replaced.seq > stamp.seq ? undefined : stamp);
           } else {
             const json = stampAt < 0 ? buffer.toString('utf8', r.objectStart, r.objectEnd) : `${buffer.toString('utf8', r.objectStart, stampAt)}}`;
-            index.put(new WrittenEntity(id, json, stamp));
+            const entity = new WrittenEntity(id, json, stamp);
+            replacing(entity, index.put(entity), seq);
           }
         }
       }
@@ -213,7 +228,7 @@ export async function loadLog(
   }
 
   answers.end();
-  const result: LoadResult = { lines: line, size: keptSize, needsNewline, answerBytes, maxSeq, rejected, exists: true };
+  const result: LoadResult = { lines: line, size: keptSize, needsNewline, answerBytes, maxSeq, behind, rejected, exists: true };
   if (suspect) {
     result.torn = { offset: suspect.offset, line: suspect.line, bytes: suspect.bytes };
     result.lines = suspect.line - 1;

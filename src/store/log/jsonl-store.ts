@@ -366,7 +366,7 @@ class JsonlLogStore implements JsonlStore {
       // Lines whose answers all expired are not even parsed.
       const answerLines = new AnswerLines((e) => fromLog.put(e.k, rememberedOf(e)), fromLog.now() - fromLog.ttlMs);
       loaded = await loadLog(fsys, this.#path, this.#index, this.#repair, this.#loadChunkBytes, (id, stamp) => deletes.set(id, stamp ?? null), answerLines);
-      this.#loadChanges(deletes);
+      this.#loadChanges(deletes, loaded.behind);
       // A number held only by a superseded line (an older line of its id copied after it) may have
       // been handed out: the next one reserved is above it too, so that no cursor names two changes.
       this.#log.seen(loaded.maxSeq);
@@ -401,9 +401,17 @@ class JsonlLogStore implements JsonlStore {
    * Puts each entity's latest change, and each delete, in the change order. Lines without a stamp
    * (and a stamp met twice, a copied line) wait for `stampUnstamped`.
    */
-  #loadChanges(deletes: Map<string, ChangeStamp | null>): void {
+  #loadChanges(deletes: Map<string, ChangeStamp | null>, behindLines: readonly LogEntity[]): void {
     const live: LogEntity[] = [];
     const unstampedDeletes: string[] = [];
+    // An entity whose last line is numbered below an earlier line of its id (a delete's included):
+    // a reader past that number never saw this state, so it is numbered anew, as a copied line is.
+    const behind = new Set<LogEntity>();
+    for (const entity of behindLines) if (this.#index.get(entity.id) === entity) behind.add(entity);
+    for (const [id, stamp] of deletes) {
+      const entity = stamp === null ? undefined : this.#index.get(id);
+      if (entity !== undefined && entity.seq !== 0 && entity.seq < stamp!.seq) behind.add(entity);
+    }
     // Each number read once (a loaded entity reads it from its line's bytes), and a number met
     // twice found next to itself once they are in order: a `Set` of a million numbers was a
     // seventh of a start-up.
@@ -412,6 +420,7 @@ class JsonlLogStore implements JsonlStore {
     for (const entity of this.#index.values()) {
       const seq = entity.seq;
       if (seq === 0) live.push(entity);
+      else if (behind.size > 0 && behind.has(entity)) continue;
       else {
         candidates.push(entity);
         seqs.push(seq);
@@ -448,9 +457,9 @@ class JsonlLogStore implements JsonlStore {
     this.#changes.load(held, heldSeqs);
     this.#log.seen(last);
     // Stamped afresh in the order the index holds them, with the lines that had no stamp.
-    if (copies.size > 0) {
+    if (copies.size > 0 || behind.size > 0) {
       live.length = 0;
-      for (const entity of this.#index.values()) if (copies.has(entity) || entity.seq === 0) live.push(entity);
+      for (const entity of this.#index.values()) if (copies.has(entity) || behind.has(entity) || entity.seq === 0) live.push(entity);
     }
     this.#unstamped = { live, deletes: unstampedDeletes };
   }
