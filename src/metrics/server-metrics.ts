@@ -77,7 +77,7 @@ export class ServerMetrics {
   );
   readonly rateLimited = this.registry.add(new Counter('halserve_rate_limited_total', 'Requests refused with 429 by the rate limit.'));
   readonly streamEvents = this.registry.add(new Counter('halserve_stream_events_total', 'Events sent on event streams (text/event-stream).'));
-  readonly slowReaders = this.registry.add(new Counter('halserve_stream_slow_readers_total', 'Event streams disconnected because their reader fell more than the bound behind, or took nothing for two heartbeat intervals.'));
+  readonly slowReaders = this.registry.add(new Counter('halserve_stream_slow_readers_total', 'Event streams disconnected because their reader fell more than the bound behind, or stalled for two heartbeat intervals.'));
   #openStreams = 0;
 
   /** What the event streams report (`Streams`). */
