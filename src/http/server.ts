@@ -47,6 +47,13 @@ export const STALLED_CONNECTION_MS = 60_000;
  * many and reads none would have every answer built and held — gigabytes for pages of large
  * entities. The rest wait, unbuilt, until an answer ahead of them is done. A request with no
  * answer ahead of it (Node has given its response the socket: the usual case) costs one check.
+ *
+ * While any request waits, the connection is not read (Node's own pause: `_paused`, which also
+ * stops its parser after the read in hand): Node stops reading a connection only once the answers
+ * queued in it pass the socket's high-water mark, and answers that wait unbuilt queue nothing, so a
+ * client that pipelined small requests and read no answer had every request it sent parsed and
+ * held — millions, gigabytes within seconds, and a close that then took minutes. Reading resumes
+ * once the last waiting request has begun; a resume of Node's own meanwhile is undone.
  */
 export function pipelineBounded(handler: (req: IncomingMessage, res: ServerResponse) => void): (req: IncomingMessage, res: ServerResponse) => void {
   return (req, res) => {
@@ -56,7 +63,7 @@ export function pipelineBounded(handler: (req: IncomingMessage, res: ServerRespo
       return;
     }
     // Behind another answer: counted, the first (untracked) one included.
-    const pipeline = (socket[PIPELINE] ??= { behind: 0, waiting: [] });
+    const pipeline = (socket[PIPELINE] ??= trackPipeline(socket));
     const run = (): void => {
       pipeline.behind++;
       res.once('close', () => {
@@ -65,21 +72,65 @@ export function pipelineBounded(handler: (req: IncomingMessage, res: ServerRespo
         queueMicrotask(() => {
           if (socket.destroyed) pipeline.waiting.length = 0;
           else pipeline.waiting.shift()?.();
+          if (pipeline.waiting.length === 0) readAgain(socket, pipeline);
         });
       });
       handler(req, res);
     };
     if (pipeline.behind < MAX_PIPELINED_AHEAD - 1) run();
-    else pipeline.waiting.push(run);
+    else {
+      pipeline.waiting.push(run);
+      stopReading(socket, pipeline);
+    }
   };
 }
 
 const PIPELINE = Symbol('halserve pipeline');
 
+interface Pipeline {
+  behind: number;
+  waiting: (() => void)[];
+  /** This pipeline stopped the reading (and so resumes it): Node's own pauses are left to Node. */
+  holding: boolean;
+}
+
 type PipelinedSocket = Socket & {
   _httpMessage?: ServerResponse | null;
-  [PIPELINE]?: { behind: number; waiting: (() => void)[] };
+  /** Node's flag of a connection it stopped reading (node:_http_server): its parser pauses after the read in hand, and a body's read does not resume it. */
+  _paused?: boolean;
+  parser?: { pause(): void; resume(): void } | null;
+  [PIPELINE]?: Pipeline;
 };
+
+/** A connection's pipeline, made when a request first comes behind another. */
+function trackPipeline(socket: PipelinedSocket): Pipeline {
+  const pipeline: Pipeline = { behind: 0, waiting: [], holding: false };
+  // Node resumes a paused connection whenever the answers queued in it fall under the high-water
+  // mark (its socketOnDrain): not while requests wait here. The resume is undone in the same tick,
+  // before any read.
+  socket.on('resume', () => {
+    if (pipeline.waiting.length > 0) stopReading(socket, pipeline);
+  });
+  return pipeline;
+}
+
+/** Stops reading the connection, as Node does when its answers back up. */
+function stopReading(socket: PipelinedSocket, pipeline: Pipeline): void {
+  if (socket._paused === true || socket.destroyed) return;
+  pipeline.holding = true;
+  socket._paused = true;
+  socket.pause();
+}
+
+/** Reads the connection again, as Node does once its answers have drained, if this pipeline stopped it. */
+function readAgain(socket: PipelinedSocket, pipeline: Pipeline): void {
+  if (!pipeline.holding) return;
+  pipeline.holding = false;
+  if (socket._paused !== true || socket.destroyed) return;
+  socket._paused = false;
+  socket.parser?.resume();
+  socket.resume();
+}
 
 /**
  * Keeps the open connections of `server`, so that a shutdown can end every one that has no
