@@ -297,6 +297,8 @@ async function main(): Promise<void> {
     // has been ended, even while its bytes are still being sent to a slow reader, cutting the
     // answer short. `connections.closeIdle` below waits for those to be sent.
     NetServer.prototype.close.call(server, () => {
+      // Every connection is closed: what follows (webhooks, the store) is no connection's grace.
+      clearTimeout(force);
       delivering
         .then(() => backups?.close())
         .then(() => stores.close())

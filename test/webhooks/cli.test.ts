@@ -73,7 +73,7 @@ describe('webhooks from the CLI (a real process, a real receiver)', () => {
     assert.equal(await second.exited, 0);
   });
 
-  test('SIGTERM with a delivery the receiver never answers -> exit 0 within the grace, the event unacknowledged', async () => {
+  test('SIGTERM with a delivery the receiver never answers -> exit 0 within the grace, the event unacknowledged, no connection said to be cut', async () => {
     const dir = await tempDir();
     const receiver = await startReceiver({ behaviour: () => 'hang' });
     const cli = await start(dir, receiver);
@@ -81,6 +81,8 @@ describe('webhooks from the CLI (a real process, a real receiver)', () => {
     await eventually(() => receiver.received.length === 1, 'the delivery in flight');
     cli.child.kill('SIGTERM');
     assert.equal(await cli.exited, 0);
+    // The HTTP side drained at once (no connection was open): only the delivery used the grace.
+    assert.doesNotMatch(cli.stderr(), /closing the connections still open/);
     const stored = JSON.parse(await readFile(join(dir, POSITIONS_FILE), 'utf8')) as Record<string, { cursor: string }>;
     assert.equal(stored[receiver.url]?.cursor, '0');
   });
