@@ -211,6 +211,9 @@ export function createHandler(options: HandlerOptions): Handler {
     // RFC 9112 §3.2.4: the asterisk form is for OPTIONS alone; any other target is a path.
     if (!url.startsWith('/') && !(method === 'OPTIONS' && url === '*')) throw badRequest('The request target is not a path: only OPTIONS takes *');
     const coding = req.headers['transfer-encoding'];
+    // RFC 9112 §6.1: HTTP/1.0 has no Transfer-Encoding; one that carries it was likely passed on by
+    // something that did not decode it, so its framing is faulty whatever Node made of it: 400, and close.
+    if (coding !== undefined && req.httpVersionMinor === 0) throw new HttpProblem(400, 'An HTTP/1.0 request cannot carry Transfer-Encoding: send the body with a Content-Length', {}, { connection: 'close' });
     if (coding !== undefined && coding.trim().toLowerCase() !== 'chunked') {
       // RFC 9112 §6.3: without chunked last, where the body ends cannot be known: 400, and close.
       if (!/(^|,)\s*chunked\s*$/i.test(coding)) throw new HttpProblem(400, `Transfer-Encoding ${JSON.stringify(coding)} does not end with chunked: where the body ends cannot be known`, {}, { connection: 'close' });

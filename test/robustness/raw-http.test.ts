@@ -137,6 +137,18 @@ describe('framing that request smuggling plays on (RFC 9112 §6)', () => {
       }
     });
   }
+
+  test('HTTP/1.0 with Transfer-Encoding: chunked (RFC 9112 §6.1: faulty framing) -> 400 and close, nothing stored, nothing hidden runs', async () => {
+    const s = await startItems();
+    // A 1.0 hop that did not decode the chunks would read the body otherwise than Node does.
+    const data = `POST /items HTTP/1.0\r\nHost: x\r\nConnection: keep-alive\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n${smuggled}`;
+    const { responses, closedByServer } = await rawExchange(s.url, data);
+    assert.equal(responses.length, 1);
+    assertRawProblem(responses[0], 400, 'An HTTP/1.0 request cannot carry Transfer-Encoding: send the body with a Content-Length');
+    assert.equal(responses[0]?.headers['connection'], 'close');
+    assert.equal(closedByServer, true);
+    assert.equal(s.store.size, 0);
+  });
 });
 
 describe('pipelining', () => {
