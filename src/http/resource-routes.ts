@@ -133,9 +133,9 @@ export function addResourceRoutes(router: Router<RouteHandler>, options: Resourc
     // A malformed key is refused before the body is read (docs/conventions.md).
     const key = requestKey(req);
     const reply = (entity: StoredEntity): Reply => entityReply(201, mediaType, resource, entity, { location: resource.href(entity.id) });
-    if (key === undefined) return readJsonBody(req, res, JSON_BODY_TYPES, maxBody).then((body) => resource.create(body, now(), newId).then(reply));
+    if (key === undefined) return readJsonBody(req, res, JSON_BODY_TYPES, maxBody).then((body) => resource.create(body, now(), newId, undefined, writeConditions(req)).then(reply));
     return readJsonRequest(req, res, JSON_BODY_TYPES, maxBody).then((body) =>
-      keyed({ req, principal, key, body, resource, reply, id: '' }, (keyedWrite) => resource.create(body.value, now(), newId, keyedWrite)),
+      keyed({ req, principal, key, body, resource, reply, id: '' }, (keyedWrite) => resource.create(body.value, now(), newId, keyedWrite, writeConditions(req))),
     );
   });
 
@@ -207,7 +207,7 @@ function keyed({ req, principal, key, body, resource, reply, id }: KeyedWriteReq
   return keyedWrite({ req, principal, key, target, body: body.value, bytes: body.bytes, ledger: resource.store.idempotency, write: run, reply, missing: () => resource.missing(id) });
 }
 
-/** The conditions of a write (RFC 9110 §13.1.1, §13.1.2), checked by the resource inside the store's write order. */
+/** The conditions of a write (RFC 9110 §13.1.1, §13.1.2), checked by the resource: an entity's inside the store's write order. */
 function writeConditions(req: IncomingMessage): WriteConditions {
   return { ifMatch: req.headers['if-match'], ifNoneMatch: req.headers['if-none-match'] };
 }

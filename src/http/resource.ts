@@ -89,6 +89,8 @@ export interface WriteConditions {
   readonly ifNoneMatch?: string | undefined;
 }
 
+const NO_CONDITIONS: WriteConditions = {};
+
 /**
  * Pages kept per resource while its store's revision stays the same; any write empties them. The
  * bound is in bytes, since a page of 200 large entities can weigh megabytes; a page over a tenth
@@ -279,8 +281,12 @@ export class Resource {
 
   // ---- writes (docs/conventions.md §4): each checks its body and conditions against the latest state ----
 
-  /** POST: a new entity with a fresh id; 96 random bits make a collision all but impossible, but never fatal. */
-  create(body: ClientFields, now: number, newId: () => string, keyed?: KeyedWrite): Promise<StoredEntity> {
+  /**
+   * POST: a new entity with a fresh id; 96 random bits make a collision all but impossible, but
+   * never fatal. `conditions` are the request's, about the collection it is sent to (RFC 9110
+   * §13.1.1, §13.1.2): checked against the collection's current tag once the body is valid.
+   */
+  create(body: ClientFields, now: number, newId: () => string, keyed?: KeyedWrite, conditions: WriteConditions = NO_CONDITIONS): Promise<StoredEntity> {
     const fields = withoutManaged(body);
     this.#check(fields);
     // No async frame per POST for a retry that all but never happens: it hangs off the promise.
@@ -289,7 +295,28 @@ export class Resource {
         if (!(error instanceof StoreConflictError) || n >= 3) throw error;
         return attempt(n + 1);
       });
-    return this.#linking(fields, () => attempt(1));
+    if (conditions.ifMatch === undefined && conditions.ifNoneMatch === undefined) return this.#linking(fields, () => attempt(1));
+    return this.#linking(fields, () => {
+      try {
+        this.#checkCollection(conditions);
+      } catch (error) {
+        return Promise.reject(error);
+      }
+      return attempt(1);
+    });
+  }
+
+  /**
+   * A POST's conditions against the collection as it stands: its tag is a page's without a query
+   * (`#build`), in any representation. The collection always has a current representation, so
+   * `If-None-Match: *` always fails. Checked as the write is about to be queued, not in the store's
+   * write order as an entity's conditions are: a write landing in between is not seen.
+   */
+  #checkCollection(conditions: WriteConditions): void {
+    const cursor = this.#feed?.latestOf(this.name);
+    const tags = versionTags(`c.${this.store.revision}${cursor === undefined ? '' : `.${cursor}`}`, HAL_JSON);
+    checkIfMatch(conditions.ifMatch, tags);
+    checkIfNoneMatch(conditions.ifNoneMatch, tags);
   }
 
   /** PUT: the client fields replaced. */

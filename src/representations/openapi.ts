@@ -343,11 +343,11 @@ function resourcePaths(resource: OpenApiResource, relations: ResourceRelations):
       operationId: `${t}.create`,
       summary: `Creates a ${resource.name} entity`,
       tags,
-      parameters: [idempotencyKey],
+      parameters: [ifMatch, ifNoneMatch, idempotencyKey],
       requestBody: body([JSON_TYPE], 'The client fields; server-managed ones (`id`, `createdAt`, `updatedAt`, `_links`, `_embedded`) are ignored.'),
       responses: {
         ...entityResponse('201', 'Created, and durable (or, with `Idempotency-Replayed: true`, the first answer to this key again).', { Location: { schema: { type: 'string' } }, ...REPLAYED_HEADER }),
-        ...problems(['400', '401', '403', '404', '406', '409', '413', '415', '422', '429', '500', '501', '503']),
+        ...problems(['400', '401', '403', '404', '406', '409', '412', '413', '415', '422', '429', '500', '501', '503']),
       },
     },
   };
@@ -518,7 +518,7 @@ function components(resources: readonly OpenApiResource[], graph: RelationGraph)
         schema: { type: 'string' },
         example: 'category,brand',
       },
-      IfMatch: { name: 'If-Match', in: 'header', description: 'Only if the entity\'s current ETag is one of these (RFC 9110 §13.1.1).', schema: { type: 'string' } },
+      IfMatch: { name: 'If-Match', in: 'header', description: 'Only if the current ETag (the entity\'s; on a POST, the collection\'s, as its pages carry it) is one of these (RFC 9110 §13.1.1).', schema: { type: 'string' } },
       IdempotencyKey: {
         name: 'Idempotency-Key',
         in: 'header',
@@ -527,7 +527,7 @@ function components(resources: readonly OpenApiResource[], graph: RelationGraph)
         schema: { type: 'string', minLength: 1, maxLength: 255 },
         example: '"8e03978e-40d5-43e8-bc93-6894a57f9324"',
       },
-      IfNoneMatch: { name: 'If-None-Match', in: 'header', description: 'On reads, 304 when current; on writes, 412 when it matches.', schema: { type: 'string' } },
+      IfNoneMatch: { name: 'If-None-Match', in: 'header', description: 'On reads, 304 when current; on writes, 412 when it matches (`*` always does on a POST: the collection exists).', schema: { type: 'string' } },
       LastEventId: { name: 'Last-Event-ID', in: 'header', description: 'On a stream: continue after this event id (a cursor), with no gap and no repeat.', schema: { type: 'string' } },
     },
     schemas: {

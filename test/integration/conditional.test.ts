@@ -97,6 +97,43 @@ describe('If-Match (docs/conventions.md §5)', () => {
     assert.equal((await s.request('/items/e000', { method: 'PATCH', headers: { ...JSON_HEADERS, 'if-match': '*' }, body: '{}' })).status, 200);
   });
 
+  test('POST with If-None-Match: * -> 412 (the collection always exists, RFC 9110 §13.1.2), nothing created', async () => {
+    const s = await startItems(records(1));
+    const res = await s.request('/items', { method: 'POST', headers: { ...JSON_HEADERS, 'if-none-match': '*' }, body: '{"n":9}' });
+    assert.equal(res.status, 412);
+    assert.deepEqual(await res.json(), { ...preconditionFailed, detail: 'If-None-Match matches the current ETag' });
+    assert.equal(s.store.size, 1);
+  });
+
+  test('POST with If-Match: the collection\'s tag -> 201; once the collection has changed -> 412, nothing created', async () => {
+    const s = await startItems(records(1));
+    const etag = (await s.request('/items', { headers: { accept: 'application/json' } })).headers.get('etag') ?? '';
+    const first = await s.request('/items', { method: 'POST', headers: { ...JSON_HEADERS, 'if-match': `"other", ${etag}` }, body: '{"n":1}' });
+    assert.equal(first.status, 201);
+    const second = await s.request('/items', { method: 'POST', headers: { ...JSON_HEADERS, 'if-match': etag }, body: '{"n":2}' });
+    assert.equal(second.status, 412);
+    assert.deepEqual(await second.json(), preconditionFailed);
+    assert.equal(s.store.size, 2);
+    assert.equal((await s.request('/items', { method: 'POST', headers: { ...JSON_HEADERS, 'if-match': '*' }, body: '{"n":3}' })).status, 201);
+    // The page's tag now is the collection's: the next POST may go.
+    const current = (await s.request('/items?limit=1')).headers.get('etag') ?? '';
+    assert.equal((await s.request('/items', { method: 'POST', headers: { ...JSON_HEADERS, 'if-match': current }, body: '{"n":4}' })).status, 201);
+    assert.equal(s.store.size, 4);
+  });
+
+  test('keyed POST with If-Match, retried once its own write has moved the tag -> the first 201 replayed, not a 412', async () => {
+    const s = await startItems(records(1));
+    const etag = (await s.request('/items')).headers.get('etag') ?? '';
+    const send = (): Promise<Response> => s.request('/items', { method: 'POST', headers: { ...JSON_HEADERS, 'if-match': etag, 'idempotency-key': '"k1"' }, body: '{"n":1}' });
+    const first = await send();
+    assert.equal(first.status, 201);
+    const retry = await send();
+    assert.equal(retry.status, 201);
+    assert.equal(retry.headers.get('idempotency-replayed'), 'true');
+    assert.equal(retry.headers.get('location'), first.headers.get('location'));
+    assert.equal(s.store.size, 2);
+  });
+
   test('two writers with the same If-Match -> one wins, the other gets 412', async () => {
     const s = await startItems(records(1));
     const etag = (await s.request('/items/e000')).headers.get('etag') ?? '';
