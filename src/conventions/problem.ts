@@ -97,7 +97,7 @@ export const unsupportedMediaType = (accepted: readonly string[], detail = `Expe
 /** RFC 9110 §10.1.1: an expectation the server cannot meet. */
 export const expectationFailed = (): HttpProblem => new HttpProblem(417, 'The only expectation this server meets is 100-continue', {}, { connection: 'close' });
 
-/** A request Node's parser refused: 400, 408 or 431 (RFC 9110 §15.5.9, RFC 6585 §5); the connection is closed after it. */
+/** A request Node's parser refused: 400, 408, 414 or 431 (RFC 9110 §15.5.9, RFC 9112 §3, RFC 6585 §5); the connection is closed after it. */
 export const unparsable = (status: number, detail: string): HttpProblem => new HttpProblem(status, detail, {}, { connection: 'close' });
 
 export const serviceUnavailable = (detail: string): HttpProblem => new HttpProblem(503, detail);

@@ -230,11 +230,30 @@ function writeOut(req: IncomingMessage, res: ServerResponse, status: number, lis
   return bytes;
 }
 
-/** Node's parser error codes that have a status of their own (RFC 9110 §15.5.9, RFC 6585 §5). */
-const CLIENT_ERROR_STATUS: Readonly<Record<string, number>> = {
-  HPE_HEADER_OVERFLOW: 431,
-  ERR_HTTP_REQUEST_TIMEOUT: 408,
-};
+/** An error of Node's parser, as the server's `clientError` event gives it. */
+export interface ParserError extends Error {
+  readonly code?: string;
+  /** The chunk being parsed when it failed. */
+  readonly rawPacket?: Buffer;
+  /** How far into `rawPacket` the parser had got. */
+  readonly bytesParsed?: number;
+}
+
+/**
+ * The status and detail of a request Node's parser refused: 408 (RFC 9110 §15.5.9), 414, 431
+ * (RFC 6585 §5), else 400.
+ */
+export function refusal(error: ParserError): { readonly status: number; readonly detail: string } {
+  if (error.code === 'ERR_HTTP_REQUEST_TIMEOUT') return { status: 408, detail: 'The request took too long to arrive' };
+  if (error.code !== 'HPE_HEADER_OVERFLOW') return { status: 400, detail: 'The request is not valid HTTP/1.1' };
+  // Node counts the request line with the headers: past the limit before the line ended, it is the
+  // target that is too long, which RFC 9112 §3 makes a 414. (A header split across packets so that
+  // the overflowing one holds no line end looks the same, and is called a 414 too.)
+  const packet = error.rawPacket;
+  const parsed = error.bytesParsed;
+  if (packet !== undefined && parsed !== undefined && !packet.subarray(0, parsed).includes(0x0a)) return { status: 414, detail: 'The request target is too long' };
+  return { status: 431, detail: 'The request headers are too large' };
+}
 
 /**
  * Writes a reply outside the handler (the server's own events), with `Content-Length`; no
@@ -259,13 +278,12 @@ export function rawReply(reply: Reply): string {
  * document (docs/conventions.md §7), then closes the connection: after a parse error nothing more on it can
  * be trusted.
  */
-export function answerClientError(error: Error & { code?: string }, socket: Duplex): void {
+export function answerClientError(error: ParserError, socket: Duplex): void {
   if (error.code === 'ECONNRESET' || !socket.writable) {
     socket.destroy();
     return;
   }
-  const status = CLIENT_ERROR_STATUS[error.code ?? ''] ?? 400;
-  const detail = status === 431 ? 'The request headers are too large' : status === 408 ? 'The request took too long to arrive' : 'The request is not valid HTTP/1.1';
+  const { status, detail } = refusal(error);
   const reply = problemReply(unparsable(status, detail));
   const { _httpMessage: response } = socket as { _httpMessage?: ServerResponse | null };
   if (response && response.req.complete) {

@@ -190,11 +190,24 @@ describe('query strings', () => {
     assert.equal(body._embedded.items[0].n, 1);
   });
 
-  test('query string of 20 KB -> 431 problem, server keeps serving', async () => {
+  test('query string of 20 KB -> 414 problem (RFC 9112 §3: the target, not the headers, is too long), server keeps serving', async () => {
     const s = await startItems(records(1));
-    const { responses } = await rawExchange(s.url, `GET /items?${'a=1&'.repeat(5000)} HTTP/1.1\r\nHost: x\r\n\r\n`);
-    assertRawProblem(responses[0], 431);
+    const { responses, closedByServer } = await rawExchange(s.url, `GET /items?${'a=1&'.repeat(5000)} HTTP/1.1\r\nHost: x\r\n\r\n`);
+    assertRawProblem(responses[0], 414, 'The request target is too long');
+    assert.equal(closedByServer, true);
     assert.equal((await s.request('/healthz')).status, 200);
+  });
+
+  test('path of 100 KB, over several packets -> 414 problem', async () => {
+    const s = await startItems(records(1));
+    const { responses } = await rawExchange(s.url, [`GET /items/${'a'.repeat(50_000)}`, `${'a'.repeat(50_000)} HTTP/1.1\r\nHost: x\r\n\r\n`]);
+    assertRawProblem(responses[0], 414, 'The request target is too long');
+  });
+
+  test('short target, then a header of 20 KB -> still 431', async () => {
+    const s = await startItems(records(1));
+    const { responses } = await rawExchange(s.url, `GET /items?${'a=1&'.repeat(100)} HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`);
+    assertRawProblem(responses[0], 431, 'The request headers are too large');
   });
 
   test('malformed percent-encoding in the query (%, %E0%A4%A) -> taken literally as a filter, 200', async () => {
