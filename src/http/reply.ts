@@ -239,12 +239,19 @@ export interface ParserError extends Error {
   readonly bytesParsed?: number;
 }
 
+/** What a request with a method this server does not implement is told (RFC 9110 §9.1: a 501). */
+export const METHOD_NOT_IMPLEMENTED = 'The request method is not implemented: this server takes GET, HEAD, POST, PUT, PATCH, DELETE and OPTIONS';
+
+/** A method token (RFC 9110 §5.6.2) and the space after it: the start of a request line. */
+const METHOD_START = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+ /;
+
 /**
  * The status and detail of a request Node's parser refused: 408 (RFC 9110 §15.5.9), 414, 431
- * (RFC 6585 §5), else 400.
+ * (RFC 6585 §5), 501 for a method it does not know, else 400.
  */
 export function refusal(error: ParserError): { readonly status: number; readonly detail: string } {
   if (error.code === 'ERR_HTTP_REQUEST_TIMEOUT') return { status: 408, detail: 'The request took too long to arrive' };
+  if (error.code === 'HPE_INVALID_METHOD' && unknownMethod(error)) return { status: 501, detail: METHOD_NOT_IMPLEMENTED };
   if (error.code !== 'HPE_HEADER_OVERFLOW') return { status: 400, detail: 'The request is not valid HTTP/1.1' };
   // Node counts the request line with the headers: past the limit before the line ended, it is the
   // target that is too long, which RFC 9112 §3 makes a 414. (A header split across packets so that
@@ -253,6 +260,19 @@ export function refusal(error: ParserError): { readonly status: number; readonly
   const parsed = error.bytesParsed;
   if (packet !== undefined && parsed !== undefined && !packet.subarray(0, parsed).includes(0x0a)) return { status: 414, detail: 'The request target is too long' };
   return { status: 431, detail: 'The request headers are too large' };
+}
+
+/**
+ * True when the refused request begins with a method token and a space (`FOO /items`, `get /`):
+ * a method Node's parser does not know, which RFC 9110 §9.1 answers with a 501. Bytes that are no
+ * request line at all (`GARBAGE`, a TLS handshake) stay a 400. The request begins after the last
+ * line end the parser passed (a request pipelined behind others).
+ */
+function unknownMethod(error: ParserError): boolean {
+  const packet = error.rawPacket;
+  if (packet === undefined) return false;
+  const start = packet.lastIndexOf(0x0a, Math.max(0, (error.bytesParsed ?? 0) - 1)) + 1;
+  return METHOD_START.test(packet.subarray(start, start + 64).toString('latin1'));
 }
 
 /**

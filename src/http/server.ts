@@ -1,8 +1,8 @@
 import { createServer, type IncomingMessage, type Server, type ServerOptions, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { createHandler, type HandlerOptions } from './app.js';
-import { expectationFailed } from '../conventions/problem.js';
-import { answerClientError, problemReply, writeReply } from './reply.js';
+import { expectationFailed, unparsable } from '../conventions/problem.js';
+import { answerClientError, METHOD_NOT_IMPLEMENTED, problemReply, rawReply, writeReply } from './reply.js';
 
 /**
  * Slow or stalled clients are cut off: headers within 10 s, a whole request within 30 s, checked
@@ -32,6 +32,11 @@ export function createHalServer(options: HandlerOptions, serverOptions: Readonly
   // With a listener here, Node no longer answers `Expect: 100-continue` on its own (RFC 9110 §10.1.1).
   server.on('checkContinue', handler);
   server.on('clientError', answerClientError);
+  // RFC 9110 §9.1: CONNECT (a tunnel, for proxies) is a method this server does not implement: a
+  // 501 problem, then close, where Node would close the connection without a word.
+  server.on('connect', (_req: IncomingMessage, socket: Socket) => {
+    socket.end(rawReply(problemReply(unparsable(501, METHOD_NOT_IMPLEMENTED))), () => socket.destroy());
+  });
   return server;
 }
 

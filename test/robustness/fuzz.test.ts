@@ -115,9 +115,10 @@ function fuzz(): NonNullable<typeof run> {
 }
 
 describe(`mutation fuzz, ${REQUESTS} requests, seed ${SEED}`, () => {
-  test('mutated requests -> no 5xx, no unexpected error logged, every stored entity valid and readable', async () => {
+  test('mutated requests -> no 5xx but 501, no unexpected error logged, every stored entity valid and readable', async () => {
     const { outcomes, logged, consistent } = await fuzz();
-    const failures = outcomes.filter((o) => o.responses.some((r) => r.status >= 500));
+    // 501 is an answer about the request (a method or coding the server does not implement, RFC 9110 §9.1), not a failure.
+    const failures = outcomes.filter((o) => o.responses.some((r) => r.status >= 500 && r.status !== 501));
     assert.deepEqual(
       failures.map((f) => f.request),
       [],

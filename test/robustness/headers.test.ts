@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+import { METHOD_NOT_IMPLEMENTED } from '../../src/http/reply.js';
 import { records, startItems } from '../helpers/server.js';
 import { assertRawProblem, rawExchange } from './raw.js';
 
@@ -118,10 +119,10 @@ describe('Host, upgrades and method tricks', () => {
     assert.equal(closedByServer, true);
   });
 
-  test('lower-case method "get" -> 400 (methods are case-sensitive)', async () => {
+  test('lower-case method "get" -> 501 problem (methods are case-sensitive: an unknown one, RFC 9110 §9.1)', async () => {
     const s = await startItems(records(1));
     const { responses } = await rawExchange(s.url, 'get /items HTTP/1.1\r\nHost: x\r\n\r\n');
-    assert.equal(responses[0]?.status, 400);
+    assertRawProblem(responses[0], 501, METHOD_NOT_IMPLEMENTED);
   });
 
   test('X-HTTP-Method-Override: DELETE on a POST to an entity -> 405, nothing deleted', async () => {

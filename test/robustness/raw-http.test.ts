@@ -3,6 +3,7 @@ import { createServer } from 'node:http';
 import { connect, type AddressInfo } from 'node:net';
 import { bodyLimits, ClientAbortedError, readBody } from '../../src/http/body.js';
 import { after, describe, test } from 'node:test';
+import { METHOD_NOT_IMPLEMENTED } from '../../src/http/reply.js';
 import { createHalServer } from '../../src/http/server.js';
 import { createMemoryStore } from '../../src/store/memory-store.js';
 import type { Store } from '../../src/store/store.js';
@@ -26,7 +27,6 @@ async function assertAlive(s: { request(path: string): Promise<Response> }): Pro
 describe('malformed requests -> 400 problem document, connection closed, nothing stored', () => {
   for (const [label, data] of [
     ['request line "GARBAGE"', 'GARBAGE\r\n\r\n'],
-    ['unknown method FOO', 'FOO /items HTTP/1.1\r\nHost: x\r\n\r\n'],
     ['NUL byte in the request target', 'GET /items/a\0b HTTP/1.1\r\nHost: x\r\n\r\n'],
     ['raw UTF-8 bytes in the request target', Buffer.concat([Buffer.from('GET /items/'), Buffer.from('é', 'utf8'), Buffer.from(' HTTP/1.1\r\nHost: x\r\n\r\n')])],
     ['bare CR inside a header value (injection)', 'GET /items HTTP/1.1\r\nHost: x\r\nX-A: a\rSet-Cookie: b\r\n\r\n'],
@@ -93,12 +93,38 @@ describe('malformed requests -> 400 problem document, connection closed, nothing
     },
   );
 
-  test('CONNECT -> connection closed without an answer, server keeps serving', async () => {
+  test('CONNECT -> 501 problem (RFC 9110 §9.1), connection closed, server keeps serving', async () => {
     const s = await startItems();
     const { responses, closedByServer } = await rawExchange(s.url, 'CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n');
-    assert.equal(responses.length, 0);
+    assert.equal(responses.length, 1);
+    assertRawProblem(responses[0], 501, METHOD_NOT_IMPLEMENTED);
     assert.equal(closedByServer, true);
     await assertAlive(s);
+  });
+
+  for (const [label, data] of [
+    ['unknown method FOO', `FOO /items HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}`],
+  ] as const) {
+    test(`${label} -> 501 problem (RFC 9110 §9.1), closed, nothing stored`, async () => {
+      const s = await startItems(records(1));
+      const { responses, closedByServer } = await rawExchange(s.url, data);
+      assert.equal(responses.length, 1);
+      assertRawProblem(responses[0], 501, METHOD_NOT_IMPLEMENTED);
+      assert.equal(closedByServer, true);
+      assert.equal(s.store.size, 1);
+      await assertAlive(s);
+    });
+  }
+
+  test('GET, then an unknown method pipelined behind it -> 200, then 501 and close', async () => {
+    const s = await startItems(records(1));
+    const { responses, closedByServer } = await rawExchange(s.url, 'GET /items/e000 HTTP/1.1\r\nHost: x\r\n\r\nBREW /items HTTP/1.1\r\nHost: x\r\n\r\n');
+    assert.deepEqual(
+      responses.map((r) => r.status),
+      [200, 501],
+    );
+    assertRawProblem(responses[1], 501, METHOD_NOT_IMPLEMENTED);
+    assert.equal(closedByServer, true);
   });
 });
 
