@@ -207,7 +207,11 @@ export function createHandler(options: HandlerOptions): Handler {
     if (repeated !== undefined) throw badRequest(`The request has more than one ${repeated} header`);
     // RFC 9112 §3.2: an HTTP/1.1 request without Host is a 400.
     if (req.headers.host === undefined && req.httpVersionMinor >= 1) throw badRequest('The request has no Host header');
-    const url = originForm(req.url ?? '/');
+    const target = req.url ?? '/';
+    // RFC 9112 §3.2: a request target has no fragment (a client keeps it to itself); one sent would
+    // be read as part of an id or a filter's value.
+    if (target.includes('#')) throw badRequest('The request target holds a fragment (#…): send the URL without it');
+    const url = originForm(target);
     // RFC 9112 §3.2.4: the asterisk form is for OPTIONS alone; any other target is a path.
     if (!url.startsWith('/') && !(method === 'OPTIONS' && url === '*')) throw badRequest('The request target is not a path: only OPTIONS takes *');
     const coding = req.headers['transfer-encoding'];

@@ -359,6 +359,14 @@ describe('request targets and codings', () => {
     });
   }
 
+  for (const target of ['/items/e000#top', '/items?n=1#x', 'http://x/items/e000#top']) {
+    test(`GET ${target} (a fragment, which no request target holds: RFC 9112 §3.2) -> 400 problem, never the id or filter value with "#…"`, async () => {
+      const s = await startItems(records(1));
+      const { responses } = await rawExchange(s.url, `GET ${target} HTTP/1.1\r\nHost: x\r\n\r\n`, { responses: 1 });
+      assertRawProblem(responses[0], 400, 'The request target holds a fragment (#…): send the URL without it');
+    });
+  }
+
   test('OPTIONS * -> 204 with an Allow header', async () => {
     const s = await startItems();
     const { responses } = await rawExchange(s.url, 'OPTIONS * HTTP/1.1\r\nHost: x\r\n\r\n', { responses: 1 });
