@@ -1,4 +1,5 @@
 import { badRequest } from './problem.js';
+import { encodeComponent } from './uri-component.js';
 
 /**
  * The query language of collections (docs/queries.md): parsing a query string into filters, sort keys
@@ -277,12 +278,12 @@ export function parseSort(sort: string, declared?: PathCheck): SortKey[] {
 
 /** Percent-encodes a value but keeps the commas, brackets and dots of the query language readable. */
 function encodeQueryValue(value: string): string {
-  return encodeURIComponent(value).replace(/%2C|%5B|%5D/g, (m) => (m === '%2C' ? ',' : m === '%5B' ? '[' : ']'));
+  return encodeComponent(value).replace(/%2C|%5B|%5D/g, (m) => (m === '%2C' ? ',' : m === '%5B' ? '[' : ']'));
 }
 
 /** Percent-encodes one alternative of a filter: a comma in it is sent as %2C, so it stays part of the value. */
 export function encodeFilterValue(value: string): string {
-  return encodeURIComponent(value).replace(/%5B|%5D/g, (m) => (m === '%5B' ? '[' : ']'));
+  return encodeComponent(value).replace(/%5B|%5D/g, (m) => (m === '%5B' ? '[' : ']'));
 }
 
 // ---- the reference semantics ----

@@ -112,6 +112,21 @@ describe('facets', () => {
     assert.equal((await (await s.request(nul._links.self.href)).json()).total, nul.count);
   });
 
+  test('a value holding a lone surrogate (a body may store "\\ud800") -> 200, its link carries U+FFFD in its place', async () => {
+    const s = await startServer({ resources: [{ name: 'products', store: createMemoryStore([]) }] });
+    for (const body of ['{"name":"\\ud800","tags":["a\\udc00"]}', '{"name":"ok"}']) {
+      assert.equal((await s.request('/products', { method: 'POST', headers: { 'content-type': 'application/json' }, body })).status, 201);
+    }
+    const res = await s.request('/products?facets=name,tags');
+    assert.equal(res.status, 200);
+    const body = await res.json();
+    assert.deepEqual(
+      (body.facets.name as FacetValue[]).map((v) => [v.value, v._links.self.href]),
+      [['ok', '/products?page=1&limit=20&facets=name,tags&name=ok'], ['\ud800', '/products?page=1&limit=20&facets=name,tags&name=%EF%BF%BD']],
+    );
+    assert.equal((body.facets.tags as FacetValue[])[0]?._links.self.href, '/products?page=1&limit=20&facets=name,tags&tags=a%EF%BF%BD');
+  });
+
   test('facets=b,a and facets=a&facets=b -> the same body (a set, sorted)', async () => {
     const s = await start();
     const a = await (await s.request('/products?facets=status,category')).text();
