@@ -14,5 +14,10 @@ export function encodeComponent(text: string): string {
   }
 }
 
+/** True when `text` holds a lone surrogate: no URL can carry it as it is. */
+export function hasLoneSurrogate(text: string): boolean {
+  return text.search(LONE_SURROGATE) !== -1;
+}
+
 /** A high surrogate not followed by a low one, or a low one not preceded by a high one. */
 const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;

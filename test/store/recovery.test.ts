@@ -117,6 +117,20 @@ test('a line whose id is . or .. (escaped or not) -> StoreOpenError file:line: n
   await store.close();
 });
 
+test('a line whose id holds a lone surrogate (escaped: the file is UTF-8) -> StoreOpenError file:line: no URL could name it; a pair loads', async () => {
+  const dir = await tempDir();
+  for (const [i, bad] of ['{"id":"\\ud800"}', '{"id":"a\\udfff"}', '{"id":"\\ude00\\ud83d"}'].entries()) {
+    const file = path.join(dir, `lone${i}.jsonl`);
+    await fs.writeFile(file, `${line('a')}\n${bad}\n${line('b')}\n`);
+    await assert.rejects(openJsonlStore({ file }), new StoreOpenError(`${file}:2: id holds a lone surrogate, which no URL can carry (RFC 3986 §2.5: percent-encoded UTF-8)`));
+  }
+  const file = path.join(dir, 'pair.jsonl');
+  await fs.writeFile(file, '{"id":"\\ud83d\\ude00"}\n');
+  const store = await openJsonlStore({ file });
+  assert.deepEqual(ids(store), ['\ud83d\ude00']);
+  await store.close();
+});
+
 test('a file that begins with a byte order mark (an editor\'s) -> its first line loads; the next write and a compaction leave the mark out', async () => {
   const dir = await tempDir();
   const file = path.join(dir, 'bom.jsonl');

@@ -1,5 +1,6 @@
 import { isUtf8 } from 'node:buffer';
 import { findStamp, readStamp, readStampSeq, type ChangeStamp } from '../changes/change-stamp.js';
+import { hasLoneSurrogate } from '../../conventions/uri-component.js';
 import { hashIdBytes } from '../index/entity-index.js';
 import type { IndexWriter } from '../index/materialised-index.js';
 import { AnswerLines, isAnswersLine } from './answer-lines.js';
@@ -99,9 +100,9 @@ export async function loadLog(
       const r = scanner.result;
       if (r.idStart < 0 && isAnswersLine(buffer, r.objectStart, r.objectEnd) && answers.answers(buffer, r.objectStart, r.objectEnd)) {
         answerBytes += end - start + 1;
-      } else if (r.idStart < 0 || r.idEnd === r.idStart || isDotSegment(buffer, r.idStart, r.idEnd, r.idEscaped)) {
+      } else if (r.idStart < 0 || r.idEnd === r.idStart || unnamable(buffer, r.idStart, r.idEnd, r.idEscaped) !== undefined) {
         const bytes = Buffer.from(buffer.subarray(start, end));
-        const reason = r.idNotString ? 'id must be a string' : r.idStart >= 0 && r.idEnd > r.idStart ? 'id . or .. cannot name an entity: as a URL path segment it means the collection or its parent (RFC 3986 §5.2.4)' : 'a line needs a non-empty string id';
+        const reason = r.idNotString ? 'id must be a string' : r.idStart >= 0 && r.idEnd > r.idStart ? unnamable(buffer, r.idStart, r.idEnd, r.idEscaped)! : 'a line needs a non-empty string id';
         if (!repair) throw new StoreOpenError(`${file}:${line}: ${reason}`);
         rejected.push({ line, bytes, reason });
       } else {
@@ -270,13 +271,20 @@ export function firstNonUtf8(bytes: Uint8Array): number {
   return -1;
 }
 
-/** True when the id `buffer[start, end)` (JSON string content, escaped or not) is `.` or `..`. */
-function isDotSegment(buffer: Buffer, start: number, end: number, escaped: boolean): boolean {
+const DOT_SEGMENT = 'id . or .. cannot name an entity: as a URL path segment it means the collection or its parent (RFC 3986 §5.2.4)';
+const LONE_SURROGATE = 'id holds a lone surrogate, which no URL can carry (RFC 3986 §2.5: percent-encoded UTF-8)';
+
+/**
+ * Why no URL can name the id `buffer[start, end)` (JSON string content, escaped or not), or
+ * undefined: `.` or `..`, or a lone surrogate, which only an escape can write in UTF-8 text (its
+ * links would throw or lead nowhere).
+ */
+function unnamable(buffer: Buffer, start: number, end: number, escaped: boolean): string | undefined {
   if (escaped) {
-    if (end - start > 12) return false;
     const id = JSON.parse(`"${buffer.toString('utf8', start, end)}"`) as string;
-    return id === '.' || id === '..';
+    if (id === '.' || id === '..') return DOT_SEGMENT;
+    return hasLoneSurrogate(id) ? LONE_SURROGATE : undefined;
   }
   const length = end - start;
-  return (length === 1 || length === 2) && buffer[start] === 0x2e && buffer[end - 1] === 0x2e;
+  return (length === 1 || length === 2) && buffer[start] === 0x2e && buffer[end - 1] === 0x2e ? DOT_SEGMENT : undefined;
 }
