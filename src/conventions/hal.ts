@@ -1,5 +1,6 @@
 import { objectMembers } from './json-members.js';
 import type { PageRange } from './pagination.js';
+import { encodeComponent } from './uri-component.js';
 
 /** A HAL link object (docs/conventions.md §2, 2.2). */
 export interface Link {
@@ -10,9 +11,12 @@ export interface Link {
 export type CollectionRelation = 'self' | 'first' | 'prev' | 'next' | 'last';
 export type CollectionLinks = Readonly<Partial<Record<CollectionRelation, Link>>>;
 
-/** Path of an entity: the collection's path followed by `/<id>` (docs/conventions.md §2 rule 1). */
+/**
+ * Path of an entity: the collection's path followed by `/<id>` (docs/conventions.md §2 rule 1).
+ * The id may be a link's stored value, dangling and holding anything: it is encoded totally.
+ */
 export function entityHref(collectionPath: string, id: string): string {
-  return `${collectionPath}/${encodeURIComponent(id)}`;
+  return `${collectionPath}/${encodeComponent(id)}`;
 }
 
 /** Href of one page: `/<resource>?page=<n>&limit=<m>` then the carried-over query (docs/conventions.md §2; docs/conventions.md §2). */

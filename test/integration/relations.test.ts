@@ -143,6 +143,18 @@ describe('links (docs/relations.md)', () => {
     assert.deepEqual(page._embedded.orders.map((o: { id: string }) => o.id), ['o1']);
     assert.equal(page._links.self.href, '/orders?page=1&limit=20&buyer=a%2Cb');
   });
+
+  test('a dangling link loaded from a file whose value holds a lone surrogate -> 200, its href carries U+FFFD (it leads nowhere, as any dangling link)', async () => {
+    const orders = createMemoryStore([rec('o1', 3, { buyer: 'x\ud800', seller: '\udc00' })]);
+    const s = await startServer({ resources: [{ name: 'people', store: createMemoryStore() }, { name: 'orders', store: orders, schema: ORDER_SCHEMA }] });
+    for (const path of ['/orders/o1', '/orders']) {
+      const res = await s.request(path);
+      assert.equal(res.status, 200, path);
+      const body = await res.json();
+      const order = path === '/orders' ? body._embedded.orders[0] : body;
+      assert.deepEqual([order._links.buyer, order._links.seller], [{ href: '/people/x%EF%BF%BD' }, { href: '/people/%EF%BF%BD' }]);
+    }
+  });
 });
 
 describe('embed (docs/relations.md)', () => {
