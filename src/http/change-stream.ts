@@ -19,14 +19,21 @@ const CATCH_UP_WRITE = 64 * 1024;
  */
 const MAX_WAITING = CATCH_UP_PAGE;
 
+/** How a stream writes an event's JSON. */
+type EventJson = (change: StoreChange, type: EventType) => string;
+
 /**
- * Each change's message text by type, made once however many streams send it: a write followed by
- * thousands of streams costs one serialisation, not one per stream.
+ * Each change's message text by `json` function and type, made once however many streams send it:
+ * a write followed by thousands of streams costs one serialisation, not one per stream. Keyed by
+ * the function too: two handlers serving one store (another base path, other resources) write
+ * other links for the same change.
  */
-const messages = new WeakMap<StoreChange, Map<EventType, string>>();
-function messageOf(change: StoreChange, type: EventType, json: (change: StoreChange, type: EventType) => string): string {
-  let byType = messages.get(change);
-  if (byType === undefined) messages.set(change, (byType = new Map()));
+const messages = new WeakMap<EventJson, WeakMap<StoreChange, Map<EventType, string>>>();
+function messageOf(change: StoreChange, type: EventType, json: EventJson): string {
+  let byChange = messages.get(json);
+  if (byChange === undefined) messages.set(json, (byChange = new WeakMap()));
+  let byType = byChange.get(change);
+  if (byType === undefined) byChange.set(change, (byType = new Map()));
   let text = byType.get(type);
   if (text === undefined) byType.set(type, (text = eventMessage(change.cursor, type, json(change, type))));
   return text;
@@ -40,8 +47,8 @@ export interface ChangeStreamOptions {
   readonly resources: ReadonlySet<string> | undefined;
   /** The event a change becomes on this stream, or undefined to send none. */
   readonly select: (change: StoreChange) => EventType | undefined;
-  /** The event's JSON. */
-  readonly json: (change: StoreChange, type: EventType) => string;
+  /** The event's JSON: one function for every stream that writes it alike (the text is made once per function). */
+  readonly json: EventJson;
   /**
    * Streams with the same `shared` key and the same `json` function send the same text for the
    * same changes (a stream of `/changes` of the same resources): one pass of the fan-out composes

@@ -1,6 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import { checkIfMatch, notModified, versionTags } from '../conventions/conditional.js';
-import { CHANGES_PATH, streamEventType } from '../conventions/changes.js';
+import { CHANGES_PATH, streamEventType, type EventType } from '../conventions/changes.js';
 import { wantsEventStream } from '../conventions/event-stream.js';
 import { HttpProblem, notFound } from '../conventions/problem.js';
 import { matches } from '../conventions/query.js';
@@ -10,7 +10,7 @@ import { changeJson, LAST_EVENT_ID, lastEventId, startsAt } from './changes-rout
 import type { Streams } from './event-stream.js';
 import type { ServerMetrics, QueryKind } from '../metrics/server-metrics.js';
 import { embedOf } from '../conventions/relations.js';
-import type { MaybePromise, StoredEntity } from '../store/store.js';
+import type { MaybePromise, StoreChange, StoredEntity } from '../store/store.js';
 import type { BodyLimits } from './body.js';
 import type { RouteHandler } from './context.js';
 import { HAL_FORMS, HAL_JSON, JSON_TYPE, MERGE_PATCH_JSON } from './negotiation.js';
@@ -82,6 +82,8 @@ export function addResourceRoutes(router: Router<RouteHandler>, options: Resourc
     if (counters === undefined) cacheCounters.set(name, (counters = { hit: metrics.pageCache.series(name, 'hit'), miss: metrics.pageCache.series(name, 'miss') }));
     return counters;
   };
+  /** One function for every collection stream: each change's message is made once for all of them (change-stream.ts). */
+  const streamJson = (change: StoreChange, type: EventType): string => changeJson(resources, change, type);
 
   router.add('GET', '/:name', ({ req, params, query, principal }) => {
     if (wantsEventStream(req.headers.accept)) return collectionStream(req, principal, of(params), query);
@@ -119,7 +121,7 @@ export function addResourceRoutes(router: Router<RouteHandler>, options: Resourc
           after: from,
           resources: only,
           select: (change) => streamEventType(change.type, change.entity !== undefined && matches(change.entity.record, filters, search)),
-          json: (change, type) => changeJson(resources, change, type),
+          json: streamJson,
         }),
         clientKey(req, principal),
       ),

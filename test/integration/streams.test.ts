@@ -341,6 +341,20 @@ describe('event streams (text/event-stream)', () => {
     assert.equal(wantsEventStream('TEXT/EVENT-STREAM'), true);
     assert.equal(wantsEventStream('text/Event-Stream, application/json;q=0.5'), true);
   });
+
+  test('one store served by two handlers under different base paths (README, "Embedding") -> each stream links to its own handler', async () => {
+    const changes = new LocalChangeLog();
+    const store = createMemoryStore([], { resource: 'items', changes });
+    const a = await startServer({ resources: [{ name: 'items', store }], basePath: '/a' });
+    const b = await startServer({ resources: [{ name: 'items', store }], basePath: '/b' });
+    const streams = [await openRaw(a, '/a/changes'), await openRaw(a, '/a/items'), await openRaw(b, '/b/changes'), await openRaw(b, '/b/items')];
+    assert.equal((await a.request('/a/items', { method: 'POST', headers: JSON_HEADERS, body: '{}' })).status, 201);
+    for (const stream of streams) await stream.until(() => stream.messages.length === 1);
+    for (const stream of streams) await stream.close();
+    const selfOf = (m: Message): unknown => (m.data.entity!['_links'] as { self: { href: string } }).self.href;
+    const id = streams[0]!.messages[0]!.data.id;
+    assert.deepEqual(streams.map((stream) => selfOf(stream.messages[0]!)), [`/a/items/${id}`, `/a/items/${id}`, `/b/items/${id}`, `/b/items/${id}`]);
+  });
 });
 
 describe('a slow reader', () => {
