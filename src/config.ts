@@ -63,6 +63,12 @@ export const RESERVED_NAMES: ReadonlySet<string> = new Set(['v1', 'healthz', 're
 /** A path prefix that can stand in a header and a link as it is: `''`, `/`, `/api`, `/a/b/`. */
 const BASE_PATH = /^(?:\/?|(?:\/[A-Za-z0-9\-._~!$&'()*+,;=:@%]+)+\/?)$/;
 
+/** Why `basePath` cannot prefix every link, or undefined when it can. */
+export function basePathProblem(basePath: string): string | undefined {
+  if (BASE_PATH.test(basePath)) return undefined;
+  return `base path ${JSON.stringify(basePath)} is not a URL path such as /api (letters, digits and - . _ ~ ! $ & ' ( ) * + , ; = : @ %)`;
+}
+
 /** Why `name` cannot name a resource, or undefined when it can. */
 export function resourceNameProblem(name: string): string | undefined {
   if (!RESOURCE_NAME.test(name)) {

@@ -5,6 +5,7 @@ import { bodyLimits } from './body.js';
 import { createBoundary, type AccessLogEntry } from './boundary.js';
 import type { Context, Exchange, RouteHandler } from './context.js';
 import { createCors } from './cors.js';
+import { checkHandlerOptions } from './handler-options.js';
 import { addDiscoveryRoutes, BROWSER_PATTERN, SHELL_PATTERNS } from './discovery-routes.js';
 import { indexDocument } from '../conventions/hal.js';
 import { randomId } from '../conventions/id.js';
@@ -132,6 +133,7 @@ const unixSeconds = (): number => Math.floor(Date.now() / 1000);
 
 /** Builds the request listener for a set of resources. Everything it uses comes from `options`. */
 export function createHandler(options: HandlerOptions): Handler {
+  checkHandlerOptions(options);
   const basePath = normaliseBasePath(options.basePath ?? '');
   const now = options.now ?? unixSeconds;
   const metrics = options.metrics ?? new ServerMetrics();

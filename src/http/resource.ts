@@ -24,7 +24,7 @@ import { DEFAULT_QUERY_BUDGET_MS } from '../conventions/limits.js';
 
 /** One resource served by the handler. */
 export interface ResourceOptions {
-  /** Collection name, already checked against the naming rule (docs/conventions.md §1). */
+  /** Collection name, by the naming rule of docs/conventions.md §1 (`createHandler` checks it). */
   readonly name: string;
   readonly store: Store;
   /** Checks the client's fields of a new or changed entity; see `compileSchema`. */

@@ -49,3 +49,31 @@ describe('memory stores served by createHandler: their changes name the resource
     assert.throws(() => createMemoryStore([], { changes: first.changes }), /needs its name: createMemoryStore\(initial, \{ resource, changes \}\)/);
   });
 });
+
+describe("createHandler's options: what the CLI refuses in its flags is refused here, naming the option", () => {
+  const store = () => createMemoryStore([], { resource: 'products' });
+  const cases: [string, Parameters<typeof createHandler>[0], RegExp][] = [
+    ['two resources of one name (the first would never be served)', { resources: [{ name: 'products', store: store() }, { name: 'products', store: store() }] }, /resource name "products" is given twice/],
+    ['a reserved name (the feed would shadow the resource)', { resources: [{ name: 'changes', store: createMemoryStore() }] }, /resource name "changes" is reserved/],
+    ['a name with a space (links no client can follow)', { resources: [{ name: 'my items', store: createMemoryStore() }] }, /invalid resource name "my items"/],
+    ['basePath /商店 (no Link header can carry it)', { resources: [{ name: 'products', store: store() }], basePath: '/商店' }, /base path "\/商店" is not a URL path/],
+    ['basePath /a?b', { resources: [{ name: 'products', store: store() }], basePath: '/a?b' }, /base path "\/a\?b" is not a URL path/],
+    ['maxBodyBytes -1', { resources: [{ name: 'products', store: store() }], maxBodyBytes: -1 }, /maxBodyBytes must be a whole number of at least 1, not -1/],
+    ['maxBodyBytes NaN (every body taken, however large)', { resources: [{ name: 'products', store: store() }], maxBodyBytes: NaN }, /maxBodyBytes must be a whole number of at least 1, not NaN/],
+    ['maxBodyValues 0', { resources: [{ name: 'products', store: store() }], maxBodyValues: 0 }, /maxBodyValues must be/],
+    ['queryBudgetMs -5 (every sorted query a 503)', { resources: [{ name: 'products', store: store() }], queryBudgetMs: -5 }, /queryBudgetMs must be a number of milliseconds greater than 0, not -5/],
+    ['rateLimitBurst 0.5 (no request ever let in)', { resources: [{ name: 'products', store: store() }], rateLimit: 5, rateLimitBurst: 0.5 }, /rateLimitBurst must be a number of requests of at least 1, not 0.5/],
+    ['rateLimitBurst without rateLimit', { resources: [{ name: 'products', store: store() }], rateLimitBurst: 5 }, /rateLimitBurst needs rateLimit/],
+    ['rateLimit NaN', { resources: [{ name: 'products', store: store() }], rateLimit: NaN }, /rateLimit must be a number of requests per second greater than 0, not NaN/],
+  ];
+  for (const [what, options, message] of cases) {
+    test(`${what} -> createHandler throws`, () => {
+      assert.throws(() => createHandler(options), message);
+    });
+  }
+
+  test('an authenticator that is a function, not an object with authenticate -> createHandler throws, not a 500 per request', () => {
+    const authenticator = (() => undefined) as unknown as Parameters<typeof createHandler>[0]['authenticator'];
+    assert.throws(() => createHandler({ resources: [{ name: 'products', store: store() }], ...(authenticator ? { authenticator } : {}) }), /authenticator must be an object with an authenticate\(headers\) method/);
+  });
+});

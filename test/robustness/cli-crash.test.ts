@@ -6,6 +6,7 @@ import { createServer, type AddressInfo } from 'node:net';
 import { after, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ConfigError, parseConfig } from '../../src/config.js';
+import { HttpProblem } from '../../src/conventions/problem.js';
 import { createMemoryStore } from '../../src/store/memory-store.js';
 import { LIVENESS_MS, spawnCli, startCli, tempDir } from '../helpers/process.js';
 import { startServer } from '../helpers/server.js';
@@ -68,10 +69,11 @@ describe('configuration that would only bite when a response is written', () => 
 });
 
 describe('a response Node refuses to write', () => {
-  test('embedder passes basePath /商店 -> that exchange is cut off and logged; the process and other requests go on', async () => {
+  test("an embedder's authenticator refuses with a challenge of realm 商店 -> that exchange is cut off and logged; the process and other requests go on", async () => {
     const logged: unknown[] = [];
-    const s = await startServer({ resources: [{ name: 'items', store: createMemoryStore() }], basePath: '/商店', errorLog: (error) => logged.push(error) });
-    // The Link header cannot carry the prefix: the connection is dropped instead of the process.
+    const authenticator = { authenticate: () => new HttpProblem(401, 'Unknown key', {}, { 'www-authenticate': 'Key realm="商店"' }) };
+    const s = await startServer({ resources: [{ name: 'items', store: createMemoryStore() }], authenticator, errorLog: (error) => logged.push(error) });
+    // The header cannot carry the realm: the connection is dropped instead of the process.
     assert.equal(await statusOf(`${s.url}/items`), 'UND_ERR_SOCKET');
     assert.equal(logged.length, 1);
     assert.equal((logged[0] as { code?: string }).code, 'ERR_INVALID_CHAR');
