@@ -166,10 +166,16 @@ export function permits(principal: Principal, resource: string | undefined, need
   return rank(principal.grants?.get(resource)) >= RANK[need];
 }
 
-/** What a principal without `need` on `resource` is told (a static `read:` token keeps its old words). */
+/**
+ * What a principal without `need` on `resource` is told: a static `read:` token keeps its old
+ * words, a JWT is told the scopes it lacks, and an embedder's principal without scopes (one of
+ * `grants` only, or of no access) what it may not do.
+ */
 export function refusal(principal: Principal, resource: string | undefined, need: Access, errorCodes: boolean): HttpProblem {
-  if (principal.scopes === undefined) return insufficientScope('This token may only read', errorCodes);
   const what = resource === undefined ? 'every resource' : JSON.stringify(resource);
+  if (principal.scopes === undefined) {
+    return insufficientScope(principal.access === 'read' && need === 'write' ? 'This token may only read' : `This credential may not ${need} ${what}`, errorCodes);
+  }
   const scopes = resource === undefined ? `the ${need} scope` : `the ${need} or ${resource}:${need} scope`;
   return insufficientScope(`This token may not ${need} ${what}: it needs ${scopes}`, errorCodes);
 }

@@ -408,7 +408,10 @@ describe('an embedder\'s authenticator', () => {
     // A principal with grants only: /me lists what it may read, roles [] (no access over every resource).
     const orders = { headers: { 'x-api-key': 'k-orders' } };
     assert.deepEqual(await (await s.request('/me', orders)).json(), { roles: [], _links: { index: { href: '/' }, orders: { href: '/orders' } } });
-    assert.equal((await s.request('/products/p1', orders)).status, 403);
+    const notGranted = await s.request('/products/p1', orders);
+    assert.equal(notGranted.status, 403);
+    // Not a static read-only token's words: this principal may not read products at all.
+    assert.equal((await notGranted.json()).detail, 'This credential may not read "products"');
     // A JWT is still accepted, in its own bucket.
     assert.equal((await s.as(await mint(rsa, 'RS256'), '/orders/o1')).status, 200);
   });
