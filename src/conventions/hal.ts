@@ -9,7 +9,14 @@ export interface Link {
 
 /** Collection relations in the order they are written (docs/conventions.md §2; docs/conventions.md §2). */
 export type CollectionRelation = 'self' | 'first' | 'prev' | 'next' | 'last';
-export type CollectionLinks = Readonly<Partial<Record<CollectionRelation, Link>>>;
+/** A page's links (docs/conventions.md §2): `self`, `first` and `last` always; `prev` and `next` where there is such a page. */
+export interface CollectionLinks {
+  readonly self: Link;
+  readonly first: Link;
+  readonly prev?: Link;
+  readonly next?: Link;
+  readonly last: Link;
+}
 
 /**
  * Path of an entity: the collection's path followed by `/<id>` (docs/conventions.md §2 rule 1).

@@ -40,6 +40,13 @@ describe('collectionLinks', () => {
       assert.deepEqual(Object.keys(links), Object.keys(expected));
     });
   }
+  test('self, first and last are always there, and typed so (an embedder reads links.self.href under strict TypeScript)', () => {
+    const links = collectionLinks('/p', pageRange(0, { page: 1, limit: 10 }));
+    const always: [string, string, string] = [links.self.href, links.first.href, links.last.href];
+    assert.deepEqual(always, ['/p?page=1&limit=10', '/p?page=1&limit=10', '/p?page=1&limit=10']);
+    const maybe: [string | undefined, string | undefined] = [links.prev?.href, links.next?.href];
+    assert.deepEqual(maybe, [undefined, undefined]);
+  });
   test('links -> Link header in the same order', () => {
     assert.equal(
       linkHeader(collectionLinks('/p', pageRange(30, { page: 2, limit: 10 }))),
