@@ -1,7 +1,10 @@
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import { describe, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
 import { createHandler } from '../../src/http/app.js';
 import { createMemoryStore } from '../../src/store/memory-store.js';
+import { LIVENESS_MS, tempDir } from '../helpers/process.js';
 import { startServer } from '../helpers/server.js';
 
 /**
@@ -75,5 +78,40 @@ describe("createHandler's options: what the CLI refuses in its flags is refused 
   test('an authenticator that is a function, not an object with authenticate -> createHandler throws, not a 500 per request', () => {
     const authenticator = (() => undefined) as unknown as Parameters<typeof createHandler>[0]['authenticator'];
     assert.throws(() => createHandler({ resources: [{ name: 'products', store: store() }], ...(authenticator ? { authenticator } : {}) }), /authenticator must be an object with an authenticate\(headers\) method/);
+  });
+});
+
+describe('stopping an embedded server (README, "Embedding")', () => {
+  test('closing signal, server.close(), the data directory closed -> the process exits by itself, after a stream, a rate limit and an Idempotency-Key', async () => {
+    const dir = await tempDir();
+    const index = fileURLToPath(new URL('../../src/index.ts', import.meta.url));
+    // As an embedder writes it: no process.exit anywhere.
+    const script = `
+      import { createHalServer, openDataDir } from ${JSON.stringify(index)};
+      const data = await openDataDir({ dir: ${JSON.stringify(dir)}, resources: ['products'], durability: 'full', repair: false, warn: () => {} });
+      const closing = new AbortController();
+      const server = createHalServer({ resources: [{ name: 'products', store: data.stores.get('products') }], tokens: ['secret'], rateLimit: 100, streams: { closing: closing.signal } });
+      await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+      const url = 'http://127.0.0.1:' + server.address().port;
+      const headers = { authorization: 'Bearer secret', 'content-type': 'application/json' };
+      const created = await fetch(url + '/products', { method: 'POST', headers: { ...headers, 'idempotency-key': '"k"' }, body: '{}' });
+      await created.text();
+      const stream = await fetch(url + '/changes?since=0', { headers: { ...headers, accept: 'text/event-stream' } });
+      const reader = stream.body.getReader();
+      await reader.read();
+      closing.abort();
+      await new Promise((resolve) => server.close(resolve));
+      await data.close();
+      while (!(await reader.read()).done);
+      console.log('closed', created.status);
+    `;
+    const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
+    let out = '';
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (out += chunk));
+    const timer = setTimeout(() => child.kill('SIGKILL'), LIVENESS_MS);
+    const code = await new Promise<number | string>((resolve) => child.once('exit', (exitCode, signal) => resolve(exitCode ?? signal ?? -1)));
+    clearTimeout(timer);
+    assert.equal(out.trim(), 'closed 201');
+    assert.equal(code, 0);
   });
 });
