@@ -347,7 +347,8 @@ function sharedLog(stores: readonly Store[]): ChangeFeed | undefined {
 
 /**
  * A local change log whose events name a resource this handler does not serve came from a store
- * made without the name it is served under (`createMemoryStore()` names its changes `items`):
+ * made without the name it is served under (`createMemoryStore()` names its changes `items`, a
+ * JSON-lines store after its file):
  * its events, and the collections' `changes` links, would never meet. Refused when the handler is
  * made, saying how to name the store.
  */
@@ -355,7 +356,7 @@ function checkFeedNames(log: LocalChangeLog, served: readonly string[]): void {
   const stray = log.resourceNames.filter((name) => !served.includes(name));
   if (stray.length === 0) return;
   throw new Error(
-    `a store's changes are named ${stray.map((name) => JSON.stringify(name)).join(', ')}, which no resource is served as (${served.map((name) => JSON.stringify(name)).join(', ')}): make each store with the name it is served under, e.g. createMemoryStore([], { resource: ${JSON.stringify(served[0] ?? 'items')} })`,
+    `a store's changes are named ${stray.map((name) => JSON.stringify(name)).join(', ')}, which no resource is served as (${served.map((name) => JSON.stringify(name)).join(', ')}): make each store with the name it is served under, e.g. createMemoryStore([], { resource: ${JSON.stringify(served[0] ?? 'items')} }) or openJsonlStore({ file, resource: ${JSON.stringify(served[0] ?? 'items')} })`,
   );
 }
 

@@ -1,8 +1,10 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { describe, test } from 'node:test';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createHandler } from '../../src/http/app.js';
+import { openJsonlStore } from '../../src/store/log/jsonl-store.js';
 import { createMemoryStore } from '../../src/store/memory-store.js';
 import { LIVENESS_MS, tempDir } from '../helpers/process.js';
 import { startServer } from '../helpers/server.js';
@@ -43,8 +45,14 @@ describe('memory stores served by createHandler: their changes name the resource
   test('a store named for its changes as one resource and served as another -> createHandler refuses, saying how to name it', () => {
     assert.throws(
       () => createHandler({ resources: [{ name: 'products', store: createMemoryStore([], { resource: 'items' }) }] }),
-      new Error('a store\'s changes are named "items", which no resource is served as ("products"): make each store with the name it is served under, e.g. createMemoryStore([], { resource: "products" })'),
+      new Error('a store\'s changes are named "items", which no resource is served as ("products"): make each store with the name it is served under, e.g. createMemoryStore([], { resource: "products" }) or openJsonlStore({ file, resource: "products" })'),
     );
+  });
+
+  test('a JSON-lines store of data.jsonl served as things -> createHandler refuses, saying how to name a JSON-lines store', async () => {
+    const store = await openJsonlStore({ file: join(await tempDir(), 'data.jsonl') });
+    assert.throws(() => createHandler({ resources: [{ name: 'things', store }] }), /openJsonlStore\(\{ file, resource: "things" \}\)/);
+    await store.close();
   });
 
   test('a memory store sharing a change log without its name -> refused when made (two such would mix their changes)', () => {
