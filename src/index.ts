@@ -65,6 +65,8 @@ export { DanglingLinkError, StillLinkedError } from './store/integrity.js';
 export type { LinkIntegrity, Referrers } from './store/integrity.js';
 export { localLinkIntegrity } from './store/local-integrity.js';
 export type { ValidationMessages, Validator } from './conventions/schema.js';
+export { KeyInFlightError, KeyReusedError, ReplayedAnswer } from './store/idempotency.js';
+export type { AnswerBookOptions, Claim, IdempotencyLedger, KeyedWrite, StoredAnswer, WriteOutcome } from './store/idempotency.js';
 export { createMemoryStore } from './store/memory-store.js';
 export type { MemoryStoreOptions } from './store/memory-store.js';
 export { LocalChangeLog } from './store/changes/local-feed.js';
