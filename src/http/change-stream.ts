@@ -222,9 +222,20 @@ export function streamChanges(out: StreamWriter, options: ChangeStreamOptions): 
         }
         return;
       }
-      // A stream already past the batch's first change (it caught up over it) composes its own.
+      // A reader that has not taken what it was sent gets no more queued for it (a batch can be
+      // any size, and the bound on what a reader leaves untaken judges only what came before):
+      // it catches up again from its last event, at its own pace, and comes back live after.
+      if (out.behind) {
+        paceAgain();
+        return;
+      }
+      // A stream already past the batch's first change (it caught up over it) composes its own,
+      // at most about one catch-up write of it: the rest goes at the reader's pace too (a text of
+      // its own is memory of its own; one shared by many streams is held once).
       if (shared === undefined || feed.compare(batch[0]!.cursor, last) <= 0) {
-        send(compose(batch));
+        const composed = compose(batch, 0, CATCH_UP_WRITE);
+        send(composed);
+        if (composed.next < batch.length) paceAgain();
         return;
       }
       let byKey = texts.get(json);
@@ -236,6 +247,12 @@ export function streamChanges(out: StreamWriter, options: ChangeStreamOptions): 
     },
   });
   out.onClose(stop);
+  /** Leaves live for a catch-up from the last event sent. */
+  const paceAgain = (): void => {
+    live = false;
+    waiting.length = 0;
+    catchUp().catch(() => out.end());
+  };
   // The catch-up goes at its reader's pace: each write once the reader has taken what was sent
   // before, so that a backlog larger than the bound on what a reader may leave untaken (1 MiB) is
   // sent, not cut off at every attempt (event-stream.ts).

@@ -206,6 +206,11 @@ class ServerStream implements StreamWriter {
     this.write(HEARTBEAT, 0, this.#heartbeatTaken);
   }
 
+  get behind(): boolean {
+    const socket = this.#res.socket;
+    return !this.#closed && socket !== null && this.#res.writableLength > READY_BYTES && socket.writableNeedDrain;
+  }
+
   ready(): Promise<void> {
     const socket = this.#res.socket;
     // Waited for only when the socket's last write said to wait (past its high-water mark): it emits

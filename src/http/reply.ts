@@ -75,6 +75,11 @@ export interface StreamWriter {
    * reader's pace instead of queueing it all.
    */
   ready(): Promise<void>;
+  /**
+   * True while the reader has not taken what was sent, beyond a little: what `ready` would wait
+   * for. A live stream then stops queueing batches for it and catches up at its pace instead.
+   */
+  readonly behind: boolean;
   /** Ends the response (its last chunk sent). */
   end(): void;
   /** True once the response has ended or the client left. */

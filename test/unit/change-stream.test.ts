@@ -15,6 +15,7 @@ function writer(): StreamWriter & { writes: { bytes: Buffer; events: number }[] 
   return {
     writes,
     closed: false,
+    behind: false,
     write(text, events = 0) {
       writes.push({ bytes: typeof text === 'string' ? Buffer.from(text) : text.bytes, events });
     },
@@ -119,5 +120,56 @@ test('1,000 writes land while a catch-up reads a page (more than it holds for la
   await eventually(() => out.writes.reduce((n, w) => n + w.events, 0) === 1010, 'every event sent');
   const ids = out.writes.flatMap((w) => [...w.bytes.toString().matchAll(/^data: (.*)$/gm)].map((m) => (JSON.parse(m[1]!) as { id: string }).id));
   assert.deepEqual(ids, [...Array.from({ length: 10 }, (_, i) => `a${i}`), ...Array.from({ length: 1000 }, (_, i) => `w${i}`)]);
+  out.end();
+});
+
+test('a live stream whose reader is behind when a batch comes -> nothing more queued for it; once the reader has taken what it had, a catch-up sends every change since its last event, once, in order, then it is live again', async () => {
+  const changes = new LocalChangeLog();
+  const items = createMemoryStore([], { resource: 'items', changes });
+  const json = (change: StoreChange): string => JSON.stringify({ id: change.id });
+  const select = (change: StoreChange): StoreChange['type'] => change.type;
+  const base = writer();
+  let taken: () => void = () => {};
+  let behind = false;
+  const out: typeof base = Object.assign(base, {
+    ready: (): Promise<void> => (behind ? new Promise<void>((resolve) => (taken = resolve)) : Promise.resolve()),
+  });
+  Object.defineProperty(out, 'behind', { get: () => behind });
+  streamChanges(out, { feed: changes, after: changes.latest, resources: undefined, select, json, shared: '*' });
+  await turn();
+  await items.create({ id: 'a', createdAt: 1, updatedAt: 1 });
+  await eventually(() => out.writes.length === 1, 'the first batch, live');
+  behind = true;
+  for (const id of ['b', 'c', 'd']) {
+    await items.create({ id, createdAt: 1, updatedAt: 1 });
+    await turn();
+    await turn();
+  }
+  assert.equal(out.writes.length, 1, 'nothing queued for a reader that is behind');
+  behind = false;
+  taken();
+  await eventually(() => out.writes.reduce((n, w) => n + w.events, 0) === 4, 'the catch-up');
+  await items.create({ id: 'e', createdAt: 1, updatedAt: 1 });
+  await eventually(() => out.writes.reduce((n, w) => n + w.events, 0) === 5, 'live again');
+  const ids = out.writes.flatMap((w) => [...w.bytes.toString().matchAll(/"id":"(\w)"/g)].map((m) => m[1]));
+  assert.deepEqual(ids, ['a', 'b', 'c', 'd', 'e']);
+  out.end();
+});
+
+test('a batch larger than one catch-up write for a stream with a text of its own -> sent in writes of about 64 KiB at the reader\'s pace, every event once, in order', async () => {
+  const changes = new LocalChangeLog();
+  const items = createMemoryStore([], { resource: 'items', changes });
+  const select = (change: StoreChange): StoreChange['type'] => change.type;
+  const json = (change: StoreChange): string => JSON.stringify({ id: change.id, text: change.entity?.record['text'] });
+  const out = writer();
+  streamChanges(out, { feed: changes, after: changes.latest, resources: undefined, select, json });
+  await turn();
+  const text = 'x'.repeat(10_000);
+  await Promise.all(Array.from({ length: 30 }, (_, i) => items.create({ id: `e${String(i).padStart(2, '0')}`, createdAt: 1, updatedAt: 1, text })));
+  await eventually(() => out.writes.reduce((n, w) => n + w.events, 0) === 30, 'every event');
+  assert.ok(out.writes.length >= 4, `${out.writes.length} writes`);
+  for (const w of out.writes) assert.ok(w.bytes.length < 64 * 1024 + 11_000, `a write of ${w.bytes.length} bytes`);
+  const ids = out.writes.flatMap((w) => [...w.bytes.toString().matchAll(/"id":"(e\d+)"/g)].map((m) => m[1]));
+  assert.deepEqual(ids, Array.from({ length: 30 }, (_, i) => `e${String(i).padStart(2, '0')}`));
   out.end();
 });
