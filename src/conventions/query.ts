@@ -10,6 +10,15 @@ import { encodeComponent } from './uri-component.js';
 /** Query parameters with a meaning of their own; every other one filters (docs/queries.md; README, Relations). */
 export const RESERVED_PARAMETERS: ReadonlySet<string> = new Set(['page', 'limit', 'sort', 'q', 'embed', 'facets']);
 
+/**
+ * The parameter of an equality filter on `field` as links write it: the bare name, or
+ * `<field>[eq]` for a field named like a reserved parameter (`page`, `sort`…), which the bare
+ * name would not filter. The reserved names need no escape, so an encoded name may be passed.
+ */
+export function equalityParameter(field: string): string {
+  return RESERVED_PARAMETERS.has(field) ? `${field}[eq]` : field;
+}
+
 /** A field path as written (`dimensions.weight`) and as segments (`['dimensions', 'weight']`). */
 export interface FieldPath {
   readonly field: string;
@@ -133,7 +142,7 @@ export function parseCollectionQuery(query: string, declared?: PathCheck): Colle
     if (name === 'q') qText = value;
     if (RESERVED_PARAMETERS.has(name)) continue;
     const { field, op } = splitFilterName(name);
-    const key = op === 'eq' ? field : `${field}[${op}]`;
+    const key = op === 'eq' ? equalityParameter(field) : `${field}[${op}]`;
     let group = groups.get(key);
     if (group === undefined) {
       group = { path: fieldPath(field, name, declared), op, values: [] };
@@ -188,7 +197,7 @@ function carriedFiltersText(filters: readonly CarriedFilter[]): string {
  */
 export function narrowedCarried(query: CollectionQuery, field: string, value: unknown): string {
   const filters = query.carriedFilters.filter((f) => f.field !== field);
-  filters.push({ key: field, field, text: encodeFilterValue(filterText(value)) });
+  filters.push({ key: equalityParameter(field), field, text: encodeFilterValue(filterText(value)) });
   filters.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
   return query.head + carriedFiltersText(filters);
 }

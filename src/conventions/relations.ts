@@ -1,5 +1,6 @@
 import { entityHref } from './hal.js';
 import { badRequest } from './problem.js';
+import { equalityParameter } from './query.js';
 import { LINK_KEYWORD } from './schema.js';
 
 /**
@@ -132,9 +133,12 @@ export function danglingMessage(target: string, id: string): string {
   return `must be the id of an entity of ${target}; there is none with id ${JSON.stringify(id)}`;
 }
 
-/** The href of a reverse link: the source's collection filtered on the field (docs/relations.md). */
+/**
+ * The href of a reverse link: the source's collection filtered on the field (docs/relations.md);
+ * `<field>[eq]=` for a field named like a reserved parameter (`page`).
+ */
 export function reverseHref(sourcePath: string, field: string, id: string): string {
-  return `${sourcePath}?${encodeURIComponent(field)}=${encodeURIComponent(id)}`;
+  return `${sourcePath}?${equalityParameter(encodeURIComponent(field))}=${encodeURIComponent(id)}`;
 }
 
 /**

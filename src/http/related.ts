@@ -1,6 +1,7 @@
 import { collectionJson, collectionLinks } from '../conventions/hal.js';
 import { DEFAULT_LIMIT, pageRange } from '../conventions/pagination.js';
 import { HttpProblem, validationFailed } from '../conventions/problem.js';
+import { equalityParameter } from '../conventions/query.js';
 import { danglingMessage, linkedIds, linkTargets, relationLinks, relNames, reverseHref, type LinkField, type LinkTarget, type ResourceRelations, type ReverseLink } from '../conventions/relations.js';
 import { DanglingLinkError, type LinkIntegrity, type StillLinkedError } from '../store/integrity.js';
 import type { MaybePromise, QueryResult, Store, StoredEntity } from '../store/store.js';
@@ -160,7 +161,7 @@ export class Related {
     const answer = source.store.query({ filters: [{ field, path: [field], op: 'eq', values: [id] }], sort: [], search: [], offset: 0, limit: DEFAULT_LIMIT });
     return mapMaybe(answer, (result: QueryResult) => {
       const range = pageRange(result.total, { page: 1, limit: DEFAULT_LIMIT });
-      const links = collectionLinks(source.path, range, `&${encodeURIComponent(field)}=${encodeURIComponent(id)}`);
+      const links = collectionLinks(source.path, range, `&${equalityParameter(encodeURIComponent(field))}=${encodeURIComponent(id)}`);
       return collectionJson(name, range, links, result.entities.map((e) => source.json(e)));
     });
   }

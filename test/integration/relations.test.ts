@@ -144,6 +144,29 @@ describe('links (docs/relations.md)', () => {
     assert.equal(page._links.self.href, '/orders?page=1&limit=20&buyer=a%2Cb');
   });
 
+  test('a link field named like a reserved parameter (page) -> every link filtering on it says page[eq]=, and following it finds exactly its sources', async () => {
+    const pages = createMemoryStore([rec('p1', 0, {}), rec('p2', 1, {})]);
+    const comments = createMemoryStore([rec('c1', 2, { page: 'p1' }), rec('c2', 3, { page: 'p2' })]);
+    const schema = { type: 'object', properties: { page: { type: 'string', 'x-link': 'pages' } } };
+    const s = await startServer({ resources: [{ name: 'pages', store: pages }, { name: 'comments', store: comments, schema }] });
+    const p1 = await (await s.request('/pages/p1?embed=comments')).json();
+    assert.equal(p1._links.comments.href, '/comments?page[eq]=p1');
+    assert.equal(p1._embedded.comments._links.self.href, '/comments?page=1&limit=20&page[eq]=p1');
+    for (const href of [p1._links.comments.href, p1._embedded.comments._links.self.href]) {
+      const res = await s.request(href);
+      assert.equal(res.status, 200, href);
+      const page = await res.json();
+      assert.deepEqual(page._embedded.comments.map((c: { id: string }) => c.id), ['c1'], href);
+      assert.equal(page._links.self.href, '/comments?page=1&limit=20&page[eq]=p1');
+    }
+    const refused = await s.request('/pages/p1', { method: 'DELETE' });
+    assert.equal(refused.status, 409);
+    assert.deepEqual((await refused.json()).referencedBy.links, [{ rel: 'comments', count: 1, href: '/comments?page[eq]=p1' }]);
+    // A facet's link narrows the same way.
+    const faceted = await (await s.request('/comments?facets=page')).json();
+    assert.deepEqual(faceted.facets.page.map((f: { _links: { self: { href: string } } }) => f._links.self.href), ['/comments?page=1&limit=20&facets=page&page[eq]=p1', '/comments?page=1&limit=20&facets=page&page[eq]=p2']);
+  });
+
   test('a dangling link loaded from a file whose value holds a lone surrogate -> 200, its href carries U+FFFD (it leads nowhere, as any dangling link)', async () => {
     const orders = createMemoryStore([rec('o1', 3, { buyer: 'x\ud800', seller: '\udc00' })]);
     const s = await startServer({ resources: [{ name: 'people', store: createMemoryStore() }, { name: 'orders', store: orders, schema: ORDER_SCHEMA }] });

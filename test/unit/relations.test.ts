@@ -145,6 +145,7 @@ describe('relationLinks and entityJson (docs/relations.md)', () => {
   });
 
   test('reverseHref -> a filtered collection', () => assert.equal(reverseHref('/v1x/products', 'category', 'a,b'), '/v1x/products?category=a%2Cb'));
+  test('reverseHref of a field named like a reserved parameter -> filtered with [eq]', () => assert.equal(reverseHref('/comments', 'page', 'p1'), '/comments?page[eq]=p1'));
 
   test('entityJson with links and _embedded -> self first, then the links, then _embedded; valid JSON', () => {
     const text = entityJson('{"id":"p1","category":"c"}', '/products/p1?embed=category', ',"category":{"href":"/categories/c"}', ',"_embedded":{"category":{"id":"c"}}');
