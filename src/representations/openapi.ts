@@ -1,6 +1,7 @@
 import { DEFAULT_LIMIT, MAX_LIMIT } from '../conventions/pagination.js';
 import { HAL_FORMS } from '../conventions/media-types.js';
 import { PROBLEM_MEDIA_TYPE, PROBLEM_TYPE, problemDocument } from '../conventions/problem.js';
+import { RESERVED_PARAMETERS } from '../conventions/query.js';
 import { relationGraph, type RelationGraph, type ResourceRelations } from '../conventions/relations.js';
 import { TEXT_EVENT_STREAM } from '../conventions/event-stream.js';
 
@@ -157,7 +158,8 @@ function filterParameters(resource: OpenApiResource): Json[] {
   ];
   const out: Json[] = [];
   for (const field of fields) {
-    out.push({ name: field.path, in: 'query', description: `\`${field.path}\` equals one of the comma-separated values.`, schema: valueSchema(field.schema) });
+    // A field named like a reserved parameter (`page`) is filtered only as `page[eq]`: the bare name is the reserved one's.
+    if (!RESERVED_PARAMETERS.has(field.path)) out.push({ name: field.path, in: 'query', description: `\`${field.path}\` equals one of the comma-separated values.`, schema: valueSchema(field.schema) });
     for (const [op, meaning] of OPERATORS) {
       out.push({
         name: `${field.path}[${op}]`,

@@ -86,6 +86,17 @@ describe('GET /openapi.json (docs/conventions.md §4.1)', () => {
     assert.deepEqual(schemas['categories.Entity']?.properties['_embedded']?.properties, { products: { $ref: '#/components/schemas/products.Page' } });
   });
 
+  test('a field named like a reserved parameter (page) -> filtered as page[eq] only: no operation lists two parameters of one name and location (OpenAPI 3.1, Operation Object)', async () => {
+    const schema = { type: 'object', properties: { page: { type: 'string', 'x-link': 'pages' }, sort: { type: 'integer' } } };
+    const wiki = await startServer({ resources: [{ name: 'pages', store: createMemoryStore() }, { name: 'comments', store: createMemoryStore(), schema }] });
+    type Parameter = { name?: string; in?: string; $ref?: string };
+    const document = (await (await wiki.request('/openapi.json')).json()) as { paths: Record<string, Record<string, { parameters?: Parameter[] }>>; components: { parameters: Record<string, Parameter> } };
+    const resolve = (p: Parameter): Parameter => (p.$ref === undefined ? p : (document.components.parameters[p.$ref.split('/').pop() ?? ''] ?? {}));
+    const names = (document.paths['/comments']?.['get']?.parameters ?? []).map((p) => `${resolve(p).in}:${resolve(p).name}`);
+    assert.deepEqual(names.filter((n, i) => names.indexOf(n) !== i), []);
+    assert.ok(names.includes('query:page[eq]') && names.includes('query:sort[eq]') && names.includes('query:page'));
+  });
+
   test('resources whose names differ only in - and _ -> distinct components and operations, still valid', async () => {
     const twins = await startServer({ resources: [{ name: 'a-b', store: createMemoryStore() }, { name: 'a_b', store: createMemoryStore() }] });
     const document = (await (await twins.request('/openapi.json')).json()) as { components: { schemas: Record<string, unknown> } };
