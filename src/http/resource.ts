@@ -323,7 +323,10 @@ export class Resource {
   replace(id: string, body: ClientFields, now: number, conditions: WriteConditions): Promise<StoredEntity> {
     const fields = withoutManaged(body);
     this.#check(fields);
-    return this.#linking(fields, () => this.#change(id, conditions, (current) => replacedRecord(current.record, now, fields)));
+    const write = (): Promise<StoredEntity> => this.#linking(fields, () => this.#change(id, conditions, (current) => replacedRecord(current.record, now, fields)));
+    // As for PATCH: a missing entity is a 404 before any of its links is looked at.
+    if ((this.#related?.targets(fields).length ?? 0) > 0) return this.#mustExist(id).then(write);
+    return write();
   }
 
   /** PATCH: a JSON Merge Patch (RFC 7396) of the client fields, validated as merged. */

@@ -382,6 +382,14 @@ describe('links never dangle: writes (docs/relations.md, §7)', () => {
     await expectJson(await patch('none', { category: 'c1' }), 404, problem(404, 'Not Found', 'There is no products entity with id "none"'));
   });
 
+  test('PUT or PATCH of a missing entity linking nowhere -> 404 before the link is looked at (docs/relations.md §4)', async () => {
+    const s = await start();
+    const missing = problem(404, 'Not Found', 'There is no products entity with id "none"');
+    await expectJson(await s.request('/products/none', { method: 'PUT', headers: JSON_BODY, body: JSON.stringify({ name: 'x', category: 'nope' }) }), 404, missing);
+    await expectJson(await s.request('/products/none', { method: 'PUT', headers: JSON_BODY, body: JSON.stringify({ name: 'x', category: 'c1' }) }), 404, missing);
+    await expectJson(await s.request('/products/none', { method: 'PATCH', headers: { 'content-type': 'application/merge-patch+json' }, body: JSON.stringify({ category: 'nope' }) }), 404, missing);
+  });
+
   test('DELETE of a category products link to -> 409 with referencedBy (how many, and where); unlinked -> 204', async () => {
     const s = await start();
     await expectJson(

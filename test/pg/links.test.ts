@@ -92,7 +92,7 @@ async function converse(s: TestServer): Promise<Exchange[]> {
   await send('PUT', '/products/p2', { name: 'Floor lamp', category: 'nope' });
   // A PUT that restates a stored dangling link is refused as the in-process guard refuses it.
   await send('PUT', '/products/p4', { name: 'Orphan', category: 'c1', related: ['p1', 'missing'] });
-  // A PUT to a missing id linking nowhere: the 400 before the 404.
+  // A PUT to a missing id linking nowhere: the 404 before the 400 (docs/relations.md §4), as for a PATCH.
   await send('PUT', '/products/none', { name: 'x', category: 'nope' });
   await send('PATCH', '/products/p1', { related: ['p2', 'nope'] }, MERGE);
   await send('PATCH', '/products/p4', { name: 'Renamed' }, MERGE);
@@ -128,7 +128,7 @@ describe('links over the PostgreSQL store (docs/relations.md, §8a)', { skip: pg
     // The conversation did what it says.
     assert.deepEqual(
       actual.map((e) => e.status),
-      [400, 201, 400, 400, 400, 400, 200, 404, 409, 409, 409, 200, 412, 200, 409, 200, 204, 400, 200, 204, 200, 409, 409, 200, 200],
+      [400, 201, 400, 400, 404, 400, 200, 404, 409, 409, 409, 200, 412, 200, 409, 200, 204, 400, 200, 204, 200, 409, 409, 200, 200],
     );
   });
 
