@@ -54,7 +54,8 @@ export function linkFields(schema: unknown): LinkField[] {
 
 /**
  * Every resource's forward and reverse links, from the `x-link`s of their schemas. A link to a
- * resource that is not served, or two rels of one resource with the same name, is a
+ * resource that is not served, a link field no query can filter on (its name empty or holding
+ * `.`, `[` or `]`), or two rels of one resource with the same name, is a
  * `RelationError`: a link that could never be followed is refused at start-up, like an unknown
  * schema keyword.
  */
@@ -68,6 +69,11 @@ export function relationGraph(resources: readonly { readonly name: string; reado
         throw new RelationError(`resource ${name}: property ${link.field} has "${LINK_KEYWORD}": "${link.target}", but no resource is named ${JSON.stringify(link.target)} (served: ${[...names].join(', ')})`);
       }
       if (link.field === 'self') throw new RelationError(`resource ${name}: property self cannot be a link: the rel self is the entity's own`);
+      // The reverse link is the source's collection filtered on the field: a filter reads `.` as a
+      // path into an object and `[…]` as an operator, so no query could name such a field.
+      if (link.field === '' || /[.[\]]/.test(link.field)) {
+        throw new RelationError(`resource ${name}: property ${JSON.stringify(link.field)} cannot be a link: its reverse link filters on it, and a query reads . in a name as a nested path and [ ] as an operator; rename it`);
+      }
     }
     if (links.length > 0) forward.set(name, links);
   }

@@ -84,6 +84,16 @@ describe('relationGraph (docs/relations.md)', () => {
       'resource a: property self cannot be a link: the rel self is the entity\'s own',
     ],
     [
+      'a link field whose name a query reads as a nested path (a.b)',
+      [{ name: 'a', schema: { properties: { 'a.b': { type: 'string', 'x-link': 'a' } } } }],
+      'resource a: property "a.b" cannot be a link: its reverse link filters on it, and a query reads . in a name as a nested path and [ ] as an operator; rename it',
+    ],
+    [
+      'a link field whose name a query reads as an operator (a[b])',
+      [{ name: 'a', schema: { properties: { 'a[b]': { type: 'string', 'x-link': 'a' } } } }],
+      'resource a: property "a[b]" cannot be a link: its reverse link filters on it, and a query reads . in a name as a nested path and [ ] as an operator; rename it',
+    ],
+    [
       'a forward link and a reverse link with the same name',
       [{ name: 'a', schema: { properties: { b: { type: 'string', 'x-link': 'b' } } } }, { name: 'b', schema: { properties: { a: { type: 'string', 'x-link': 'a' } } } }],
       'resource a: two links would both be named "b"; rename the property that makes one of them',
