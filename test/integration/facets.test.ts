@@ -127,6 +127,27 @@ describe('facets', () => {
     assert.equal((body.facets.tags as FacetValue[])[0]?._links.self.href, '/products?page=1&limit=20&facets=name,tags&tags=a%EF%BF%BD');
   });
 
+  test('the two exceptions docs/queries.md names: 0 and "0" in one array; an array field the request filters', async () => {
+    const items = [
+      { id: 'e1', tags: ['lamp', 'desk'] },
+      { id: 'e2', tags: ['desk'] },
+      { id: 'e3', tags: [0, '0'] },
+    ].map((fields, i) => ({ createdAt: T + i, updatedAt: T + i, ...fields }));
+    const s = await startServer({ resources: [{ name: 'products', store: createMemoryStore(items) }] });
+    const total = async (href: string): Promise<number> => (await (await s.request(href)).json()).total;
+    // e3 is counted once under 0 and once under "0"; the link tags=0 finds it once: not the sum.
+    const whole = (await (await s.request('/products?facets=tags')).json()).facets.tags as FacetValue[];
+    const zeros = whole.filter((v) => v.value === 0 || v.value === '0');
+    assert.deepEqual(zeros.map((v) => [v.value, v.count]), [[0, 1], ['0', 1]]);
+    assert.equal(await total(zeros[0]!._links.self.href), 1);
+    // Under tags=lamp (e1 alone) desk counts 1, and its link, tags=desk, finds e1 and e2.
+    const narrowed = (await (await s.request('/products?tags=lamp&facets=tags')).json()).facets.tags as FacetValue[];
+    const desk = narrowed.find((v) => v.value === 'desk')!;
+    assert.equal(desk.count, 1);
+    assert.equal(desk._links.self.href, '/products?page=1&limit=20&facets=tags&tags=desk');
+    assert.equal(await total(desk._links.self.href), 2);
+  });
+
   test('facets=b,a and facets=a&facets=b -> the same body (a set, sorted)', async () => {
     const s = await start();
     const a = await (await s.request('/products?facets=status,category')).text();
