@@ -3,7 +3,7 @@
  * and PostgreSQL in one command. Progress goes to stderr on a terminal, the summary line to stdout;
  * any failure is one line on stderr and exit code 1.
  */
-import { constants, readFileSync, rmSync } from 'node:fs';
+import { constants } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { resourceNameProblem } from './config.js';
@@ -131,14 +131,8 @@ async function withDatabase<T>(url: string, work: (sql: Sql) => Promise<T>): Pro
  */
 function releaseOnInterrupt(lock: DirLock | undefined, command: TransferCommand, leaves: string): () => void {
   return onInterrupt((signal) => {
-    if (lock !== undefined) {
-      try {
-        // Only if it is still this process's (as `release` checks).
-        if (readFileSync(lock.file, 'utf8').trim() === String(process.pid)) rmSync(lock.file, { force: true });
-      } catch {
-        // Gone already: nothing to let go.
-      }
-    }
+    // Only if it is still this process's (as `release` checks).
+    lock?.releaseNow();
     return `${command} interrupted (${signal}): ${leaves}`;
   });
 }

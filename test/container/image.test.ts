@@ -360,6 +360,23 @@ test('new container on the same volume, read-only root, no capabilities -> not r
   locations.push(await postEntity(addressB));
 });
 
+test('a second container on the volume while one runs -> exit 1 with a line naming the lock and what to do; the first keeps its lock and serves on', async () => {
+  // Both servers are pid 1, each in its own container: the lock's pid alone cannot tell them apart.
+  const lockBefore = await podmanOk(['exec', nameB, 'cat', `/data/${LOCK_FILE}`]);
+  const result = await podman(
+    ['run', '--rm', '--no-healthcheck', '--name', `halserve-refuse-${suffix}`, ...WITH_TOKEN_AND_VOLUME, image],
+    60_000,
+  );
+  assert.equal(result.code, 1, `exit code; output:\n${result.stdout}${result.stderr}`);
+  assert.doesNotMatch(result.stdout, /listening/);
+  const refusal = result.stderr.split('\n').filter((line) => line.startsWith('halserve: ')).pop() ?? '';
+  assert.match(refusal, new RegExp(`^halserve: data directory /data is in use by process 1 of another container .*/data/\\${LOCK_FILE}.*stop that server first`));
+  console.log(`refusal: ${refusal}`);
+  assert.equal(await podmanOk(['exec', nameB, 'cat', `/data/${LOCK_FILE}`]), lockBefore, 'the running server\'s lock is untouched');
+  const { response } = await getJson(`${addressB}${locations[0]}`);
+  assert.equal(response.status, 200);
+});
+
 test(`SIGTERM on an idle server -> exit 0 within ${STOP_LIMIT_S} s`, async () => {
   const stop = await stopServer(nameB);
   assert.equal(stop.exitCode, 0);

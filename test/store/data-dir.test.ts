@@ -4,7 +4,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { test } from 'node:test';
 import { discoverResources, numbersMetTwice, openDataDir } from '../../src/store/log/data-dir.js';
-import { LOCK_FILE } from '../../src/store/log/dir-lock.js';
+import { LOCK_FILE, lockText, pidNamespace } from '../../src/store/log/dir-lock.js';
 import { StoreOpenError } from '../../src/store/store.js';
 import { line, tempDir, warnings } from './helpers.js';
 import { withoutStamps } from './stamps.js';
@@ -47,7 +47,7 @@ test('open -> stores for every resource, lock file with our pid; close -> synced
   assert.deepEqual([...data.stores.keys()], ['items', 'orders']);
   assert.equal(data.stores.get('items')?.size, 1);
   assert.equal(data.stores.get('orders')?.size, 0);
-  assert.equal(await fs.readFile(path.join(dir, LOCK_FILE), 'utf8'), `${process.pid}\n`);
+  assert.equal(await fs.readFile(path.join(dir, LOCK_FILE), 'utf8'), lockText(process.pid, pidNamespace()));
   const pending = data.stores.get('orders')!.create({ id: 'o1', createdAt: 1, updatedAt: 1 });
   await data.close();
   await pending;
@@ -79,7 +79,7 @@ test('lock left by a dead process -> taken over with a warning', async () => {
   const { warn, messages } = warnings();
   const data = await openDataDir(options(dir, ['items'], warn));
   assert.deepEqual(messages, [`${path.join(dir, LOCK_FILE)}: stale lock of process ${dead} (no longer running) taken over`]);
-  assert.equal(await fs.readFile(path.join(dir, LOCK_FILE), 'utf8'), `${process.pid}\n`);
+  assert.equal(await fs.readFile(path.join(dir, LOCK_FILE), 'utf8'), lockText(process.pid, pidNamespace()));
   await data.close();
 });
 

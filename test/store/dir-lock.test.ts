@@ -4,7 +4,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { LOCK_FILE, lockDirectory } from '../../src/store/log/dir-lock.js';
+import { LOCK_FILE, lockDirectory, lockText, pidNamespace, processIsAlive } from '../../src/store/log/dir-lock.js';
 import { StoreOpenError } from '../../src/store/store.js';
 import { tempDir } from './helpers.js';
 
@@ -42,7 +42,7 @@ test('a stale lock -> taken over; nothing of the takeover left in the directory;
   const file = path.join(dir, LOCK_FILE);
   await fs.writeFile(file, `${deadPid()}\n`);
   const lock = await lockDirectory(dir, () => {});
-  assert.equal(await fs.readFile(file, 'utf8'), `${process.pid}\n`);
+  assert.equal(await fs.readFile(file, 'utf8'), lockText(process.pid, pidNamespace()));
   assert.deepEqual(await fs.readdir(dir), [LOCK_FILE]);
   await lock.release();
   assert.deepEqual(await fs.readdir(dir), []);
@@ -81,4 +81,76 @@ test('six processes taking over one stale lock at once, five times -> exactly on
       await Promise.all(exited);
     }
   }
+});
+
+/**
+ * Two containers on one volume: each server is pid 1 of its own PID namespace, so a pid in the lock
+ * says nothing about the other's process. The lock names its namespace; another's is judged by
+ * whether its holder renews it (its mtime), not by probing the pid.
+ */
+const OTHER_CONTAINER = 'boot-of-this-host pid:[4026532999]';
+const QUICK = { renewEveryMs: 20, staleAfterMs: 400 };
+
+test('a lock of another PID namespace holding the same pid, renewed -> refused, the lock left as it was', async () => {
+  const dir = await tempDir();
+  const file = path.join(dir, LOCK_FILE);
+  await fs.writeFile(file, `1\n${OTHER_CONTAINER}\n`);
+  // The other container's server renews its lock.
+  const renewal = setInterval(() => {
+    const now = new Date();
+    void fs.utimes(file, now, now).catch(() => {});
+  }, QUICK.renewEveryMs);
+  const messages: string[] = [];
+  try {
+    await assert.rejects(
+      lockDirectory(dir, (m) => messages.push(m), 1, () => true, QUICK, 'boot-of-this-host pid:[4026531836]'),
+      (error: Error) => error instanceof StoreOpenError && /^data directory .* is in use by process 1 of another container or PID namespace, which renews its lock \(.*\); stop that server first/.test(error.message),
+    );
+  } finally {
+    clearInterval(renewal);
+  }
+  assert.deepEqual(messages, [`${file}: held by process 1 of another container or PID namespace; waiting 0.4 s to see whether its lock is renewed`]);
+  assert.equal(await fs.readFile(file, 'utf8'), `1\n${OTHER_CONTAINER}\n`);
+});
+
+test('a lock of another PID namespace, not renewed -> taken over once it has stayed unrenewed, with a warning that says so', async () => {
+  const dir = await tempDir();
+  const file = path.join(dir, LOCK_FILE);
+  await fs.writeFile(file, `1\n${OTHER_CONTAINER}\n`);
+  const messages: string[] = [];
+  const ours = 'boot-of-this-host pid:[4026531836]';
+  const lock = await lockDirectory(dir, (m) => messages.push(m), 1, () => true, QUICK, ours);
+  assert.deepEqual(messages, [
+    `${file}: held by process 1 of another container or PID namespace; waiting 0.4 s to see whether its lock is renewed`,
+    `${file}: stale lock of process 1 (of another container or PID namespace, not renewed for 0.4 s) taken over`,
+  ]);
+  assert.equal(await fs.readFile(file, 'utf8'), `1\n${ours}\n`);
+  await lock.release();
+  assert.deepEqual(await fs.readdir(dir), []);
+});
+
+test('released while another PID namespace holds the lock with the same pid -> its lock left in place', async () => {
+  const dir = await tempDir();
+  const file = path.join(dir, LOCK_FILE);
+  const lock = await lockDirectory(dir, () => {}, 1, () => true, QUICK, 'boot-of-this-host pid:[4026531836]');
+  // Taken over meanwhile by a server of another container, pid 1 there too.
+  await fs.writeFile(file, `1\n${OTHER_CONTAINER}\n`);
+  await lock.release();
+  assert.equal(await fs.readFile(file, 'utf8'), `1\n${OTHER_CONTAINER}\n`);
+  lock.releaseNow();
+  assert.equal(await fs.readFile(file, 'utf8'), `1\n${OTHER_CONTAINER}\n`);
+});
+
+test('a held lock is renewed (its mtime moves on) until released', async () => {
+  const dir = await tempDir();
+  const file = path.join(dir, LOCK_FILE);
+  const lock = await lockDirectory(dir, () => {}, process.pid, processIsAlive, QUICK);
+  const first = (await fs.stat(file)).mtimeMs;
+  // Only a bound for liveness: the renewal comes every 20 ms.
+  for (let tries = 0; (await fs.stat(file)).mtimeMs === first; tries++) {
+    assert.ok(tries < 500, 'the lock was never renewed');
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  await lock.release();
+  assert.deepEqual(await fs.readdir(dir), []);
 });

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { readFileSync, readlinkSync, rmSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { StoreOpenError } from '../store.js';
@@ -9,61 +10,119 @@ export const LOCK_FILE = '.halserve.lock';
 /** Lock files this process holds: a second open in the same process is refused too. */
 const held = new Set<string>();
 
-/** A held lock; `release` removes the file if it is still ours. */
+/** A held lock; `release` removes the file if it is still ours, `releaseNow` the same at once (on a signal, say). */
 export interface DirLock {
   readonly file: string;
   release(): Promise<void>;
+  releaseNow(): void;
+}
+
+/** How often the holder renews its lock (sets the file's mtime), and how long a lock of another PID namespace may go unrenewed before it is stale. */
+export interface LockTiming {
+  readonly renewEveryMs: number;
+  readonly staleAfterMs: number;
+}
+
+export const LOCK_TIMING: LockTiming = { renewEveryMs: 1000, staleAfterMs: 5000 };
+
+/**
+ * Where a pid means something: this kernel's boot and this process's PID namespace (Linux), or ''
+ * where that cannot be told. Two containers on one volume are two PID namespaces, each server pid 1
+ * in its own: a pid alone says nothing about a process of another.
+ */
+export function pidNamespace(): string {
+  try {
+    const boot = readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim();
+    const ns = readlinkSync('/proc/self/ns/pid');
+    return boot !== '' && ns !== '' ? `${boot} ${ns}` : '';
+  } catch {
+    return '';
+  }
+}
+
+/** The lock file's text: the pid, then where that pid means something (absent where unknown: the text older halserves write). */
+export function lockText(pid: number, place: string): string {
+  return place === '' ? `${pid}\n` : `${pid}\n${place}\n`;
 }
 
 /**
- * Takes the lock of `dir` by creating `.halserve.lock` exclusively, holding this process's pid.
- * A lock whose process is gone (or that names this very pid, as after a container restart where
- * the server is pid 1 again) is stale: it is taken over, with a warning.
+ * Takes the lock of `dir` by creating `.halserve.lock` exclusively, holding this process's pid and
+ * PID namespace, and renews it (its mtime) every `renewEveryMs` while held. A lock of this PID
+ * namespace whose process is gone is stale; so is one of another namespace (another container, or a
+ * boot before this one) that is not renewed for `staleAfterMs`, since its pid cannot be probed from
+ * here. A stale lock is taken over, with a warning; a live one is refused.
  */
 export async function lockDirectory(
   dir: string,
   warn: (message: string) => void,
   pid: number = process.pid,
   isAlive: (pid: number) => boolean = processIsAlive,
+  timing: LockTiming = LOCK_TIMING,
+  place: string = pidNamespace(),
 ): Promise<DirLock> {
   const key = path.resolve(dir, LOCK_FILE);
   const file = path.join(dir, LOCK_FILE);
   if (held.has(key)) throw new StoreOpenError(`data directory ${dir} is in use by this process (lock file ${file})`);
   held.add(key); // reserved before the first await, so that two opens in one process cannot race
+  const text = lockText(pid, place);
   try {
-    await acquire(dir, file, warn, pid, isAlive);
+    await acquire(dir, file, warn, { pid, place, text }, isAlive, timing);
   } catch (error) {
     held.delete(key);
     throw error;
   }
+  const renewal = setInterval(() => {
+    const now = new Date();
+    fs.utimes(file, now, now).catch(() => {});
+  }, timing.renewEveryMs);
+  renewal.unref();
+  const letGo = (): void => {
+    clearInterval(renewal);
+    held.delete(key);
+  };
   return {
     file,
     release: async () => {
-      held.delete(key);
-      await release(file, pid);
+      letGo();
+      await release(file, text);
+    },
+    releaseNow: () => {
+      letGo();
+      try {
+        if (readFileSync(file, 'utf8') === text) rmSync(file, { force: true });
+      } catch {
+        // Gone already: nothing to let go.
+      }
     },
   };
 }
 
-/** Creates `file` exclusively holding `pid`, synced. */
-async function writePid(file: string, pid: number): Promise<void> {
+/** This process's lock: its pid, its PID namespace, and the text it writes. */
+interface Own {
+  readonly pid: number;
+  readonly place: string;
+  readonly text: string;
+}
+
+/** Creates `file` exclusively holding `text`, synced. */
+async function writeText(file: string, text: string): Promise<void> {
   const handle = await fs.open(file, 'wx', 0o644);
   try {
-    await handle.writeFile(`${pid}\n`);
+    await handle.writeFile(text);
     await handle.sync();
   } finally {
     await handle.close();
   }
 }
 
-/** Writes a file of this process's own holding `pid`, synced, hands it to `place`, and removes what is left of it. */
-async function writeWhole(file: string, pid: number, place: (own: string) => Promise<void>): Promise<void> {
-  const own = `${file}.${pid}.${randomBytes(6).toString('hex')}`;
-  await writePid(own, pid);
+/** Writes a file of this process's own holding `own.text`, synced, hands it to `place`, and removes what is left of it. */
+async function writeWhole(file: string, own: Own, place: (own: string) => Promise<void>): Promise<void> {
+  const mine = `${file}.${own.pid}.${randomBytes(6).toString('hex')}`;
+  await writeText(mine, own.text);
   try {
-    await place(own);
+    await place(mine);
   } finally {
-    await fs.rm(own, { force: true });
+    await fs.rm(mine, { force: true });
   }
 }
 
@@ -72,14 +131,14 @@ async function writeWhole(file: string, pid: number, place: (own: string) => Pro
  * linked into place, which fails when a lock is there (a reader never sees a lock half written). A
  * file system without hard links gets the file created exclusively, then written.
  */
-async function createLock(file: string, pid: number): Promise<void> {
-  await writeWhole(file, pid, async (own) => {
+async function createLock(file: string, own: Own): Promise<void> {
+  await writeWhole(file, own, async (mine) => {
     try {
-      await fs.link(own, file);
+      await fs.link(mine, file);
     } catch (error) {
       const code = (error as NodeJS.ErrnoException).code;
       if (code !== 'EPERM' && code !== 'ENOTSUP' && code !== 'EOPNOTSUPP') throw error;
-      await writePid(file, pid);
+      await writeText(file, own.text);
     }
   });
 }
@@ -96,12 +155,13 @@ async function acquire(
   dir: string,
   file: string,
   warn: (message: string) => void,
-  pid: number,
+  own: Own,
   isAlive: (pid: number) => boolean,
+  timing: LockTiming,
 ): Promise<void> {
   for (let attempt = 0; ; attempt++) {
     try {
-      await createLock(file, pid);
+      await createLock(file, own);
       return;
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'EEXIST' || attempt >= MAX_ATTEMPTS) {
@@ -116,26 +176,65 @@ async function acquire(
       await new Promise((resolve) => setTimeout(resolve, 100));
       continue;
     }
-    if (holder !== undefined && holder !== pid && isAlive(holder)) {
+    let why = 'no longer running';
+    if (holder !== undefined && isForeign(found.text, own.place)) {
+      // Another container's (or another boot's) pid: not to be probed from here. Alive if renewed.
+      const seconds = timing.staleAfterMs / 1000;
+      warn(`${file}: held by process ${holder} of another container or PID namespace; waiting ${seconds} s to see whether its lock is renewed`);
+      const seen = await watch(file, found, timing);
+      if (seen === 'changed') continue; // released or taken over meanwhile: judge again
+      if (seen === 'renewed') {
+        throw new StoreOpenError(
+          `data directory ${dir} is in use by process ${holder} of another container or PID namespace, which renews its lock (${file}); stop that server first (two servers on one data directory lose writes)`,
+        );
+      }
+      why = `of another container or PID namespace, not renewed for ${seconds} s`;
+    } else if (holder !== undefined && holder !== own.pid && isAlive(holder)) {
       throw new StoreOpenError(`data directory ${dir} is in use by process ${holder} (lock file ${file})`);
     }
     const takeover = `${file}${TAKEOVER_SUFFIX}`;
-    if (!(await takeShortLock(takeover, pid, isAlive))) {
+    if (!(await takeShortLock(takeover, own, isAlive, timing))) {
       // Another process is taking it over: its lock will be there in a moment.
       await new Promise((resolve) => setTimeout(resolve, 2 + Math.random() * 8));
       continue;
     }
     try {
       const now = await readLock(file);
-      if (now !== undefined && now.ino === found.ino && now.text === found.text) {
-        await writeWhole(file, pid, (own) => fs.rename(own, file));
-        warn(holder === undefined ? `${file}: unreadable lock file taken over` : `${file}: stale lock of process ${holder} (no longer running) taken over`);
+      if (now !== undefined && now.ino === found.ino && now.text === found.text && now.mtimeMs === found.mtimeMs) {
+        await writeWhole(file, own, (mine) => fs.rename(mine, file));
+        warn(holder === undefined ? `${file}: unreadable lock file taken over` : `${file}: stale lock of process ${holder} (${why}) taken over`);
         return;
       }
     } finally {
       await fs.rm(takeover, { force: true });
     }
   }
+}
+
+/**
+ * Whether a lock's pid belongs to another PID namespace than `place` (ours): then it cannot be
+ * probed. A lock without one (an older halserve's), or a process that cannot tell its own, is
+ * judged by its pid as before.
+ */
+function isForeign(text: string, place: string): boolean {
+  const theirs = text.split('\n')[1]?.trim() ?? '';
+  return theirs !== '' && place !== '' && theirs !== place;
+}
+
+/**
+ * Watches the lock `found` for `staleAfterMs`: 'renewed' as soon as its holder sets its mtime
+ * again, 'changed' if it is removed or replaced, 'stale' if it stays as it was.
+ */
+async function watch(file: string, found: LockSeen, timing: LockTiming): Promise<'renewed' | 'changed' | 'stale'> {
+  const until = Date.now() + timing.staleAfterMs;
+  const step = Math.max(1, Math.min(250, timing.renewEveryMs / 4));
+  while (Date.now() < until) {
+    await new Promise((resolve) => setTimeout(resolve, step));
+    const now = await readLock(file);
+    if (now === undefined || now.ino !== found.ino || now.text !== found.text) return 'changed';
+    if (now.mtimeMs !== found.mtimeMs) return 'renewed';
+  }
+  return 'stale';
 }
 
 /** Tries before a lock that keeps changing hands is reported as an error. */
@@ -147,17 +246,20 @@ const TAKEOVER_SUFFIX = '.takeover';
  * Takes the takeover lock, or says it is held. One left by a process that died while it held it
  * (a moment's window) is moved aside and checked to be that very file before it is removed.
  */
-async function takeShortLock(file: string, pid: number, isAlive: (pid: number) => boolean): Promise<boolean> {
+async function takeShortLock(file: string, own: Own, isAlive: (pid: number) => boolean, timing: LockTiming): Promise<boolean> {
   try {
-    await createLock(file, pid);
+    await createLock(file, own);
     return true;
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
   }
   const found = await readLock(file);
   const holder = found === undefined ? undefined : pidOf(found.text);
-  if (found === undefined || (holder !== undefined && isAlive(holder))) return false;
-  const aside = `${file}.${pid}.${randomBytes(6).toString('hex')}`;
+  if (found === undefined) return false;
+  // Another namespace's is never renewed: held while younger than a lock may go unrenewed.
+  const alive = holder !== undefined && (isForeign(found.text, own.place) ? Date.now() - found.mtimeMs < timing.staleAfterMs : isAlive(holder));
+  if (alive) return false;
+  const aside = `${file}.${own.pid}.${randomBytes(6).toString('hex')}`;
   try {
     await fs.rename(file, aside);
   } catch (error) {
@@ -172,8 +274,15 @@ async function takeShortLock(file: string, pid: number, isAlive: (pid: number) =
   return false;
 }
 
-/** A lock file's text and inode, or undefined when there is none. */
-async function readLock(file: string): Promise<{ text: string; ino: number } | undefined> {
+/** What a look at a lock file saw. */
+interface LockSeen {
+  readonly text: string;
+  readonly ino: number;
+  readonly mtimeMs: number;
+}
+
+/** A lock file's text, inode and mtime, or undefined when there is none. */
+async function readLock(file: string): Promise<LockSeen | undefined> {
   let handle;
   try {
     handle = await fs.open(file, 'r');
@@ -183,7 +292,7 @@ async function readLock(file: string): Promise<{ text: string; ino: number } | u
   }
   try {
     const [text, stat] = await Promise.all([handle.readFile('utf8'), handle.stat()]);
-    return { text, ino: stat.ino };
+    return { text, ino: stat.ino, mtimeMs: stat.mtimeMs };
   } finally {
     await handle.close();
   }
@@ -196,21 +305,26 @@ function pidOf(text: string): number | undefined {
 
 /**
  * The pid of the running process that holds `dir`'s lock, or undefined when no lock file is there
- * or its process is gone (`halserve backup` asks a running server for its data).
+ * or its process is gone (`halserve backup` asks a running server for its data). A holder of another
+ * PID namespace counts as running while its lock is renewed.
  */
-export async function lockHolder(dir: string, isAlive: (pid: number) => boolean = processIsAlive): Promise<number | undefined> {
-  const pid = await readPid(path.join(dir, LOCK_FILE));
-  return pid !== undefined && isAlive(pid) ? pid : undefined;
+export async function lockHolder(
+  dir: string,
+  isAlive: (pid: number) => boolean = processIsAlive,
+  timing: LockTiming = LOCK_TIMING,
+  place: string = pidNamespace(),
+): Promise<number | undefined> {
+  const lock = await readLock(path.join(dir, LOCK_FILE));
+  const pid = lock === undefined ? undefined : pidOf(lock.text);
+  if (lock === undefined || pid === undefined) return undefined;
+  const alive = isForeign(lock.text, place) ? Date.now() - lock.mtimeMs < timing.staleAfterMs : isAlive(pid);
+  return alive ? pid : undefined;
 }
 
-async function readPid(file: string): Promise<number | undefined> {
-  const lock = await readLock(file);
-  return lock === undefined ? undefined : pidOf(lock.text);
-}
-
-async function release(file: string, pid: number): Promise<void> {
-  // Only remove the lock if it is still ours (another process may have taken a stale one over).
-  if ((await readPid(file)) === pid) await fs.rm(file, { force: true });
+async function release(file: string, text: string): Promise<void> {
+  // Only remove the lock if it is still ours (another process may have taken a stale one over; one
+  // of another container may hold the same pid).
+  if ((await readLock(file))?.text === text) await fs.rm(file, { force: true });
 }
 
 /** Signal 0 probes a process: ESRCH means gone; EPERM means it exists under another user. */
