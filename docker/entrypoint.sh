@@ -5,7 +5,7 @@
 #
 # Variables (besides the server's own HALSERVE_*):
 #   HALSERVE_DATA  the data directory (the image sets /data, a volume)
-#   HALSERVE_SEED  0 to start with an empty data directory instead of the demo data
+#   HALSERVE_SEED  0 (or false, no, off) to start with an empty data directory instead of the demo data
 set -eu
 
 # `halserve import|export` move data between a directory and PostgreSQL: no server, no seeding.
@@ -28,10 +28,21 @@ has_store() {
   return 1
 }
 
+# HALSERVE_SEED takes the words the server takes for its own switches (src/config.ts), so that
+# HALSERVE_SEED=false means what HALSERVE_REPAIR=false does; anything else stops the start.
+case "$(printf '%s' "${HALSERVE_SEED:-1}" | tr '[:upper:]' '[:lower:]')" in
+  1 | true | yes | on) seed=1 ;;
+  0 | false | no | off) seed=0 ;;
+  *)
+    echo "halserve: HALSERVE_SEED must be 1 or 0 (true or false), not \"$HALSERVE_SEED\"" >&2
+    exit 1
+    ;;
+esac
+
 # Only a data directory that holds no resource yet is seeded: an existing store is never
 # touched, so a new image on the same volume keeps its data. A file already there (a schema
 # the operator placed, say) is kept too.
-if [ "${HALSERVE_SEED:-1}" != 0 ] && ! has_store "$data"; then
+if [ "$seed" = 1 ] && ! has_store "$data"; then
   for f in "$demo"/*; do
     [ -e "$f" ] || continue
     [ -e "$data/${f##*/}" ] || cp -R "$f" "$data/"

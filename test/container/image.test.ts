@@ -201,6 +201,21 @@ test('a user who cannot write /data -> exit 1 with a message saying how to mount
   assert.match(result.stderr, /^halserve: data directory \/data is not writable by uid 4321; .*chown/m);
 });
 
+test('HALSERVE_SEED takes the server\'s switch words: false/no/off -> not seeded, true/yes/on -> seeded; another word -> exit 1, one line', async () => {
+  // `--help`: the entrypoint decides on seeding, then the server prints its usage and exits 0.
+  const seeds = async (value: string): Promise<boolean> => {
+    const result = await podman(['run', '--rm', '--no-healthcheck', '-e', `HALSERVE_SEED=${value}`, image, '--help'], 30_000);
+    assert.equal(result.code, 0, `HALSERVE_SEED=${value}: exit code; output:\n${result.stdout}${result.stderr}`);
+    return result.stderr.includes(SEEDED_LINE);
+  };
+  for (const value of ['false', 'no', 'OFF']) assert.equal(await seeds(value), false, `HALSERVE_SEED=${value} seeds nothing`);
+  for (const value of ['true', 'yes', 'on']) assert.equal(await seeds(value), true, `HALSERVE_SEED=${value} seeds`);
+  const result = await podman(['run', '--rm', '--no-healthcheck', '-e', 'HALSERVE_SEED=maybe', '-e', `HALSERVE_TOKENS=${token}`, image], 30_000);
+  assert.equal(result.code, 1, `exit code; output:\n${result.stdout}${result.stderr}`);
+  assert.equal(result.stdout, '');
+  assert.equal(result.stderr.split('\n').filter((line) => line.startsWith('halserve')).join('\n'), 'halserve: HALSERVE_SEED must be 1 or 0 (true or false), not "maybe"');
+});
+
 test('HALSERVE_NO_AUTH=1, HALSERVE_SEED=0 -> serves without a token, with an empty data directory', async () => {
   const address = await startServer(nameOpen, ['-e', 'HALSERVE_NO_AUTH=1', '-e', 'HALSERVE_SEED=0']);
   const logs = await podman(['logs', nameOpen]);
