@@ -360,7 +360,10 @@ const locations: string[] = [];
 
 test('new container on the same volume, read-only root, no capabilities -> not reseeded, both POSTed entities kept, a POST still 201', async () => {
   // The server needs nothing but its volume: no writable root file system, no capability.
-  addressB = await startServer(nameB, [...WITH_TOKEN_AND_VOLUME, '--read-only', '--cap-drop', 'ALL', '--security-opt', 'no-new-privileges']);
+  // As Docker's --read-only does, no tmpfs of podman's own: only the one README names, for backups.
+  addressB = await startServer(nameB, [
+    ...WITH_TOKEN_AND_VOLUME, '--read-only', '--read-only-tmpfs=false', '--tmpfs', '/tmp', '--cap-drop', 'ALL', '--security-opt', 'no-new-privileges',
+  ]);
   const logs = await podman(['logs', nameB]);
   assert.doesNotMatch(logs.stderr, /seeded/);
   locations.push(postedLocation, inFlightLocation);
@@ -373,6 +376,15 @@ test('new container on the same volume, read-only root, no capabilities -> not r
   assert.equal(body['total'], demo.live.size + 2);
   // A write through the read-only container lands on the volume.
   locations.push(await postEntity(addressB));
+});
+
+test('halserve backup in the read-only container, as README says -> a copy in /tmp/backup holding every entity', async () => {
+  const backup = await podman(['exec', nameB, 'node', '/app/dist/cli.js', 'backup', '--data', '/data', '--to', '/tmp/backup']);
+  assert.equal(backup.code, 0, `${backup.stdout}${backup.stderr}`);
+  const copied = await podmanOk(['exec', nameB, 'cat', `/tmp/backup/${demo.name}.jsonl`]);
+  const live = new Set(copied.split('\n').filter(Boolean).map((line) => (JSON.parse(line) as { id: string }).id));
+  for (const location of locations) assert.ok(live.has(location.split('/').pop() ?? ''), `${location} in the backup`);
+  await podmanOk(['exec', nameB, 'rm', '-r', '/tmp/backup']);
 });
 
 test('a second container on the volume while one runs -> exit 1 with a line naming the lock and what to do; the first keeps its lock and serves on', async () => {
