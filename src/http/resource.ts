@@ -90,6 +90,7 @@ export interface WriteConditions {
 }
 
 const NO_CONDITIONS: WriteConditions = {};
+const NOTHING = (): void => undefined;
 
 /**
  * Pages kept per resource while its store's revision stays the same; any write empties them. The
@@ -135,6 +136,8 @@ export class Resource {
   /** The data set's change feed, for the pages' `changes` link; none without one. */
   #feed: ChangeFeed | undefined;
   readonly #basePath: string;
+  /** The last conditional POST under way (`create`): the next one's check waits for its write. */
+  #conditionalCreates: Promise<void> = Promise.resolve();
   /** Links to and from other resources (docs/relations.md); none when the resource has no relations. */
   readonly #related: Related | undefined;
   readonly #integrity: LinkIntegrity | undefined;
@@ -296,21 +299,28 @@ export class Resource {
         return attempt(n + 1);
       });
     if (conditions.ifMatch === undefined && conditions.ifNoneMatch === undefined) return this.#linking(fields, () => attempt(1));
-    return this.#linking(fields, () => {
-      try {
-        this.#checkCollection(conditions);
-      } catch (error) {
-        return Promise.reject(error);
-      }
-      return attempt(1);
-    });
+    // One conditional POST at a time, each checked once the one before it has written: two sent at
+    // once with the same If-Match would otherwise both pass, and both create.
+    const created = this.#conditionalCreates.then(() =>
+      this.#linking(fields, () => {
+        try {
+          this.#checkCollection(conditions);
+        } catch (error) {
+          return Promise.reject(error);
+        }
+        return attempt(1);
+      }),
+    );
+    this.#conditionalCreates = created.then(NOTHING, NOTHING);
+    return created;
   }
 
   /**
    * A POST's conditions against the collection as it stands: its tag is a page's without a query
    * (`#build`), in any representation. The collection always has a current representation, so
-   * `If-None-Match: *` always fails. Checked as the write is about to be queued, not in the store's
-   * write order as an entity's conditions are: a write landing in between is not seen.
+   * `If-None-Match: *` always fails. Checked as the write is about to be queued, after the conditional POSTs
+   * before it have written (`#conditionalCreates`), not in the store's write order as an entity's
+   * conditions are: a write without conditions landing in between is not seen.
    */
   #checkCollection(conditions: WriteConditions): void {
     const cursor = this.#feed?.latestOf(this.name);

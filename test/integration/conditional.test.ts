@@ -1,8 +1,11 @@
 import assert from 'node:assert/strict';
-import { describe, test } from 'node:test';
+import { after, describe, test } from 'node:test';
+import { join } from 'node:path';
 import { brotliDecompressSync, gunzipSync } from 'node:zlib';
 import { request as httpRequest } from 'node:http';
-import { records, RFC2616, startItems } from '../helpers/server.js';
+import { openJsonlStore } from '../../src/store/log/jsonl-store.js';
+import { tempDir } from '../helpers/process.js';
+import { records, RFC2616, startItems, startServer } from '../helpers/server.js';
 
 const JSON_HEADERS = { 'content-type': 'application/json' };
 const preconditionFailed = { type: RFC2616, title: 'Precondition Failed', detail: 'If-Match does not match the current ETag', status: 412 };
@@ -141,6 +144,19 @@ describe('If-Match (docs/conventions.md §5)', () => {
       [1, 2].map((n) => s.request('/items/e000', { method: 'PATCH', headers: { ...JSON_HEADERS, 'if-match': etag }, body: JSON.stringify({ n }) })),
     );
     assert.deepEqual(results.map((r) => r.status).sort(), [200, 412]);
+  });
+
+  test('POSTs sent at once with the same If-Match to a JSON-lines store -> one 201, the others 412 (the first moved the tag)', async () => {
+    const store = await openJsonlStore({ file: join(await tempDir(), 'items.jsonl'), resource: 'items' });
+    const s = { ...(await startServer({ resources: [{ name: 'items', store }] })), store };
+    after(() => store.close());
+    assert.equal((await s.request('/items', { method: 'POST', headers: JSON_HEADERS, body: '{"n":0}' })).status, 201);
+    const etag = (await s.request('/items')).headers.get('etag') ?? '';
+    const results = await Promise.all(
+      [1, 2, 3, 4].map((n) => s.request('/items', { method: 'POST', headers: { ...JSON_HEADERS, 'if-match': etag }, body: JSON.stringify({ n }) })),
+    );
+    assert.deepEqual(results.map((r) => r.status).sort(), [201, 412, 412, 412]);
+    assert.equal(s.store.size, 2);
   });
 });
 
