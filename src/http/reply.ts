@@ -260,10 +260,16 @@ export function refusal(error: ParserError): { readonly status: number; readonly
   if (error.code !== 'HPE_HEADER_OVERFLOW') return { status: 400, detail: 'The request is not valid HTTP/1.1' };
   // Node counts the request line with the headers: past the limit before the line ended, it is the
   // target that is too long, which RFC 9112 §3 makes a 414. (A header split across packets so that
-  // the overflowing one holds no line end looks the same, and is called a 414 too.)
+  // the overflowing one holds no line end looks the same, and is called a 414 too.) The request
+  // begins after the last blank line the parser passed: one pipelined behind others in the same
+  // packet follows their line ends.
   const packet = error.rawPacket;
   const parsed = error.bytesParsed;
-  if (packet !== undefined && parsed !== undefined && !packet.subarray(0, parsed).includes(0x0a)) return { status: 414, detail: 'The request target is too long' };
+  if (packet !== undefined && parsed !== undefined) {
+    const head = packet.subarray(0, parsed);
+    const blank = head.lastIndexOf('\n\r\n');
+    if (!head.subarray(blank < 0 ? 0 : blank + 3).includes(0x0a)) return { status: 414, detail: 'The request target is too long' };
+  }
   return { status: 431, detail: 'The request headers are too large' };
 }
 

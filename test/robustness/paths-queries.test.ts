@@ -204,6 +204,13 @@ describe('query strings', () => {
     assertRawProblem(responses[0], 414, 'The request target is too long');
   });
 
+  test('query string of 20 KB pipelined behind a request in the same packet -> 414 problem, after the first answer', async () => {
+    const s = await startItems(records(1));
+    const { responses } = await rawExchange(s.url, `GET /items/e000 HTTP/1.1\r\nHost: x\r\n\r\nGET /items?${'a=1&'.repeat(5000)} HTTP/1.1\r\nHost: x\r\n\r\n`, { responses: 2 });
+    assert.equal(responses[0]?.status, 200);
+    assertRawProblem(responses[1], 414, 'The request target is too long');
+  });
+
   test('short target, then a header of 20 KB -> still 431', async () => {
     const s = await startItems(records(1));
     const { responses } = await rawExchange(s.url, `GET /items?${'a=1&'.repeat(100)} HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`);
