@@ -325,3 +325,18 @@ test('a damaged _changes (cut short) -> start-up refused, saying what the file i
   assert.equal(again.changes.latest, repaired.changes.latest);
   await again.close();
 });
+
+test('lines of an entity numbered 3, 1, 2 (an older line copied twice) -> the state served numbered above 3, though above the line it replaced; so is a delete copied in the same place', async () => {
+  const dir = await tempDir();
+  const clock = manualClock();
+  const line = (id: string, stamp: string, n: number): string => JSON.stringify({ id, createdAt: 1, updatedAt: 1, n, _change: stamp });
+  const tombstone = (id: string, stamp: string): string => JSON.stringify({ id, _deleted: true, _change: stamp });
+  const lines = [line('i1', '3.u.100', 3), line('i1', '1.c.100', 1), line('i1', '2.u.100', 2), line('d1', '6.u.100', 6), line('d1', '4.c.100', 4), tombstone('d1', '5.d.100')];
+  await fs.writeFile(path.join(dir, 'items.jsonl'), `${lines.join('\n')}\n`);
+  const data = await open(dir, clock, ['items']);
+  assert.equal(store(data, 'items').get('i1')?.record.n, 2, 'the last line wins');
+  assert.equal(store(data, 'items').get('d1'), undefined, 'the last line, a delete, wins');
+  const after6 = data.changes.read('6', 10).changes;
+  assert.deepEqual(after6.map((c) => `${c.type} ${c.id} ${c.entity?.record.n}`).sort(), ['created i1 2', 'deleted d1 undefined'], 'a reader past 6 learns of the states served');
+  await data.close();
+});

@@ -80,9 +80,18 @@ export async function loadLog(
   let answerBytes = 0;
   let maxSeq = 0;
   const behind: LogEntity[] = [];
-  /** Notes `entity` (its line numbered `seq`) when the line it replaced had a larger number. */
+  /** The largest number of the earlier lines of an entity's id, kept only where it is above the entity's own (rare). */
+  const above = new Map<LogEntity, number>();
+  /** The largest number of `replaced` and of the lines of its id before it. */
+  const highest = (replaced: LogEntity): number => Math.max(replaced.seq, above.get(replaced) ?? 0);
+  /** Notes `entity` (its line numbered `seq`) when a line of its id before it had a larger number. */
   const replacing = (entity: LogEntity, replaced: LogEntity | undefined, seq: number): void => {
-    if (replaced !== undefined && seq !== 0 && replaced.seq > seq) behind.push(entity);
+    if (replaced === undefined) return;
+    const high = highest(replaced);
+    if (high <= seq) return;
+    // Kept for a line after it: 9, 2, 5 leaves 5 below 9 though above the line it replaced.
+    above.set(entity, high);
+    if (seq !== 0) behind.push(entity);
   };
   /**
    * Whether the lines now taken may hold bytes that are not UTF-8, which the scanner does not
@@ -126,7 +135,7 @@ export async function loadLog(
           if (r.deleted) {
             const replaced = index.get(id);
             index.remove(id);
-            deleted?.(id, replaced !== undefined && stamp !== undefined && replaced.seq > stamp.seq ? undefined : stamp);
+            deleted?.(id, replaced !== undefined && stamp !== undefined && highest(replaced) > stamp.seq ? undefined : stamp);
           } else {
             const json = stampAt < 0 ? buffer.toString('utf8', r.objectStart, r.objectEnd) : `${buffer.toString('utf8', r.objectStart, stampAt)}}`;
             const entity = new WrittenEntity(id, json, stamp);
