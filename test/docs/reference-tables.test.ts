@@ -7,6 +7,7 @@ import { HELP, OPTIONS, parseConfig, parseDuration, type Config } from '../../sr
 import type { Metric } from '../../src/metrics/registry.js';
 import { ServerMetrics } from '../../src/metrics/server-metrics.js';
 import { WebhookMetrics } from '../../src/metrics/webhook-metrics.js';
+import { ROUTE_SCOPES } from '../../src/http/route-scopes.js';
 
 /**
  * The reference tables users read instead of the source — README's flags, the container's
@@ -157,4 +158,16 @@ test('every relative link of README, docs/ and src/store/README.md leads to a fi
     }
   }
   assert.deepEqual(broken, []);
+});
+
+test("the permission tables of README and docs/auth.md: each route of src/http/route-scopes.ts under the rule it has", () => {
+  for (const document of ['README.md', 'docs/auth.md']) {
+    const rows = tableRows(read(document), '| Route | Needs |');
+    for (const [pattern, rule] of ROUTE_SCOPES) {
+      if (rule === 'resource') continue;
+      const row = rows.find(([route]) => codes(route!).includes(pattern));
+      assert.ok(row !== undefined, `${document}: ${pattern} has a row`);
+      assert.match(row[1]!, rule === 'listing' ? /a valid token/ : /every resource/, `${document}: ${pattern} needs ${rule}`);
+    }
+  }
 });
