@@ -33,6 +33,19 @@ export interface ResourceRelations {
 /** The relations of every resource, by name. */
 export type RelationGraph = ReadonlyMap<string, ResourceRelations>;
 
+/**
+ * The relations among `names` only: the forward links to, and the reverse links from, a resource
+ * outside them left out (what a token that may read only those resources is described).
+ */
+export function relationsAmong(graph: RelationGraph, names: ReadonlySet<string>): RelationGraph {
+  const among = new Map<string, ResourceRelations>();
+  for (const [name, relations] of graph) {
+    if (!names.has(name)) continue;
+    among.set(name, { forward: relations.forward.filter((link) => names.has(link.target)), reverse: relations.reverse.filter((link) => names.has(link.source)) });
+  }
+  return among;
+}
+
 /** A relation that cannot be served; the message is the one line a user sees at start-up. */
 export class RelationError extends Error {
   override readonly name = 'RelationError';

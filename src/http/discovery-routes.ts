@@ -3,7 +3,8 @@ import { notModified } from '../conventions/conditional.js';
 import { notFound } from '../conventions/problem.js';
 import { ASSET_SEGMENT, BROWSER_ASSETS, BROWSER_CSP, browserShell, staticRepresentation, type StaticRepresentation } from '../representations/html.js';
 import { openApiDocument, type OpenApiResource } from '../representations/openapi.js';
-import type { RelationGraph } from '../conventions/relations.js';
+import { relationsAmong, type RelationGraph } from '../conventions/relations.js';
+import { LruMap } from '../structures/lru-map.js';
 import type { RouteHandler } from './context.js';
 import { notModifiedReply, type Reply } from './reply.js';
 import type { Router } from './router.js';
@@ -48,13 +49,29 @@ function staticReply(representation: StaticRepresentation, ifNoneMatch: string |
   };
 }
 
-/** `/openapi.json`, and the browser's shell and assets: everything built once, here, at start-up. */
+/** Documents kept for tokens limited to some resources, one per set of resources they may read. */
+const LIMITED_DOCUMENTS = 64;
+
+/**
+ * `/openapi.json`, and the browser's shell and assets: everything built once, here, at start-up.
+ * A token that may read only some resources (a JWT's `<resource>:read` scopes) is described only
+ * those, as `/` lists only those: their relations among themselves, none to a resource it may not
+ * read (a document per set of resources, made when first asked for, a few dozen kept).
+ */
 export function addDiscoveryRoutes(router: Router<RouteHandler>, options: DiscoveryOptions): Discovery {
-  const document = staticRepresentation(
-    JSON.stringify(openApiDocument({ resources: options.resources, relations: options.relations, basePath: options.basePath, authenticated: options.tokensConfigured, version: packageVersion() })),
-    'application/json',
-  );
-  router.add('GET', '/openapi.json', ({ req }) => staticReply(document, req.headers['if-none-match']));
+  const version = packageVersion();
+  const describe = (resources: readonly OpenApiResource[], relations: RelationGraph): StaticRepresentation =>
+    staticRepresentation(JSON.stringify(openApiDocument({ resources, relations, basePath: options.basePath, authenticated: options.tokensConfigured, version })), 'application/json');
+  const document = describe(options.resources, options.relations);
+  const limited = new LruMap<StaticRepresentation>({ maxEntries: LIMITED_DOCUMENTS });
+  router.add('GET', '/openapi.json', ({ req, principal }) => {
+    if (principal === undefined || principal.access !== undefined) return staticReply(document, req.headers['if-none-match']);
+    const readable = options.resources.filter((resource) => principal.grants?.has(resource.name));
+    const key = readable.map((resource) => resource.name).join('/');
+    let own = limited.get(key);
+    if (own === undefined) limited.set(key, (own = describe(readable, relationsAmong(options.relations, new Set(readable.map((resource) => resource.name))))));
+    return staticReply(own, req.headers['if-none-match']);
+  });
   // Registered so that OPTIONS and 405 know the path; served by the boundary before authentication.
   router.add('GET', BROWSER_PATTERN, () => {
     throw notFound('There is no such asset');

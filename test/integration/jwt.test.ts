@@ -3,6 +3,7 @@ import { generateKeyPairSync, type KeyObject } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, describe, test } from 'node:test';
+import { Validator } from '@seriousme/openapi-schema-validator';
 import { exportJWK, exportSPKI, generateKeyPair, SignJWT, UnsecuredJWT, type CryptoKey, type JWK, type JWTPayload } from 'jose';
 import { HttpProblem } from '../../src/conventions/problem.js';
 import type { HandlerOptions } from '../../src/http/app.js';
@@ -270,6 +271,20 @@ describe('scopes per resource', () => {
     assert.deepEqual(writer, { sub: 'alice', scopes: ['write'], roles: ['read', 'write'], _links: { index: { href: '/' }, orders: { href: '/orders' }, products: { href: '/products' } } });
     const reader = await (await s.as(await scoped({ scp: 'read' }), '/me')).json();
     assert.deepEqual(reader.roles, ['read']);
+  });
+
+  test('/openapi.json -> describes only what the token may read, as / lists it: no path, schema or relation of another resource, and a valid document', async () => {
+    const ordersOnly = await (await s.as(await scoped({ scope: 'orders:read' }), '/openapi.json')).json();
+    const paths = Object.keys(ordersOnly.paths as Record<string, unknown>);
+    assert.ok(paths.includes('/orders') && paths.includes('/orders/{id}'));
+    assert.deepEqual(paths.filter((path) => path.includes('products')), []);
+    assert.ok(!JSON.stringify(ordersOnly).includes('Product'), 'no schema or $ref of products');
+    const result = await new Validator().validate(structuredClone(ordersOnly));
+    assert.deepEqual(result.errors, undefined);
+    const again = await s.as(await scoped({ scope: 'orders:write' }), '/openapi.json');
+    assert.equal(again.headers.get('etag'), (await s.as(await scoped({ scope: 'orders:read' }), '/openapi.json')).headers.get('etag'), 'one document per set of resources read');
+    const whole = await (await s.as(await scoped({ scope: 'read' }), '/openapi.json')).json();
+    assert.ok(Object.keys(whole.paths as Record<string, unknown>).includes('/products'));
   });
 
   test('/metrics -> 403 without read or write over every resource; 200 with read', async () => {
