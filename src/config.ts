@@ -69,6 +69,25 @@ export function basePathProblem(basePath: string): string | undefined {
   return `base path ${JSON.stringify(basePath)} is not a URL path such as /api (letters, digits and - . _ ~ ! $ & ' ( ) * + , ; = : @ %)`;
 }
 
+/**
+ * Why `origin` cannot be the one origin CORS allows, or undefined when it can: `*`, or an origin as
+ * a browser sends it in `Origin` (RFC 6454 §6.2: scheme, host and port, lower case, no path, no
+ * trailing slash). Anything else would match no request, and the browser would refuse them all.
+ */
+export function corsOriginProblem(origin: string): string | undefined {
+  if (origin === '*') return undefined;
+  let serialised: string | undefined;
+  try {
+    const url = new URL(origin);
+    if (url.protocol === 'http:' || url.protocol === 'https:') serialised = url.origin;
+  } catch {
+    // Not a URL: said below.
+  }
+  if (serialised === origin) return undefined;
+  const hint = serialised === undefined ? '' : `; did you mean ${JSON.stringify(serialised)}?`;
+  return `must be * or an origin as a browser sends it, such as https://app.example.com (scheme, host and port only: no path, no trailing slash), not ${JSON.stringify(origin)}${hint}`;
+}
+
 /** Why `name` cannot name a resource, or undefined when it can. */
 export function resourceNameProblem(name: string): string | undefined {
   if (!RESOURCE_NAME.test(name)) {
@@ -253,6 +272,8 @@ export function parseConfig(argv: readonly string[], env: Readonly<Record<string
   const log = text('log', 'json');
   const durability = text('durability', 'full');
   const cors = text('cors-origin', '');
+  const corsProblem = cors.value === '' ? undefined : corsOriginProblem(cors.value);
+  if (corsProblem !== undefined) throw new ConfigError(`${cors.name} ${corsProblem}`);
   const rate = text('rate-limit', '');
   const burst = text('rate-limit-burst', '');
   const retention = text('changes-retention', '7d');

@@ -1,4 +1,4 @@
-import { basePathProblem, resourceNameProblem } from '../config.js';
+import { basePathProblem, corsOriginProblem, resourceNameProblem } from '../config.js';
 import type { HandlerOptions } from './app.js';
 
 /**
@@ -18,6 +18,10 @@ export function checkHandlerOptions(options: HandlerOptions): void {
   if (options.basePath !== undefined) {
     const problem = basePathProblem(options.basePath);
     if (problem !== undefined) throw new TypeError(`createHandler: ${problem}`);
+  }
+  if (options.corsOrigin !== undefined) {
+    const problem = corsOriginProblem(options.corsOrigin);
+    if (problem !== undefined) throw new TypeError(`createHandler: corsOrigin ${problem}`);
   }
   for (const key of ['maxBodyBytes', 'maxBodyValues', 'maxBodyMembers'] as const) {
     const value = options[key];

@@ -69,6 +69,7 @@ describe("createHandler's options: what the CLI refuses in its flags is refused 
     ['a name with a space (links no client can follow)', { resources: [{ name: 'my items', store: createMemoryStore() }] }, /invalid resource name "my items"/],
     ['basePath /商店 (no Link header can carry it)', { resources: [{ name: 'products', store: store() }], basePath: '/商店' }, /base path "\/商店" is not a URL path/],
     ['basePath /a?b', { resources: [{ name: 'products', store: store() }], basePath: '/a?b' }, /base path "\/a\?b" is not a URL path/],
+    ['corsOrigin with a trailing slash (no Origin a browser sends matches it)', { resources: [{ name: 'products', store: store() }], corsOrigin: 'https://app.example/' }, /corsOrigin must be \* or an origin .* did you mean "https:\/\/app.example"\?/],
     ['maxBodyBytes -1', { resources: [{ name: 'products', store: store() }], maxBodyBytes: -1 }, /maxBodyBytes must be a whole number of at least 1, not -1/],
     ['maxBodyBytes NaN (every body taken, however large)', { resources: [{ name: 'products', store: store() }], maxBodyBytes: NaN }, /maxBodyBytes must be a whole number of at least 1, not NaN/],
     ['maxBodyValues 0', { resources: [{ name: 'products', store: store() }], maxBodyValues: 0 }, /maxBodyValues must be/],

@@ -192,6 +192,9 @@ describe('parseConfig', () => {
     [['stray'], {}, 'unexpected argument "stray" (see --help)'],
     [['--data'], {}, '--data needs a value'],
     [[], { HALSERVE_NO_AUTH: 'maybe' }, 'HALSERVE_NO_AUTH must be 1 or 0 (true or false), not "maybe"'],
+    [['--cors-origin', 'https://app.example/'], {}, '--cors-origin must be * or an origin as a browser sends it, such as https://app.example.com (scheme, host and port only: no path, no trailing slash), not "https://app.example/"; did you mean "https://app.example"?'],
+    [[], { HALSERVE_CORS_ORIGIN: 'notanorigin' }, 'HALSERVE_CORS_ORIGIN must be * or an origin as a browser sends it, such as https://app.example.com (scheme, host and port only: no path, no trailing slash), not "notanorigin"'],
+    [['--cors-origin', 'HTTPS://App.Example:443'], {}, '--cors-origin must be * or an origin as a browser sends it, such as https://app.example.com (scheme, host and port only: no path, no trailing slash), not "HTTPS://App.Example:443"; did you mean "https://app.example"?'],
   ] as const) {
     test(`${JSON.stringify(argv)} ${JSON.stringify(env)} -> ConfigError`, () => {
       assert.throws(() => parseConfig(argv, env), (e: unknown) => e instanceof ConfigError && e.message === message);
