@@ -1,9 +1,24 @@
 import assert from 'node:assert/strict';
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { connect, type AddressInfo, type Socket } from 'node:net';
 import { test } from 'node:test';
 import { MAX_PIPELINED_AHEAD, pipelineBounded } from '../../src/http/server.js';
 import { eventually } from '../helpers/process.js';
+
+/** Starts `server` on a free port and connects a client that reads nothing until resumed. */
+async function pausedClient(server: Server): Promise<Socket> {
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const socket = connect((server.address() as AddressInfo).port, '127.0.0.1');
+  await new Promise((resolve) => socket.once('connect', resolve));
+  socket.pause();
+  return socket;
+}
+
+async function closeBoth(server: Server, socket: Socket): Promise<void> {
+  socket.destroy();
+  server.closeAllConnections();
+  await new Promise((resolve) => server.close(resolve));
+}
 
 test(`sixty pipelined GETs in one write, answers of 1 MiB, read only later -> at most ${MAX_PIPELINED_AHEAD} under way at once, the rest not even begun meanwhile; then all sixty answered in order`, async () => {
   let active = 0;
@@ -22,12 +37,8 @@ test(`sixty pipelined GETs in one write, answers of 1 MiB, read only later -> at
       });
     }),
   );
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  const socket = connect(port, '127.0.0.1');
+  const socket = await pausedClient(server);
   try {
-    await new Promise((resolve) => socket.once('connect', resolve));
-    socket.pause();
     socket.write(Array.from({ length: 60 }, (_, i) => `GET /p${i} HTTP/1.1\r\nHost: x\r\n\r\n`).join(''));
     // Nothing read: 60 MiB of answers cannot all fit in the sockets' buffers, so the answers not
     // yet begun wait unbuilt (without the bound, all sixty would be built at once).
@@ -48,9 +59,7 @@ test(`sixty pipelined GETs in one write, answers of 1 MiB, read only later -> at
     assert.equal(started, 60);
     assert.ok(most <= MAX_PIPELINED_AHEAD, `${most} at once`);
   } finally {
-    socket.destroy();
-    server.closeAllConnections();
-    await new Promise((resolve) => server.close(resolve));
+    await closeBoth(server, socket);
   }
 });
 
@@ -70,12 +79,8 @@ test('thousands of small pipelined GETs, none read -> the connection is no longe
   server.on('request', () => seen++);
   let serverSocket: Socket | undefined;
   server.on('connection', (socket: Socket) => (serverSocket = socket));
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  const socket = connect(port, '127.0.0.1');
+  const socket = await pausedClient(server);
   try {
-    await new Promise((resolve) => socket.once('connect', resolve));
-    socket.pause();
     // Small answers: the eight under way hold far less than the socket's high-water mark, so Node's
     // own pause (on answers queued) never comes; without the pipeline's, every request is parsed.
     socket.write(Array.from({ length: count }, (_, i) => request(i)).join(''));
@@ -96,8 +101,6 @@ test('thousands of small pipelined GETs, none read -> the connection is no longe
     assert.deepEqual(paths, Array.from({ length: count }, (_, i) => i));
     assert.equal(seen, count);
   } finally {
-    socket.destroy();
-    server.closeAllConnections();
-    await new Promise((resolve) => server.close(resolve));
+    await closeBoth(server, socket);
   }
 });
