@@ -110,6 +110,12 @@ export class Streams {
    * the bytes sent once the response has ended, whatever ended it.
    */
   start(req: IncomingMessage, res: ServerResponse, reply: Reply, extra: Readonly<Record<string, string>>, done: (bytes: number) => void): void {
+    // A client that left while its stream's start was being checked (a cursor looked up in the
+    // database): its response has closed already, and would never say so again to free a slot.
+    if (res.destroyed) {
+      done(0);
+      return;
+    }
     const client = reply.streamClient ?? '';
     const stream = new ServerStream(res, this.#maxBuffered, this.#counters, () => {
       this.#open.delete(stream);

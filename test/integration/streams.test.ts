@@ -407,6 +407,18 @@ describe('a slow reader', () => {
     assert.equal(metrics.slowReaders.series().value, 1);
   });
 
+  test('a client gone before its stream starts (its cursor checked asynchronously meanwhile) -> no slot taken, told done at once', () => {
+    const metrics = new ServerMetrics();
+    const streams = new Streams({ maxStreams: 1, every: () => () => {} }, metrics.streamCounters);
+    const gone = new StuckResponse();
+    gone.destroyed = true;
+    let ended = 0;
+    streams.start({ method: 'GET' } as IncomingMessage, gone as unknown as ServerResponse, streams.reply({}, () => {}, 'a'), {}, () => ended++);
+    assert.equal(ended, 1);
+    assert.equal(streams.size, 0);
+    streams.reply({}, () => {}, 'a'); // the one slot is still free: no 503
+  });
+
   test('heartbeats a reader never takes -> disconnected at the third, counted; heartbeats it takes -> never', async () => {
     const metrics = new ServerMetrics();
     const ticks: (() => void)[] = [];
