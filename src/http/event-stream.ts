@@ -21,8 +21,8 @@ export const DEFAULT_MAX_STREAMS = 10_000;
 /** Open streams one client (a principal, or an address without one) may hold by default (`--max-streams-per-client`). */
 export const DEFAULT_MAX_STREAMS_PER_CLIENT = 1_000;
 /**
- * A reader that has not taken a heartbeat by the time this many more are due has taken nothing for
- * that long (two intervals, 30 s by default) while something waited for it: it is disconnected, and
+ * A reader that has not taken a heartbeat by the time this many more are due has not taken, in that
+ * long (two intervals, 30 s by default), what was queued before the heartbeat: it is disconnected, and
  * resumes by its last event id. A reader that stopped reading (or vanished without closing) would
  * otherwise hold its slot for good, a catch-up waiting on it.
  */
@@ -182,8 +182,7 @@ class ServerStream implements StreamWriter {
       return;
     }
     if (typeof text === 'string') {
-      if (taken === undefined) res.write(text);
-      else res.write(text, taken);
+      res.write(text, taken);
       this.bytes += Buffer.byteLength(text);
     } else {
       const socket = res.socket;
@@ -218,12 +217,12 @@ class ServerStream implements StreamWriter {
   }
 
   ready(): Promise<void> {
-    const socket = this.#res.socket;
     // Waited for only when the socket's last write said to wait (past its high-water mark): it emits
     // 'drain' once it has written everything. Anything else resolves at once, so no wait is left
     // hanging on a 'drain' that will not come.
-    if (this.#closed || !socket || this.#res.writableLength <= READY_BYTES || !socket.writableNeedDrain) return Promise.resolve();
+    if (!this.behind) return Promise.resolve();
     const res = this.#res;
+    const socket = res.socket!;
     return new Promise((resolve) => {
       const done = (): void => {
         socket.off('drain', done);
