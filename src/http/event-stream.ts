@@ -60,7 +60,13 @@ export interface StreamCounters {
  */
 export class Streams {
   readonly #open = new Set<ServerStream>();
-  /** Open streams by client key; a key leaves when its last stream ends. */
+  /**
+   * Slots taken: open streams, and replies made but not yet started (on PostgreSQL a stream's cursor
+   * is checked in the database between the two). A slot is taken when the reply is made, not when
+   * it starts, so requests whose checks finish together cannot pass the limits between them.
+   */
+  #held = 0;
+  /** Slots taken by client key; a key leaves when its last slot is given back. */
   readonly #byClient = new Map<string, number>();
   readonly #max: number;
   readonly #maxPerClient: number;
@@ -87,16 +93,28 @@ export class Streams {
   /**
    * A reply that streams `produce`'s events for `client` (its principal's key, or its address), or a
    * problem when no stream may open now: 503 when the server holds its limit, 429 when the client
-   * holds its own (one client cannot take every stream of the server).
+   * holds its own (one client cannot take every stream of the server). The reply holds its slot
+   * from now on; `start` must be given it (the boundary does, for every streaming reply), and gives
+   * the slot back when the stream ends, or at once if its client has gone.
    */
   reply(headers: Readonly<Record<string, string>>, produce: (out: StreamWriter) => void, client: string): Reply {
     const retry = { 'retry-after': String(FULL_RETRY_AFTER_SECONDS) };
     if (this.#closing) throw new HttpProblem(503, 'The server is shutting down; reconnect to another instance or later', {}, retry);
-    if (this.#open.size >= this.#max) throw new HttpProblem(503, `This server has ${this.#max} open streams, its limit; try again shortly`, {}, retry);
+    if (this.#held >= this.#max) throw new HttpProblem(503, `This server has ${this.#max} open streams, its limit; try again shortly`, {}, retry);
     if ((this.#byClient.get(client) ?? 0) >= this.#maxPerClient) {
       throw new HttpProblem(429, `This client has ${this.#maxPerClient} open streams, its limit; close one first`, {}, retry);
     }
+    this.#held++;
+    this.#byClient.set(client, (this.#byClient.get(client) ?? 0) + 1);
     return { status: 200, headers: { 'content-type': TEXT_EVENT_STREAM, 'cache-control': 'no-cache', 'x-accel-buffering': 'no', ...headers }, stream: produce, streamClient: client };
+  }
+
+  /** Gives back the slot `reply` took for `client`. */
+  #release(client: string): void {
+    this.#held--;
+    const held = (this.#byClient.get(client) ?? 1) - 1;
+    if (held > 0) this.#byClient.set(client, held);
+    else this.#byClient.delete(client);
   }
 
   /** Ends every open stream (shutdown): each response gets its last chunk. */
@@ -112,21 +130,19 @@ export class Streams {
   start(req: IncomingMessage, res: ServerResponse, reply: Reply, extra: Readonly<Record<string, string>>, done: (bytes: number) => void): void {
     // A client that left while its stream's start was being checked (a cursor looked up in the
     // database): its response has closed already, and would never say so again to free a slot.
+    const client = reply.streamClient ?? '';
     if (res.destroyed) {
+      this.#release(client);
       done(0);
       return;
     }
-    const client = reply.streamClient ?? '';
     const stream = new ServerStream(res, this.#maxBuffered, this.#counters, () => {
       this.#open.delete(stream);
-      const held = (this.#byClient.get(client) ?? 1) - 1;
-      if (held > 0) this.#byClient.set(client, held);
-      else this.#byClient.delete(client);
+      this.#release(client);
       this.#counters.closed();
       done(stream.bytes);
     });
     this.#open.add(stream);
-    this.#byClient.set(client, (this.#byClient.get(client) ?? 0) + 1);
     this.#counters.opened();
     res.writeHead(reply.status, { ...reply.headers, ...extra });
     // HEAD: the headers a GET would get, and no body.

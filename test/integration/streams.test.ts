@@ -5,6 +5,7 @@ import { connect } from 'node:net';
 import { describe, test } from 'node:test';
 import { EventSource } from 'eventsource';
 import { wantsEventStream } from '../../src/conventions/event-stream.js';
+import { HttpProblem } from '../../src/conventions/problem.js';
 import { Streams, type Every } from '../../src/http/event-stream.js';
 import type { StreamWriter } from '../../src/http/reply.js';
 import { ServerMetrics } from '../../src/metrics/server-metrics.js';
@@ -417,6 +418,27 @@ describe('a slow reader', () => {
     assert.equal(ended, 1);
     assert.equal(streams.size, 0);
     streams.reply({}, () => {}, 'a'); // the one slot is still free: no 503
+  });
+
+  test('stream replies made together, before any starts (their cursors checked at once) -> each takes its slot when made: the limits hold; a slot comes back when its stream ends or its client has gone', () => {
+    const metrics = new ServerMetrics();
+    const streams = new Streams({ maxStreams: 3, maxStreamsPerClient: 2, every: () => () => {} }, metrics.streamCounters);
+    const first = streams.reply({}, () => {}, 'a');
+    const second = streams.reply({}, () => {}, 'a');
+    assert.throws(() => streams.reply({}, () => {}, 'a'), (error: HttpProblem) => error.status === 429);
+    const third = streams.reply({}, () => {}, 'b');
+    assert.throws(() => streams.reply({}, () => {}, 'c'), (error: HttpProblem) => error.status === 503);
+    const open = new TakingResponse();
+    streams.start({ method: 'GET' } as IncomingMessage, open as unknown as ServerResponse, first, {}, () => {});
+    const gone = new StuckResponse();
+    gone.destroyed = true;
+    streams.start({ method: 'GET' } as IncomingMessage, gone as unknown as ServerResponse, second, {}, () => {});
+    assert.equal(streams.size, 1);
+    streams.reply({}, () => {}, 'a'); // the slot of the client gone is back: 'a' holds 2 again, the server 3
+    assert.throws(() => streams.reply({}, () => {}, 'c'), (error: HttpProblem) => error.status === 503);
+    const head = new TakingResponse();
+    streams.start({ method: 'HEAD' } as IncomingMessage, head as unknown as ServerResponse, third, {}, () => {});
+    streams.reply({}, () => {}, 'c'); // the HEAD's stream ended at once: its slot is back
   });
 
   test('heartbeats a reader never takes -> disconnected at the third, counted; heartbeats it takes -> never', async () => {
