@@ -244,10 +244,13 @@ export function createHandler(options: HandlerOptions): Handler {
       limit(req, exchange, undefined, pattern);
       return discovery.asset(match?.params['asset'] ?? '', req.headers['if-none-match']);
     }
-    if ((method === 'GET' || method === 'HEAD') && pattern !== undefined && SHELL_PATTERNS.has(pattern) && prefersHtml(req.headers.accept)) {
-      exchange.route = `${exchange.route} (html)`;
-      limit(req, exchange, undefined, pattern);
-      return discovery.shell(req.headers['if-none-match']);
+    if ((method === 'GET' || method === 'HEAD') && pattern !== undefined && SHELL_PATTERNS.has(pattern)) {
+      if (prefersHtml(req.headers.accept)) {
+        exchange.route = `${exchange.route} (html)`;
+        limit(req, exchange, undefined, pattern);
+        return discovery.shell(req.headers['if-none-match']);
+      }
+      exchange.negotiated = true;
     }
     const open = !auth.enabled || (pattern !== undefined && OPEN_PATTERNS.has(pattern));
     const request: Routed = { req, res, exchange, method, match, path, query };

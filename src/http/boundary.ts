@@ -67,6 +67,13 @@ export function createBoundary(dispatch: Dispatch, options: BoundaryOptions): (r
   };
 
   const fail = (error: unknown, exchange: Exchange, method: string | undefined): Reply => {
+    const reply = failure(error, exchange, method);
+    // RFC 9110 §12.5.5: a browser would have got the shell here; a cache must not hand it this problem.
+    if (!exchange.negotiated || reply.headers === undefined || reply.headers['vary'] !== undefined) return reply;
+    return { ...reply, headers: { ...reply.headers, vary: 'Accept' } };
+  };
+
+  const failure = (error: unknown, exchange: Exchange, method: string | undefined): Reply => {
     if (error instanceof HttpProblem) return problemReply(error);
     // A client that left has no one to answer; that is no failure of the server.
     if (error instanceof ClientAbortedError) return { status: 400 };
@@ -108,7 +115,7 @@ export function createBoundary(dispatch: Dispatch, options: BoundaryOptions): (r
       if (accessLog) res.once('finish', () => log(req, res, started, reply.body.length));
       return;
     }
-    const exchange: Exchange = { route: 'unmatched', resource: undefined, headers: undefined };
+    const exchange: Exchange = { route: 'unmatched', resource: undefined, headers: undefined, negotiated: false };
     // A response that cannot be written (a header Node refuses) ends this exchange, not the process.
     const unwritable = (error: unknown): void => {
       errorLog?.(error);

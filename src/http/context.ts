@@ -25,4 +25,9 @@ export interface Exchange {
   route: string;
   resource: string | undefined;
   headers: Record<string, string> | undefined;
+  /**
+   * True when a GET or HEAD could have been answered with the browser's shell (docs/conventions.md
+   * §4.1): whatever it gets instead was chosen by its `Accept`, a problem too, and says so in `Vary`.
+   */
+  negotiated: boolean;
 }

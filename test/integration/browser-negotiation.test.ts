@@ -44,6 +44,27 @@ describe('HAL browser negotiation (docs/conventions.md §4.1)', () => {
     assert.equal((await s.request('/items', { headers: { accept: 'application/hal+json' } })).status, 401);
   });
 
+  test('a problem where a browser would get the shell -> Vary: Accept, so that no cache serves one for the other', async () => {
+    // A 404 is cacheable by default (RFC 9110 §15.1): without Vary a cache would hand a JSON
+    // client's 404 to the browser that opens the same URL, or the browser's shell to the client.
+    const open = await startItems(records(3));
+    for (const path of ['/items/unknown-id', '/nothing', '/items?page=9', '/items?limit=x', '/v1/items/unknown-id']) {
+      for (const method of ['GET', 'HEAD']) {
+        const res = await open.request(path, { method, headers: { accept: 'application/json' } });
+        assert.ok(res.status >= 400, `${method} ${path}`);
+        assert.equal(res.headers.get('vary'), 'Accept', `${method} ${path}`);
+        assert.equal((await open.request(path, { method, headers: { accept: BROWSER_ACCEPT } })).status, 200, `${method} ${path}`);
+      }
+    }
+    const guarded = await startItems(records(3), { tokens: ['secret'] });
+    const refused = await guarded.request('/items/e001');
+    assert.equal(refused.status, 401);
+    assert.equal(refused.headers.get('vary'), 'Accept');
+    // Where no shell is served, a problem depends on nothing but the request's method and target.
+    assert.equal((await open.request('/items/e001/more')).headers.get('vary'), null);
+    assert.equal((await open.request('/items', { method: 'DELETE' })).headers.get('vary'), null);
+  });
+
   test('the shell under a base path -> its assets under the base path too', async () => {
     const s = await startItems([], { basePath: '/api' });
     const html = await (await s.request('/api/items', { headers: { accept: BROWSER_ACCEPT } })).text();
