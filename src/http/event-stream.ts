@@ -106,7 +106,8 @@ export class Streams {
     }
     this.#held++;
     this.#byClient.set(client, (this.#byClient.get(client) ?? 0) + 1);
-    return { status: 200, headers: { 'content-type': TEXT_EVENT_STREAM, 'cache-control': 'no-cache', 'x-accel-buffering': 'no', ...headers }, stream: produce, streamClient: client };
+    // The same URL answers JSON to another Accept: a cache must not hand this on (RFC 9110 §12.5.5).
+    return { status: 200, headers: { 'content-type': TEXT_EVENT_STREAM, 'cache-control': 'no-cache', 'x-accel-buffering': 'no', vary: 'Accept', ...headers }, stream: produce, streamClient: client };
   }
 
   /** Gives back the slot `reply` took for `client`. */
@@ -144,7 +145,8 @@ export class Streams {
     });
     this.#open.add(stream);
     this.#counters.opened();
-    res.writeHead(reply.status, { ...reply.headers, ...extra });
+    const vary = extra['vary'] === undefined || reply.headers?.['vary'] === undefined ? undefined : `${reply.headers['vary']}, ${extra['vary']}`;
+    res.writeHead(reply.status, vary === undefined ? { ...reply.headers, ...extra } : { ...reply.headers, ...extra, vary });
     // HEAD: the headers a GET would get, and no body.
     if (req.method === 'HEAD') {
       stream.end();

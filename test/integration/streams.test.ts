@@ -319,6 +319,20 @@ describe('event streams (text/event-stream)', () => {
     assert.equal((await s.request('/changes', { headers: STREAM })).status, 503);
   });
 
+  test('a stream chosen by Accept says Vary: Accept (the URL answers JSON to other clients); with CORS, Vary: Accept, Origin', async () => {
+    for (const [options, vary] of [[{}, 'Accept'], [{ corsOrigin: 'https://app.example' }, 'Accept, Origin']] as const) {
+      const s = await start(options);
+      for (const path of ['/changes', '/items']) {
+        const aborted = new AbortController();
+        const res = await s.request(path, { headers: { ...STREAM, origin: 'https://app.example' }, signal: aborted.signal });
+        assert.equal(res.headers.get('content-type'), 'text/event-stream', path);
+        assert.equal(res.headers.get('vary'), vary, path);
+        aborted.abort();
+        await res.body?.cancel().catch(() => {});
+      }
+    }
+  });
+
   test('Accept: TEXT/EVENT-STREAM (media types are case-insensitive) -> the stream', async () => {
     const s = await start();
     const aborted = new AbortController();
