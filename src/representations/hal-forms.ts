@@ -1,3 +1,4 @@
+import { SERVER_MANAGED } from '../conventions/entity.js';
 import { LINK_KEYWORD } from '../conventions/schema.js';
 import { HAL_FORMS, HAL_JSON, JSON_TYPE } from '../conventions/media-types.js';
 
@@ -75,7 +76,9 @@ function inlineOptions(values: readonly unknown[]): unknown[] {
  * `prompt` from `title`, `regex` from `pattern`, `min`/`max` from `minimum`/`maximum`,
  * `placeholder` from `description` or the first of `examples`; an `enum` (or an array of one) as
  * inline options, an `x-link` as a link to the target collection (under `basePath`), whose
- * entities' `id` is the value. Without a schema, or one without properties: none.
+ * entities' `id` is the value. A server-managed member the schema describes (`id`, `createdAt`,
+ * `_links`, …) is no property: a request body's is dropped, so a form must not ask for it.
+ * Without a schema, or one without properties: none.
  */
 export function templateProperties(schema: Schema | undefined, basePath: string): TemplateProperty[] {
   const properties = schema?.['properties'];
@@ -83,6 +86,7 @@ export function templateProperties(schema: Schema | undefined, basePath: string)
   const required = new Set(Array.isArray(schema?.['required']) ? (schema['required'] as unknown[]) : []);
   const out: TemplateProperty[] = [];
   for (const [name, child] of Object.entries(properties)) {
+    if (SERVER_MANAGED.has(name)) continue;
     const sub: Schema = isObject(child) ? child : {};
     const type = typeOf(sub);
     const items: Schema = type === 'array' && isObject(sub['items']) ? sub['items'] : {};

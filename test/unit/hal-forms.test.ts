@@ -21,6 +21,9 @@ describe('templateProperties', () => {
     ['an x-link under a base path -> options.link under it', { properties: { c: { type: 'string', 'x-link': 'categories', title: 'Category' } }, required: ['c'] }, [
       { name: 'c', prompt: 'Category', required: true, type: 'text', options: { link: { href: '/api/categories', type: 'application/hal+json' }, valueField: 'id', maxItems: 1 } },
     ]],
+    ['server-managed members the schema describes (id, createdAt, updatedAt, _links) -> not properties', {
+      properties: { id: { type: 'string', description: 'the id' }, createdAt: { type: 'integer' }, updatedAt: { title: 'Changed' }, _links: { description: 'links' }, n: { type: 'string' } },
+    }, [{ name: 'n', prompt: 'n', type: 'text' }]],
   ];
   for (const [name, schema, expected] of cases) test(name, () => assert.deepEqual(templateProperties(schema, name.includes('base path') ? '/api' : ''), expected));
 });
