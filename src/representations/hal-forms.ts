@@ -101,6 +101,10 @@ export function templateProperties(schema: Schema | undefined, basePath: string)
     }
     const placeholder = typeof sub['description'] === 'string' ? sub['description'] : Array.isArray(sub['examples']) && sub['examples'].length > 0 ? exampleText(sub['examples'][0]) : undefined;
     const number = (key: string): number | undefined => (typeof sub[key] === 'number' ? (sub[key] as number) : undefined);
+    // An integer's steps count from `min` (HTML's step base, which HAL-FORMS follows): a fractional
+    // bound would offer 0.5, 1.5, … and refuse 1, so it becomes the nearest integer within it.
+    const min = type === 'integer' && number('minimum') !== undefined ? Math.ceil(number('minimum')!) : number('minimum');
+    const max = type === 'integer' && number('maximum') !== undefined ? Math.floor(number('maximum')!) : number('maximum');
     const fields: Record<string, unknown> = {
       name,
       prompt: typeof sub['title'] === 'string' ? sub['title'] : name,
@@ -108,8 +112,8 @@ export function templateProperties(schema: Schema | undefined, basePath: string)
       // A choice among entities or values is made from the options, whatever the value's type.
       type: options !== undefined ? 'text' : fieldType(type),
       ...(typeof sub['pattern'] === 'string' ? { regex: sub['pattern'] } : {}),
-      ...(number('minimum') !== undefined ? { min: number('minimum') } : {}),
-      ...(number('maximum') !== undefined ? { max: number('maximum') } : {}),
+      ...(min !== undefined ? { min } : {}),
+      ...(max !== undefined ? { max } : {}),
       ...(type === 'integer' ? { step: 1 } : {}),
       ...(number('minLength') !== undefined ? { minLength: number('minLength') } : {}),
       ...(number('maxLength') !== undefined ? { maxLength: number('maxLength') } : {}),

@@ -24,6 +24,10 @@ describe('templateProperties', () => {
     ['server-managed members the schema describes (id, createdAt, updatedAt, _links) -> not properties', {
       properties: { id: { type: 'string', description: 'the id' }, createdAt: { type: 'integer' }, updatedAt: { title: 'Changed' }, _links: { description: 'links' }, n: { type: 'string' } },
     }, [{ name: 'n', prompt: 'n', type: 'text' }]],
+    ['an integer with fractional bounds -> min and max the integers within them (steps of 1 count from min)', { properties: { k: { type: 'integer', minimum: 0.5, maximum: 9.5 }, x: { type: 'number', minimum: 0.5 } } }, [
+      { name: 'k', prompt: 'k', type: 'number', min: 1, max: 9, step: 1 },
+      { name: 'x', prompt: 'x', type: 'number', min: 0.5 },
+    ]],
   ];
   for (const [name, schema, expected] of cases) test(name, () => assert.deepEqual(templateProperties(schema, name.includes('base path') ? '/api' : ''), expected));
 });
