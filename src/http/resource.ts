@@ -124,9 +124,10 @@ export class Resource {
   /** The HAL-FORMS template properties of the schema, and the collection's templates: made once. */
   readonly #properties: readonly TemplateProperty[];
   readonly #collectionTemplates: string;
-  /** Pages built at revision `#pagesRevision`, by media type and query string; weighed in bytes (body and key), least recently used out first. */
+  /** Pages built at revision `#pagesRevision` with `changes` cursor `#pagesCursor`, by media type and query string; weighed in bytes (body and key), least recently used out first. */
   readonly #pages = new LruMap<Page>({ maxEntries: PAGE_CACHE_ENTRIES, maxWeight: PAGE_CACHE_BYTES, maxEntryWeight: PAGE_CACHE_MAX_PAGE_BYTES });
   #pagesRevision: string | undefined;
+  #pagesCursor: string | undefined;
   /**
    * By id, each entry naming the version it describes, so a write can never be served stale and a
    * replaced version is dropped at once (the writes here evict it). A hit makes its entry the most
@@ -421,14 +422,20 @@ export class Resource {
 
   /**
    * A collection page (docs/conventions.md §2, docs/conventions.md §2, §3, §3a), its links and its tag. A page is built once
-   * per store revision: the revision moves with every write the store applies, however it came, so
-   * a kept page is byte for byte what a rebuild would give.
+   * per store revision and `changes` cursor: the revision moves with every write the store applies,
+   * however it came, so a kept page is byte for byte what a rebuild would give.
    */
   page(query: string, mediaType: string, writable = true): MaybePromise<Page> {
     const revision = this.store.revision;
-    if (revision !== this.#pagesRevision) {
+    // Read before the query: a page may then show changes after its cursor (a client applies them
+    // again, harmlessly), never miss one before it. The cursor moves without the revision when a
+    // delete of another resource is forgotten (a kept page's link would then answer 410 however
+    // often its client listed again), so a kept page is one of both.
+    const cursor = this.#feed?.latestOf(this.name);
+    if (revision !== this.#pagesRevision || cursor !== this.#pagesCursor) {
       this.#pages.clear();
       this.#pagesRevision = revision;
+      this.#pagesCursor = cursor;
     }
     // HAL-FORMS for a principal that may not write is another body (no templates): kept apart.
     const key = `${mediaType}${mediaType === HAL_FORMS && !writable ? ';read' : ''} ${query}`;
@@ -441,9 +448,6 @@ export class Resource {
     const collection = parseCollectionQuery(query, this.#declared);
     this.checkEmbed(collection.embed);
     const depends = this.#revisions(collection.embed);
-    // Read before the query: a page may then show changes after its cursor (a client applies them
-    // again, harmlessly), never miss one before it.
-    const cursor = this.#feed?.latestOf(this.name);
     const offset = Math.max(0, (request.page - 1) * request.limit);
     const started = performance.now();
     let result: MaybePromise<QueryResult>;
@@ -456,7 +460,7 @@ export class Resource {
     const finish = (answer: QueryResult): MaybePromise<Page> =>
       mapMaybe(this.#build(answer, collection, request, mediaType, depends, cursor, writable), (page) => {
         // An embedding page built again replaces the one its related stores have moved past.
-        if (page.etag !== undefined && answer.revision === this.#pagesRevision) this.#pages.set(key, page, page.body.length + key.length);
+        if (page.etag !== undefined && answer.revision === this.#pagesRevision && cursor === this.#pagesCursor) this.#pages.set(key, page, page.body.length + key.length);
         return page;
       });
     return result instanceof Promise ? result.then(finish, (error: unknown) => Promise.reject(this.#timeout(error))) : finish(result);

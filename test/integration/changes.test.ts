@@ -211,6 +211,35 @@ describe('a delete forgotten, the feed read from its start', () => {
     }
     assert.deepEqual(ids, [...Array.from({ length: 12 }, (_, i) => `e${String(i).padStart(2, '0')}`), 'late']);
   });
+
+  test('a delete of another resource forgotten after a page was listed -> listing again links a cursor that resumes, not the kept page\'s (410 for ever)', async () => {
+    let now = Date.UTC(2026, 0, 1);
+    const changes = new LocalChangeLog({ now: () => now, retentionMs: 60_000 });
+    const s = await startServer({
+      newId,
+      resources: [
+        { name: 'items', store: createMemoryStore([], { resource: 'items', changes }) },
+        { name: 'orders', store: createMemoryStore([], { resource: 'orders', changes }) },
+      ],
+    });
+    await post(s, 'items', { id: 'a' });
+    await post(s, 'orders', { id: 'o' });
+    assert.equal((await s.request('/orders/o', { method: 'DELETE' })).status, 204);
+    const listed = (await (await s.request('/items')).json())._links.changes.href;
+    now += 120_000;
+    const expired = changes.expired('orders');
+    changes.forgot(Math.max(...expired.map((d) => d.seq)));
+    changes.resource('orders').forget(expired);
+    // The items have not changed, but the cursor the page was listed at is now older than a forgotten delete.
+    assert.equal((await s.request(listed)).status, 410);
+    // The client lists again, as the 410 says, and follows the new page's link.
+    const again = await s.request('/items');
+    const href = (await again.json())._links.changes.href;
+    assert.match(again.headers.get('link') ?? '', new RegExp(`<${href.replace(/[?]/g, '\\?')}>; rel="changes"`));
+    const res = await s.request(href);
+    assert.equal(res.status, 200, href);
+    assert.deepEqual((await res.json())._embedded.changes, []);
+  });
 });
 
 describe('resource names', () => {
