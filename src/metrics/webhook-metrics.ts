@@ -32,7 +32,7 @@ export class WebhookMetrics {
     const each = (read: (gauges: DeliveryGauges) => number) => (): Sample[] => [...this.#gauges].map(([url, gauges]) => ({ labels: { url }, value: read(gauges) }));
     registry.add(new Gauge('halserve_webhook_pending_events', 'Events not yet acknowledged by the URL.', each((g) => g.pending())));
     registry.add(new Gauge('halserve_webhook_lag_seconds', 'Seconds since the oldest event the URL has not acknowledged was written (0: caught up).', each((g) => g.lagSeconds())));
-    registry.add(new Gauge('halserve_webhook_position_age_seconds', "Seconds since the URL's acknowledged position last moved.", each((g) => g.positionAgeSeconds())));
+    registry.add(new Gauge('halserve_webhook_position_age_seconds', 'Seconds since the URL last acknowledged an event (or was first configured).', each((g) => g.positionAgeSeconds())));
     registry.add(new Gauge('halserve_webhook_delivering', 'Whether this process delivers the webhooks (1) or another process of the database does (0).', () => [{ labels: {}, value: this.#delivering ? 1 : 0 }]));
   }
 

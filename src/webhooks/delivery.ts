@@ -133,6 +133,8 @@ export class Delivery {
     let readFailures = 0;
     while (!stopping.aborted) {
       this.#woken = false;
+      // Taken before the read: an empty page says that no event of the URL's resources lies up to it.
+      const latest = this.#o.feed.latest;
       let page: FeedPage;
       try {
         page = await this.#read(this.#position.cursor);
@@ -146,6 +148,13 @@ export class Delivery {
       if (page.changes.length === 0) {
         this.#pending = 0;
         this.#head = undefined;
+        // Caught up: the position moves past the events of other resources too (its time is that of
+        // its last acknowledgement), so that a delete of theirs, once forgotten, does not leave it
+        // behind a horizon it cannot resume from, and the URL told it missed events it never had to get.
+        if (this.#o.feed.compare(latest, this.#position.cursor) > 0) {
+          this.#position = { cursor: latest, at: this.#position.at };
+          this.#o.acknowledged(this.#position);
+        }
         if (!this.#woken) await this.#idle(stopping);
         continue;
       }

@@ -6,9 +6,12 @@
 
 /** A URL's acknowledged position. */
 export interface Position {
-  /** The cursor of the last event the endpoint acknowledged (or where it started: the latest event when first configured). */
+  /**
+   * The cursor of the last event the endpoint acknowledged (or where it started: the latest event
+   * when first configured), or, once it is caught up, the latest event of any resource.
+   */
   readonly cursor: string;
-  /** Milliseconds since the epoch when the position last moved. */
+  /** Milliseconds since the epoch of the last acknowledgement (or of the first configuration). */
   readonly at: number;
 }
 

@@ -360,6 +360,36 @@ describe('webhook delivery (in process, a real receiver that verifies with stand
     assert.deepEqual(metricLines(metrics, 'halserve_webhook_missed_total'), [`halserve_webhook_missed_total{url="http://127.0.0.1:${receiver.port}/hook"} 1`]);
   });
 
+  test('--webhook-resource orders, caught up, then a delete of items forgotten -> no miss: the next orders event is delivered, nothing sent again', async () => {
+    const receiver = await startReceiver();
+    // Idle polls (5 s) at test scale, counted.
+    let polls = 0;
+    const scheduler: Scheduler = { ...realScheduler, sleep: (ms, signal) => (ms === 5_000 && polls++, realScheduler.sleep(ms === 5_000 ? 5 : ms, signal)) };
+    const s = await setup([receiver.url], { resources: ['orders'], scheduler });
+    const post = async (name: string): Promise<string> => {
+      const res = await s.server.request(`/${name}`, { method: 'POST', headers: JSON_HEADERS, body: '{}' });
+      assert.equal(res.status, 201);
+      return new URL(res.headers.get('location')!, s.server.url).pathname;
+    };
+    await post('orders');
+    await eventually(() => receiver.acknowledged().length === 1, 'the orders event delivered');
+    // Events of another resource, the last a delete; the URL is caught up: it idles past them.
+    assert.equal((await s.server.request(await post('items'), { method: 'DELETE' })).status, 204);
+    const seen = polls;
+    await eventually(() => polls >= seen + 2, 'idle polls after the items events');
+    // The delete is forgotten (compaction past retention): it lies after the orders event's cursor.
+    const items = s.changes.resource('items');
+    const deletes = items.deletesBefore(Number.MAX_SAFE_INTEGER);
+    s.changes.forgot(deletes[0]!.seq);
+    items.forget(deletes);
+    await post('orders');
+    const last = s.feed.latestOf('orders');
+    await eventually(() => receiver.acknowledged().at(-1) === last, 'the next orders event delivered');
+    assert.deepEqual(s.warnings.filter((w) => w.includes('events were missed')), []);
+    assert.deepEqual(metricLines(s.metrics, 'halserve_webhook_missed_total'), []);
+    assert.deepEqual(receiver.received.map((r) => r.event.resource), ['orders', 'orders']);
+  });
+
   test('an injected scheduler -> the waits between retries follow the backoff policy (first within 5 s, doubling)', async () => {
     const receiver = await startReceiver({ behaviour: ({ attempt }) => (attempt <= 4 ? 500 : 200) });
     const waits: number[] = [];
