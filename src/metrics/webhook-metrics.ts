@@ -12,13 +12,17 @@ export interface DeliveryGauges {
 
 /**
  * The webhooks' metrics (docs/webhooks.md): per URL, labelled `scheme://host:port/path` (no
- * user-info, no query: they may hold credentials), a bounded set — the URLs configured.
+ * user-info, no query: they may hold credentials), a bounded set — the URLs configured. URLs that
+ * differ only in user-info or query share a label, and its series: counters add up, the pending
+ * events are their sum, the lag and the position's age the largest, so that a dead URL is not
+ * hidden by a healthy one.
  */
 export class WebhookMetrics {
   readonly deliveries: Counter;
   readonly failures: Counter;
   readonly missed: Counter;
-  readonly #gauges = new Map<string, DeliveryGauges>();
+  /** Each URL's gauges and label, by the URL as configured. */
+  readonly #gauges = new Map<string, { readonly label: string; readonly gauges: DeliveryGauges }>();
   #delivering = false;
 
   constructor(registry: Registry) {
@@ -29,15 +33,27 @@ export class WebhookMetrics {
     this.missed = registry.add(
       new Counter('halserve_webhook_missed_total', "Times a URL's position could no longer be resumed (older than the change feed's retention) and delivery went on from the oldest event held.", ['url']),
     );
-    const each = (read: (gauges: DeliveryGauges) => number) => (): Sample[] => [...this.#gauges].map(([url, gauges]) => ({ labels: { url }, value: read(gauges) }));
-    registry.add(new Gauge('halserve_webhook_pending_events', 'Events not yet acknowledged by the URL.', each((g) => g.pending())));
-    registry.add(new Gauge('halserve_webhook_lag_seconds', 'Seconds since the oldest event the URL has not acknowledged was written (0: caught up).', each((g) => g.lagSeconds())));
-    registry.add(new Gauge('halserve_webhook_position_age_seconds', 'Seconds since the URL last acknowledged an event (or was first configured).', each((g) => g.positionAgeSeconds())));
+    const each =
+      (read: (gauges: DeliveryGauges) => number, combine: (a: number, b: number) => number) =>
+      (): Sample[] => {
+        const byLabel = new Map<string, number>();
+        for (const { label, gauges } of this.#gauges.values()) {
+          const value = read(gauges);
+          const other = byLabel.get(label);
+          byLabel.set(label, other === undefined ? value : combine(other, value));
+        }
+        return [...byLabel].map(([url, value]) => ({ labels: { url }, value }));
+      };
+    const sum = (a: number, b: number): number => a + b;
+    registry.add(new Gauge('halserve_webhook_pending_events', 'Events not yet acknowledged by the URL.', each((g) => g.pending(), sum)));
+    registry.add(new Gauge('halserve_webhook_lag_seconds', 'Seconds since the oldest event the URL has not acknowledged was written (0: caught up).', each((g) => g.lagSeconds(), Math.max)));
+    registry.add(new Gauge('halserve_webhook_position_age_seconds', 'Seconds since the URL last acknowledged an event (or was first configured).', each((g) => g.positionAgeSeconds(), Math.max)));
     registry.add(new Gauge('halserve_webhook_delivering', 'Whether this process delivers the webhooks (1) or another process of the database does (0).', () => [{ labels: {}, value: this.#delivering ? 1 : 0 }]));
   }
 
-  track(url: string, gauges: DeliveryGauges): void {
-    this.#gauges.set(url, gauges);
+  /** `url` as configured (a new lease term tracks it anew), `label` as the series name it. */
+  track(url: string, label: string, gauges: DeliveryGauges): void {
+    this.#gauges.set(url, { label, gauges });
   }
 
   set delivering(value: boolean) {

@@ -133,7 +133,7 @@ export class Webhooks {
           },
           stored.get(url)!,
         );
-        metrics.track(label, { pending: () => delivery.pending, lagSeconds: () => delivery.lagSeconds(), positionAgeSeconds: () => delivery.positionAgeSeconds() });
+        metrics.track(url, label, { pending: () => delivery.pending, lagSeconds: () => delivery.lagSeconds(), positionAgeSeconds: () => delivery.positionAgeSeconds() });
         return delivery;
       });
       await Promise.all(this.#deliveries.map((delivery) => delivery.run(ended, abandon)));

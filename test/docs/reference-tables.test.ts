@@ -105,7 +105,7 @@ function declaredMetrics(): Map<string, { type: string; labels: string[] }> {
   const server = new ServerMetrics();
   const webhooks = new WebhookMetrics(server.registry);
   server.track('products', () => 0);
-  webhooks.track('http://hooks.example/h', { pending: () => 0, lagSeconds: () => 0, positionAgeSeconds: () => 0 });
+  webhooks.track('http://hooks.example/h', 'http://hooks.example:80/h', { pending: () => 0, lagSeconds: () => 0, positionAgeSeconds: () => 0 });
   const metrics = new Map<string, { type: string; labels: string[] }>();
   for (const metric of server.registry.metrics as readonly Metric[]) {
     if (metric.type !== 'gauge') (metric as unknown as { series(): unknown }).series();

@@ -241,6 +241,20 @@ describe('webhook delivery (in process, a real receiver that verifies with stand
     assert.ok(lines.includes(`halserve_webhook_pending_events{url="http://127.0.0.1:${good.port}/hook"} 0`));
   });
 
+  test('two URLs that differ only in their query (one metrics label) -> its gauges count both: a dead one is not hidden by a healthy one', async () => {
+    const receiver = await startReceiver({ behaviour: ({ url }) => (url.includes('t=dead') ? 503 : 204) });
+    const s = await setup([`${receiver.url}?t=dead`, `${receiver.url}?t=ok`]);
+    await writes(s.server, 3, ['items']);
+    const label = `http://127.0.0.1:${receiver.port}/hook`;
+    await eventually(() => receiver.received.filter((r) => r.status === 204).length === 3, 'the healthy URL has every event');
+    // The dead URL's three events are pending, whichever URL was tracked last.
+    await eventually(
+      () => metricLines(s.metrics, `halserve_webhook_pending_events{url="${label}"}`)[0] === `halserve_webhook_pending_events{url="${label}"} 3`,
+      'the dead URL\'s events pending',
+    );
+    assert.equal(metricLines(s.metrics, 'halserve_webhook_lag_seconds').length, 1, 'one series per label');
+  });
+
   test('stop, then a restart on the same positions -> nothing acknowledged is sent again, nothing skipped', async () => {
     const receiver = await startReceiver();
     const s = await setup([receiver.url]);

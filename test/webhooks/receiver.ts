@@ -17,7 +17,7 @@ export interface Received {
 }
 
 /** What the receiver does with a request: answer a status, or `hang` (never answer). */
-export type Behaviour = (request: { id: string; attempt: number }) => number | 'hang';
+export type Behaviour = (request: { id: string; attempt: number; url: string }) => number | 'hang';
 
 /**
  * A local webhook receiver (node:http on port 0) that verifies every delivery with the official
@@ -62,7 +62,7 @@ export async function startReceiver(options: { secret?: string; raw?: boolean; p
       const id = String(req.headers['webhook-id']);
       const attempt = (attempts.get(id) ?? 0) + 1;
       attempts.set(id, attempt);
-      const answer = behaviour({ id, attempt });
+      const answer = behaviour({ id, attempt, url: req.url ?? '' });
       received.push({ id, timestamp: Number(req.headers['webhook-timestamp']), event, status: answer === 'hang' ? 0 : answer });
       if (answer === 'hang') {
         hung.add(res);
