@@ -16,7 +16,7 @@ import { onInterrupt } from './interrupt.js';
 import { count } from './progress-line.js';
 import { BACKUP_REQUEST, BACKUP_SOCKET, MAX_HEADER_BYTES, parseBackupReply, socketAddress, type BackupHeader } from './store/log/backup-protocol.js';
 import { CHANGES_FILE, changesText, newDatasetName } from './store/log/changes-file.js';
-import { LOG_EXTENSION } from './store/log/data-dir.js';
+import { BACKUP_PARTIAL_PREFIX, LOG_EXTENSION } from './store/log/data-dir.js';
 import { lockHolder } from './store/log/dir-lock.js';
 import { writeFully } from './store/log/store-fs.js';
 import { copyDatabase } from './store/pg/backup.js';
@@ -125,7 +125,7 @@ async function backup({ dir, url, to }: BackupArgs): Promise<Copied> {
   const destExists = await checkDestination(to);
   const source = url === undefined ? await askServer(dir!) : await openDatabase(url);
   // Beside DEST when it is absent (one rename ends it); inside it when it exists (it may be a mount point).
-  const staging = await fs.mkdtemp(destExists ? path.join(to, '.backup-partial-') : path.join(path.dirname(to), `.${path.basename(to)}.backup-partial-`)).catch(async (error: unknown) => {
+  const staging = await fs.mkdtemp(destExists ? path.join(to, BACKUP_PARTIAL_PREFIX) : path.join(path.dirname(to), `.${path.basename(to)}${BACKUP_PARTIAL_PREFIX}`)).catch(async (error: unknown) => {
     await source.abandon();
     throw new BackupError(`cannot write beside ${to}: ${(error as Error).message}`);
   });

@@ -9,7 +9,7 @@ import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import net from 'node:net';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
-import { spawnCli, startCli, tempDir, type CliProcess } from '../helpers/process.js';
+import { eventually, spawnCli, startCli, tempDir, type CliProcess } from '../helpers/process.js';
 import { parseBackupArgs } from '../../src/backup-cli.js';
 import { BACKUP_SOCKET } from '../../src/store/log/backup-protocol.js';
 import { lastWriteIn, listAll, maxStamp, startWriter, stateAfter, stateOfFiles, touchedAfter } from '../helpers/writer.js';
@@ -230,6 +230,48 @@ describe('halserve backup interrupted', () => {
       }
     });
   }
+});
+
+describe('halserve backup killed (kill -9) while it copies into an existing DEST', () => {
+  test('DEST holds only .backup-partial-… -> halserve --data DEST and halserve import --from DEST refuse it in one line, instead of taking it for a data set', async () => {
+    const root = await tempDir();
+    const data = join(root, 'data');
+    const dest = join(root, 'copy');
+    await mkdir(data);
+    await mkdir(dest);
+    await writeFile(join(data, '.halserve.lock'), `${process.pid}\n`);
+    // A stand-in server: announces 1,000,000 bytes of one resource, sends some, and waits.
+    let sent!: () => void;
+    const sending = new Promise<void>((resolve) => (sent = resolve));
+    const fake = net.createServer((socket) => {
+      // The killed client resets the connection.
+      socket.on('error', () => {});
+      socket.once('data', () => {
+        socket.write(`${JSON.stringify({ cursor: '7', forgotten: 0, heldMs: 0, resources: [{ name: 'things', bytes: 1_000_000 }] })}\n{"id":"a",`, () => sent());
+      });
+    });
+    await new Promise<void>((resolve) => fake.listen(join(data, BACKUP_SOCKET), resolve));
+    try {
+      const run = spawnCli(['backup', '--data', data, '--to', dest]);
+      await sending;
+      run.child.kill('SIGKILL');
+      assert.equal(await run.exited, 'SIGKILL');
+    } finally {
+      await new Promise((resolve) => fake.close(resolve));
+    }
+    const [partial, ...others] = await readdir(dest);
+    assert.match(partial!, /^\.backup-partial-/);
+    assert.deepEqual(others, []);
+    // A server that starts on it (the defect) is stopped, and the test fails on its exit code.
+    const server = spawnCli(['--port', '0', '--data', dest, '--log', 'off']);
+    await eventually(() => server.child.exitCode !== null || server.stdout().includes('listening'), 'the server to exit or listen');
+    if (server.child.exitCode === null) server.child.kill('SIGTERM');
+    assert.equal(await server.exited, 1, server.stdout());
+    assert.match(server.stderr(), /holds \.backup-partial-\S+: a halserve backup into it did not finish, so it is not a whole copy/);
+    const imported = await halserve(['import', '--from', dest, '--to', 'postgres://127.0.0.1:1/db']);
+    assertOneLineFailure(imported, /holds \.backup-partial-\S+: a halserve backup into it did not finish/);
+    assert.deepEqual(await readdir(dest), [partial], 'nothing written into DEST');
+  });
 });
 
 describe('halserve backup: which store, from its flags or the environment the server reads', () => {

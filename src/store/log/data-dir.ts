@@ -12,8 +12,16 @@ import { StoreOpenError, type Store, type StoreObserver } from '../store.js';
 export const LOG_EXTENSION = '.jsonl';
 
 /**
+ * What `halserve backup` into an existing directory writes its copy under until the copy is whole
+ * (docs/storage.md §4): a directory that still holds it is an unfinished copy.
+ */
+export const BACKUP_PARTIAL_PREFIX = '.backup-partial-';
+
+/**
  * Names of the resources stored in `dir`: every `<name>.jsonl` file (not `.jsonl.tmp` or
- * `.jsonl.rejected`), sorted. A missing directory is a `StoreOpenError`.
+ * `.jsonl.rejected`), sorted. A missing directory is a `StoreOpenError`, and so is one that holds
+ * an unfinished backup (`.backup-partial-…`): served or imported, it would be taken for a data set
+ * (an empty one, or a part) when it is no whole copy of any.
  */
 export async function discoverResources(dir: string): Promise<string[]> {
   let entries: import('node:fs').Dirent[];
@@ -23,6 +31,12 @@ export async function discoverResources(dir: string): Promise<string[]> {
     const code = (error as NodeJS.ErrnoException).code;
     throw new StoreOpenError(
       code === 'ENOENT' ? `data directory ${dir} does not exist` : `cannot read data directory ${dir}: ${(error as Error).message}`,
+    );
+  }
+  const partial = entries.find((entry) => entry.name.startsWith(BACKUP_PARTIAL_PREFIX));
+  if (partial !== undefined) {
+    throw new StoreOpenError(
+      `${dir} holds ${partial.name}: a halserve backup into it did not finish, so it is not a whole copy; take the backup again into an empty directory (remove ${partial.name} to use what ${dir} holds anyway)`,
     );
   }
   const names: string[] = [];
