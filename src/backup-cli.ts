@@ -271,18 +271,24 @@ async function receive(socket: net.Socket, staging: string, dir: string): Promis
   let index = -1;
   let file: fs.FileHandle | undefined;
   let left = 0;
+  // A file of the copy that cannot be written (a full disk, a file size limit) is this side's
+  // failure, not the server's: said as such.
+  const local = <T>(operation: Promise<T>): Promise<T> =>
+    operation.catch((error: unknown) => {
+      throw new BackupError(`cannot write the copy into ${path.dirname(staging)}: ${(error as Error).message}; nothing written`);
+    });
   const next = async (): Promise<void> => {
     // Every resource gets its file, an empty one included.
     while (header !== undefined && left === 0 && index < header.resources.length) {
       if (file !== undefined) {
-        await file.sync();
-        await file.close();
+        await local(file.sync());
+        await local(file.close());
         file = undefined;
       }
       index++;
       const resource = header.resources[index];
       if (resource === undefined) return;
-      file = await fs.open(path.join(staging, resource.name + LOG_EXTENSION), 'wx', 0o644);
+      file = await local(fs.open(path.join(staging, resource.name + LOG_EXTENSION), 'wx', 0o644));
       left = resource.bytes;
     }
   };
@@ -303,7 +309,7 @@ async function receive(socket: net.Socket, staging: string, dir: string): Promis
       while (data.length > 0) {
         if (file === undefined) throw new BackupError(`the server holding ${dir} sent more bytes than it announced`);
         const n = Math.min(left, data.length);
-        await writeFully(file, data.subarray(0, n));
+        await local(writeFully(file, data.subarray(0, n)));
         data = data.subarray(n);
         left -= n;
         await next();

@@ -5,10 +5,12 @@
  * figure the command prints (how long the server's writes waited) is reported, not asserted.
  */
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import net from 'node:net';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
 import { eventually, spawnCli, startCli, tempDir, type CliProcess } from '../helpers/process.js';
 import { parseBackupArgs } from '../../src/backup-cli.js';
 import { BACKUP_SOCKET } from '../../src/store/log/backup-protocol.js';
@@ -194,6 +196,41 @@ describe('halserve backup (docs/storage.md §4)', () => {
       await mkdir(dest);
       assertOneLineFailure(await halserve(['backup', '--data', data, '--to', dest]), /stopped sending/);
       assert.deepEqual(await readdir(dest), []);
+    } finally {
+      await new Promise((resolve) => fake.close(resolve));
+    }
+  });
+});
+
+describe('halserve backup into a disk that fills up', () => {
+  test('a copy that cannot be written (a file size limit, as a full disk) -> one line saying so, not that the server stopped; nothing left', async () => {
+    const root = await tempDir();
+    const data = join(root, 'data');
+    await mkdir(data);
+    await writeFile(join(data, '.halserve.lock'), `${process.pid}\n`);
+    // A stand-in server that sends all it announces: 1 MiB of one resource.
+    const bytes = 1024 * 1024;
+    const fake = net.createServer((socket) => {
+      socket.on('error', () => {});
+      socket.once('data', () => {
+        socket.write(`${JSON.stringify({ cursor: '7', forgotten: 0, heldMs: 0, resources: [{ name: 'things', bytes }] })}\n`);
+        socket.end(Buffer.alloc(bytes, 0x20));
+      });
+    });
+    await new Promise<void>((resolve) => fake.listen(join(data, BACKUP_SOCKET), resolve));
+    try {
+      // No file of the backup may grow past 256 KiB (ulimit -f counts KiB): its writes fail with
+      // EFBIG, as they would with ENOSPC on a full disk (Node ignores SIGXFSZ).
+      const cli = fileURLToPath(new URL('../../src/cli.ts', import.meta.url));
+      const child = spawn('sh', ['-c', 'ulimit -f 256 && exec "$@"', 'sh', process.execPath, '--import', 'tsx', cli, 'backup', '--data', data, '--to', join(root, 'copy')], { stdio: ['ignore', 'pipe', 'pipe'] });
+      let stdout = '';
+      let stderr = '';
+      child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+      child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+      const code = await new Promise<number | string>((resolve) => child.once('exit', (c, signal) => resolve(c ?? signal ?? -1)));
+      assertOneLineFailure({ code, stdout, stderr }, /cannot write the copy into .*: EFBIG/);
+      assert.doesNotMatch(stderr, /stopped sending/);
+      assert.deepEqual(await readdir(root), ['data'], 'nothing at DEST or beside it');
     } finally {
       await new Promise((resolve) => fake.close(resolve));
     }
