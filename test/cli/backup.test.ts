@@ -127,6 +127,35 @@ describe('halserve backup (docs/storage.md §4)', () => {
     }
   });
 
+  test('a keyed write the copy holds -> its retry against a server on the copy replays the first answer (README, docs/storage.md §4)', async () => {
+    const root = await tempDir();
+    const data = join(root, 'data');
+    const dest = join(root, 'copy');
+    await mkdir(data);
+    await writeFile(join(data, 'things.jsonl'), '');
+    const server = await startServer(data);
+    const post = (url: string): Promise<Response> =>
+      fetch(`${url}/things`, { method: 'POST', headers: { ...JSON_HEADERS, 'idempotency-key': '"retry-me"' }, body: JSON.stringify({ n: 1 }) });
+    const first = await post(server.url);
+    assert.equal(first.status, 201);
+    const firstBody = await first.text();
+    const run = await halserve(['backup', '--data', data, '--to', dest]);
+    assert.equal(run.code, 0, run.stderr);
+    server.child.kill('SIGTERM');
+    assert.equal(await server.exited, 0);
+    const copy = await startServer(dest);
+    const retry = await post(copy.url);
+    assert.equal(retry.status, 201);
+    assert.equal(retry.headers.get('idempotency-replayed'), 'true');
+    assert.equal(retry.headers.get('location'), first.headers.get('location'));
+    assert.equal(retry.headers.get('etag'), first.headers.get('etag'));
+    assert.equal(await retry.text(), firstBody);
+    const listed = (await (await fetch(`${copy.url}/things`)).json()) as { count: number };
+    assert.equal(listed.count, 1, 'written once');
+    copy.child.kill('SIGTERM');
+    assert.equal(await copy.exited, 0);
+  });
+
   test('bad input -> one line on stderr, exit 1, nothing written', async (t) => {
     const root = await tempDir();
     const data = join(root, 'data');
