@@ -18,7 +18,7 @@ import { JWT_ALGORITHMS, type JwtAlgorithm, type VerificationKey } from './jwt.j
 export const MAX_AGE_SECONDS = 600;
 /** Least time between the starts of two fetches of a set. */
 export const MIN_FETCH_INTERVAL_SECONDS = 30;
-/** Longest wait for a set's URL to answer. */
+/** Longest wait for a set's URL to answer in full, head and body. */
 const FETCH_TIMEOUT_MS = 5_000;
 /** Largest set document read. */
 const MAX_SET_BYTES = 1024 * 1024;
@@ -140,6 +140,8 @@ export interface RemoteKeySetOptions {
   readonly warn?: (message: string) => void;
   /** The fetch to use (tests may count calls); default the global one. */
   readonly fetch?: typeof fetch;
+  /** Longest wait for the whole answer, head and body, in milliseconds (tests shorten it); default 5 000. */
+  readonly timeoutMs?: number;
 }
 
 /** A set kept fresh from `url`; see this file's header for when it is fetched. */
@@ -150,12 +152,33 @@ export interface RemoteKeySet extends KeySet {
   readonly fetches: number;
 }
 
+/**
+ * A response's body as text (UTF-8, as `Response.text` decodes it), each read raced with
+ * `deadline`: a body cut off by it is cancelled, which closes its connection.
+ */
+async function bodyText(response: Response, deadline: Promise<never>): Promise<string> {
+  if (response.body === null) return '';
+  const reader = response.body.getReader();
+  const chunks: Uint8Array[] = [];
+  try {
+    for (;;) {
+      const { done, value } = await Promise.race([reader.read(), deadline]);
+      if (done) return new TextDecoder().decode(Buffer.concat(chunks));
+      chunks.push(value);
+    }
+  } catch (error) {
+    void reader.cancel().catch(() => undefined);
+    throw error;
+  }
+}
+
 /** A key set fetched from `url` (checked with `keySetUrlProblem` first). */
 export function remoteKeySet(url: string, options: RemoteKeySetOptions): RemoteKeySet {
   const problem = keySetUrlProblem(url);
   if (problem !== undefined) throw new JwksError(`--jwks: ${problem}`);
   const { now } = options;
   const get = options.fetch ?? fetch;
+  const timeoutMs = options.timeoutMs ?? FETCH_TIMEOUT_MS;
   let keys: VerificationKey[] | undefined;
   let fetchedAt = -Infinity;
   let began = -Infinity;
@@ -163,19 +186,39 @@ export function remoteKeySet(url: string, options: RemoteKeySetOptions): RemoteK
   let inFlight: Promise<void> | undefined;
 
   const load = async (): Promise<VerificationKey[]> => {
-    const response = await get(url, { signal: AbortSignal.timeout(FETCH_TIMEOUT_MS), redirect: 'error', headers: { accept: 'application/jwk-set+json, application/json' } });
-    if (response.status !== 200) throw new JwksError(`answered ${response.status}`);
-    const length = Number(response.headers.get('content-length') ?? 0);
-    if (length > MAX_SET_BYTES) throw new JwksError(`its set is larger than ${MAX_SET_BYTES} bytes`);
-    const text = await response.text();
-    if (text.length > MAX_SET_BYTES) throw new JwksError(`its set is larger than ${MAX_SET_BYTES} bytes`);
-    let document: unknown;
+    // One deadline for the head and the body, kept here rather than left to fetch's signal alone:
+    // once the head has come, fetch holds its abort only weakly, and after a garbage collection an
+    // abort is lost, so a body that stalls would keep this fetch in flight for good (and with it
+    // every later fetch of the set). So the body is read here, each read raced with the deadline.
+    const controller = new AbortController();
+    let expire: () => void = () => undefined;
+    const deadline = new Promise<never>((_, reject) => {
+      expire = () => reject(new JwksError(`no whole answer within ${timeoutMs} ms`));
+    });
+    // Raced below, or not at all when the answer came in time.
+    deadline.catch(() => undefined);
+    const timer = setTimeout(() => {
+      expire();
+      controller.abort();
+    }, timeoutMs);
+    timer.unref();
     try {
-      document = JSON.parse(text);
-    } catch {
-      throw new JwksError('its set is not valid JSON');
+      const response = await Promise.race([get(url, { signal: controller.signal, redirect: 'error', headers: { accept: 'application/jwk-set+json, application/json' } }), deadline]);
+      if (response.status !== 200) throw new JwksError(`answered ${response.status}`);
+      const length = Number(response.headers.get('content-length') ?? 0);
+      if (length > MAX_SET_BYTES) throw new JwksError(`its set is larger than ${MAX_SET_BYTES} bytes`);
+      const text = await bodyText(response, deadline);
+      if (text.length > MAX_SET_BYTES) throw new JwksError(`its set is larger than ${MAX_SET_BYTES} bytes`);
+      let document: unknown;
+      try {
+        document = JSON.parse(text);
+      } catch {
+        throw new JwksError('its set is not valid JSON');
+      }
+      return importKeySet(document, 'its set');
+    } finally {
+      clearTimeout(timer);
     }
-    return importKeySet(document, 'its set');
   };
 
   const fetchNow = (): Promise<void> => {

@@ -1,8 +1,12 @@
 import assert from 'node:assert/strict';
 import { generateKeyPairSync, type JsonWebKey, type KeyPairKeyObjectResult } from 'node:crypto';
 import { writeFile } from 'node:fs/promises';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { keySetUrlProblem } from '../../src/conventions/credential-forms.js';
 import { importKeySet, readKeySetFile, remoteKeySet, selectKey, type KeyRefusal } from '../../src/http/jwks.js';
 import type { VerificationKey } from '../../src/http/jwt.js';
@@ -160,6 +164,34 @@ describe('remoteKeySet', () => {
     await Promise.all(Array.from({ length: 10 }, (_, i) => set.select(`k${i}`, 'RS256')));
     assert.equal(f.calls(), 2);
     assert.equal(set.fetches, 2);
+  });
+
+  test('a set URL whose body stalls after its head, while garbage is collected -> the fetch ends at its timeout; the next one may begin', { timeout: 30_000 }, async () => {
+    // Collecting garbage is what lost the timeout: a signal that nothing else held never fired.
+    setFlagsFromString('--expose-gc');
+    const gc = runInNewContext('gc') as () => void;
+    const stalled = createServer((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.write('{"keys":[');
+    });
+    await new Promise<void>((resolve) => stalled.listen(0, '127.0.0.1', resolve));
+    const collecting = setInterval(gc, 20);
+    try {
+      let now = 1000;
+      const warned: string[] = [];
+      const set = remoteKeySet(`http://127.0.0.1:${(stalled.address() as AddressInfo).port}/jwks`, { now: () => now, warn: (m) => warned.push(m), timeoutMs: 200 });
+      await set.refresh();
+      assert.equal(warned.length, 1);
+      assert.match(warned[0]!, /could not be fetched \(no whole answer within 200 ms\); JWTs are refused until it can be$/);
+      assert.deepEqual(await set.select('r', 'RS256'), { reason: 'the key set could not be fetched yet', unknownKid: false });
+      now += 30;
+      await set.refresh();
+      assert.equal(set.fetches, 2);
+    } finally {
+      clearInterval(collecting);
+      stalled.closeAllConnections();
+      stalled.close();
+    }
   });
 
   test('an unusable URL -> JwksError', () => {
