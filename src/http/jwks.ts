@@ -154,16 +154,21 @@ export interface RemoteKeySet extends KeySet {
 
 /**
  * A response's body as text (UTF-8, as `Response.text` decodes it), each read raced with
- * `deadline`: a body cut off by it is cancelled, which closes its connection.
+ * `deadline`, counted as it arrives (decoded: a gzip answer's `Content-Length` says nothing of it;
+ * a chunked one has none): past `MAX_SET_BYTES`, or cut off by the deadline, it is cancelled, which
+ * closes its connection, and nothing more of it is held.
  */
 async function bodyText(response: Response, deadline: Promise<never>): Promise<string> {
   if (response.body === null) return '';
   const reader = response.body.getReader();
   const chunks: Uint8Array[] = [];
+  let bytes = 0;
   try {
     for (;;) {
       const { done, value } = await Promise.race([reader.read(), deadline]);
       if (done) return new TextDecoder().decode(Buffer.concat(chunks));
+      bytes += value.byteLength;
+      if (bytes > MAX_SET_BYTES) throw new JwksError(`its set is larger than ${MAX_SET_BYTES} bytes`);
       chunks.push(value);
     }
   } catch (error) {
@@ -208,7 +213,6 @@ export function remoteKeySet(url: string, options: RemoteKeySetOptions): RemoteK
       const length = Number(response.headers.get('content-length') ?? 0);
       if (length > MAX_SET_BYTES) throw new JwksError(`its set is larger than ${MAX_SET_BYTES} bytes`);
       const text = await bodyText(response, deadline);
-      if (text.length > MAX_SET_BYTES) throw new JwksError(`its set is larger than ${MAX_SET_BYTES} bytes`);
       let document: unknown;
       try {
         document = JSON.parse(text);

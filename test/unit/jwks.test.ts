@@ -113,7 +113,7 @@ describe('remoteKeySet', () => {
         return response();
       }) as typeof fetch,
       calls: () => calls,
-      answer: (status, body, headers = {}) => (response = () => new Response(typeof body === 'string' ? body : JSON.stringify(body), { status, headers })),
+      answer: (status, body, headers = {}) => (response = () => new Response(typeof body === 'string' || body instanceof ReadableStream ? body : JSON.stringify(body), { status, headers })),
     };
   }
 
@@ -192,6 +192,35 @@ describe('remoteKeySet', () => {
       stalled.closeAllConnections();
       stalled.close();
     }
+  });
+
+  test('a set without Content-Length that never ends -> refused once past 1 MiB, its body cancelled; the last good set kept', async () => {
+    let now = 1000;
+    const f = fake();
+    const warned: string[] = [];
+    const set = remoteKeySet('https://idp.example/jwks', { now: () => now, fetch: f.fetch, warn: (m) => warned.push(m) });
+    f.answer(200, { keys: [rsa] });
+    await set.refresh();
+    let sent = 0;
+    let cancelled = false;
+    const chunk = new Uint8Array(64 * 1024).fill(0x20);
+    const endless = new ReadableStream<Uint8Array>({
+      // Each chunk a turn of the event loop later, as a network would send it.
+      pull: async (controller) => {
+        await new Promise((resolve) => setImmediate(resolve));
+        sent += chunk.byteLength;
+        controller.enqueue(chunk);
+      },
+      cancel: () => {
+        cancelled = true;
+      },
+    });
+    f.answer(200, endless);
+    now += 600;
+    assert.equal(((await set.select('r', 'RS256')) as VerificationKey).kid, 'r');
+    assert.deepEqual(warned, ['key set https://idp.example/jwks could not be fetched (its set is larger than 1048576 bytes); the last good set is kept']);
+    assert.ok(cancelled);
+    assert.ok(sent <= 2 * 1024 * 1024, `read ${sent} bytes`);
   });
 
   test('an unusable URL -> JwksError', () => {
