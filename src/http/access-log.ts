@@ -62,15 +62,28 @@ export function redactQuery(query: string): string {
  * What may be a JWT or a piece of one (RFC 7519 §3, RFC 7515 §7.1): base64url parts joined by dots,
  * the first of which decodes to the start of a JSON object (`JWT_HEADER`). `{"` encodes as `eyJ`,
  * but a header that begins with JSON white space (which RFC 8259 allows, and a verifier accepts)
- * does not, so the first part is decoded rather than matched by its text.
+ * does not, so the first part is decoded rather than matched by its text. Base64url characters may
+ * stand right before a JWT (`Bearer%20eyJ…`: an escape of white space is not decoded, and its `20`
+ * begins the match), so the first part is also decoded from each character on that can begin an
+ * object's encoding (`OBJECT_START`), and only what follows is replaced.
  */
 const DOTTED = /[A-Za-z0-9_-]{3,}(?:\.[A-Za-z0-9_-]*)+/g;
 /** A JSON object's first bytes: white space, `{`, white space, then a member's name or the end. */
 const JWT_HEADER = /^[\t\n\r ]*\{[\t\n\r ]*["}]/;
+/** The first base64url character of `{` (`e`), a space (`I`), a tab or line feed (`C`), a carriage return (`D`). */
+const OBJECT_START = /[eICD]/;
+/** Characters decoded from a later start: 24 bytes, `{"` after up to 22 bytes of white space. */
+const START_CHARS = 32;
+
+const opensObject = (base64url: string): boolean => JWT_HEADER.test(Buffer.from(base64url, 'base64url').toString('latin1'));
 
 function redactDotted(candidate: string): string {
   const first = candidate.slice(0, candidate.indexOf('.'));
-  return JWT_HEADER.test(Buffer.from(first, 'base64url').toString('latin1')) ? REDACTED : candidate;
+  if (opensObject(first)) return REDACTED;
+  for (let i = 1; i < first.length; i++) {
+    if (OBJECT_START.test(first[i]!) && opensObject(first.slice(i, i + START_CHARS))) return `${candidate.slice(0, i)}${REDACTED}`;
+  }
+  return candidate;
 }
 
 /** `text` with everything that looks like a JWT replaced, wherever a client put it. */

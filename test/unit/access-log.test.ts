@@ -64,6 +64,13 @@ describe('createTokenScrubber', () => {
     ['/items/a%2Eb?q=x%20y&price=15.59', '/items/a%2Eb?q=x%20y&price=15.59'],
     // A piece of one (a header and a dot), the dot encoded.
     ['/items?q=eyJzdWIi%2E', '/items?q=[redacted]'],
+    // Right after base64url characters: an undecoded escape of white space (a header value pasted
+    // into a URL), or letters; what stands before it is kept.
+    [`/items?filter=Bearer%20${jwt}`, '/items?filter=Bearer%20[redacted]'],
+    [`/items/Bearer%20${jwt.replaceAll('.', '%2E')}`, '/items/Bearer%20[redacted]'],
+    [`/items?q=x%09${spacedJwt}`, '/items?q=x%09[redacted]'],
+    [`/items/abc${jwt}`, '/items/abc[redacted]'],
+    ['/files/Code.js?v=1.2.3', '/files/Code.js?v=1.2.3'],
   ] as const) {
     test(`JWT-like text ${JSON.stringify(text)} -> ${JSON.stringify(expected)}, with or without tokens`, () => {
       assert.equal(createTokenScrubber([])(text), expected);
