@@ -163,7 +163,7 @@ export function createHandler(options: HandlerOptions): Handler {
   const relTarget: RelTarget = (resource, rel) => relTargets.get(resource)?.get(rel);
   const feed = options.changes ?? sharedLog(options.resources.map((r) => r.store));
   if (feed instanceof LocalChangeLog) checkFeedNames(feed, names);
-  const streams = new Streams(options.streams ?? {}, metrics.streamCounters);
+  const streams = new Streams(options.streams ?? {}, metrics.streamCounters, now);
   const cors = createCors(options.corsOrigin);
   // The default burst is the rate rounded down, at least 1: a whole number of requests.
   const limiter =

@@ -81,6 +81,7 @@ export function addChangesRoutes(router: Router<RouteHandler>, options: ChangesR
         streams.reply({}, (out) =>
           streamChanges(out, { feed, after: from, resources: followed, select, json, shared: followed === names ? '*' : [...followed].sort().join(',') }),
           clientKey(req, principal),
+          principal?.until,
         ),
       );
     }

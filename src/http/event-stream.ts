@@ -45,6 +45,8 @@ export interface StreamSettings {
   readonly closing?: AbortSignal;
 }
 
+const unixSeconds = (): number => Math.floor(Date.now() / 1000);
+
 /** What the streams report, for `/metrics`. */
 export interface StreamCounters {
   opened(): void;
@@ -74,15 +76,18 @@ export class Streams {
   readonly #maxBuffered: number;
   readonly #every: Every;
   readonly #counters: StreamCounters;
+  readonly #now: () => number;
   #closing = false;
 
-  constructor(settings: StreamSettings, counters: StreamCounters) {
+  /** `now`: Unix seconds, against which a credential's end (`Principal.until`) is read. */
+  constructor(settings: StreamSettings, counters: StreamCounters, now: () => number = unixSeconds) {
     this.#max = settings.maxStreams ?? DEFAULT_MAX_STREAMS;
     this.#maxPerClient = settings.maxStreamsPerClient ?? DEFAULT_MAX_STREAMS_PER_CLIENT;
     this.#heartbeatMs = settings.heartbeatMs ?? HEARTBEAT_MS;
     this.#maxBuffered = settings.maxBufferedBytes ?? MAX_BUFFERED_BYTES;
     this.#every = settings.every ?? realEvery;
     this.#counters = counters;
+    this.#now = now;
     settings.closing?.addEventListener('abort', () => this.endAll(), { once: true });
   }
 
@@ -96,8 +101,12 @@ export class Streams {
    * holds its own (one client cannot take every stream of the server). The reply holds its slot
    * from now on; `start` must be given it (the boundary does, for every streaming reply), and gives
    * the slot back when the stream ends, or at once if its client has gone.
+   *
+   * `until` is the last second the request's credential answers for (`Principal.until`: a JWT's
+   * `exp` and the leeway): the stream ends at the first heartbeat after it, so an expired token
+   * is not read to for good; the client reconnects with its last event id and a fresh token.
    */
-  reply(headers: Readonly<Record<string, string>>, produce: (out: StreamWriter) => void, client: string): Reply {
+  reply(headers: Readonly<Record<string, string>>, produce: (out: StreamWriter) => void, client: string, until?: number): Reply {
     const retry = { 'retry-after': String(FULL_RETRY_AFTER_SECONDS) };
     if (this.#closing) throw new HttpProblem(503, 'The server is shutting down; reconnect to another instance or later', {}, retry);
     if (this.#held >= this.#max) throw new HttpProblem(503, `This server has ${this.#max} open streams, its limit; try again shortly`, {}, retry);
@@ -107,7 +116,7 @@ export class Streams {
     this.#held++;
     this.#byClient.set(client, (this.#byClient.get(client) ?? 0) + 1);
     // The same URL answers JSON to another Accept: a cache must not hand this on (RFC 9110 §12.5.5).
-    return { status: 200, headers: { 'content-type': TEXT_EVENT_STREAM, 'cache-control': 'no-cache', 'x-accel-buffering': 'no', vary: 'Accept', ...headers }, stream: produce, streamClient: client };
+    return { status: 200, headers: { 'content-type': TEXT_EVENT_STREAM, 'cache-control': 'no-cache', 'x-accel-buffering': 'no', vary: 'Accept', ...headers }, stream: produce, streamClient: client, ...(until === undefined ? {} : { streamUntil: until }) };
   }
 
   /** Gives back the slot `reply` took for `client`. */
@@ -153,7 +162,8 @@ export class Streams {
       return;
     }
     stream.write(STREAM_PREAMBLE);
-    const stop = this.#every(this.#heartbeatMs, () => stream.heartbeat());
+    const until = reply.streamUntil;
+    const stop = this.#every(this.#heartbeatMs, () => (until !== undefined && this.#now() > until ? stream.end() : stream.heartbeat()));
     stream.onClose(stop);
     if (this.#closing) stream.end();
     else reply.stream!(stream);

@@ -18,6 +18,8 @@ export interface Reply {
   readonly stream?: (out: StreamWriter) => void;
   /** A streaming reply's client (its principal's key, or its address), whose open streams are bounded. */
   readonly streamClient?: string;
+  /** A streaming reply's credential's last second (`Principal.until`), after which the stream ends; none: it does not expire. */
+  readonly streamUntil?: number;
   /**
    * The headers as `writeHead` takes them, `Content-Length` included, for the body sent as it is
    * (`prepared`): a reply made once and sent many times carries it, and `send` writes it without

@@ -124,6 +124,7 @@ export function addResourceRoutes(router: Router<RouteHandler>, options: Resourc
           json: streamJson,
         }),
         clientKey(req, principal),
+        principal?.until,
       ),
     );
   };

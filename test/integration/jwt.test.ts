@@ -332,6 +332,56 @@ describe('principals of JWTs', () => {
   });
 });
 
+describe('streams opened with a JWT', () => {
+  test('a stream of /changes and one of a collection, then the clock past the token\'s exp and leeway -> each ends at its next heartbeat; a static token\'s stream goes on', async () => {
+    let now = NOW;
+    const ticks: (() => void)[] = [];
+    const changes = new LocalChangeLog();
+    const s = await startServer({
+      resources: [{ name: 'orders', store: createMemoryStore([], { changes, resource: 'orders' }) }],
+      jwt: { keys: staticKeySet({ keys: [rsa.jwk] }), issuer: ISSUER, audience: AUDIENCE },
+      tokens: ['static-r'],
+      now: () => now,
+      streams: { every: (_ms, run) => (ticks.push(run), () => {}) },
+    });
+    const token = await mint(rsa, 'RS256', claims({ exp: NOW + 10, scope: 'read' }));
+    const open = async (path: string, credential: string) => {
+      const res = await s.request(path, { headers: { authorization: `Bearer ${credential}`, accept: 'text/event-stream' } });
+      assert.equal(res.status, 200, path);
+      const reader = res.body!.getReader();
+      const state = { heartbeats: 0, ended: false };
+      const drained = (async () => {
+        for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) state.heartbeats += (new TextDecoder().decode(chunk.value).match(/^:/gm) ?? []).length;
+        state.ended = true;
+      })();
+      return { state, drained, cancel: () => reader.cancel().catch(() => {}) };
+    };
+    const feed = await open('/changes', token);
+    const collection = await open('/orders', token);
+    const lasting = await open('/changes', 'static-r');
+    const streams = [feed, collection, lasting];
+    /** A heartbeat due: each stream takes it (its comment arrives), or ends. */
+    const tick = async (): Promise<void> => {
+      const before = streams.map((stream) => stream.state.heartbeats);
+      for (const run of ticks) run();
+      while (streams.some((stream, i) => !stream.state.ended && stream.state.heartbeats === before[i])) await new Promise((resolve) => setTimeout(resolve, 1));
+    };
+    now = NOW + 70; // exp + 60 s: still answered for
+    await tick();
+    assert.deepEqual(streams.map((stream) => stream.state.ended), [false, false, false]);
+    now = NOW + 71;
+    await tick();
+    assert.deepEqual(streams.map((stream) => stream.state.ended), [true, true, false]);
+    await tick();
+    assert.equal(lasting.state.ended, false, 'a static token does not expire');
+    await lasting.cancel();
+    await lasting.drained.catch(() => {});
+    const again = await s.request('/changes', { headers: { authorization: `Bearer ${token}`, accept: 'text/event-stream' } });
+    assert.equal(again.status, 401);
+    await again.body?.cancel();
+  });
+});
+
 // The identity provider's key set, as a test serves it.
 let keys: { keys: JWK[] } = { keys: [] };
 let status = 200;
