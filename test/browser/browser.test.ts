@@ -206,6 +206,51 @@ describe('HAL browser in Chromium (docs/conventions.md §4.1)', () => {
     t.diagnostic(`screenshots in ${shots}`);
   });
 
+  test('an edit form saved after changing one field -> the patch names that field only: a field the form does not show, an empty string, an unset checkbox stay; a member taken out of an object or a schemaless entity is removed', async (t) => {
+    if (!existsSync(CHROMIUM)) {
+      t.skip('needs Debian chromium at /usr/bin/chromium (.ci/run installs it)');
+      return;
+    }
+    // A schema that allows members it does not list (JSON Schema's default), as most do.
+    const notesSchema = { type: 'object', properties: { title: { type: 'string' }, done: { type: 'boolean' }, tags: { type: 'array', items: { type: 'string' } }, size: { type: 'object' } } };
+    const at = { createdAt: 1_700_000_000, updatedAt: 1_700_000_000 };
+    const s = await startServer({
+      resources: [
+        { name: 'notes', store: createMemoryStore([{ id: 'n1', ...at, title: '', tags: ['a'], size: { width: 1, weight: 2 }, legacy: 'kept' }]), validate: compileSchema(notesSchema, 'notes.schema.json'), schema: notesSchema },
+        { name: 'free', store: createMemoryStore([{ id: 'f1', ...at, a: 1, b: 2 }]) },
+      ],
+      tokens: [TOKEN],
+    });
+    const page = await openChromium();
+    const sent: unknown[] = [];
+    page.on('request', (request) => {
+      if (request.method() === 'PATCH') sent.push(request.postDataJSON());
+    });
+    const json = async (path: string): Promise<Record<string, unknown>> => (await fetch(`${s.url}${path}`, { headers: { authorization: `Bearer ${TOKEN}` } })).json() as Promise<Record<string, unknown>>;
+    await page.goto(`${s.url}/`);
+    await page.evaluate(`sessionStorage.setItem("halserve.token", ${JSON.stringify(TOKEN)})`);
+
+    await page.goto(`${s.url}/notes/n1`);
+    await page.fill('#f-tags', '["a","b"]');
+    await page.click('button[name="patch"]');
+    await page.locator('p.notice', { hasText: 'Saved.' }).waitFor();
+    assert.deepEqual(sent.pop(), { tags: ['a', 'b'] });
+    const { _links, createdAt, updatedAt, ...note } = await json('/notes/n1');
+    assert.deepEqual(note, { id: 'n1', title: '', tags: ['a', 'b'], size: { width: 1, weight: 2 }, legacy: 'kept' });
+
+    await page.fill('#f-size', '{"width": 1}');
+    await page.click('button[name="patch"]');
+    await page.locator('p.notice', { hasText: 'Saved.' }).waitFor();
+    assert.deepEqual((await json('/notes/n1'))['size'], { width: 1 });
+
+    await page.goto(`${s.url}/free/f1`);
+    await page.fill('#f-_body', '{"a": 1}');
+    await page.click('button[name="patch"]');
+    await page.locator('p.notice', { hasText: 'Saved.' }).waitFor();
+    assert.deepEqual(sent.pop(), { b: null });
+    assert.equal((await json('/free/f1'))['b'], undefined);
+  });
+
   test('a page opened at //other.example with a token in the tab -> every request goes to this server, none to the other host (the CSP aside)', async (t) => {
     if (!existsSync(CHROMIUM)) {
       t.skip('needs Debian chromium at /usr/bin/chromium (.ci/run installs it)');

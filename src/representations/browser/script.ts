@@ -335,6 +335,23 @@ export const BROWSER_SCRIPT = String.raw`'use strict';
     return Object.prototype.hasOwnProperty.call(values, '_body') ? values._body : values;
   }
 
+  function isObject(value) { return value !== null && typeof value === 'object' && !Array.isArray(value); }
+
+  /**
+   * The JSON merge patch (RFC 7396) that turns before into after: each member changed, a member
+   * taken out as null, an object changed in part as a patch of its own (a patch merges objects,
+   * so a nested member taken out must be named too).
+   */
+  function mergePatch(before, after) {
+    var patch = {};
+    Object.keys(after).forEach(function (k) {
+      if (JSON.stringify(after[k]) === JSON.stringify(before[k])) return;
+      patch[k] = isObject(before[k]) && isObject(after[k]) ? mergePatch(before[k], after[k]) : after[k];
+    });
+    Object.keys(before).forEach(function (k) { if (!Object.prototype.hasOwnProperty.call(after, k)) patch[k] = null; });
+    return patch;
+  }
+
   // ---- pages ----
 
   function renderIndex(doc) {
@@ -513,7 +530,6 @@ export const BROWSER_SCRIPT = String.raw`'use strict';
       replace ? el('button', { type: 'button', class: 'replace', text: 'Replace (PUT)' }) : null,
       remove ? el('button', { type: 'button', class: 'danger delete', text: 'Delete' }) : null,
     ]);
-    var schemaFields = ((replace || update).properties || []).length > 0;
     function write(template, body) {
       clearErrors(form);
       var saved = main.querySelector('.notice');
@@ -529,11 +545,9 @@ export const BROWSER_SCRIPT = String.raw`'use strict';
       if (!update) return;
       var next = bodyOf(form);
       if (next === undefined) return;
-      // A merge patch of what changed; a field emptied in the form is removed (null).
-      var patch = {};
-      Object.keys(next).forEach(function (k) { if (JSON.stringify(next[k]) !== JSON.stringify(doc[k])) patch[k] = next[k]; });
-      Object.keys(doc).forEach(function (k) { if (SERVER_FIELDS.indexOf(k) === -1 && !(k in next) && schemaFields) patch[k] = null; });
-      write(update, patch);
+      // What the person changed since the form was drawn, read the same way: a field left as it
+      // was is not sent (an empty string, an unset checkbox, a field the form does not show).
+      write(update, mergePatch(drawn, next));
     });
     if (replace) form.querySelector('.replace').addEventListener('click', function () { write(replace, bodyOf(form)); });
     if (remove) form.querySelector('.delete').addEventListener('click', function () {
@@ -544,6 +558,7 @@ export const BROWSER_SCRIPT = String.raw`'use strict';
       });
     });
     main.appendChild(form);
+    var drawn = bodyOf(form);
   }
 
   function renderOther(doc) {
