@@ -251,6 +251,39 @@ describe('HAL browser in Chromium (docs/conventions.md §4.1)', () => {
     assert.equal((await json('/free/f1'))['b'], undefined);
   });
 
+  test('an entity changed by another client while its form is being filled in -> Replace is refused (412) with a way to reload, nothing is overwritten; after the reload it saves', async (t) => {
+    if (!existsSync(CHROMIUM)) {
+      t.skip('needs Debian chromium at /usr/bin/chromium (.ci/run installs it)');
+      return;
+    }
+    const shown = products[0]!;
+    const s = await startServer({
+      resources: [
+        { name: 'products', store: createMemoryStore([shown]), validate: compileSchema(schema, 'products.schema.json'), schema },
+        { name: 'categories', store: createMemoryStore(categories) },
+      ],
+      tokens: [TOKEN],
+    });
+    const page = await openChromium();
+    const headers = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' };
+    const json = async (): Promise<Record<string, unknown>> => (await fetch(`${s.url}/products/${shown.id}`, { headers })).json() as Promise<Record<string, unknown>>;
+    await page.goto(`${s.url}/`);
+    await page.evaluate(`sessionStorage.setItem("halserve.token", ${JSON.stringify(TOKEN)})`);
+    await page.goto(`${s.url}/products/${shown.id}`);
+    await page.fill('#f-name', 'Renamed here');
+    const other = await fetch(`${s.url}/products/${shown.id}`, { method: 'PATCH', headers, body: '{"price":1234.5}' });
+    assert.equal(other.status, 200);
+    await page.click('button.replace');
+    await page.locator('.form-problem .problem h2', { hasText: '412 Precondition Failed' }).waitFor();
+    assert.deepEqual([(await json())['name'], (await json())['price']], [shown['name'], 1234.5]);
+    await page.click('.form-problem a.reload');
+    await page.locator('dd[data-field="price"]', { hasText: '1234.5' }).waitFor();
+    await page.fill('#f-name', 'Renamed here');
+    await page.click('button.replace');
+    await page.locator('p.notice', { hasText: 'Saved.' }).waitFor();
+    assert.deepEqual([(await json())['name'], (await json())['price']], ['Renamed here', 1234.5]);
+  });
+
   test('a page opened at //other.example with a token in the tab -> every request goes to this server, none to the other host (the CSP aside)', async (t) => {
     if (!existsSync(CHROMIUM)) {
       t.skip('needs Debian chromium at /usr/bin/chromium (.ci/run installs it)');

@@ -49,11 +49,12 @@ export const BROWSER_SCRIPT = String.raw`'use strict';
    */
   function here(path) { return location.origin + '/' + String(path).replace(/^\/+/, ''); }
 
-  /** fetch with the tab's token; resolves { status, type, body, headers }. */
-  function api(method, url, body, contentType) {
+  /** fetch with the tab's token (a write on the version tagged etag, when given); resolves { status, type, body, headers }. */
+  function api(method, url, body, contentType, etag) {
     var headers = { Accept: ACCEPT };
     if (token()) headers.Authorization = 'Bearer ' + token();
     if (body !== undefined) headers['Content-Type'] = contentType || 'application/json';
+    if (etag) headers['If-Match'] = etag;
     return fetch(here(url), { method: method, headers: headers, body: body === undefined ? undefined : JSON.stringify(body), cache: 'no-store' })
       .then(function (res) {
         var type = (res.headers.get('content-type') || '').split(';')[0];
@@ -184,6 +185,7 @@ export const BROWSER_SCRIPT = String.raw`'use strict';
       messages.length ? el('ul', { class: 'validation' }, messages) : null,
       rest.length ? el('ul', {}, rest) : null,
       status === 401 ? el('p', { text: 'Enter a token above.' }) : null,
+      status === 412 ? el('p', {}, ['It changed since this page was drawn, and nothing was written: ', el('a', { href: location.pathname + location.search, class: 'reload', text: 'reload it' }), ' to see it as it is now.']) : null,
     ]);
   }
 
@@ -324,9 +326,9 @@ export const BROWSER_SCRIPT = String.raw`'use strict';
     return el('form', { class: 'entity', novalidate: true }, [el('div', { class: 'form-problem' })].concat(fields, [el('div', { class: 'actions' }, buttons)]));
   }
 
-  /** Sends a form's body as a template says (method, target, content type). */
-  function submit(template, body) {
-    return api(template.method, template.target, body, template.contentType);
+  /** Sends a form's body as a template says (method, target, content type), on the version tagged etag when given. */
+  function submit(template, body, etag) {
+    return api(template.method, template.target, body, template.contentType, etag);
   }
 
   function bodyOf(form) {
@@ -499,7 +501,11 @@ export const BROWSER_SCRIPT = String.raw`'use strict';
     return el('nav', { class: 'pager' }, parts);
   }
 
-  function renderEntity(name, doc, notice) {
+  /**
+   * An entity and its forms. Each write names the version shown (etag, If-Match): one that another
+   * client changed since is refused (412), never overwritten unseen.
+   */
+  function renderEntity(name, doc, notice, etag) {
     main.appendChild(el('h1', { text: name + ' ' + doc.id }));
     if (notice) main.appendChild(el('p', { class: 'notice', role: 'status', text: notice }));
     var rows = [];
@@ -535,8 +541,8 @@ export const BROWSER_SCRIPT = String.raw`'use strict';
       var saved = main.querySelector('.notice');
       if (saved) saved.remove();
       if (body === undefined) return;
-      submit(template, body).then(function (r) {
-        if (r.status === 200) { main.textContent = ''; renderEntity(name, r.body, 'Saved.'); }
+      submit(template, body, etag).then(function (r) {
+        if (r.status === 200) { main.textContent = ''; renderEntity(name, r.body, 'Saved.', r.headers.get('etag')); }
         else formProblem(form, r);
       });
     }
@@ -552,7 +558,7 @@ export const BROWSER_SCRIPT = String.raw`'use strict';
     if (replace) form.querySelector('.replace').addEventListener('click', function () { write(replace, bodyOf(form)); });
     if (remove) form.querySelector('.delete').addEventListener('click', function () {
       if (!confirm('Delete ' + name + ' ' + doc.id + '?')) return;
-      submit(remove).then(function (r) {
+      submit(remove, undefined, etag).then(function (r) {
         if (r.status === 204) location.assign(base + '/' + encodeURIComponent(name));
         else formProblem(form, r);
       });
@@ -591,7 +597,7 @@ export const BROWSER_SCRIPT = String.raw`'use strict';
         // The page's own changes link: everything after the state it shows.
         if (doc._links && doc._links.changes) watch(doc._links.changes.href, refresh);
       } else if (r.depth === 2 && doc && doc.id !== undefined) {
-        renderEntity(r.name, doc);
+        renderEntity(r.name, doc, undefined, res.headers.get('etag'));
         if (feed && feed.status === 200 && feed.body && feed.body._links) {
           watch(feed.body._links.next.href, function (type, event) { if (event.id === doc.id) refresh(); });
         }
