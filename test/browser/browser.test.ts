@@ -284,6 +284,24 @@ describe('HAL browser in Chromium (docs/conventions.md §4.1)', () => {
     assert.deepEqual([(await json())['name'], (await json())['price']], ['Renamed here', 1234.5]);
   });
 
+  test('--base-path /api: a collection opened with the prefix and without it (the server takes both) -> the same page, its name and entities', async (t) => {
+    if (!existsSync(CHROMIUM)) {
+      t.skip('needs Debian chromium at /usr/bin/chromium (.ci/run installs it)');
+      return;
+    }
+    const s = await startServer({ resources: [{ name: 'categories', store: createMemoryStore(categories) }], tokens: [TOKEN], basePath: '/api' });
+    const page = await openChromium();
+    await page.goto(`${s.url}/`);
+    await page.evaluate(`sessionStorage.setItem("halserve.token", ${JSON.stringify(TOKEN)})`);
+    for (const path of ['/api/categories', '/categories', '/api/v1/categories', '/v1/categories']) {
+      await page.goto(`${s.url}${path}`);
+      await page.locator('p.summary', { hasText: `${categories.length} in all` }).waitFor();
+      assert.equal(await page.locator('main h1').textContent(), 'categories', path);
+      assert.equal(await page.locator('table.entities tbody tr').count(), Math.min(20, categories.length), path);
+      assert.equal(await page.locator('#crumbs a').last().getAttribute('href'), '/api/categories', path);
+    }
+  });
+
   test('a page opened at //other.example with a token in the tab -> every request goes to this server, none to the other host (the CSP aside)', async (t) => {
     if (!existsSync(CHROMIUM)) {
       t.skip('needs Debian chromium at /usr/bin/chromium (.ci/run installs it)');

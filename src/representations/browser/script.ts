@@ -123,9 +123,13 @@ export const BROWSER_SCRIPT = String.raw`'use strict';
     }, 100);
   }
 
-  /** The resource name and id of a path below the base path (and /v1). */
+  /**
+   * The resource name and id of a path, below the base path where it begins with it (the server
+   * takes a path with or without it, behind a proxy that strips it or not), and /v1.
+   */
   function route(path) {
-    var rest = path.slice(base.length).split('/').filter(Boolean).map(decodeURIComponent);
+    var below = base !== '' && (path === base || path.indexOf(base + '/') === 0) ? path.slice(base.length) : path;
+    var rest = below.split('/').filter(Boolean).map(decodeURIComponent);
     if (rest[0] === 'v1') rest.shift();
     return { name: rest[0], id: rest[1], depth: rest.length };
   }
