@@ -302,6 +302,29 @@ describe('HAL browser in Chromium (docs/conventions.md §4.1)', () => {
     }
   });
 
+  test('a page opened -> the browser takes its icon from the assets, never asks for /favicon.ico (a 401 on every page view, counted against the address)', { timeout: 60_000 }, async (t) => {
+    if (!existsSync(CHROMIUM)) {
+      t.skip('needs Debian chromium at /usr/bin/chromium (.ci/run installs it)');
+      return;
+    }
+    const s = await startServer({ resources: [{ name: 'categories', store: createMemoryStore(categories) }], tokens: [TOKEN] });
+    const paths: string[] = [];
+    const icon = new Promise<void>((resolve) => {
+      s.server.on('request', (req: { url?: string }) => {
+        paths.push(req.url ?? '');
+        if (req.url === '/_browser/icon.svg') resolve();
+      });
+    });
+    const page = await openChromium();
+    await page.goto(`${s.url}/categories`);
+    await icon;
+    await page.locator('main .problem').waitFor();
+    assert.deepEqual(paths.filter((path) => path.startsWith('/favicon')), []);
+    const answer = await fetch(`${s.url}/_browser/icon.svg`);
+    assert.equal(answer.status, 200);
+    assert.equal(answer.headers.get('content-type'), 'image/svg+xml');
+  });
+
   test('a page opened at //other.example with a token in the tab -> every request goes to this server, none to the other host (the CSP aside)', async (t) => {
     if (!existsSync(CHROMIUM)) {
       t.skip('needs Debian chromium at /usr/bin/chromium (.ci/run installs it)');

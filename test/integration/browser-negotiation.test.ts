@@ -83,6 +83,8 @@ describe('HAL browser negotiation (docs/conventions.md §4.1)', () => {
     const style = await s.request('/_browser/app.css', { method: 'HEAD' });
     assert.equal(style.status, 200);
     assert.equal(style.headers.get('content-type'), 'text/css; charset=utf-8');
+    // The page's icon, so that a browser never asks for /favicon.ico (a 401 on each page view).
+    assert.equal((await s.request('/_browser/icon.svg')).headers.get('content-type'), 'image/svg+xml');
     const missing = await s.request('/_browser/nope.js');
     assert.equal(missing.status, 404);
     assert.deepEqual(await missing.json(), { type: RFC2616, title: 'Not Found', detail: 'There is no browser asset named "nope.js"', status: 404 });
