@@ -21,7 +21,14 @@ import { problemReply, type Reply } from './reply.js';
 
 /** The key of a request, parsed: a 400 problem for a malformed one; undefined without one. */
 export function requestKey(req: IncomingMessage): string | undefined {
-  return parseIdempotencyKey(req.headers[IDEMPOTENCY_KEY]);
+  const value = req.headers[IDEMPOTENCY_KEY];
+  // Node joins the lines of a header sent twice with ", ": when one of them is empty, what is left
+  // (`k, ` trimmed) reads as the one key `k,`. A value with a comma is looked at line by line.
+  if (typeof value === 'string' && value.includes(',')) {
+    const lines = req.headersDistinct[IDEMPOTENCY_KEY];
+    if (lines !== undefined && lines.length > 1) return parseIdempotencyKey(lines);
+  }
+  return parseIdempotencyKey(value);
 }
 
 /** The statuses of problems that are the write's own answer, and remembered. */

@@ -261,6 +261,28 @@ describe('Idempotency-Key on POST and PATCH (memory store)', () => {
     assert.equal(s.store.size, 0);
   });
 
+  test('Idempotency-Key sent twice, one line of it empty -> 400 problem (the header sent twice), not the key "k,", nothing written', async () => {
+    const s = await startItems();
+    const { connect } = await import('node:net');
+    const url = new URL(s.url);
+    for (const lines of [['k', ''], ['"k"', ''], ['', 'k'], ['k', 'k']]) {
+      const raw = await new Promise<string>((resolve, reject) => {
+        const socket = connect(Number(url.port), url.hostname, () => {
+          const keys = lines.map((line) => `Idempotency-Key: ${line}\r\n`).join('');
+          socket.end(`POST /items HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: application/json\r\n${keys}Content-Length: 7\r\n\r\n{"n":1}`);
+        });
+        let text = '';
+        socket.setEncoding('latin1');
+        socket.on('data', (chunk: string) => (text += chunk));
+        socket.on('end', () => resolve(text));
+        socket.on('error', reject);
+      });
+      assert.match(raw, /^HTTP\/1\.1 400 /, JSON.stringify(lines));
+      assert.match(raw, /Idempotency-Key/, JSON.stringify(lines));
+    }
+    assert.equal(s.store.size, 0);
+  });
+
   test('a store that keeps no answers -> 501 problem for a keyed POST, nothing written; unkeyed POST still 201', async () => {
     const inner = createMemoryStore();
     const store: LocalStore = Object.assign(Object.create(inner) as LocalStore, { idempotency: undefined });
