@@ -139,11 +139,13 @@ function readAgain(socket: PipelinedSocket, pipeline: Pipeline): void {
 
 /**
  * Keeps the open connections of `server`, so that a shutdown can end every one that has no
- * response under way — keep-alive ones between requests, and ones that never sent a request.
+ * response under way — keep-alive ones between requests, and ones that never sent a request —
+ * and make the response under way the last of the others: it says `Connection: close` (RFC 9112
+ * §9.6), so that its client sends no further request on a connection about to be closed.
  * Nothing runs per request: a connection's response in progress is Node's own `_httpMessage`.
  */
 export function trackConnections(server: Server): { closeIdle(): void } {
-  const sockets = new Set<Socket>();
+  const sockets = new Set<PipelinedSocket>();
   server.on('connection', (socket: Socket) => {
     sockets.add(socket);
     socket.once('close', () => sockets.delete(socket));
@@ -151,9 +153,17 @@ export function trackConnections(server: Server): { closeIdle(): void } {
   return {
     closeIdle() {
       for (const socket of sockets) {
-        const { _httpMessage: response } = socket as Socket & { _httpMessage?: ServerResponse | null };
+        const response = socket._httpMessage;
         if (response === undefined || response === null) socket.destroy();
+        // Not when requests pipelined behind it are under way: Node drops their answers after a close.
+        else if (!response.headersSent && nothingPipelined(socket)) response.shouldKeepAlive = false;
       }
     },
   };
+}
+
+/** True when no request of the connection is under way or waiting behind the one being answered. */
+function nothingPipelined(socket: PipelinedSocket): boolean {
+  const pipeline = socket[PIPELINE];
+  return pipeline === undefined || (pipeline.behind === 0 && pipeline.waiting.length === 0);
 }

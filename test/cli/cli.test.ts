@@ -82,6 +82,32 @@ describe('halserve CLI (docs/conventions.md §8)', () => {
     assert.equal(await cli.exited, 0);
   });
 
+  test('SIGTERM while a request is in flight on a keep-alive connection -> its answer says Connection: close, so no client sends another on it', async () => {
+    const dir = await tempDir();
+    const cli = await startCli(['--port', '0', '--data', dir, '--resource', 'items', '--log', 'off']);
+    const { Agent, request } = await import('node:http');
+    const agent = new Agent({ keepAlive: true });
+    const url = new URL(`${cli.url}/items`);
+    const connection = await new Promise<string | undefined>((resolve, reject) => {
+      const req = request({ host: url.hostname, port: url.port, path: '/items', method: 'POST', agent, headers: { ...JSON_HEADERS, expect: '100-continue' } }, (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.headers.connection));
+      });
+      req.on('error', reject);
+      req.flushHeaders();
+      req.once('continue', () => {
+        req.write('{"slow":');
+        cli.child.kill('SIGTERM');
+        eventually(() => /SIGTERM: finishing requests in flight/.test(cli.stderr()), 'the drain to begin').then(() => req.end('true}'), reject);
+      });
+    });
+    agent.destroy();
+    // RFC 9112 §9.6: the server closes the connection after this answer; a client told keep-alive
+    // would send its next request on it and lose it to the close.
+    assert.equal(connection, 'close');
+    assert.equal(await cli.exited, 0);
+  });
+
   test('SIGTERM while a large answer is still being sent to a client that reads slowly -> the whole answer arrives, then exit 0', async () => {
     const dir = await tempDir();
     const big = 'x'.repeat(40_000);
