@@ -40,6 +40,14 @@ function eventLoopMonitor(): IntervalHistogram {
 export type QueryKind = 'plain' | 'filter' | 'sort' | 'search';
 
 /**
+ * The methods halserve answers, each its own `method` label; any other (Node's parser accepts some
+ * thirty: WebDAV's, TRACE…) is counted as `other`, so that a client cannot multiply every route's
+ * series by the methods it sends.
+ */
+const SERVED_METHODS: ReadonlySet<string> = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']);
+const methodLabel = (method: string): string => (SERVED_METHODS.has(method) ? method : 'other');
+
+/**
  * Every metric halserve exposes at `/metrics` (docs/conventions.md §4.1). Made per server (STYLE: factory, not
  * singleton); the handler follows every store's changes (`follow`), and the CLI hands
  * `storeObserver` to the file logs for their syncs and compactions.
@@ -135,16 +143,17 @@ export class ServerMetrics {
   }
 
   #entry(method: string, route: string): RouteSeries {
-    let byRoute = this.#routes.get(method);
-    if (byRoute === undefined) this.#routes.set(method, (byRoute = new Map()));
+    const label = methodLabel(method);
+    let byRoute = this.#routes.get(label);
+    if (byRoute === undefined) this.#routes.set(label, (byRoute = new Map()));
     let entry = byRoute.get(route);
-    if (entry === undefined) byRoute.set(route, (entry = { latency: this.latency.series(method, route), byStatus: new Map() }));
+    if (entry === undefined) byRoute.set(route, (entry = { latency: this.latency.series(label, route), byStatus: new Map() }));
     return entry;
   }
 
   #counter(entry: RouteSeries, method: string, route: string, status: number): { value: number } {
     let counter = entry.byStatus.get(status);
-    if (counter === undefined) entry.byStatus.set(status, (counter = this.requests.series(method, route, String(status))));
+    if (counter === undefined) entry.byStatus.set(status, (counter = this.requests.series(methodLabel(method), route, String(status))));
     return counter;
   }
 

@@ -77,6 +77,20 @@ describe('GET /metrics (docs/conventions.md §4.1)', () => {
     assert.match(text, /^halserve_event_loop_delay_seconds\{stat="p99"\} [0-9.e-]+$/m);
   });
 
+  test('methods halserve does not serve (PROPFIND, MKCOL, ...) -> counted under method="other", never a label each', async () => {
+    const s = await startItems(records(1));
+    // Node's parser accepts some thirty methods: each one a label would multiply every route's series.
+    for (const method of ['PROPFIND', 'MKCOL', 'LOCK', 'PURGE', 'SEARCH']) {
+      assert.equal((await s.request('/items', { method })).status, 405, method);
+    }
+    await s.request('/items/e000', { method: 'PROPFIND' });
+    const text = await (await s.request('/metrics')).text();
+    assert.equal(sample(text, 'halserve_http_requests_total{method="other",route="/items",status="405"}'), 5);
+    assert.equal(sample(text, 'halserve_http_request_duration_seconds_count{method="other",route="/items"}'), 5);
+    assert.equal(sample(text, 'halserve_http_requests_total{method="other",route="/items/{id}",status="405"}'), 1);
+    assert.doesNotMatch(text, /PROPFIND|MKCOL|LOCK|PURGE|SEARCH/);
+  });
+
   test('a failed durable write -> counted by resource and cause', async () => {
     const store = createMemoryStore();
     const failing = { ...store, size: 0, revision: '0', ready: true, get: store.get.bind(store), query: store.query.bind(store), close: store.close.bind(store), update: store.update.bind(store), delete: store.delete.bind(store), create: async (): Promise<never> => {
