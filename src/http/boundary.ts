@@ -22,6 +22,8 @@ export interface AccessLogEntry {
   readonly status: number;
   readonly ms: number;
   readonly bytes: number;
+  /** True when the connection closed before the whole answer was sent (the client went away); absent otherwise. */
+  readonly aborted?: true;
 }
 
 export interface BoundaryOptions {
@@ -50,7 +52,7 @@ export function createBoundary(dispatch: Dispatch, options: BoundaryOptions): (r
   const { cors, metrics, accessLog, errorLog, operationalLog, scrub, streams, kept } = options;
 
   /** Logs a finished exchange (when there is an access log). */
-  const log = (req: IncomingMessage, res: ServerResponse, started: number, bytes: number): void => {
+  const log = (req: IncomingMessage, res: ServerResponse, started: number, bytes: number, aborted = false): void => {
     if (!accessLog) return;
     const target = req.url ?? '';
     const mark = target.indexOf('?');
@@ -63,7 +65,17 @@ export function createBoundary(dispatch: Dispatch, options: BoundaryOptions): (r
       status: res.statusCode,
       ms: Math.round((performance.now() - started) * 1000) / 1000,
       bytes,
+      ...(aborted ? { aborted } : {}),
     });
+  };
+
+  /**
+   * Logs the exchange once its response is over: sent whole ('finish'), or cut off by a client that
+   * went away, before or while it was sent, which Node reports only by 'close' (never 'finish').
+   */
+  const logWhenOver = (req: IncomingMessage, res: ServerResponse, started: number, bytes: () => number): void => {
+    if (res.closed) log(req, res, started, bytes(), true);
+    else res.once('close', () => log(req, res, started, bytes(), !res.writableFinished));
   };
 
   const fail = (error: unknown, exchange: Exchange, method: string | undefined): Reply => {
@@ -112,7 +124,7 @@ export function createBoundary(dispatch: Dispatch, options: BoundaryOptions): (r
       res.writeHead(reply.status, reply.head as string[]);
       res.end(reply.body);
       record((performance.now() - started) / 1000);
-      if (accessLog) res.once('finish', () => log(req, res, started, reply.body.length));
+      if (accessLog) logWhenOver(req, res, started, () => reply.body.length);
       return;
     }
     const exchange: Exchange = { route: 'unmatched', resource: undefined, headers: undefined, negotiated: false };
@@ -153,7 +165,7 @@ export function createBoundary(dispatch: Dispatch, options: BoundaryOptions): (r
         unwritable(error);
         return;
       }
-      if (accessLog) res.once('finish', () => log(req, res, started, bytes));
+      if (accessLog) logWhenOver(req, res, started, () => bytes);
     };
     let reply: Reply | Promise<Reply>;
     try {

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { connect, type Socket } from 'node:net';
 import { describe, test } from 'node:test';
 import { createMemoryStore } from '../../src/store/memory-store.js';
 import { StoreWriteError, type Store } from '../../src/store/store.js';
@@ -285,5 +286,55 @@ describe('access log', () => {
     assert.equal(entry['bytes'], Buffer.byteLength(text));
     assert.equal(typeof entry['ms'], 'number');
     assert.ok(!JSON.stringify(entry).includes('not-logged'));
+  });
+
+  test('a client that goes away before its answer is sent -> still one entry, with the status decided and aborted: true', async () => {
+    const entries: Record<string, unknown>[] = [];
+    const store = createMemoryStore();
+    let called!: () => void;
+    const writing = new Promise<void>((resolve) => (called = resolve));
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    const slow: Store = {
+      get size() {
+        return store.size;
+      },
+      get revision() {
+        return store.revision;
+      },
+      follow: (listener) => store.follow(listener),
+      ready: true,
+      get: (id) => store.get(id),
+      query: (query) => store.query(query),
+      create: async (record) => {
+        called();
+        await released;
+        return store.create(record);
+      },
+      update: (id, change, options) => store.update(id, change, options),
+      delete: (id, options) => store.delete(id, options),
+      close: () => store.close(),
+    };
+    const s = await startServer({ resources: [{ name: 'items', store: slow }], accessLog: (e) => entries.push({ ...e }) });
+    const { port } = new URL(s.url);
+    // The server's side of the connection, to know when it has seen the client go.
+    const closed = new Promise((resolve) => s.server.once('connection', (theirs: Socket) => theirs.once('close', resolve)));
+    const socket = connect(Number(port), '127.0.0.1');
+    socket.write(`POST /items HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}`);
+    await writing;
+    // Gone while the write is under way: the server answers a closed connection.
+    socket.destroy();
+    await closed;
+    release();
+    await eventually(() => entries.length > 0, 'the entry of the abandoned request');
+    const entry = entries[0] ?? {};
+    assert.equal(entry['method'], 'POST');
+    assert.equal(entry['path'], '/items');
+    assert.equal(entry['status'], 201);
+    assert.equal(entry['aborted'], true);
+    // A request answered whole says nothing of the kind.
+    assert.equal((await s.request('/items')).status, 200);
+    await eventually(() => entries.length > 1, 'the entry of the next request');
+    assert.equal(entries[1]?.['aborted'], undefined);
   });
 });
