@@ -184,6 +184,10 @@ export function remoteKeySet(url: string, options: RemoteKeySetOptions): RemoteK
   const { now } = options;
   const get = options.fetch ?? fetch;
   const timeoutMs = options.timeoutMs ?? FETCH_TIMEOUT_MS;
+  // A failure's message may quote the URL (Node's fetch does, for one with user-info): as written,
+  // or as the URL parser writes it; either is said without what may hold credentials.
+  const written = [...new Set([url, new URL(url).href])].sort((a, b) => b.length - a.length);
+  const withoutCredentials = (message: string): string => written.reduce((text, form) => text.replaceAll(form, quotableUrl(form)), message);
   let keys: VerificationKey[] | undefined;
   let fetchedAt = -Infinity;
   let began = -Infinity;
@@ -235,7 +239,7 @@ export function remoteKeySet(url: string, options: RemoteKeySetOptions): RemoteK
         keys = fresh;
         fetchedAt = now();
       },
-      (error: unknown) => options.warn?.(`key set ${quotableUrl(url)} could not be fetched (${(error as Error).message}); ${keys === undefined ? 'JWTs are refused until it can be' : 'the last good set is kept'}`),
+      (error: unknown) => options.warn?.(`key set ${quotableUrl(url)} could not be fetched (${withoutCredentials((error as Error).message)}); ${keys === undefined ? 'JWTs are refused until it can be' : 'the last good set is kept'}`),
     ).finally(() => {
       inFlight = undefined;
     });

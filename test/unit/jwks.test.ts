@@ -126,6 +126,16 @@ describe('remoteKeySet', () => {
     assert.deepEqual(warned, ['key set https://[redacted]@idp.example/jwks?[redacted] could not be fetched (answered 500); JWTs are refused until it can be']);
   });
 
+  test('a URL with user-info, fetched for real -> the error, which quotes the URL, is said without its credentials', async () => {
+    // Node's fetch refuses a URL with user-info, and its message holds the URL as written.
+    const warned: string[] = [];
+    const set = remoteKeySet('http://alice:s3cret-pw@127.0.0.1:1/jwks?key=qs3cret', { now: () => 1000, warn: (m) => warned.push(m) });
+    await set.refresh();
+    assert.equal(warned.length, 1);
+    assert.match(warned[0] ?? '', /^key set http:\/\/\[redacted\]@127\.0\.0\.1:1\/jwks\?\[redacted\] could not be fetched \(.*http:\/\/\[redacted\]@127\.0\.0\.1:1\/jwks\?\[redacted\]\)/);
+    assert.doesNotMatch(warned[0] ?? '', /s3cret/);
+  });
+
   test('a set that expires -> fetched again after 10 minutes; a failing fetch -> the last good set kept, one line said', async () => {
     let now = 1000;
     const f = fake();
