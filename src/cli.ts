@@ -261,6 +261,10 @@ async function main(): Promise<void> {
     streams: { maxStreams: config.maxStreams, maxStreamsPerClient: config.maxStreamsPerClient, closing: closing.signal },
   });
   const connections = trackConnections(server);
+  // `halserve backup --data` reaches the server through its data directory (docs/storage.md §4).
+  // Opened before the port, so that nothing awaited comes between the port opening and the line
+  // saying so: no request is served, and logged, before it.
+  const backups = snapshot === undefined ? undefined : await serveBackups(config.data, snapshot, warn);
   try {
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
@@ -271,11 +275,10 @@ async function main(): Promise<void> {
     });
   } catch (error) {
     await webhooks?.stop(0);
+    await backups?.close();
     await stores.close();
     throw new StartupError(`cannot listen on ${config.host}:${config.port}: ${(error as Error).message}`);
   }
-  // `halserve backup --data` reaches the server through its data directory (docs/storage.md §4).
-  const backups = snapshot === undefined ? undefined : await serveBackups(config.data, snapshot, warn);
   const shutdown = (signal: string): void => {
     if (draining) return;
     draining = true;
