@@ -4,6 +4,7 @@ import path from 'node:path';
 import { test } from 'node:test';
 import { firstNonUtf8 } from '../../src/store/log/jsonl-load.js';
 import { openJsonlStore } from '../../src/store/log/jsonl-store.js';
+import { nodeFs, type StoreFs } from '../../src/store/log/store-fs.js';
 import { StoreOpenError } from '../../src/store/store.js';
 import { line, plainLine, tempDir, tombstone, warnings } from './helpers.js';
 import { withoutStamps } from './stamps.js';
@@ -37,6 +38,39 @@ test('torn last line at every byte offset -> earlier lines kept, tail truncated 
     assert.deepEqual(ids(reopened), cut === lastBytes.length ? ['b', 'c', 'd'] : ['b', 'd'], `reopen cut ${cut}`);
     await reopened.close();
   }
+});
+
+test('torn last line, the disk full while its bytes are kept in .rejected -> start-up refused; once there is room, .rejected holds the torn bytes alone, not glued to what the full disk let through', async () => {
+  const dir = await tempDir();
+  const file = path.join(dir, 'full.jsonl');
+  const torn = `{"id":"t","text":"${'z'.repeat(600)}`;
+  await fs.writeFile(file, `${line('a')}\n${torn}`);
+  // A full disk: the first write to .rejected takes what fits, the next fails.
+  const rejectedFds = new Set<number>();
+  let room = 100;
+  const full: StoreFs = {
+    ...nodeFs,
+    async open(name, flags, mode) {
+      const fd = await nodeFs.open(name, flags, mode);
+      if (name.endsWith('.rejected')) rejectedFds.add(fd);
+      return fd;
+    },
+    async write(fd, buffer, offset, length, position) {
+      if (!rejectedFds.has(fd)) return nodeFs.write(fd, buffer, offset, length, position);
+      if (room === 0) throw Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC' });
+      const n = await nodeFs.write(fd, buffer, offset, Math.min(length, room), position);
+      room -= n;
+      return n;
+    },
+  };
+  await assert.rejects(openJsonlStore({ file, fs: full }), (error: unknown) => error instanceof StoreOpenError && /ENOSPC/.test(error.message));
+  assert.equal((await fs.readFile(`${file}.rejected`)).length, 0, 'what the full disk let through is cut off again');
+  const { warn, messages } = warnings();
+  const store = await openJsonlStore({ file, warn });
+  assert.deepEqual(ids(store), ['a']);
+  assert.equal(messages.length, 1);
+  assert.equal(await fs.readFile(`${file}.rejected`, 'utf8'), `${torn}\n`);
+  await store.close();
 });
 
 test('torn tail of NUL bytes after the last newline -> truncated with a warning', async () => {

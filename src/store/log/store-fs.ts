@@ -104,7 +104,8 @@ export async function writeFully(handle: { write(buffer: Uint8Array, offset: num
 
 /**
  * Appends `data` to the file at `path` (created when missing) and syncs it, and its directory
- * entry when the file is new, before resolving.
+ * entry when the file is new, before resolving. A failed append is cut off again (best effort):
+ * the part a full disk let through would otherwise be glued to the front of the next append.
  */
 export async function appendDurably(fsys: StoreFs, path: string, data: Uint8Array): Promise<void> {
   const fd = await fsys.open(path, OPEN_READ_WRITE, 0o644);
@@ -112,8 +113,13 @@ export async function appendDurably(fsys: StoreFs, path: string, data: Uint8Arra
   try {
     const { size } = await fsys.fstat(fd);
     created = size === 0;
-    await writeAll(fsys, fd, data, size);
-    await fsys.fsync(fd);
+    try {
+      await writeAll(fsys, fd, data, size);
+      await fsys.fsync(fd);
+    } catch (error) {
+      await fsys.ftruncate(fd, size).catch(() => {});
+      throw error;
+    }
   } finally {
     await fsys.close(fd);
   }
