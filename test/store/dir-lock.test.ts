@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { test } from 'node:test';
+import { mock, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { LOCK_FILE, lockDirectory, lockText, pidNamespace, processIsAlive } from '../../src/store/log/dir-lock.js';
 import { StoreOpenError } from '../../src/store/store.js';
@@ -36,6 +36,34 @@ test('a stale lock taken over by another process between this one judging it and
   assert.equal(await fs.readFile(file, 'utf8'), `${other}\n`);
   assert.deepEqual((await fs.readdir(dir)).sort(), [LOCK_FILE], 'nothing left aside');
 });
+
+for (const stale of [false, true]) {
+  test(`a full disk${stale ? ', a stale lock to take over' : ''} -> refused in one line naming the lock and ENOSPC; no file of this process left behind`, async (t) => {
+    const dir = await tempDir();
+    const file = path.join(dir, LOCK_FILE);
+    if (stale) await fs.writeFile(file, `${deadPid()}\n`);
+    // A full disk: files are created (an inode is free), their writes fail.
+    const open = fs.open;
+    mock.method(fs, 'open', async (...args: Parameters<typeof fs.open>) => {
+      const handle = await open(...args);
+      if (args[1] === 'wx') {
+        handle.writeFile = async () => {
+          throw Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC' });
+        };
+      }
+      return handle;
+    });
+    t.after(() => mock.restoreAll());
+    const messages: string[] = [];
+    await assert.rejects(lockDirectory(dir, (m) => messages.push(m)), (error: unknown) => {
+      assert.ok(error instanceof StoreOpenError, String(error));
+      assert.equal(error.message, `cannot lock data directory ${dir} (${file}): ENOSPC: no space left on device, write`);
+      return true;
+    });
+    mock.restoreAll();
+    assert.deepEqual(await fs.readdir(dir), stale ? [LOCK_FILE] : [], 'nothing left but the lock that was there');
+  });
+}
 
 test('a stale lock -> taken over; nothing of the takeover left in the directory; released -> gone', async () => {
   const dir = await tempDir();

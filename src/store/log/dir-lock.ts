@@ -69,7 +69,8 @@ export async function lockDirectory(
     await acquire(dir, file, warn, { pid, place, text }, isAlive, timing);
   } catch (error) {
     held.delete(key);
-    throw error;
+    // A takeover that fails (a full disk) says so in the one line a user sees, as a first lock does.
+    throw error instanceof StoreOpenError ? error : new StoreOpenError(`cannot lock data directory ${dir} (${file}): ${(error as Error).message}`);
   }
   const renewal = setInterval(() => {
     const now = new Date();
@@ -118,8 +119,10 @@ async function writeText(file: string, text: string): Promise<void> {
 /** Writes a file of this process's own holding `own.text`, synced, hands it to `place`, and removes what is left of it. */
 async function writeWhole(file: string, own: Own, place: (own: string) => Promise<void>): Promise<void> {
   const mine = `${file}.${own.pid}.${randomBytes(6).toString('hex')}`;
-  await writeText(mine, own.text);
   try {
+    // Inside the try: a full disk fails the write after the file was created, and a server
+    // restarted in a loop on a full disk would leave one such file (an inode) at each start.
+    await writeText(mine, own.text);
     await place(mine);
   } finally {
     await fs.rm(mine, { force: true });
