@@ -191,6 +191,51 @@ describe('Idempotency-Key answers in the JSON-lines store', () => {
     await reopened.close();
   });
 
+  test('the disk fills while answers are saved before a compaction -> what the failed save wrote is given back (no temporary file, the file cut back), so the log\'s writes get the room', async () => {
+    const dir = await tempDir();
+    const file = path.join(dir, '_idempotency.items');
+    // A disk with `room` bytes left for the answers files: a write takes what fits, the next fails.
+    let room = Infinity;
+    const answerFds = new Set<number>();
+    const full: StoreFs = {
+      ...nodeFs,
+      async open(name, flags, mode) {
+        const fd = await nodeFs.open(name, flags, mode);
+        if (path.basename(name).startsWith('_idempotency.')) answerFds.add(fd);
+        else answerFds.delete(fd);
+        return fd;
+      },
+      async write(fd, buffer, offset, length, position) {
+        if (!answerFds.has(fd)) return nodeFs.write(fd, buffer, offset, length, position);
+        if (room <= 0) throw Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC' });
+        const n = await nodeFs.write(fd, buffer, offset, Math.min(length, room), position);
+        room -= n;
+        return n;
+      },
+    };
+    const store = await open(dir, { fs: full, compaction: { auto: false } });
+    await store.create(record('a', 1), key('ka'));
+    room = 40;
+    // The first save rewrites the file: its temporary file goes with the failure.
+    assert.equal(await store.compact(), false);
+    assert.deepEqual((await fs.readdir(dir)).filter((name) => name.startsWith('_idempotency.')), [], 'no partial temporary file left');
+    room = Infinity;
+    assert.equal(await store.compact(), true);
+    const saved = await fs.readFile(file);
+    // A later save appends: what it wrote before the disk filled is cut off again.
+    await store.create(record('b', 2), key('kb'));
+    room = 40;
+    assert.equal(await store.compact(), false);
+    assert.deepEqual(await fs.readFile(file), saved, 'the answers file as it was');
+    room = Infinity;
+    assert.equal(await store.compact(), true);
+    await store.close();
+    const reopened = await open(dir);
+    assert.equal((await replayOf(reopened, 'ka'))?.headers['location'], '/items/a');
+    assert.equal((await replayOf(reopened, 'kb'))?.headers['location'], '/items/b');
+    await reopened.close();
+  });
+
   test('answers waiting for a save are bounded as the book is: those it pushed out are let go as it does; a save writes exactly the live ones', async () => {
     const dir = await tempDir();
     const file = new AnswerFile(path.join(dir, '_idempotency.items'), nodeFs, false, { maxAnswers: 1000, maxBytes: 50_000 });

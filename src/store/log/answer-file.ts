@@ -272,6 +272,10 @@ export class AnswerFile {
       if (this.#sync && lines > 0) await fsys.fdatasync(fd);
       this.#bytes += bytes;
       this.#lines += lines;
+    } catch (error) {
+      // What a full disk let through goes (best effort): held, it would keep the disk full.
+      await fsys.ftruncate(fd, this.#bytes).catch(() => {});
+      throw error;
     } finally {
       await fsys.close(fd);
     }
@@ -287,9 +291,14 @@ export class AnswerFile {
     try {
       ({ bytes, lines } = await this.#write(fd, 0, this.#ring?.head ?? 0, to));
       if (this.#sync) await fsys.fdatasync(fd);
-    } finally {
-      await fsys.close(fd);
+    } catch (error) {
+      await fsys.close(fd).catch(() => {});
+      // Nothing left that no one would read: a partial copy of the answers (megabytes) kept the
+      // disk that had just filled full, and failed the log's writes that would have fitted.
+      await fsys.unlink(tmp).catch(() => {});
+      throw error;
     }
+    await fsys.close(fd);
     await fsys.rename(tmp, this.#path);
     if (this.#sync) await syncDirectory(fsys, path.dirname(this.#path));
     this.#known = true;
