@@ -84,6 +84,32 @@ test('write fails after a partial write -> StoreWriteError, state and file as be
   await reopened.close();
 });
 
+test('a batch fails after whole lines reached the disk -> the cut is synced before the batch is refused (a power loss then cannot bring the lines back)', async () => {
+  const dir = await tempDir();
+  const file = path.join(dir, 'p.jsonl');
+  const { fs: fsys, fail } = faultyFs();
+  const store = await openJsonlStore({ file, fs: fsys });
+  await store.create(record('a'));
+  const calls: string[] = [];
+  fail.write = async (fd, buffer, offset, length, position) => {
+    // Through the synced descriptor: the line is on disk, then the disk is full.
+    await nodeFs.write(fd, buffer, offset, length, position);
+    throw diskFull();
+  };
+  fail.ftruncate = async (fd, length) => {
+    calls.push('ftruncate');
+    await nodeFs.ftruncate(fd, length);
+  };
+  fail.fdatasync = async (fd) => {
+    calls.push('fdatasync');
+    await nodeFs.fdatasync(fd);
+  };
+  await assert.rejects(store.create(record('b')), StoreWriteError);
+  assert.deepEqual(calls, ['ftruncate', 'fdatasync']);
+  assert.equal(store.get('b'), undefined);
+  await store.close();
+});
+
 test('without synced writes: fdatasync fails -> StoreWriteError, unacknowledged line removed, reads go on', async () => {
   const dir = await tempDir();
   const file = path.join(dir, 's.jsonl');

@@ -217,11 +217,17 @@ export class JsonlFile {
     else if (this.#staleReason !== undefined) throw staleError(this.#staleReason);
   }
 
-  /** After a failed write or sync: the bytes past `size` go (best effort now; the next write retries). */
+  /**
+   * After a failed write or sync: the bytes past `size` go (best effort now; the next write
+   * retries), and the cut is synced before the batch is refused. Lines written through a synced
+   * descriptor before the disk filled are on disk already; without the sync, a power loss before
+   * the file system commits the cut could bring back writes that were answered 503.
+   */
   async #dropTail(): Promise<void> {
     if (this.#fd !== undefined && this.#dirtyTail) {
       try {
         await this.#fs.ftruncate(this.#fd, this.size);
+        if (this.#sync) await this.#fs.fdatasync(this.#fd);
         this.#dirtyTail = false;
       } catch {
         // The next append retries the truncation (#dirtyTail stays set) and fails if it cannot.
