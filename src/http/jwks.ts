@@ -229,9 +229,20 @@ export function remoteKeySet(url: string, options: RemoteKeySetOptions): RemoteK
     }
   };
 
+  /**
+   * Seconds since `then` by the server's clock. A wall clock set back (NTP stepping it, a VM resumed)
+   * is before `then`: how long ago that was cannot be known, so it counts as long ago. Counted as
+   * negative instead, it would hold back every fetch, and keep the set from ageing, for as long as
+   * the clock was set back: a rotated key would be refused for that long.
+   */
+  const since = (then: number): number => {
+    const at = now();
+    return at < then ? Infinity : at - then;
+  };
+
   const fetchNow = (): Promise<void> => {
     if (inFlight !== undefined) return inFlight;
-    if (now() - began < MIN_FETCH_INTERVAL_SECONDS) return Promise.resolve();
+    if (since(began) < MIN_FETCH_INTERVAL_SECONDS) return Promise.resolve();
     began = now();
     fetches++;
     inFlight = load().then(
@@ -255,8 +266,8 @@ export function remoteKeySet(url: string, options: RemoteKeySetOptions): RemoteK
     },
     refresh: fetchNow,
     select(kid, alg) {
-      const may = inFlight !== undefined || now() - began >= MIN_FETCH_INTERVAL_SECONDS;
-      if (keys === undefined || now() - fetchedAt >= MAX_AGE_SECONDS) {
+      const may = inFlight !== undefined || since(began) >= MIN_FETCH_INTERVAL_SECONDS;
+      if (keys === undefined || since(fetchedAt) >= MAX_AGE_SECONDS) {
         return may ? fetchNow().then(() => fromKept(kid, alg)) : fromKept(kid, alg);
       }
       const found = selectKey(keys, kid, alg);

@@ -176,6 +176,27 @@ describe('remoteKeySet', () => {
     assert.equal(set.fetches, 2);
   });
 
+  test('the clock set back an hour -> a kid the set lacks still fetches it once, and the set still ages; then none for 30 s', async () => {
+    let now = 10_000;
+    const f = fake();
+    f.answer(200, { keys: [rsa] });
+    const set = remoteKeySet('https://idp.example/jwks', { now: () => now, fetch: f.fetch });
+    await set.refresh();
+    // The identity provider rotates its key while the server's clock is stepped back (NTP, a VM resumed).
+    f.answer(200, { keys: [rsa, ec] });
+    now -= 3600;
+    assert.equal(((await set.select('e', 'ES256')) as VerificationKey).kid, 'e');
+    assert.equal(f.calls(), 2);
+    await set.select('k', 'RS256');
+    assert.equal(f.calls(), 2);
+    // Fetched before the step, the set is of unknown age: it is fetched again, not kept for another hour.
+    const aged = remoteKeySet('https://idp.example/jwks', { now: () => now, fetch: f.fetch });
+    now += 3600;
+    await aged.refresh();
+    now -= 3600;
+    assert.equal(aged.select('r', 'RS256') instanceof Promise, true);
+  });
+
   test('a set URL whose body stalls after its head, while garbage is collected -> the fetch ends at its timeout; the next one may begin', { timeout: 30_000 }, async () => {
     // Collecting garbage is what lost the timeout: a signal that nothing else held never fired.
     setFlagsFromString('--expose-gc');
