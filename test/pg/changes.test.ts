@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+import postgres from 'postgres';
 import { comparePgCursors, parsePgCursor } from '../../src/store/pg/pg-cursor.js';
 import type { StoreChange } from '../../src/store/store.js';
 import { startServer, type TestServer } from '../helpers/server.js';
@@ -158,10 +159,111 @@ describe('/changes over PostgreSQL, several processes', { skip: pgMissing }, () 
     const both = counting(a, b);
     await sb.request('/items/p1', { method: 'PATCH', headers: JSON_HEADERS, body: '{"name":"uno"}' });
     await both.reported(1);
+    // A state read is named once its catch-up has ended (no row of it left past the window).
+    await Promise.all([a.sync(), b.sync()]);
     const afterA = await sa.request('/items?limit=1');
     const afterB = await sb.request('/items?limit=1');
     assert.notEqual(afterA.headers.get('etag'), fromA.headers.get('etag'));
     assert.equal(afterB.headers.get('etag'), afterA.headers.get('etag'));
+  });
+
+  test('a process started while a transaction holds the feeds back, after a later write -> its collection ETag is not that of a process without the write', async () => {
+    const url = await freshDatabase();
+    const a = await openStores(url, ['items']);
+    const b = await openStores(url, ['items']);
+    const sb = await serve(b, []);
+    const items = a.stores.get('items')!;
+    const setUp = counting(b);
+    await items.create({ id: 'x', createdAt: 1, updatedAt: 1, v: 0 });
+    await items.create({ id: 'y', createdAt: 1, updatedAt: 1, v: 0 });
+    await setUp.reported(2);
+    const k = postgres(url, { max: 1, onnotice: () => {} });
+    let started: Opened;
+    try {
+      await k.unsafe('BEGIN');
+      await k.unsafe('SELECT pg_current_xact_id()');
+      // Past K: no feed reads it, but the copy of a process starting now holds it (at y's cursor, the latest below K).
+      await items.update('x', (e) => ({ ...e.record, v: 1 }));
+      started = await openStores(url, ['items']);
+      const sc = await serve(started, []);
+      const [fromB, fromC] = [await sb.request('/items'), await sc.request('/items')];
+      assert.deepEqual(((await fromB.json()) as { _embedded: { items: { v: number }[] } })._embedded.items.map((e) => e.v), [0, 0]);
+      assert.deepEqual(((await fromC.json()) as { _embedded: { items: { v: number }[] } })._embedded.items.map((e) => e.v), [1, 0]);
+      assert.notEqual(fromC.headers.get('etag'), fromB.headers.get('etag'), 'two states, two tags');
+      await k.unsafe('COMMIT');
+    } finally {
+      await k.end({ timeout: 1 });
+    }
+    await until(() => b.stores.get('items')!.get('x')?.record['v'] === 1 && b.changes.latestOf('items') === started.changes.latestOf('items'), 'B and the new process at one cursor', 60_000);
+  });
+
+  test('a catch-up that skips a change rewritten past its window -> no collection ETag that another process gives another state', async () => {
+    const url = await freshDatabase();
+    const a = await openStores(url, ['items']);
+    const b = await openStores(url, ['items']);
+    const c = await openStores(url, ['items', 'others']);
+    const sb = await serve(b, []);
+    const sc = await serve(c, []);
+    const items = a.stores.get('items')!;
+    const [setUpB, setUpC] = [counting(b), counting(c)];
+    await items.create({ id: 'x', createdAt: 1, updatedAt: 1, v: 0 });
+    await items.create({ id: 'y', createdAt: 1, updatedAt: 1, v: 0 });
+    await c.stores.get('others')!.create({ id: 'z', createdAt: 1, updatedAt: 1 });
+    await setUpB.reported(2);
+    await setUpC.reported(3);
+    // K holds every feed below its transaction while x and y change.
+    const k = postgres(url, { max: 1, onnotice: () => {} });
+    const l = postgres(url, { max: 1, onnotice: () => {} });
+    const watch = postgres(url, { max: 1, onnotice: () => {} });
+    try {
+      await k.unsafe('BEGIN');
+      await k.unsafe('SELECT pg_current_xact_id()');
+      await items.update('x', (e) => ({ ...e.record, v: 1 }));
+      await items.update('y', (e) => ({ ...e.record, v: 1 }));
+      // L, after them, will end every window before x is written again; a row lock of its
+      // savepoint holds C's write to z, and with it C's catch-ups, which wait for their process's writes.
+      await l.unsafe('BEGIN');
+      await l.unsafe('SELECT pg_current_xact_id()');
+      await l.unsafe('SAVEPOINT s');
+      await l.unsafe("SELECT 1 FROM halserve.entities WHERE resource = 'others' AND id = 'z' FOR UPDATE");
+      const held = c.stores.get('others')!.update('z', (e) => ({ ...e.record, n: 1 }));
+      const waiting = async (): Promise<boolean> =>
+        (await watch.unsafe<{ n: number }[]>("SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'"))[0]!.n === 1;
+      await until(waiting, "C's write waiting for L's lock");
+      const onB = counting(b);
+      const onC = counting(c);
+      await k.unsafe('COMMIT');
+      // B reads x and y at v 1; C, held, reads the window only once x is at v 2, past it.
+      await onB.reported(2);
+      const fromB = await sb.request('/items');
+      await items.update('x', (e) => ({ ...e.record, v: 2 }));
+      await l.unsafe('ROLLBACK TO SAVEPOINT s');
+      await held;
+      await onC.reported(1);
+      const fromC = await sc.request('/items');
+      const bodyB = (await fromB.json()) as { _embedded: { items: { id: string; v: number }[] } };
+      const bodyC = (await fromC.json()) as { _embedded: { items: { id: string; v: number }[] } };
+      assert.deepEqual(bodyB._embedded.items.map((e) => `${e.id}${e.v}`), ['x1', 'y1']);
+      assert.deepEqual(bodyC._embedded.items.map((e) => `${e.id}${e.v}`), ['x0', 'y1']);
+      assert.notEqual(fromC.headers.get('etag'), fromB.headers.get('etag'), 'two states, two tags');
+      assert.equal((await sc.request('/items', { headers: { 'if-none-match': fromB.headers.get('etag')! } })).status, 200);
+      await l.unsafe('COMMIT');
+    } finally {
+      await Promise.all([k, l, watch].map((sql) => sql.end({ timeout: 1 })));
+    }
+    // Once both have read everything, they name the one state alike again.
+    const atTwo = (o: Opened): boolean => o.stores.get('items')!.get('x')?.record['v'] === 2;
+    await until(() => atTwo(b) && atTwo(c) && b.changes.latestOf('items') === c.changes.latestOf('items'), 'B and C caught up', 60_000);
+    let rest: [string, string | null][] = [];
+    const alike = async (): Promise<boolean> => {
+      rest = await Promise.all([sb, sc].map(async (s): Promise<[string, string | null]> => {
+        const res = await s.request('/items');
+        return [await res.text(), res.headers.get('etag')];
+      }));
+      return rest[0]![1] !== null && rest[0]![1] === rest[1]![1];
+    };
+    await until(alike, 'one tag on B and C', 60_000);
+    assert.equal(rest[1]![0], rest[0]![0]);
   });
 
   test('a stream on one process, moved to another by Last-Event-ID, writers on both -> the follower holds the listing, no id twice', async () => {

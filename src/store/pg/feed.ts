@@ -40,6 +40,8 @@ export interface FeedOptions {
    * cursor once: the window's rows, with this process's versions in their places (`OwnWrites`).
    */
   readonly deliver: (items: readonly FeedItem[]) => void;
+  /** Told at the end of each catch-up that succeeded: the resources of the rows it left for a later window (`tx >= h`). */
+  readonly caughtUp: (beyond: ReadonlySet<string>) => void;
   /** Told when the database becomes unreachable (with the error) or reachable again. */
   readonly onStatus: (up: boolean, error?: unknown) => void;
   /** The safety net under LISTEN: a catch-up at least this often (default 1000 ms). */
@@ -155,6 +157,8 @@ export class ChangeFeed {
     const { database, readers, deliver, own } = this.#options;
     const tick = readers.begin();
     let beyond = false;
+    /** Resources of the rows past the window. */
+    const beyondOf = new Set<string>();
     let failed: unknown;
     let abandoned = false;
     try {
@@ -192,6 +196,7 @@ export class ChangeFeed {
                   const tx = BigInt(row.tx);
                   if (tx >= h) {
                     beyond = true;
+                    beyondOf.add(row.resource);
                     continue;
                   }
                   const pos = BigInt(row.pos);
@@ -219,6 +224,7 @@ export class ChangeFeed {
       if (rest.length > 0) deliver(rest);
       own.forget(h);
       this.#last = h;
+      this.#options.caughtUp(beyondOf);
       this.#rounds++;
       this.#status(true);
       for (let i = this.#waiters.length - 1; i >= 0; i--) {

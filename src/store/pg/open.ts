@@ -99,7 +99,16 @@ export async function openPostgres(options: PostgresOptions): Promise<PostgresSt
   // the database and of each resource (the same on every process that loaded at or after it).
   let latest: PgCursor = { tx: 0n, pos: 0n };
   const latestOf = new Map<string, PgCursor>();
+  /**
+   * Resources with a row at or past the snapshot's xmin: the copy may hold it, ahead of the cursor
+   * (read after the copy, so it names every such row the copy showed: a row written again only
+   * moves further past).
+   */
+  const ahead = new Set<string>();
   try {
+    for (const row of await database.sql.unsafe<{ resource: string }[]>(`SELECT DISTINCT e.resource FROM ${SCHEMA}.entities e WHERE e.tx >= $1::xid8`, [from.toString()])) {
+      ahead.add(row.resource);
+    }
     const rows = await database.sql.unsafe<{ resource: string; tx: string; pos: string }[]>(
       // The table's columns in ORDER BY, not the text ones of the same names.
       `SELECT DISTINCT ON (e.resource) e.resource, e.tx::text AS tx, e.pos::text AS pos FROM ${SCHEMA}.entities e WHERE e.tx < $1::xid8 ORDER BY e.resource, e.tx DESC, e.pos DESC`,
@@ -155,6 +164,9 @@ export async function openPostgres(options: PostgresOptions): Promise<PostgresSt
     readers,
     own,
     deliver,
+    caughtUp: (beyond) => {
+      for (const [resource, replica] of replicas) replica.caughtUp(!beyond.has(resource));
+    },
     ...(options.pollMs === undefined ? {} : { pollMs: options.pollMs }),
     ...(options.deadlineMs === undefined ? {} : { deadlineMs: options.deadlineMs }),
     onStatus: (up, error) => {
@@ -169,7 +181,7 @@ export async function openPostgres(options: PostgresOptions): Promise<PostgresSt
   const pgChanges = new PgChangeFeed(database, dataset, () => feed.last, latest, latestOf, warn);
   for (const [resource, replica] of replicas) {
     const cursor = latestOf.get(resource);
-    replica.loadedAt(cursor === undefined ? pgCursorOrigin(dataset.name) : formatPgCursor(dataset.name, cursor.tx, cursor.pos));
+    replica.loadedAt(cursor === undefined ? pgCursorOrigin(dataset.name) : formatPgCursor(dataset.name, cursor.tx, cursor.pos), !ahead.has(resource));
   }
   for (const replica of replicas.values()) replica.followers.add((change) => pgChanges.reported(change));
   const stores = new Map<string, PgStore>();

@@ -99,10 +99,34 @@ export class Replica {
    * that change's cursor: every process there holds the same state (point 6 of issue 16).
    */
   #exact: { revision: string; cursor: string } | undefined;
+  /**
+   * What `#exact` becomes once the catch-up under way ends having left no row of this resource for
+   * a later window (`caughtUp`). A row left there (its `tx` past the window's end) may be an entity
+   * written again after a change of it inside the window, which this read never saw: the index then
+   * lacks a state the cursor names, and another process that read the window before that write holds
+   * it under the same cursor.
+   */
+  #candidate: { revision: string; cursor: string } | undefined;
 
-  /** Start-up: the index was loaded from a snapshot whose latest change of this resource is `cursor`. */
-  loadedAt(cursor: string): void {
-    this.#exact = { revision: this.index.revision, cursor };
+  /**
+   * Start-up: the index was loaded from a snapshot whose latest change of this resource below its
+   * xmin is `cursor`; `exact`: the resource had no row past that xmin, which the copy may have held
+   * (else its state is named once the change feed has read those rows).
+   */
+  loadedAt(cursor: string, exact: boolean): void {
+    this.#exact = exact ? { revision: this.index.revision, cursor } : undefined;
+  }
+
+  /**
+   * A catch-up has ended; `clean`: it read no row of this resource past its window. Then the index
+   * holds the table's row of every entity (each one's `tx` lies below the window's end), so the
+   * state as of the resource's latest change read: the name found for it (`fromFeed`) holds, if no
+   * write of this process has moved the index since.
+   */
+  caughtUp(clean: boolean): void {
+    const candidate = this.#candidate;
+    this.#candidate = undefined;
+    if (clean && candidate !== undefined && candidate.revision === this.index.revision) this.#exact = candidate;
   }
 
   /**
@@ -124,14 +148,16 @@ export class Replica {
    * its write's when this process made it (`type`); else `deleted` for a tombstone, and for a live
    * row `created` when its `rev` is 1, or its `pos` is not the one held (a re-create takes a new
    * one), or it is not held and its delete is remembered; else `updated` (a write whose create the
-   * feed coalesced away included). `exact`: no write of this process to the resource is left unreported.
+   * feed coalesced away included). `exact`: no write of this process to the resource is left
+   * unreported; the state is named by its cursor once the catch-up has ended (`caughtUp`).
    */
   fromFeed(changes: readonly FedChange[], exact: boolean): void {
     const types = changes.map(({ state, type }) => type ?? this.#typeOf(state));
     this.apply(changes.filter((r) => r.type === undefined).map((r) => r.state));
     const last = changes[changes.length - 1];
     if (last !== undefined) {
-      this.#exact = exact ? { revision: this.index.revision, cursor: formatPgCursor(this.#dataset, last.tx, last.state.pos) } : undefined;
+      this.#candidate = exact ? { revision: this.index.revision, cursor: formatPgCursor(this.#dataset, last.tx, last.state.pos) } : undefined;
+      if (!exact) this.#exact = undefined;
     }
     for (let i = 0; i < changes.length; i++) {
       const { state, tx, at } = changes[i]!;
