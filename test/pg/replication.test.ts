@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import postgres from 'postgres';
-import { SCHEMA } from '../../src/store/pg/layout.js';
+import { CHANNEL, SCHEMA } from '../../src/store/pg/layout.js';
 import type { PgStore } from '../../src/store/pg/pg-store.js';
 import type { EntityRecord, StoredEntity } from '../../src/store/store.js';
 import { record } from '../store/store-suite.js';
@@ -163,6 +163,20 @@ describe('two stores on one database', { skip: pgMissing }, () => {
     assert.deepEqual([...sb.values()].map((e) => e.json), [...sa.values()].map((e) => e.json));
     assert.equal(sb.size, 100);
     t.diagnostic(`b loaded while a wrote: ${sb.size} entities`);
+  });
+
+  test('its LISTEN connection ended by the database -> listens again at once, not at the next poll: another store\'s write arrives', async (t) => {
+    const url = await freshDatabase();
+    const a = await openStores(url);
+    // No poll in the test's time: only a notification can bring a's write.
+    const b = await openStores(url, ['items'], { pollMs: 600_000 });
+    const sql = raw(url, t);
+    const listeners = `FROM pg_stat_activity WHERE datname = current_database() AND query = 'LISTEN ${CHANNEL}'`;
+    await until(async () => (await sql.unsafe<{ n: number }[]>(`SELECT count(*)::int AS n ${listeners}`))[0]!.n === 2, 'both stores listening');
+    const [ended] = await sql.unsafe<{ n: number }[]>(`SELECT count(pg_terminate_backend(pid))::int AS n ${listeners}`);
+    assert.equal(ended!.n, 2);
+    await a.stores.get('items')!.create(record('after', { n: 1 }));
+    await until(() => b.stores.get('items')!.get('after') !== undefined, "a's write on b, through a new LISTEN");
   });
 
   test('rows of a resource not served -> a warning, the served ones unaffected', async (t) => {

@@ -88,6 +88,8 @@ export class ChangeFeed {
   #beyondMs = BEYOND_FIRST_MS;
   #listener: Sql | undefined;
   #listening: Promise<unknown> | undefined;
+  /** The connection LISTEN took effect on. */
+  #listened: Sql | undefined;
   /** Catch-ups completed; `sync()` waits for one more. */
   #rounds = 0;
   readonly #waiters: { round: number; resolve: () => void }[] = [];
@@ -275,6 +277,9 @@ export class ChangeFeed {
   /**
    * LISTEN on a connection of its own. When it is lost, the next successful catch-up listens
    * again, on a new one (a connection lost with a write buffered never writes again, see `Database`).
+   * The loss of one that was listening starts that catch-up at once: until the next poll, nothing
+   * would wake this process to other processes' writes. (One that never listened does not: the
+   * database refusing new connections would make that a loop.)
    */
   #listen(): void {
     if (this.#closed) return;
@@ -283,11 +288,18 @@ export class ChangeFeed {
       () => {
         if (this.#listener === listener) this.#dropListener();
         else void listener.end({ timeout: 0 }).catch(() => {});
+        if (this.#listened === listener) {
+          this.#listened = undefined;
+          this.wake();
+        }
       },
     ));
     this.#listening = listener.unsafe(`LISTEN ${CHANNEL}`).then(
       // Changes committed before LISTEN took effect woke no one: read them.
-      () => this.wake(),
+      () => {
+        this.#listened = listener;
+        this.wake();
+      },
       () => {
         this.#listening = undefined;
       },
