@@ -37,3 +37,16 @@ test('no shell example puts a variable in single quotes, where the shell would s
     }
   }
 });
+
+test("every `halserve backup --to <dir>/<name>` example makes <dir> first: the command refuses a missing parent", () => {
+  let seen = 0;
+  for (const { file, lines } of shellBlocks()) {
+    const block = lines.join('\n');
+    for (const m of block.matchAll(/halserve backup [^\n]*--to (\.\/[^\s/]+)\/[^\s/]+/g)) {
+      seen++;
+      const made = new RegExp(`mkdir -p [^\\n]*${m[1]!.replace(/[.]/g, '\\.')}(\\s|$)`).exec(block.slice(0, m.index));
+      assert.ok(made !== null, `${file}: ${m[0]} needs \`mkdir -p ${m[1]}\` before it`);
+    }
+  }
+  assert.ok(seen >= 2, `found ${seen} backup examples`);
+});
