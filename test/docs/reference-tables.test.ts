@@ -8,6 +8,7 @@ import type { Metric } from '../../src/metrics/registry.js';
 import { ServerMetrics } from '../../src/metrics/server-metrics.js';
 import { WebhookMetrics } from '../../src/metrics/webhook-metrics.js';
 import { ROUTE_SCOPES } from '../../src/http/route-scopes.js';
+import { compileSchema } from '../../src/conventions/schema.js';
 
 /**
  * The reference tables users read instead of the source — README's flags, the container's
@@ -169,5 +170,28 @@ test("the permission tables of README and docs/auth.md: each route of src/http/r
       assert.ok(row !== undefined, `${document}: ${pattern} has a row`);
       assert.match(row[1]!, rule === 'listing' ? /a valid token/ : /every resource/, `${document}: ${pattern} needs ${rule}`);
     }
+  }
+});
+
+test("the schema keywords README and docs/conventions.md list are those compileSchema takes, no more, no fewer", () => {
+  // The keywords compileSchema supports, as its refusal of an unknown one lists them.
+  const refusal = /\(supported: ([^)]*)\)/.exec((() => {
+    try {
+      compileSchema({ format: 'email' }, 'x.schema.json');
+    } catch (error) {
+      return (error as Error).message;
+    }
+    return '';
+  })());
+  assert.ok(refusal !== null, 'compileSchema refuses an unknown keyword, listing the supported ones');
+  const supported = refusal[1]!.split(', ').sort();
+  for (const [file, start] of [['README.md', 'a JSON Schema subset ('], ['docs/conventions.md', 'It is a subset of JSON\n  Schema:']] as const) {
+    const text = read(file);
+    const at = text.indexOf(start);
+    assert.ok(at !== -1, `${file} lists the schema keywords`);
+    const end = /Any other\s+keyword/.exec(text.slice(at));
+    assert.ok(end !== null, `${file}: the list ends with "Any other keyword"`);
+    const list = text.slice(at, at + end.index);
+    assert.deepEqual([...new Set(codes(list).filter((code) => !code.includes('.')))].sort(), supported, file);
   }
 });
