@@ -31,6 +31,13 @@ export interface BatchTarget<E extends StoredEntity> {
   apply(change: E | { readonly deleted: string }, record: EntityRecord | undefined): void;
   /** Every change of the batch is applied: the moment to report them (`Store.follow`). */
   applied?(): void;
+  /**
+   * After `applied`: resolves once every change the target has made is published (in the change
+   * feed a reader reads); undefined when they already are. A log whose changes are published in an
+   * order shared with other logs (LocalChangeLog) may hold a durable batch back behind an earlier
+   * one of another log still syncing.
+   */
+  published?(): Promise<void> | undefined;
   /** Called after each batch (compaction policy). */
   afterBatch?(): void;
 }
@@ -187,6 +194,12 @@ export class WriteBatcher<E extends StoredEntity> {
         target.applied?.();
       }
     }
-    for (const settle of outcomes) settle();
+    // Answered only once the batch is in the change feed too: a client told its write is done
+    // finds it there, as in the index. Not awaited: the next batch is written meanwhile.
+    const published = target.published?.();
+    if (published === undefined) for (const settle of outcomes) settle();
+    else void published.then(() => {
+      for (const settle of outcomes) settle();
+    });
   }
 }

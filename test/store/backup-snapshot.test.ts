@@ -53,15 +53,16 @@ async function copied(snap: DataSnapshot): Promise<Map<string, string>> {
 
 const stamps = (text: string): number[] => text.split('\n').filter((l) => l !== '').map((l) => Number(/"_change":"(\d+)\./.exec(l)![1]));
 
-test('a batch acknowledged but not yet published (an earlier one of another resource still syncing) -> left out of a snapshot now; the backup\'s snapshot waits for it', async () => {
+test('a batch durable but not yet published (an earlier one of another resource still syncing) -> left out of a snapshot now; the backup\'s snapshot waits for it', async () => {
   const dir = await tempDir();
   const gate = holdingSyncs('orders');
   const data = await openDataDir({ dir, resources: ['items', 'orders'], durability: 'full', repair: false, warn: () => {}, fs: gate.fs, compaction: { auto: false } });
   await store(data, 'items').create(rec('i1'));
   const o1 = store(data, 'orders').create(rec('o1')); // numbered 2, its sync held
   while (gate.holding() === 0) await new Promise((resolve) => setTimeout(resolve, 1));
-  // items' batch is numbered after the held one: durable and acknowledged, not yet published.
-  await store(data, 'items').create(rec('i2'));
+  // items' batch is numbered after the held one: durable, not yet published (nor acknowledged).
+  const i2 = store(data, 'items').create(rec('i2'));
+  await store(data, 'items').settled();
   const snap = data.snapshot();
   assert.equal(snap.cursor, '1');
   const files = await copied(snap);
@@ -73,13 +74,43 @@ test('a batch acknowledged but not yet published (an earlier one of another reso
   await new Promise((resolve) => setTimeout(resolve, 20));
   assert.equal(taken, false, 'not while the held batch is in flight');
   gate.release();
-  await o1;
+  await Promise.all([o1, i2]);
   const later = await pending;
   const again = await copied(later);
   assert.deepEqual([...stamps(again.get('items')!), ...stamps(again.get('orders')!)].sort((a, b) => a - b), [1, 2, 3], 'every change through the new cursor, none twice');
   assert.equal(later.cursor, '3');
   await snap.release();
   await later.release();
+  await data.close();
+});
+
+test('a write durable while an earlier batch of another resource still syncs -> acknowledged only once published: the feed holds it when the write resolves', async () => {
+  const dir = await tempDir();
+  const gate = holdingSyncs('orders');
+  const data = await openDataDir({ dir, resources: ['items', 'orders'], durability: 'full', repair: false, warn: () => {}, fs: gate.fs, compaction: { auto: false } });
+  const items = store(data, 'items');
+  await items.create(rec('i1'));
+  const o1 = store(data, 'orders').create(rec('o1')); // numbered 2, its sync held
+  while (gate.holding() === 0) await new Promise((resolve) => setTimeout(resolve, 1));
+  /** What a client told its write is done would read: the feed and the latest cursor, taken as the write resolves. */
+  let atAck: { ids: string[]; latest: string } | undefined;
+  const feed = (): { ids: string[]; latest: string } => ({ ids: data.changes.read(undefined, 10).changes.map((c) => c.id), latest: data.changes.latest });
+  const i2 = items.create(rec('i2')).then(() => void (atAck = feed()));
+  await items.settled(); // i2 is durable and in the index; it is numbered 3, after the held batch
+  assert.equal(items.get('i2')?.id, 'i2');
+  assert.equal(atAck, undefined, 'not acknowledged while a change numbered before it is unpublished');
+  assert.deepEqual(feed(), { ids: ['i1'], latest: '1' });
+  // A 404 decided in a later batch, against the state i2 left: answered after i2 is published, too.
+  let refusedAtAnswer: { ids: string[]; latest: string } | undefined;
+  const refused = items.update('absent', (c) => c.record).then(() => void (refusedAtAnswer = feed()));
+  await items.settled();
+  assert.equal(refusedAtAnswer, undefined);
+  gate.release();
+  await o1;
+  await i2;
+  assert.deepEqual(atAck, { ids: ['i1', 'o1', 'i2'], latest: '3' });
+  await refused;
+  assert.deepEqual(refusedAtAnswer, { ids: ['i1', 'o1', 'i2'], latest: '3' });
   await data.close();
 });
 

@@ -140,7 +140,9 @@ interface Reservation {
  * batches of two resources, synced in parallel, may become durable out of order. Changes are
  * published — to the orders and to followers — strictly in sequence order: a reservation whose
  * batch is still in flight holds back those after it, and one that failed is skipped. So a cursor
- * handed out is never followed by a change with a smaller one: no reader can skip a change.
+ * handed out is never followed by a change with a smaller one: no reader can skip a change. A
+ * write held back so is answered only once published (`WriteBatcher`), so the feed holds every
+ * acknowledged write.
  */
 export class LocalChangeLog implements ChangeFeed {
   readonly #now: () => number;

@@ -104,10 +104,10 @@ export interface DataDir {
    */
   snapshot(): DataSnapshot;
   /**
-   * The snapshot, once every batch numbered before the call is published: a write is acknowledged
-   * once durable, and may be published after, when an earlier batch of another resource is (local-feed.ts),
-   * so this is the one that holds every write acknowledged before it was asked for. Writes go on
-   * meanwhile; none waits for it but for the turn `snapshot` takes.
+   * The snapshot, once every batch numbered before the call is published: a batch durable when it
+   * was asked for, but waiting to be published behind an earlier batch of another resource
+   * (local-feed.ts), is in it too, as is every write acknowledged before (a write is acknowledged
+   * once published). Writes go on meanwhile; none waits for it but for the turn `snapshot` takes.
    */
   snapshotAfterPending(): Promise<DataSnapshot>;
   /** Finishes pending writes, syncs, closes the files and releases the lock. */

@@ -271,6 +271,9 @@ class JsonlLogStore implements JsonlStore {
           this.#batch = undefined;
           log.settle(batch.first, batch.items);
         },
+        // This batch's changes, and a 404 or 412 decided against an earlier batch's, wait for
+        // the batches numbered before them (another store's still syncing) to be published.
+        published: () => (log.published >= this.#lastReserved ? undefined : log.through(this.#lastReserved)),
         afterBatch: () => this.#maybeCompact(),
       },
       this.#path,
