@@ -281,12 +281,21 @@ export function streamChanges(out: StreamWriter, options: ChangeStreamOptions): 
       // but what `waiting` holds. After a wait, or once `waiting` let changes go, the next page
       // reads what came meanwhile.
       if (page.changes.length < CATCH_UP_PAGE && !paced && !dropped) break;
+      // A reader that takes everything at once (a fast one on a near network) never makes `ready`
+      // wait, and its catch-up would run in microtasks alone: the next page waits for the loop's
+      // next turn, so that catching up over a million changes never holds every other request.
+      await nextTurn();
     }
     live = true;
     send(compose(waiting.splice(0)));
   };
   // A feed that cannot be read (the database away) ends the stream: the client reconnects with its last id.
   catchUp().catch(() => out.end());
+}
+
+/** Resolves in the event loop's next check phase: what is waiting for I/O runs first. */
+function nextTurn(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
 }
 
 function fanOut(feed: ChangeFeed): FanOut {

@@ -173,3 +173,40 @@ test('a batch larger than one catch-up write for a stream with a text of its own
   assert.deepEqual(ids, Array.from({ length: 30 }, (_, i) => `e${String(i).padStart(2, '0')}`));
   out.end();
 });
+
+test('a catch-up over 1,000 changes to a reader that takes everything at once (ready never waits) -> at most a page or two read per turn of the event loop, not all of them in one; every event once, in order', async () => {
+  const changes = new LocalChangeLog();
+  const items = createMemoryStore([], { resource: 'items', changes });
+  const origin = changes.latest;
+  for (let i = 0; i < 1000; i++) await items.create({ id: `e${String(i).padStart(4, '0')}`, createdAt: 1, updatedAt: 1 });
+  let reads = 0;
+  const feed: ChangeFeed = {
+    get latest() {
+      return changes.latest;
+    },
+    latestOf: (resource) => changes.latestOf(resource),
+    read: (since, limit, resources) => {
+      reads++;
+      return changes.read(since, limit, resources);
+    },
+    follow: (listener) => changes.follow(listener),
+    compare: (a, b) => changes.compare(a, b),
+    check: (since) => changes.check(since),
+  };
+  const out = writer();
+  const json = (change: StoreChange): string => JSON.stringify({ id: change.id });
+  streamChanges(out, { feed, after: origin, resources: undefined, select: (change) => change.type, json });
+  const sent = (): number => out.writes.reduce((n, w) => n + w.events, 0);
+  // Five pages of 200 (and the short one that ends it): a million changes would hold every other
+  // request for seconds if one turn read them all.
+  let turns = 0;
+  while (sent() < 1000) {
+    const before = reads;
+    await turn();
+    assert.ok(reads - before <= 2, `${reads - before} pages read in one turn`);
+    assert.ok(++turns < 100, 'the catch-up ends');
+  }
+  const ids = out.writes.flatMap((w) => [...w.bytes.toString().matchAll(/"id":"(e\d+)"/g)].map((m) => m[1]));
+  assert.deepEqual(ids, Array.from({ length: 1000 }, (_, i) => `e${String(i).padStart(4, '0')}`));
+  out.end();
+});
