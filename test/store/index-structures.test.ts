@@ -6,7 +6,7 @@ import { RowSet } from '../../src/store/index/row-set.js';
 import { RESTARTS_BEFORE_WHOLE, runSliced, Slice, WHOLE_MAX_MS, type Work } from '../../src/store/index/slices.js';
 import { FieldIndex } from '../../src/store/index/field-index.js';
 import { anyOf, intersection } from '../../src/store/index/row-lists.js';
-import { NO_ROW, ValueColumn } from '../../src/store/index/value-column.js';
+import { CodeTally, NO_ROW, ValueColumn } from '../../src/store/index/value-column.js';
 import { QueryTimeoutError } from '../../src/store/store.js';
 
 let seed = 99;
@@ -131,6 +131,35 @@ describe('ValueColumn: values by row in typed arrays', () => {
     column.remap(Int32Array.of(0, 1, 0, 2), 3);
     assert.deepEqual([0, 1, 2].map((row) => column.get(row)), [5, 7, 9]);
     assert.equal(column.length, 3);
+  });
+  test('a tally of 100,000 distinct strings -> its values given one at a time: the first read after a few counts, not after all of them', () => {
+    const column = new ValueColumn();
+    for (let i = 0; i < 100_000; i++) column.push(`code-${i}`);
+    column.push(7);
+    const tally = new CodeTally();
+    column.tally(tally, undefined, 0, column.length);
+    // Every count the listing reads (a facet of a unique field at a million rows read them all,
+    // and made an entry of each, before it could give up the loop).
+    let reads = 0;
+    const counts = tally.counts;
+    tally.counts = new Proxy(counts, {
+      get(target, key) {
+        if (typeof key === 'string' && /^\d+$/.test(key)) reads++;
+        const value: unknown = Reflect.get(target, key, target);
+        return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+      },
+    });
+    const entries = column.tallied(tally)[Symbol.iterator]();
+    assert.deepEqual(entries.next().value, ['code-0', 1]);
+    assert.ok(reads <= 8, `${reads} counts read for the first value`);
+    let rest = 1;
+    let last: unknown;
+    for (let next = entries.next(); next.done !== true; next = entries.next()) {
+      rest++;
+      last = next.value;
+    }
+    assert.equal(rest, 100_001);
+    assert.deepEqual(last, [7, 1]);
   });
 });
 

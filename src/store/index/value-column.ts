@@ -122,17 +122,17 @@ export class ValueColumn {
   /**
    * The values a tally counted and their counts, once per code or number: equal values past the
    * interning bound have cells of their own and come once per cell (the caller merges them).
+   * One at a time, as the caller takes them: a field of a million distinct values is not listed
+   * at once, so a caller that gives up the loop between entries holds it for no more than a few.
    */
-  tallied(tally: CodeTally): [Cell, number][] {
-    const out: [Cell, number][] = [];
+  *tallied(tally: CodeTally): Generator<[Cell, number], void, undefined> {
     const counts = tally.counts;
     for (let code = 3; code < counts.length; code++) {
       const count = counts[code]!;
       if (count === 0 || code === NUMBER) continue;
-      out.push([code >= FIRST_CELL ? this.#cells[code - FIRST_CELL] : FIXED[code], count]);
+      yield [code >= FIRST_CELL ? this.#cells[code - FIRST_CELL] : FIXED[code], count];
     }
-    for (const entry of tally.numbers) out.push(entry);
-    return out;
+    yield* tally.numbers;
   }
 
   /** Sets the row's value (`NO_ROW` makes it a hole). */
