@@ -40,6 +40,26 @@ function uncoded(tag: string): string {
   return tag.replace(CODING_SUFFIX, '"');
 }
 
+/**
+ * A file store entity's tag as halserve wrote it before 2026-12-02: its line's number, a dot, the
+ * hash (a 53-bit number in base 36: at most 11 digits, and fewer than 8 for one in 100,000, which
+ * are not recognised, so that no short version, a memory store's counter, is taken for one).
+ */
+const LINE_LED = /^"[0-9a-z]+\.([0-9a-z]{8,11}(?:-[a-z]+)*")$/;
+
+/**
+ * Whether the client's `tag` (coding removed) is one of `current`. A file store entity's tag was
+ * `"<line>.<hash>"` up to 2026-12-02 and is `"<hash>"` since: the hash is of the entity's text, the
+ * line's number named nothing more, so a tag an earlier version handed out names the same version
+ * as its hash alone, and a client holding one across an upgrade still gets its 304 and its write.
+ * The hash has no dot, so only a tag without one (a file store entity's) can be matched that way.
+ */
+function isCurrent(tag: string, current: readonly string[]): boolean {
+  if (current.includes(tag)) return true;
+  const hash = LINE_LED.exec(tag)?.[1];
+  return hash !== undefined && current.includes(`"${hash}`);
+}
+
 /** The tags of an `If-Match`/`If-None-Match` list, `W/` kept; ['*'] for a wildcard. */
 export function parseTagList(header: string): string[] {
   if (header.trim() === '*') return ['*'];
@@ -53,7 +73,7 @@ export function parseTagList(header: string): string[] {
 export function notModified(ifNoneMatch: string | undefined, etag: string): boolean {
   if (ifNoneMatch === undefined) return false;
   const tags = parseTagList(ifNoneMatch);
-  return tags.includes('*') || tags.some((tag) => uncoded(tag.replace(/^W\//, '')) === etag);
+  return tags.includes('*') || tags.some((tag) => isCurrent(uncoded(tag.replace(/^W\//, '')), [etag]));
 }
 
 /** Every tag that names `version` of an entity, whatever its representation. */
@@ -69,7 +89,7 @@ export function versionTags(version: string, halMediaType: string): string[] {
 export function checkIfMatch(ifMatch: string | undefined, current: readonly string[]): void {
   if (ifMatch === undefined) return;
   const tags = parseTagList(ifMatch);
-  if (tags.includes('*') || tags.some((tag) => current.includes(uncoded(tag)))) return;
+  if (tags.includes('*') || tags.some((tag) => isCurrent(uncoded(tag), current))) return;
   throw preconditionFailed('If-Match does not match the current ETag');
 }
 

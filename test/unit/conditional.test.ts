@@ -57,6 +57,29 @@ describe('checkIfMatch (strong comparison)', () => {
   }
 });
 
+describe('a file store tag of an earlier version ("<line>.<hash>") names the version of its hash', () => {
+  for (const [header, version, ok] of [
+    ['"1.13sb741ydyi"', '13sb741ydyi', true],
+    ['"2s.13sb741ydyi-json-br"', '13sb741ydyi', true],
+    ['"1.13sb741ydyi"', '13sb741ydyz', false],
+    ['W/"1.13sb741ydyi"', '13sb741ydyi', false],
+    // A tag with dots of its own (PostgreSQL's `rev.pos.hash`) is compared whole.
+    ['"1.8q.yks3c5wt1o"', '1.8q.yks3c5wt1o', true],
+    ['"2.8q.yks3c5wt1o"', '1.8q.yks3c5wt1o', false],
+    ['"7.8q.yks3c5wt1o"', '8q.yks3c5wt1o', false],
+  ] as const) {
+    test(`If-Match ${header} on version ${version} -> ${ok ? 'passes' : '412'}`, () => {
+      if (ok) assert.doesNotThrow(() => checkIfMatch(header, versionTags(version, HAL)));
+      else assert.throws(() => checkIfMatch(header, versionTags(version, HAL)), (e: unknown) => e instanceof HttpProblem && e.status === 412);
+    });
+  }
+  test('If-None-Match with it -> 304 (weakly, with a coding); a collection page tag is compared whole', () => {
+    assert.equal(notModified('W/"1.13sb741ydyi-gzip"', '"13sb741ydyi"'), true);
+    assert.equal(notModified('"c.5"', '"5"'), false);
+    assert.equal(notModified('"c.5"', '"c.5"'), true);
+  });
+});
+
 describe('checkIfNoneMatch on a write', () => {
   for (const [header, ok] of [
     [undefined, true],

@@ -1,0 +1,79 @@
+/**
+ * This version on a data directory an earlier one wrote, as a user upgrades: the files of
+ * test/fixtures/halserve-2026-11-28 were written by the halserve of that day (commit 3566845,
+ * token `secret-token-1234567890`, `--resource items`): a POST, then a POST with
+ * `Idempotency-Key: upgrade-key-1`. That server answered them with the tags and cursors below.
+ */
+import assert from 'node:assert/strict';
+import { readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { describe, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { startCli, tempDir } from '../helpers/process.js';
+
+const FIXTURE = fileURLToPath(new URL('../fixtures/halserve-2026-11-28/items.jsonl', import.meta.url));
+const TOKEN = 'secret-token-1234567890';
+const AUTH = { authorization: `Bearer ${TOKEN}` };
+/** What the earlier server answered. */
+const PLAIN = { path: '/items/JBgtVozgO4e5aJ6B', etag: '"1.1iv6bi3ev8l"' };
+const KEYED = { path: '/items/sE27qNG1i88C7buQ', etag: '"3.1axtyhiuobd"', key: 'upgrade-key-1', body: '{"name":"keyed"}' };
+/** The fixture's answer was recorded at this millisecond; moved to now, so it is within its 24 hours. */
+const RECORDED_MS = 1796215159340;
+
+/** A data directory holding the fixture, its answer's time moved to now. */
+async function upgradedDir(): Promise<string> {
+  const dir = await tempDir();
+  const text = await readFile(FIXTURE, 'utf8');
+  await writeFile(join(dir, 'items.jsonl'), text.replaceAll(String(RECORDED_MS), String(Date.now())));
+  return dir;
+}
+
+describe('upgrade from the files of 2026-11-28', () => {
+  test('tags, cursors and remembered answers the earlier server handed out go on working', async () => {
+    const dir = await upgradedDir();
+    const server = await startCli(['--data', dir, '--port', '0', '--token', TOKEN, '--resource', 'items', '--log', 'off']);
+    const get = (path: string, headers: Record<string, string> = {}) => fetch(server.url + path, { headers: { ...AUTH, ...headers } });
+
+    // The keyed POST retried: the first answer again, nothing created twice.
+    const retry = await fetch(`${server.url}/items`, {
+      method: 'POST',
+      headers: { ...AUTH, 'content-type': 'application/json', 'idempotency-key': KEYED.key },
+      body: KEYED.body,
+    });
+    assert.equal(retry.status, 201);
+    assert.equal(retry.headers.get('idempotency-replayed'), 'true');
+    assert.equal(retry.headers.get('location'), KEYED.path);
+    assert.equal(retry.headers.get('etag'), KEYED.etag);
+    assert.equal(((await (await get('/items')).json()) as { count: number }).count, 2);
+
+    // The earlier server's cursor after the first change resumes: the second one follows.
+    const feed = (await (await get('/changes?since=1')).json()) as { _embedded: { changes: { id: string }[] } };
+    assert.deepEqual(
+      feed._embedded.changes.map((c) => c.id),
+      ['sE27qNG1i88C7buQ'],
+    );
+
+    // Its tags still name the unchanged entities: a 304, and a conditional write that is made.
+    const cached = await get(PLAIN.path, { 'if-none-match': PLAIN.etag });
+    assert.equal(cached.status, 304);
+    const json = await get(PLAIN.path, { accept: 'application/json', 'if-none-match': PLAIN.etag.replace(/"$/, '-json-gzip"') });
+    assert.equal(json.status, 304);
+    const patched = await fetch(server.url + KEYED.path, {
+      method: 'PATCH',
+      headers: { ...AUTH, 'content-type': 'application/merge-patch+json', 'if-match': KEYED.etag },
+      body: '{"name":"changed"}',
+    });
+    assert.equal(patched.status, 200);
+    // Once changed, the old tag names a state that is gone.
+    const stale = await fetch(server.url + KEYED.path, {
+      method: 'PATCH',
+      headers: { ...AUTH, 'content-type': 'application/merge-patch+json', 'if-match': KEYED.etag },
+      body: '{"name":"again"}',
+    });
+    assert.equal(stale.status, 412);
+    assert.equal((await get(KEYED.path, { 'if-none-match': KEYED.etag })).status, 200);
+
+    server.child.kill('SIGTERM');
+    assert.equal(await server.exited, 0);
+  });
+});
