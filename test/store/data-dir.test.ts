@@ -67,7 +67,9 @@ test('second open of a directory in use -> StoreOpenError naming the holder and 
   await fs.writeFile(path.join(dir, LOCK_FILE), '1\n');
   await assert.rejects(
     openDataDir(options(dir, ['items'])),
-    new StoreOpenError(`data directory ${dir} is in use by process 1 (lock file ${path.join(dir, LOCK_FILE)})`),
+    new StoreOpenError(
+      `data directory ${dir} is in use by process 1 (lock file ${path.join(dir, LOCK_FILE)}); if process 1 is not a halserve serving it (a lock an earlier halserve left before the machine restarted), remove the lock file`,
+    ),
   );
   assert.equal(await fs.readFile(path.join(dir, LOCK_FILE), 'utf8'), '1\n');
 });

@@ -1,9 +1,11 @@
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs/promises';
+import net from 'node:net';
 import path from 'node:path';
 import { mock, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import { BACKUP_SOCKET } from '../../src/store/log/backup-protocol.js';
 import { LOCK_FILE, lockDirectory, lockText, pidNamespace, processIsAlive } from '../../src/store/log/dir-lock.js';
 import { StoreOpenError } from '../../src/store/store.js';
 import { tempDir } from './helpers.js';
@@ -29,7 +31,9 @@ test('a stale lock taken over by another process between this one judging it and
       if (pid === dead) spawnSync('sh', ['-c', `rm -f "${file}" && printf '${other}\\n' > "${file}.new" && mv "${file}.new" "${file}"`]);
       return pid === other;
     }),
-    new StoreOpenError(`data directory ${dir} is in use by process ${other} (lock file ${file})`),
+    new StoreOpenError(
+      `data directory ${dir} is in use by process ${other} (lock file ${file}); if process ${other} is not a halserve serving it (a lock an earlier halserve left before the machine restarted), remove the lock file`,
+    ),
   );
   assert.deepEqual(judged, [dead, other]);
   assert.deepEqual(messages, [], 'nothing taken over');
@@ -167,6 +171,41 @@ test('released while another PID namespace holds the lock with the same pid -> i
   assert.equal(await fs.readFile(file, 'utf8'), `1\n${OTHER_CONTAINER}\n`);
   lock.releaseNow();
   assert.equal(await fs.readFile(file, 'utf8'), `1\n${OTHER_CONTAINER}\n`);
+});
+
+test('an earlier halserve\'s lock (its pid alone) naming this pid, its server answering on the backup socket -> refused; once it has stopped -> taken over', async (t) => {
+  const dir = await tempDir();
+  const file = path.join(dir, LOCK_FILE);
+  // An earlier halserve in another container, pid 1 there as the starting one is here: its lock
+  // says nothing more, and is never renewed.
+  await fs.writeFile(file, '1\n');
+  const earlier = net.createServer((socket) => socket.destroy());
+  await new Promise<void>((resolve) => earlier.listen(path.join(dir, BACKUP_SOCKET), resolve));
+  t.after(() => {
+    if (earlier.listening) earlier.close();
+  });
+  const messages: string[] = [];
+  const ours = 'boot-of-this-host pid:[4026531836]';
+  await assert.rejects(
+    lockDirectory(dir, (m) => messages.push(m), 1, () => true, QUICK, ours),
+    new StoreOpenError(
+      `data directory ${dir} is in use by process 1 of an earlier halserve, of another container or PID namespace: it answers on ${BACKUP_SOCKET} (lock file ${file}); stop that server first (two servers on one data directory lose writes)`,
+    ),
+  );
+  assert.deepEqual(messages, []);
+  assert.equal(await fs.readFile(file, 'utf8'), '1\n');
+  // Killed: its socket file is left, and refuses.
+  await new Promise((resolve) => earlier.close(resolve));
+  const killed = spawn(process.execPath, ['-e', `require('node:net').createServer().listen(${JSON.stringify(path.join(dir, BACKUP_SOCKET))}, () => console.log('ready'))`], { stdio: ['ignore', 'pipe', 'inherit'] });
+  t.after(() => killed.kill('SIGKILL'));
+  await new Promise((resolve) => killed.stdout.once('data', resolve));
+  killed.kill('SIGKILL');
+  await new Promise((resolve) => killed.once('exit', resolve));
+  const later: string[] = [];
+  const lock = await lockDirectory(dir, (m) => later.push(m), 1, () => true, QUICK, ours);
+  assert.deepEqual(later, [`${file}: stale lock of process 1 (no longer running) taken over`]);
+  assert.equal(await fs.readFile(file, 'utf8'), `1\n${ours}\n`);
+  await lock.release();
 });
 
 test('a held lock is renewed (its mtime moves on) until released', async () => {

@@ -1,8 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import { readFileSync, readlinkSync, rmSync } from 'node:fs';
 import fs from 'node:fs/promises';
+import net from 'node:net';
 import path from 'node:path';
 import { StoreOpenError } from '../store.js';
+import { BACKUP_SOCKET, socketAddress } from './backup-protocol.js';
 
 /** The lock file that keeps a data directory to one process (docs/storage.md §1). */
 export const LOCK_FILE = '.halserve.lock';
@@ -193,7 +195,16 @@ async function acquire(
       }
       why = `of another container or PID namespace, not renewed for ${seconds} s`;
     } else if (holder !== undefined && holder !== own.pid && isAlive(holder)) {
-      throw new StoreOpenError(`data directory ${dir} is in use by process ${holder} (lock file ${file})`);
+      // A pid alone (an earlier halserve's lock) may be another process's since a restart of the machine.
+      const unless = namesPidAlone(found.text) ? `; if process ${holder} is not a halserve serving it (a lock an earlier halserve left before the machine restarted), remove the lock file` : '';
+      throw new StoreOpenError(`data directory ${dir} is in use by process ${holder} (lock file ${file})${unless}`);
+    } else if (holder !== undefined && namesPidAlone(found.text) && (await answersBackups(dir))) {
+      // An earlier halserve's lock names its pid alone, which says nothing of a process in another
+      // container (pid 1 there, as here) and is never renewed; a server since 2026-11-26 listens on
+      // the directory's backup socket while it runs.
+      throw new StoreOpenError(
+        `data directory ${dir} is in use by process ${holder} of an earlier halserve, of another container or PID namespace: it answers on ${BACKUP_SOCKET} (lock file ${file}); stop that server first (two servers on one data directory lose writes)`,
+      );
     }
     const takeover = `${file}${TAKEOVER_SUFFIX}`;
     if (!(await takeShortLock(takeover, own, isAlive, timing))) {
@@ -222,6 +233,34 @@ async function acquire(
 function isForeign(text: string, place: string): boolean {
   const theirs = text.split('\n')[1]?.trim() ?? '';
   return theirs !== '' && place !== '' && theirs !== place;
+}
+
+/** Whether a lock names its pid alone: an earlier halserve's, or one of a process that cannot tell its PID namespace. */
+function namesPidAlone(text: string): boolean {
+  return (text.split('\n')[1]?.trim() ?? '') === '';
+}
+
+/** How long a connection to the backup socket may take before whoever listens there counts as running. */
+const PROBE_MS = 1000;
+
+/**
+ * Whether a server listens on `dir`'s backup socket (backup-socket.ts): one that accepts a
+ * connection, or leaves it waiting (a full backlog, a stopped process), is running. No socket, or
+ * one a killed server left (refused), is not.
+ */
+function answersBackups(dir: string): Promise<boolean> {
+  const address = socketAddress(dir, process.cwd());
+  if (address === undefined) return Promise.resolve(false);
+  return new Promise((resolve) => {
+    const socket = net.connect(address);
+    const done = (running: boolean): void => {
+      socket.destroy();
+      resolve(running);
+    };
+    socket.setTimeout(PROBE_MS, () => done(true));
+    socket.once('connect', () => done(true));
+    socket.once('error', () => done(false));
+  });
 }
 
 /**
