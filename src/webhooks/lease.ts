@@ -9,6 +9,12 @@ export interface Lease {
    * longer renewed in time, or taken); resolves undefined when `signal` aborts first.
    */
   acquire(signal: AbortSignal): Promise<AbortSignal | undefined>;
+  /**
+   * Whether this process holds the lease now, by its clock, asked before each attempt: a process
+   * whose event loop stalled past the lease's end learns it here even when an answer is handled
+   * before the timer that would have told it; the signal `acquire` gave then aborts at once.
+   */
+  holds(): boolean;
   /** Gives the lease up at once, so that another process takes over without waiting for it to expire. */
   release(): Promise<void>;
 }
@@ -16,5 +22,6 @@ export interface Lease {
 /** The lease of a data set only this process can open: held from the start, never lost. */
 export const soleLease: Lease = {
   acquire: (signal) => Promise.resolve(signal.aborted ? undefined : new AbortController().signal),
+  holds: () => true,
   release: () => Promise.resolve(),
 };

@@ -11,6 +11,8 @@ import { LEASE_ROW, LEASE_TABLE, prepareWebhookTables } from './pg-schema.js';
  */
 export const DEFAULT_LEASE_MS = 15_000;
 
+const NOT_RENEWED = 'webhook lease not renewed in time (PostgreSQL unreachable or slow): delivery stops until this process holds it again';
+
 /**
  * The one deliverer of a PostgreSQL database: a lease row (pg-schema.ts) with a holder and an
  * expiry on the database's clock.
@@ -83,19 +85,22 @@ export class PgLease implements Lease {
       await this.#scheduler.sleep(this.#everyMs, signal);
     }
     this.#held = true;
+    this.#validUntil = validUntil;
     const lost = new AbortController();
     const renew = async (): Promise<void> => {
       while (!lost.signal.aborted) {
         await this.#scheduler.sleep(Math.max(0, Math.min(this.#everyMs, validUntil - this.#scheduler.now())), lost.signal);
         if (lost.signal.aborted) return;
         if (this.#scheduler.now() >= validUntil) {
-          this.#warn('webhook lease not renewed in time (PostgreSQL unreachable or slow): delivery stops until this process holds it again');
+          this.#warn(NOT_RENEWED);
           break;
         }
         const sent = this.#scheduler.now();
         try {
-          if (await this.#take()) validUntil = sent + this.#ttlMs;
-          else {
+          if (await this.#take()) {
+            validUntil = sent + this.#ttlMs;
+            if (!lost.signal.aborted) this.#validUntil = validUntil;
+          } else {
             this.#warn('webhook lease taken by another process: it delivers now');
             break;
           }
@@ -112,6 +117,23 @@ export class PgLease implements Lease {
   }
 
   #lost: AbortController | undefined;
+  /** When the lease held ends by this process's clock, unless renewed. */
+  #validUntil = 0;
+
+  /**
+   * The renewal's timer tells of a lease that ran out only once it runs: after a stall of the event
+   * loop (a long synchronous task, a paused machine), an answer can be handled first and the next
+   * attempt sent by a holder that is no longer one. So each attempt asks the clock first.
+   */
+  holds(): boolean {
+    const lost = this.#lost;
+    if (lost === undefined || lost.signal.aborted) return false;
+    if (this.#scheduler.now() < this.#validUntil) return true;
+    this.#warn(NOT_RENEWED);
+    this.#held = false;
+    lost.abort();
+    return false;
+  }
 
   async release(): Promise<void> {
     this.#lost?.abort();

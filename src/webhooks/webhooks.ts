@@ -119,7 +119,7 @@ export class Webhooks {
             resources,
             json,
             key,
-            send: this.#senders.get(url)!.send,
+            send: this.#send(this.#senders.get(url)!.send),
             scheduler: this.#scheduler,
             ...(this.#o.backoff === undefined ? {} : { backoff: this.#o.backoff }),
             acknowledged: (position) => this.#writer.set(url, position),
@@ -144,6 +144,14 @@ export class Webhooks {
       if (!stopping.aborted) await this.#lease.release();
     }
     await this.#lease.release();
+  }
+
+  /**
+   * `send`, made only while this process holds the lease by its clock (lease.ts `holds`): when it no
+   * longer does, the term's signal has aborted and the attempt is dropped unsent, as one in flight is.
+   */
+  #send(send: Send): Send {
+    return (body, headers, signal) => (this.#lease.holds() ? send(body, headers, signal) : Promise.resolve({ ok: false, cause: 'connection', detail: 'the webhook lease is lost' }));
   }
 
   /**

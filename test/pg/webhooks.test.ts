@@ -5,7 +5,13 @@ import { eventually, startCli, type CliProcess } from '../helpers/process.js';
 import { feedCursors, SECRET, startReceiver, type Receiver } from '../webhooks/receiver.js';
 import { freshDatabase, openStores, pgMissing } from './helpers.js';
 import type { Sql } from '../../src/store/pg/driver.js';
-import { realScheduler } from '../../src/webhooks/delivery.js';
+import { ServerMetrics } from '../../src/metrics/server-metrics.js';
+import { WebhookMetrics } from '../../src/metrics/webhook-metrics.js';
+import { LocalChangeLog } from '../../src/store/changes/local-feed.js';
+import { createMemoryStore } from '../../src/store/memory-store.js';
+import { realScheduler, type Scheduler } from '../../src/webhooks/delivery.js';
+import { Webhooks } from '../../src/webhooks/webhooks.js';
+import { startServer } from '../helpers/server.js';
 import { PgLease } from '../../src/webhooks/pg-lease.js';
 import { PgPositions } from '../../src/webhooks/pg-positions.js';
 
@@ -139,5 +145,27 @@ describe('webhooks on PostgreSQL: one deliverer per database', { skip: pgMissing
     await c.release();
     await b.release();
     assert.equal(await lease('d', sql).acquire(AbortSignal.abort()), undefined);
+  });
+
+  test('the deliverer\'s clock passes its lease while an answer is on its way (a stalled event loop) -> the next event is not sent: it no longer holds the lease', async () => {
+    const db = await openStores(await freshDatabase());
+    const sql = (): Sql => db.database.sql;
+    // The process's clock, moved by hand; no timer of the scheduler ever fires on its own, as when
+    // the event loop stalled and handles an answer before its timers.
+    let clock = Math.floor(Date.now() / 1000) * 1000;
+    const scheduler: Scheduler = { now: () => clock, random: () => 0.5, sleep: (_ms, signal) => new Promise((resolve) => (signal.aborted ? resolve() : signal.addEventListener('abort', () => resolve(), { once: true }))) };
+    const warnings: string[] = [];
+    const lease = new PgLease({ sql, holder: 'stalled', ttlMs: 3_000, scheduler, warn: (m) => warnings.push(m) });
+    // The first delivery's answer comes after a stall longer than the lease.
+    const receiver = await startReceiver({ behaviour: () => ((clock += 10_000), 204) });
+    const metrics = new ServerMetrics();
+    const webhooks = new Webhooks({ urls: [receiver.url], secret: SECRET, positions: new PgPositions(sql, 'stalled'), lease, metrics: new WebhookMetrics(metrics.registry), warn: (m) => warnings.push(m), scheduler });
+    const changes = new LocalChangeLog();
+    const server = await startServer({ resources: [{ name: 'items', store: createMemoryStore([], { resource: 'items', changes }) }], metrics, onFeed: (feed, json) => webhooks.start(feed, json) });
+    for (let i = 0; i < 2; i++) assert.equal((await server.request('/items', { method: 'POST', headers: JSON_HEADERS, body: JSON.stringify({ n: i }) })).status, 201);
+    await eventually(() => warnings.length > 0 || receiver.received.length > 1, 'the lease counted lost, or a second delivery');
+    assert.equal(receiver.received.length, 1, 'nothing sent once the lease ran out');
+    assert.deepEqual(warnings, ['webhook lease not renewed in time (PostgreSQL unreachable or slow): delivery stops until this process holds it again']);
+    await webhooks.stop(0);
   });
 });
