@@ -56,6 +56,15 @@ export class WebhookMetrics {
     this.#gauges.set(url, { label, gauges });
   }
 
+  /**
+   * `url` no longer delivered here (the lease lost: another process delivers now): its gauges are
+   * gone, as on a process that never delivered, rather than frozen, or growing with the clock (lag,
+   * position age), beside the deliverer's. Its counters stay.
+   */
+  untrack(url: string): void {
+    this.#gauges.delete(url);
+  }
+
   set delivering(value: boolean) {
     this.#delivering = value;
   }

@@ -137,8 +137,9 @@ export class Webhooks {
         return delivery;
       });
       await Promise.all(this.#deliveries.map((delivery) => delivery.run(ended, abandon)));
-      // Out of the term: its gauges stay as they were, and changes are no longer counted here.
+      // Out of the term: changes are no longer counted here, and the URLs' gauges are the next deliverer's.
       this.#deliveries = [];
+      for (const url of this.#o.urls) metrics.untrack(url);
       metrics.delivering = false;
       await this.#writer.flush();
       if (!stopping.aborted) await this.#lease.release();

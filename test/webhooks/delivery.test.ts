@@ -12,6 +12,7 @@ import { createMemoryStore } from '../../src/store/memory-store.js';
 import type { StoreChange } from '../../src/store/store.js';
 import { DELIVERY_PAGE, realScheduler, type Scheduler } from '../../src/webhooks/delivery.js';
 import { FilePositions, POSITIONS_FILE } from '../../src/webhooks/file-positions.js';
+import type { Lease } from '../../src/webhooks/lease.js';
 import { Webhooks, type WebhooksOptions } from '../../src/webhooks/webhooks.js';
 import { eventually } from '../helpers/process.js';
 import { startServer, type TestServer } from '../helpers/server.js';
@@ -422,5 +423,25 @@ describe('webhook delivery (in process, a real receiver that verifies with stand
     await eventually(() => receiver.acknowledged().length === 1, 'delivered');
     assert.deepEqual(waits, [3_750, 7_500, 15_000, 30_000]);
     assert.deepEqual(new Set(receiver.received.map((r) => r.timestamp)), new Set([pinned / 1000]), 'signed with the injected clock');
+  });
+
+  test('the lease lost while behind (PostgreSQL: another process delivers now) -> no per-URL gauges here, not a lag that grows with the clock beside the deliverer\'s', async () => {
+    const receiver = await startReceiver({ behaviour: () => 500 });
+    const term = new AbortController();
+    let terms = 0;
+    // Held for one term, then lost; never held again (another process holds it).
+    const lease: Lease = {
+      acquire: (signal) => (terms++ === 0 ? Promise.resolve(term.signal) : new Promise((resolve) => signal.addEventListener('abort', () => resolve(undefined), { once: true }))),
+      holds: () => !term.signal.aborted,
+      release: () => Promise.resolve(),
+    };
+    const s = await setup([receiver.url], { lease });
+    await writes(s.server, 1);
+    await eventually(() => receiver.received.length > 0, 'an attempt');
+    await eventually(() => metricLines(s.metrics, 'halserve_webhook_pending_events').length === 1, 'the URL\'s gauges');
+    term.abort();
+    await eventually(() => metricLines(s.metrics, 'halserve_webhook_delivering ').join() === 'halserve_webhook_delivering 0', 'not delivering');
+    for (const gauge of ['pending_events', 'lag_seconds', 'position_age_seconds']) assert.deepEqual(metricLines(s.metrics, `halserve_webhook_${gauge}`), [], gauge);
+    assert.equal(metricLines(s.metrics, 'halserve_webhook_failures_total').length, 1, 'its counters stay');
   });
 });
