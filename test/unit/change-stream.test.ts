@@ -87,6 +87,20 @@ test('1,200 streams (a pass in slices), a write during the pass -> every stream 
   for (const out of outs) out.end();
 });
 
+/** `changes` as a feed whose pages `read` gives (a test watches or holds them). */
+function readThrough(changes: LocalChangeLog, read: ChangeFeed['read']): ChangeFeed {
+  return {
+    get latest() {
+      return changes.latest;
+    },
+    latestOf: (resource) => changes.latestOf(resource),
+    read,
+    follow: (listener) => changes.follow(listener),
+    compare: (a, b) => changes.compare(a, b),
+    check: (since) => changes.check(since),
+  };
+}
+
 test('1,000 writes land while a catch-up reads a page (more than it holds for later) -> it reads them from the feed again; every event sent once, in order', async () => {
   const changes = new LocalChangeLog();
   const items = createMemoryStore([], { resource: 'items', changes });
@@ -95,20 +109,11 @@ test('1,000 writes land while a catch-up reads a page (more than it holds for la
   // A feed whose first page is read now but answered later, as a database's is: the writes made
   // meanwhile reach the stream only through its follower.
   let answer: (() => void) | undefined;
-  const feed: ChangeFeed = {
-    get latest() {
-      return changes.latest;
-    },
-    latestOf: (resource) => changes.latestOf(resource),
-    read: (since, limit, resources) => {
-      const page = changes.read(since, limit, resources);
-      if (answer !== undefined || since !== origin) return page;
-      return new Promise((resolve) => (answer = () => resolve(page)));
-    },
-    follow: (listener) => changes.follow(listener),
-    compare: (a, b) => changes.compare(a, b),
-    check: (since) => changes.check(since),
-  };
+  const feed = readThrough(changes, (since, limit, resources) => {
+    const page = changes.read(since, limit, resources);
+    if (answer !== undefined || since !== origin) return page;
+    return new Promise((resolve) => (answer = () => resolve(page)));
+  });
   const out = writer();
   const json = (change: StoreChange): string => JSON.stringify({ id: change.id });
   streamChanges(out, { feed, after: origin, resources: undefined, select: (change) => change.type, json });
@@ -180,19 +185,10 @@ test('a catch-up over 1,000 changes to a reader that takes everything at once (r
   const origin = changes.latest;
   for (let i = 0; i < 1000; i++) await items.create({ id: `e${String(i).padStart(4, '0')}`, createdAt: 1, updatedAt: 1 });
   let reads = 0;
-  const feed: ChangeFeed = {
-    get latest() {
-      return changes.latest;
-    },
-    latestOf: (resource) => changes.latestOf(resource),
-    read: (since, limit, resources) => {
-      reads++;
-      return changes.read(since, limit, resources);
-    },
-    follow: (listener) => changes.follow(listener),
-    compare: (a, b) => changes.compare(a, b),
-    check: (since) => changes.check(since),
-  };
+  const feed = readThrough(changes, (since, limit, resources) => {
+    reads++;
+    return changes.read(since, limit, resources);
+  });
   const out = writer();
   const json = (change: StoreChange): string => JSON.stringify({ id: change.id });
   streamChanges(out, { feed, after: origin, resources: undefined, select: (change) => change.type, json });
