@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
 import { readFile, writeFile } from 'node:fs/promises';
+import { Agent, request } from 'node:http';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
-import { eventually, spawnCli, startCli, tempDir } from '../helpers/process.js';
+import { eventually, spawnCli, startCli, tempDir, type CliProcess } from '../helpers/process.js';
 
 const JSON_HEADERS = { 'content-type': 'application/json' };
 const line = (id: string, fields: Record<string, unknown> = {}): string => `${JSON.stringify({ id, createdAt: 1, updatedAt: 1, ...fields })}\n`;
@@ -57,26 +58,7 @@ describe('halserve CLI (docs/conventions.md §8)', () => {
   test('SIGTERM during a slow request -> the request completes, then exit 0', async () => {
     const dir = await tempDir();
     const cli = await startCli(['--port', '0', '--data', dir, '--resource', 'items', '--log', 'off']);
-    const { request } = await import('node:http');
-    const url = new URL(`${cli.url}/items`);
-    const response = new Promise<{ status: number; body: string }>((resolve, reject) => {
-      // `100 Continue` says the server has the request in hand and is about to read its body.
-      const req = request({ host: url.hostname, port: url.port, path: '/items', method: 'POST', headers: { ...JSON_HEADERS, expect: '100-continue' } }, (res) => {
-        let body = '';
-        res.setEncoding('utf8').on('data', (c: string) => (body += c));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-      });
-      req.on('error', reject);
-      req.flushHeaders();
-      req.once('continue', () => {
-        req.write('{"slow":');
-        // The body is still arriving when the signal comes: the rest is sent once the server has
-        // said it is draining.
-        cli.child.kill('SIGTERM');
-        eventually(() => /SIGTERM: finishing requests in flight/.test(cli.stderr()), 'the drain to begin').then(() => req.end('true}'), reject);
-      });
-    });
-    const { status, body } = await response;
+    const { status, body } = await postAcrossSigterm(cli);
     assert.equal(status, 201);
     assert.equal((JSON.parse(body) as { slow: boolean }).slow, true);
     assert.equal(await cli.exited, 0);
@@ -85,22 +67,8 @@ describe('halserve CLI (docs/conventions.md §8)', () => {
   test('SIGTERM while a request is in flight on a keep-alive connection -> its answer says Connection: close, so no client sends another on it', async () => {
     const dir = await tempDir();
     const cli = await startCli(['--port', '0', '--data', dir, '--resource', 'items', '--log', 'off']);
-    const { Agent, request } = await import('node:http');
     const agent = new Agent({ keepAlive: true });
-    const url = new URL(`${cli.url}/items`);
-    const connection = await new Promise<string | undefined>((resolve, reject) => {
-      const req = request({ host: url.hostname, port: url.port, path: '/items', method: 'POST', agent, headers: { ...JSON_HEADERS, expect: '100-continue' } }, (res) => {
-        res.resume();
-        res.on('end', () => resolve(res.headers.connection));
-      });
-      req.on('error', reject);
-      req.flushHeaders();
-      req.once('continue', () => {
-        req.write('{"slow":');
-        cli.child.kill('SIGTERM');
-        eventually(() => /SIGTERM: finishing requests in flight/.test(cli.stderr()), 'the drain to begin').then(() => req.end('true}'), reject);
-      });
-    });
+    const { connection } = await postAcrossSigterm(cli, agent);
     agent.destroy();
     // RFC 9112 §9.6: the server closes the connection after this answer; a client told keep-alive
     // would send its next request on it and lose it to the close.
@@ -113,7 +81,6 @@ describe('halserve CLI (docs/conventions.md §8)', () => {
     const big = 'x'.repeat(40_000);
     await writeFile(join(dir, 'items.jsonl'), Array.from({ length: 200 }, (_, i) => JSON.stringify({ id: `e${String(i).padStart(3, '0')}`, createdAt: 1, updatedAt: 1, big })).join('\n') + '\n');
     const cli = await startCli(['--port', '0', '--data', dir, '--log', 'off']);
-    const { request } = await import('node:http');
     const url = new URL(`${cli.url}/items?limit=200`);
     const received = await new Promise<{ length: number; declared: number }>((resolve, reject) => {
       const req = request({ host: url.hostname, port: url.port, path: `${url.pathname}${url.search}` }, (res) => {
@@ -211,3 +178,26 @@ describe('halserve CLI (docs/conventions.md §8)', () => {
     assert.equal(await cli.exited, 0);
   });
 });
+
+/**
+ * A POST whose body is still arriving when the server is told SIGTERM: its headers (with
+ * `Expect: 100-continue`, so that the server has the request in hand), half its body, the
+ * signal, and the rest once the server says it is draining.
+ */
+function postAcrossSigterm(cli: CliProcess, agent?: Agent): Promise<{ status: number; body: string; connection: string | undefined }> {
+  const url = new URL(`${cli.url}/items`);
+  return new Promise((resolve, reject) => {
+    const req = request({ host: url.hostname, port: url.port, path: '/items', method: 'POST', ...(agent === undefined ? {} : { agent }), headers: { ...JSON_HEADERS, expect: '100-continue' } }, (res) => {
+      let body = '';
+      res.setEncoding('utf8').on('data', (c: string) => (body += c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body, connection: res.headers.connection }));
+    });
+    req.on('error', reject);
+    req.flushHeaders();
+    req.once('continue', () => {
+      req.write('{"slow":');
+      cli.child.kill('SIGTERM');
+      eventually(() => /SIGTERM: finishing requests in flight/.test(cli.stderr()), 'the drain to begin').then(() => req.end('true}'), reject);
+    });
+  });
+}
