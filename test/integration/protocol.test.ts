@@ -167,6 +167,16 @@ function faultyStore(fault: 'write' | 'crash'): Store {
   const failure = (): never => {
     throw fault === 'write' ? new StoreWriteError('ENOSPC: no space left on device') : new Error('secret internal detail /etc/passwd');
   };
+  return over(store, {
+    get: (id) => (fault === 'crash' ? failure() : store.get(id)),
+    create: async () => failure(),
+    update: async () => failure(),
+    delete: async () => failure(),
+  });
+}
+
+/** `store` as a `Store` whose methods in `changed` replace its own (a test's fault or gate). */
+function over(store: Store, changed: Partial<Pick<Store, 'get' | 'create' | 'update' | 'delete'>>): Store {
   return {
     get size() {
       return store.size;
@@ -176,12 +186,13 @@ function faultyStore(fault: 'write' | 'crash'): Store {
     },
     follow: (listener) => store.follow(listener),
     ready: true,
-    get: (id) => (fault === 'crash' ? failure() : store.get(id)),
+    get: (id) => store.get(id),
     query: (query) => store.query(query),
-    create: async () => failure(),
-    update: async () => failure(),
-    delete: async () => failure(),
+    create: (record, keyed) => store.create(record, keyed),
+    update: (id, change, options) => store.update(id, change, options),
+    delete: (id, options) => store.delete(id, options),
     close: () => store.close(),
+    ...changed,
   };
 }
 
@@ -295,26 +306,13 @@ describe('access log', () => {
     const writing = new Promise<void>((resolve) => (called = resolve));
     let release!: () => void;
     const released = new Promise<void>((resolve) => (release = resolve));
-    const slow: Store = {
-      get size() {
-        return store.size;
-      },
-      get revision() {
-        return store.revision;
-      },
-      follow: (listener) => store.follow(listener),
-      ready: true,
-      get: (id) => store.get(id),
-      query: (query) => store.query(query),
+    const slow = over(store, {
       create: async (record) => {
         called();
         await released;
         return store.create(record);
       },
-      update: (id, change, options) => store.update(id, change, options),
-      delete: (id, options) => store.delete(id, options),
-      close: () => store.close(),
-    };
+    });
     const s = await startServer({ resources: [{ name: 'items', store: slow }], accessLog: (e) => entries.push({ ...e }) });
     const { port } = new URL(s.url);
     // The server's side of the connection, to know when it has seen the client go.
