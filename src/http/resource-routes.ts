@@ -20,7 +20,7 @@ import { mapMaybe } from './maybe-promise.js';
 import { keyedWrite, requestKey } from './idempotent-write.js';
 import { clientKey, permits, type Principal } from './auth.js';
 import type { KeyedWrite } from '../store/idempotency.js';
-import type { EmbeddedRepresentation, Page, Resource, WriteConditions } from './resource.js';
+import { NO_CONDITIONS, type EmbeddedRepresentation, type Page, type Resource, type WriteConditions } from './resource.js';
 import type { Params, Router } from './router.js';
 
 /** docs/conventions.md §5: PUT and POST take JSON; PATCH also takes a merge patch (RFC 7396). */
@@ -217,8 +217,6 @@ function writeConditions(req: IncomingMessage): WriteConditions {
   // The usual write names neither: one shared object, no allocation.
   return ifMatch === undefined && ifNoneMatch === undefined ? NO_CONDITIONS : { ifMatch, ifNoneMatch };
 }
-
-const NO_CONDITIONS: WriteConditions = Object.freeze({});
 
 /** A collection page, or 304 when the client's copy is current; a long `Link` is left to the body. */
 function pageReply(req: IncomingMessage, page: Page, mediaType: string): Reply {

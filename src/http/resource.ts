@@ -89,7 +89,8 @@ export interface WriteConditions {
   readonly ifNoneMatch?: string | undefined;
 }
 
-const NO_CONDITIONS: WriteConditions = {};
+/** The conditions of a write that names none: one shared object. */
+export const NO_CONDITIONS: WriteConditions = Object.freeze({});
 const NOTHING = (): void => undefined;
 
 /**

@@ -231,13 +231,18 @@ async function acquire(
  * judged by its pid as before.
  */
 function isForeign(text: string, place: string): boolean {
-  const theirs = text.split('\n')[1]?.trim() ?? '';
+  const theirs = placeOf(text);
   return theirs !== '' && place !== '' && theirs !== place;
 }
 
 /** Whether a lock names its pid alone: an earlier halserve's, or one of a process that cannot tell its PID namespace. */
 function namesPidAlone(text: string): boolean {
-  return (text.split('\n')[1]?.trim() ?? '') === '';
+  return placeOf(text) === '';
+}
+
+/** Where a lock's pid means something (`lockText`'s second line), or '' for a lock without it. */
+function placeOf(text: string): string {
+  return text.split('\n')[1]?.trim() ?? '';
 }
 
 /** How long a connection to the backup socket may take before whoever listens there counts as running. */

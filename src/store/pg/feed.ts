@@ -158,8 +158,7 @@ export class ChangeFeed {
   async #catchUp(): Promise<void> {
     const { database, readers, deliver, own } = this.#options;
     const tick = readers.begin();
-    let beyond = false;
-    /** Resources of the rows past the window. */
+    /** Resources of the rows past the window (read again soon, `#scheduleBeyond`). */
     const beyondOf = new Set<string>();
     let failed: unknown;
     let abandoned = false;
@@ -197,7 +196,6 @@ export class ChangeFeed {
                 for (const row of rows) {
                   const tx = BigInt(row.tx);
                   if (tx >= h) {
-                    beyond = true;
                     beyondOf.add(row.resource);
                     continue;
                   }
@@ -243,7 +241,7 @@ export class ChangeFeed {
     } finally {
       readers.end(tick);
     }
-    this.#scheduleBeyond(beyond);
+    this.#scheduleBeyond(beyondOf.size > 0);
   }
 
   /** Committed rows past `h` (or rows still unseen) are read again soon, not at the next poll. */
