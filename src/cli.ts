@@ -122,6 +122,7 @@ async function openResources(config: Config, metrics: ServerMetrics): Promise<Op
       durability: config.durability,
       repair: config.repair,
       retentionMs: config.changesRetentionMs,
+      idempotency: { maxAnswers: config.idempotencyAnswers, maxBytes: config.idempotencyMemory },
       warn,
     });
     return { names, schemas, graph, stores: dataDir, snapshot: () => dataDir.snapshotAfterPending() };

@@ -2,6 +2,7 @@ import { isIP } from 'node:net';
 import { keySetUrlProblem, looksLikeUrl, tokenProblem } from './conventions/credential-forms.js';
 import { DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_BODY_MEMBERS, DEFAULT_MAX_BODY_VALUES, DEFAULT_QUERY_BUDGET_MS } from './conventions/limits.js';
 import { isPostgresUrl } from './store/pg/driver.js';
+import { MAX_ANSWER_BYTES, MAX_ANSWERS } from './store/idempotency.js';
 import { secretProblem } from './conventions/webhook-signature.js';
 import { webhookUrlProblem } from './conventions/webhook-url.js';
 
@@ -48,6 +49,9 @@ export interface Config {
   readonly webhookResources: readonly string[];
   /** How long a PostgreSQL deliverer's lease lasts unless renewed, in ms (default 15 s). */
   readonly webhookLeaseMs: number;
+  /** The file store's bounds on the Idempotency-Key answers it keeps per resource (docs/conventions.md §5). */
+  readonly idempotencyAnswers: number;
+  readonly idempotencyMemory: number;
   readonly help: boolean;
 }
 
@@ -142,6 +146,8 @@ export const OPTIONS: readonly Option[] = [
   { flag: 'webhook-secret', env: ['HALSERVE_WEBHOOK_SECRET'], kind: 'string', help: 'signing secret of --webhook: whsec_ and base64 of 24+ bytes, or 24+ characters' },
   { flag: 'webhook-resource', env: ['HALSERVE_WEBHOOK_RESOURCES'], kind: 'list', help: 'deliver only this resource\'s changes (repeatable; default all)' },
   { flag: 'webhook-lease', env: ['HALSERVE_WEBHOOK_LEASE'], kind: 'string', help: 'PostgreSQL: how long the delivering process\'s lease lasts unrenewed, 1s to 20s (default 15s)' },
+  { flag: 'idempotency-answers', env: ['HALSERVE_IDEMPOTENCY_ANSWERS'], kind: 'string', help: `files: most Idempotency-Key answers kept per resource; past it the oldest go before their 24 h (default ${MAX_ANSWERS})` },
+  { flag: 'idempotency-memory', env: ['HALSERVE_IDEMPOTENCY_MEMORY'], kind: 'string', help: `files: most memory those answers take per resource, e.g. 256MiB, 1GiB (default ${MAX_ANSWER_BYTES / 1024 / 1024}MiB)` },
   { flag: 'help', env: [], kind: 'boolean', help: 'print this help and exit' },
 ];
 
@@ -312,11 +318,43 @@ export function parseConfig(argv: readonly string[], env: Readonly<Record<string
     maxStreams: parseWholeNumber(maxStreams.name, maxStreams.value, 1, 1_000_000),
     maxStreamsPerClient: parseWholeNumber(maxStreamsPerClient.name, maxStreamsPerClient.value, 1, 1_000_000),
     ...webhookConfig(list('webhook'), text('webhook-secret', ''), list('webhook-resource'), text('webhook-lease', ''), store.value !== ''),
+    ...idempotencyConfig(text('idempotency-answers', ''), text('idempotency-memory', ''), store.value !== ''),
     help: boolean('help'),
   };
 }
 
 type Named = { readonly name: string; readonly value: string };
+
+/** The most answers `--idempotency-answers` allows (its hash table takes 32 bytes an answer). */
+const MAX_IDEMPOTENCY_ANSWERS = 10_000_000;
+const MIB = 1024 * 1024;
+const SIZE = /^([1-9][0-9]{0,12})(KiB|MiB|GiB)?$/;
+const SIZE_UNITS: Readonly<Record<string, number>> = { KiB: 1024, MiB: MIB, GiB: 1024 * MIB };
+
+/** A size such as `64MiB` or `1GiB` (or bytes), from 1 MiB to 1 GiB: the largest buffer the file store's table of answers takes (log/answer-ring.ts). */
+export function parseSize(name: string, value: string): number {
+  const m = SIZE.exec(value);
+  const bytes = m ? Number(m[1]) * (m[2] === undefined ? 1 : SIZE_UNITS[m[2]]!) : NaN;
+  if (!(bytes >= MIB && bytes <= 1024 * MIB)) {
+    throw new ConfigError(`${name} must be a size from 1MiB to 1GiB: a whole number followed by KiB, MiB or GiB (e.g. 256MiB), or bytes, not ${JSON.stringify(value)}`);
+  }
+  return bytes;
+}
+
+/**
+ * The file store's bounds on remembered answers (docs/conventions.md §5). On PostgreSQL answers
+ * are rows, kept 24 hours whatever their number: a bound given there would mean nothing, and is
+ * refused rather than ignored, as `--webhook-lease` is with files.
+ */
+function idempotencyConfig(answers: Named, memory: Named, postgres: boolean): Pick<Config, 'idempotencyAnswers' | 'idempotencyMemory'> {
+  for (const given of [answers, memory]) {
+    if (postgres && given.value !== '') throw new ConfigError(`${given.name} bounds the answers the file store keeps in memory; on PostgreSQL they are rows of the database, kept 24 hours`);
+  }
+  return {
+    idempotencyAnswers: answers.value === '' ? MAX_ANSWERS : parseWholeNumber(answers.name, answers.value, 1, MAX_IDEMPOTENCY_ANSWERS),
+    idempotencyMemory: memory.value === '' ? MAX_ANSWER_BYTES : parseSize(memory.name, memory.value),
+  };
+}
 
 /** The longest `--webhook-lease`: another process takes over within 4/3 of it, which must stay within 30 s. */
 const MAX_WEBHOOK_LEASE_MS = 20_000;

@@ -80,6 +80,13 @@ export class ServerMetrics {
   readonly compactions = this.registry.add(
     new Counter('halserve_store_compactions_total', 'Compactions of a resource log, by outcome (ok or failed).', ['resource', 'outcome']),
   );
+  readonly answersPushedOut = this.registry.add(
+    new Counter(
+      'halserve_idempotency_answers_evicted_total',
+      'Idempotency-Key answers let go before their 24 hours to keep within --idempotency-answers and --idempotency-memory: a retry with such a key is processed as new.',
+      ['resource'],
+    ),
+  );
   readonly writeFailures = this.registry.add(
     new Counter('halserve_store_write_failures_total', 'Writes refused because the log could not be written, by resource and cause (ENOSPC, EIO, ESTALE, ...; unavailable: the database unreachable).', ['resource', 'cause']),
   );
@@ -178,6 +185,7 @@ export class ServerMetrics {
         if (syncSeconds > 0) this.fsync.observe(syncSeconds, resource);
       },
       compacted: (ok) => this.compactions.inc(1, resource, ok ? 'ok' : 'failed'),
+      answersPushedOut: (count) => this.answersPushedOut.inc(count, resource),
     };
   }
 }

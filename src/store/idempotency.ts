@@ -147,6 +147,11 @@ export interface AnswerTable {
   /** Bytes they hold, by the table's own measure. */
   readonly weight: number;
   /**
+   * Answers let go by the table's bounds, not by their time, since it was made: pushed out by newer
+   * ones, or too large to keep. A retry with such a key inside its 24 hours is processed afresh.
+   */
+  readonly pushedOut: number;
+  /**
    * The table's own hash of `key`, if it hashes keys: a caller that looks a key up and later puts
    * it hashes it once and passes the hash to both (`hash`, below).
    */
@@ -165,6 +170,7 @@ export interface AnswerTable {
 /** An `AnswerTable` of objects, in an `LruMap` read with `peek` only: an insertion-ordered map whose oldest entry is found in O(1). */
 export class LruAnswers implements AnswerTable {
   readonly #map: LruMap<Remembered>;
+  #pushedOut = 0;
 
   constructor(maxAnswers: number, maxBytes: number) {
     this.#map = new LruMap({ maxEntries: maxAnswers, maxWeight: maxBytes, maxEntryWeight: maxBytes });
@@ -178,13 +184,21 @@ export class LruAnswers implements AnswerTable {
     return this.#map.weight;
   }
 
+  get pushedOut(): number {
+    return this.#pushedOut;
+  }
+
   peek(key: string): Remembered | undefined {
     return this.#map.peek(key);
   }
 
   put(key: string, remembered: Remembered, weight: number, fresh: boolean): void {
-    if (fresh) this.#map.add(key, remembered, weight);
-    else this.#map.set(key, remembered, weight);
+    const map = this.#map;
+    // What the map holds after, against what it would hold had it let none go (one too large to keep is let go too).
+    const expected = map.size + (fresh || map.peek(key) === undefined ? 1 : 0);
+    if (fresh) map.add(key, remembered, weight);
+    else map.set(key, remembered, weight);
+    this.#pushedOut += expected - map.size;
   }
 
   delete(key: string): boolean {
@@ -215,8 +229,9 @@ export class LruAnswers implements AnswerTable {
 export class AnswerBook {
   readonly now: () => number;
   readonly ttlMs: number;
-  /** The most answers held. */
+  /** The most answers held, and the most bytes of them. */
   readonly maxAnswers: number;
+  readonly maxBytes: number;
   /** Undefined where `maxAnswers` is 0: the book holds keys in flight only. */
   readonly #answers: AnswerTable | undefined;
   /**
@@ -230,7 +245,7 @@ export class AnswerBook {
     this.now = options.now ?? Date.now;
     this.ttlMs = options.ttlMs ?? ANSWER_TTL_MS;
     const maxAnswers = (this.maxAnswers = Math.max(0, Math.floor(options.maxAnswers ?? MAX_ANSWERS)));
-    const maxBytes = options.maxBytes ?? MAX_ANSWER_BYTES;
+    const maxBytes = (this.maxBytes = options.maxBytes ?? MAX_ANSWER_BYTES);
     this.#answers = maxAnswers >= 1 ? (table ?? ((n, bytes) => new LruAnswers(n, bytes)))(maxAnswers, maxBytes) : undefined;
   }
 
@@ -241,6 +256,11 @@ export class AnswerBook {
   /** The bytes the answers held take, by the table's measure (which `maxBytes` bounds). */
   get weight(): number {
     return this.#answers?.weight ?? 0;
+  }
+
+  /** Answers let go inside their time to live because a bound was reached (`AnswerTable.pushedOut`). */
+  get pushedOut(): number {
+    return this.#answers?.pushedOut ?? 0;
   }
 
   /** The live answer of `key` (`hash`: the table's hash of it, if the caller has it). */
@@ -276,9 +296,13 @@ export class AnswerBook {
     // A key claimed here with no answer put since is not in the table (as `latest` knows): added
     // without looking for it, by the hash its claim made. A key recorded again moves to the end, as
     // if recorded for the first time.
+    // Expired answers leave first, so that an answer the put lets go of was still inside its time
+    // (`pushedOut`); and after, for one recorded already expired (read back at start-up).
+    const cutoff = this.now() - this.ttlMs;
+    answers.dropExpired(cutoff);
     if (claimed !== undefined && claimed !== ANSWERED) answers.put(key, remembered, weight, true, answers.hashOf === undefined ? undefined : claimed);
     else answers.put(key, remembered, weight, false);
-    answers.dropExpired(this.now() - this.ttlMs);
+    if (remembered.at <= cutoff) answers.dropExpired(cutoff);
   }
 
   /** The live answers, oldest first (rewriting a durable ledger). */

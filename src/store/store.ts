@@ -134,6 +134,8 @@ export interface StoreObserver {
   committed?(lines: number, syncSeconds: number): void;
   /** A compaction ended, rewritten or not. */
   compacted?(ok: boolean): void;
+  /** `count` answers of keyed writes were let go inside their time to live, to keep within the bounds (idempotency.ts `pushedOut`). */
+  answersPushedOut?(count: number): void;
 }
 
 export interface Store {

@@ -3,7 +3,7 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { HELP, OPTIONS, parseConfig, parseDuration, type Config } from '../../src/config.js';
+import { HELP, OPTIONS, parseConfig, parseDuration, parseSize, type Config } from '../../src/config.js';
 import type { Metric } from '../../src/metrics/registry.js';
 import { ServerMetrics } from '../../src/metrics/server-metrics.js';
 import { WebhookMetrics } from '../../src/metrics/webhook-metrics.js';
@@ -49,10 +49,12 @@ const KEYS: Record<string, keyof Config> = {
 };
 const keyOf = (flag: string): keyof Config => KEYS[flag] ?? (flag.replace(/-([a-z])/g, (_, c: string) => c.toUpperCase()) as keyof Config);
 const DURATIONS: ReadonlySet<string> = new Set(['changes-retention', 'webhook-lease']);
+const SIZES: ReadonlySet<string> = new Set(['idempotency-memory']);
 
 /** Whether `shown` (a table's default, backticks removed) is the value `flag` defaults to. */
 function sameDefault(flag: string, value: unknown, shown: string): boolean {
   if (DURATIONS.has(flag)) return parseDuration(flag, shown) === value;
+  if (SIZES.has(flag)) return parseSize(flag, shown) === value;
   return String(value) === shown;
 }
 const absent = (value: unknown): boolean => value === undefined || value === '' || value === false || (Array.isArray(value) && value.length === 0);

@@ -40,10 +40,12 @@ function seen(r: Remembered | undefined): unknown {
 class Model {
   records: { key: string; value: Remembered; dead: boolean }[] = [];
   live = new Map<string, { key: string; value: Remembered; dead: boolean }>();
+  /** Live answers the bound pushed out (expiry aside). */
+  pushedOut = 0;
   constructor(readonly max: number) {}
   put(key: string, value: Remembered): void {
     this.delete(key);
-    while (this.records.length >= this.max) this.#shift();
+    while (this.records.length >= this.max) if (this.#shift()) this.pushedOut++;
     const record = { key, value, dead: false };
     this.records.push(record);
     this.live.set(key, record);
@@ -58,9 +60,11 @@ class Model {
   dropExpired(cutoff: number): void {
     while (this.records.length > 0 && this.records[0]!.value.at <= cutoff) this.#shift();
   }
-  #shift(): void {
+  /** Whether a live answer left. */
+  #shift(): boolean {
     const record = this.records.shift()!;
     if (!record.dead) this.live.delete(record.key);
+    return !record.dead;
   }
   entries(): [string, Remembered][] {
     return this.records.filter((r) => !r.dead).map((r) => [r.key, r.value]);
@@ -99,7 +103,9 @@ describe('AnswerRing: the answers of keyed writes as bytes outside the heap', ()
           assert.deepEqual(seen(ring.peek(key)), seen(model.live.get(key)?.value), `step ${step}: peek ${key}`);
         }
         assert.equal(ring.size, model.live.size, `step ${step}: size`);
+        assert.equal(ring.pushedOut, model.pushedOut, `step ${step}: pushed out`);
       }
+      assert.ok(model.pushedOut > 100, `${model.pushedOut} pushed out`);
       assert.deepEqual(
         [...ring.entries()].map(([k, r]) => [k, seen(r)]),
         model.entries().map(([k, r]) => [k, seen(r)]),
@@ -129,10 +135,13 @@ describe('AnswerRing: the answers of keyed writes as bytes outside the heap', ()
     assert.equal(ring.capacity, 32_768);
     assert.ok(ring.size > 10, `${ring.size} kept`);
     // One larger than the ring is not kept, and takes none of the others with it.
+    // Every answer not kept was pushed out by the bound (none expired, none deleted).
+    assert.equal(ring.pushedOut, 3000 - ring.size);
     const before = ring.size;
     ring.put('huge', answer('huge', 4000, 'x'.repeat(40_000)), 0, true);
     assert.equal(ring.peek('huge'), undefined);
     assert.equal(ring.size, before);
+    assert.equal(ring.pushedOut, 3001 - ring.size, 'an answer too large to keep counts as let go');
   });
 
   test('records of every size, wrapping many times -> pads where the buffer ends, and each answer held stays as put', () => {

@@ -31,8 +31,12 @@ const DEFAULTS = {
   webhookSecret: undefined,
   webhookResources: [],
   webhookLeaseMs: 15_000,
+  idempotencyAnswers: 100_000,
+  idempotencyMemory: 64 * 1024 * 1024,
   help: false,
 };
+
+const pick = (c: { idempotencyAnswers: number; idempotencyMemory: number }) => ({ idempotencyAnswers: c.idempotencyAnswers, idempotencyMemory: c.idempotencyMemory });
 
 describe('parseConfig', () => {
   test('nothing -> defaults', () => assert.deepEqual(parseConfig([], {}), DEFAULTS));
@@ -43,6 +47,27 @@ describe('parseConfig', () => {
     for (const bad of ['0d', '7', 'd', '1.5h', '7 d', '-1h', '1w', '07d', '99999999999d']) {
       assert.throws(() => parseConfig(['--changes-retention', bad], {}), { name: 'ConfigError', message: /^--changes-retention must be a whole number followed by s, m, h or d/ }, bad);
     }
+  });
+
+  test('--idempotency-answers / --idempotency-memory (and their variables) -> the file store\'s bounds; a bad value, or either with PostgreSQL -> ConfigError', () => {
+    assert.deepEqual(
+      pick(parseConfig(['--idempotency-answers', '2000000', '--idempotency-memory=1GiB'], {})),
+      { idempotencyAnswers: 2_000_000, idempotencyMemory: 1024 ** 3 },
+    );
+    assert.deepEqual(
+      pick(parseConfig([], { HALSERVE_IDEMPOTENCY_ANSWERS: '500', HALSERVE_IDEMPOTENCY_MEMORY: '256MiB' })),
+      { idempotencyAnswers: 500, idempotencyMemory: 256 * 1024 ** 2 },
+    );
+    assert.equal(parseConfig(['--idempotency-memory', '2048KiB'], {}).idempotencyMemory, 2 * 1024 ** 2);
+    assert.equal(parseConfig(['--idempotency-memory', '1048576'], {}).idempotencyMemory, 1024 ** 2);
+    for (const bad of ['0', '-1', '1.5', '10000001', '1e6', ' 5']) {
+      assert.throws(() => parseConfig(['--idempotency-answers', bad], {}), { name: 'ConfigError', message: /^--idempotency-answers must be a whole number from 1 to 10000000/ }, bad);
+    }
+    for (const bad of ['512KiB', '2GiB', '64MB', '1.5MiB', 'MiB', '0MiB', '64 MiB', '1048575']) {
+      assert.throws(() => parseConfig([], { HALSERVE_IDEMPOTENCY_MEMORY: bad }), { name: 'ConfigError', message: /^HALSERVE_IDEMPOTENCY_MEMORY must be a size from 1MiB to 1GiB/ }, bad);
+    }
+    assert.throws(() => parseConfig(['--store', 'postgres://db/x', '--idempotency-answers', '5'], {}), { name: 'ConfigError', message: /^--idempotency-answers bounds the answers the file store keeps in memory; on PostgreSQL/ });
+    assert.throws(() => parseConfig([], { DATABASE_URL: 'postgres://db/x', HALSERVE_IDEMPOTENCY_MEMORY: '1GiB' }), { name: 'ConfigError', message: /^HALSERVE_IDEMPOTENCY_MEMORY bounds/ });
   });
 
   test('DATABASE_URL -> the store; HALSERVE_STORE wins over it, --store over both', () => {
@@ -87,6 +112,9 @@ describe('parseConfig', () => {
       webhookSecret: 'a secret of 24 characters',
       webhookResources: ['a'],
       webhookLeaseMs: 3_000,
+      // Bounds of the file store, refused with --store: their own test above.
+      idempotencyAnswers: 100_000,
+      idempotencyMemory: 64 * 1024 * 1024,
       help: true,
     });
   });

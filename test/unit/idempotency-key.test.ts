@@ -4,6 +4,7 @@ import { HttpProblem } from '../../src/conventions/problem.js';
 import { createHash } from 'node:crypto';
 import { ledgerKey, ledgerName, legacyFingerprint, parseIdempotencyKey, requestFingerprint } from '../../src/conventions/idempotency-key.js';
 import { AnswerBook, KeyInFlightError, KeyReusedError, matchesRequest } from '../../src/store/idempotency.js';
+import { AnswerRing } from '../../src/store/log/answer-ring.js';
 
 test('Idempotency-Key as an sf-string, with escapes, or bare (a UUID starting with a digit) -> the key', () => {
   assert.equal(parseIdempotencyKey('"8e03978e-40d5-43e8-bc93-6894a57f9324"'), '8e03978e-40d5-43e8-bc93-6894a57f9324');
@@ -84,6 +85,30 @@ test('AnswerBook past its bound -> the oldest answers go first', () => {
   assert.equal(book.get('b'), undefined);
   assert.ok(book.get('c'));
 });
+
+for (const [name, table] of [
+  ['objects (LruAnswers)', undefined],
+  ['bytes (AnswerRing)', (maxAnswers: number, maxBytes: number) => new AnswerRing({ maxAnswers, maxBytes })],
+] as const) {
+  test(`AnswerBook of ${name}: pushedOut counts the answers its bounds let go inside their time, not those that expired`, () => {
+    let now = 0;
+    const book = new AnswerBook({ now: () => now, maxAnswers: 2, ttlMs: 100 }, table);
+    const put = (k: string): void => book.put(k, { fingerprint: 'f', at: now, answer: { status: 201, headers: { location: `/x/${k}` }, body: k } });
+    put('a');
+    put('b');
+    assert.equal(book.pushedOut, 0);
+    // Both expired: they leave by their time before c is recorded, and push nothing out.
+    now = 150;
+    put('c');
+    put('d');
+    assert.equal(book.pushedOut, 0);
+    assert.deepEqual([...book.entries()].map(([k]) => k), ['c', 'd']);
+    // c is inside its time: e pushes it out.
+    put('e');
+    assert.equal(book.pushedOut, 1);
+    assert.deepEqual([...book.entries()].map(([k]) => k), ['d', 'e']);
+  });
+}
 
 test('AnswerBook past its byte bound -> the oldest answers go first, the newest is kept', () => {
   const book = new AnswerBook({ now: () => 0, maxBytes: 3000 });

@@ -136,6 +136,8 @@ export class AnswerRing implements AnswerTable {
   #tail = FIRST;
   /** Records in the ring (pads aside), live or dead. */
   #records = 0;
+  /** Answers let go by the bounds, not by their time (`AnswerTable.pushedOut`). */
+  #pushedOut = 0;
   /** Records in the hash table, and their bytes. */
   #live = 0;
   #liveBytes = 0;
@@ -172,6 +174,10 @@ export class AnswerRing implements AnswerTable {
   /** Answers held. */
   get size(): number {
     return this.#live;
+  }
+
+  get pushedOut(): number {
+    return this.#pushedOut;
   }
 
   /** Bytes of the answers held (their records). */
@@ -220,7 +226,10 @@ export class AnswerRing implements AnswerTable {
     const textBytes = located === undefined ? Buffer.byteLength(text) : text.length;
     const prefixBytes = located === undefined ? (prefix === '' ? 0 : Buffer.byteLength(prefix)) : held.shared;
     const length = (HEADER + textBytes + prefixBytes + 7) & ~7;
-    if (length > this.#capacity) return;
+    if (length > this.#capacity) {
+      this.#pushedOut++;
+      return;
+    }
     if (this.#u32.length === 0) this.#allocate();
     const at = this.#reserve(length);
     const u32 = this.#u32;
@@ -364,12 +373,12 @@ export class AnswerRing implements AnswerTable {
         return start;
       }
       if (this.#head === this.#tail) this.#head = this.#tail = start;
-      else this.#evict();
+      else if (this.#evict()) this.#pushedOut++;
     }
   }
 
-  /** The record at the head leaves the ring (and the hash table, if it is live there). */
-  #evict(): void {
+  /** The record at the head leaves the ring (and the hash table, if it is live there: then true). */
+  #evict(): boolean {
     const at = this.#head;
     const u32 = this.#u32;
     const w = this.#word(at);
@@ -385,9 +394,12 @@ export class AnswerRing implements AnswerTable {
         this.#live--;
         this.#liveBytes -= length;
         this.#removeSlot(slot);
+        this.#head = at + length;
+        return true;
       }
     }
     this.#head = at + length;
+    return false;
   }
 
   /** The slot of `key`, whose hash is `hash` (`hashOf`), or NONE. */

@@ -7,6 +7,7 @@ import { openJsonlStore, type CompactionPolicy, type JsonlStore } from './jsonl-
 import type { FileView } from './jsonl-file.js';
 import { nodeFs, type StoreFs } from './store-fs.js';
 import { StoreOpenError, type Store, type StoreObserver } from '../store.js';
+import type { AnswerBookOptions } from '../idempotency.js';
 
 /** The extension of a resource's log file (docs/conventions.md §1). */
 export const LOG_EXTENSION = '.jsonl';
@@ -69,6 +70,8 @@ export interface DataDirOptions {
   retentionMs?: number;
   /** Milliseconds since the epoch (tests inject a clock). */
   now?: () => number;
+  /** Each store's bounds on the answers of keyed writes it keeps (`--idempotency-answers`, `--idempotency-memory`). */
+  idempotency?: Pick<AnswerBookOptions, 'maxAnswers' | 'maxBytes'>;
 }
 
 /**
@@ -175,6 +178,7 @@ export async function openDataDir(options: DataDirOptions): Promise<DataDir> {
         ...(options.fs ? { fs: options.fs } : {}),
         ...(options.compaction ? { compaction: options.compaction } : {}),
         ...(options.observer ? { observer: options.observer(name) } : {}),
+        ...(options.idempotency ? { idempotency: options.idempotency } : {}),
         resource: name,
         changes: { log, file: changesFile },
       });

@@ -105,6 +105,8 @@ const RECENT_RECORD_BYTES = 1024 * 1024;
 /** Stamped copies of unstamped lines are appended this many bytes at a time (`stampUnstamped`). */
 const STAMP_CHUNK_BYTES = 4 * 1024 * 1024;
 const NEWLINE = Buffer.from('\n');
+/** At most one warning an hour that answers left before their time (`#reportPushedOut`). */
+const PUSHED_OUT_WARNING_MS = 60 * 60 * 1000;
 
 /** Suffixes of the files a store keeps beside its log (docs/storage.md §1). */
 export { TMP_SUFFIX } from './jsonl-compaction.js';
@@ -168,6 +170,10 @@ class JsonlLogStore implements JsonlStore {
   readonly #answers: AnswerFile;
   /** The answers' clock, time to live and bounds (idempotency.ts). */
   readonly #idempotency: AnswerBookOptions | undefined;
+  /** The book's `pushedOut` when last reported (or at start-up); the answers let go inside their time since; when the last warning was (the book's clock). */
+  #pushedOutSeen = 0;
+  #pushedOutTotal = 0;
+  #pushedOutWarned = -Infinity;
   /** Bytes of the log's answers lines (answer-lines.ts): the compaction policy counts them as waste. */
   #answerBytes = 0;
   /** After a failed compaction, wait for the file to grow before trying again. */
@@ -247,6 +253,7 @@ class JsonlLogStore implements JsonlStore {
           if (answering) {
             this.#answerBytes += answerBytes;
             for (let i = 0; i < held.length; i++) answers.put(keyed[i]!.key, held[i]!);
+            if (answers.book.pushedOut !== this.#pushedOutSeen) this.#reportPushedOut();
           }
         },
         apply: (change, record) => {
@@ -393,6 +400,9 @@ class JsonlLogStore implements JsonlStore {
       await this.#answers.open(this.#path, file.size);
       for (const [key, remembered] of fromLog.entries()) this.#answers.put(key, remembered);
       this.#answerBytes = loaded.answerBytes;
+      // What start-up lets go is not reported: the log still holds answers an earlier process let
+      // go (and reported), which cannot be told from the rest; the count starts with the serving.
+      this.#pushedOutSeen = this.#answers.book.pushedOut;
     } catch (error) {
       await file.closeFd();
       throw error instanceof StoreOpenError ? error : openError(this.#path, error);
@@ -606,6 +616,26 @@ class JsonlLogStore implements JsonlStore {
 
   delete(id: string, check?: DeleteCheck): Promise<boolean> {
     return this.#writes.delete(id, check);
+  }
+
+  /**
+   * Answers of keyed writes let go before their time because the book's bounds were reached
+   * (--idempotency-answers, --idempotency-memory): counted in the metrics, and said on stderr at
+   * the first and then at most once an hour, since a retry with such a key would write again.
+   */
+  #reportPushedOut(): void {
+    const book = this.#answers.book;
+    const count = book.pushedOut - this.#pushedOutSeen;
+    this.#pushedOutSeen = book.pushedOut;
+    const total = (this.#pushedOutTotal += count);
+    this.#observer?.answersPushedOut?.(count);
+    const now = book.now();
+    if (now - this.#pushedOutWarned < PUSHED_OUT_WARNING_MS) return;
+    this.#pushedOutWarned = now;
+    this.#warn(
+      `${this.#path}: ${total} Idempotency-Key answer${total === 1 ? ' was' : 's were'} let go before their ${Math.round(book.ttlMs / 3_600_000)} hours, ` +
+        `the oldest first, to keep within ${book.maxAnswers} answers and ${book.maxBytes} bytes (--idempotency-answers, --idempotency-memory); a retry with such a key is processed as new`,
+    );
   }
 
   // ---- compaction ----
