@@ -34,6 +34,7 @@ import { PgLease } from './webhooks/pg-lease.js';
 import { PgPositions } from './webhooks/pg-positions.js';
 import { realScheduler } from './webhooks/delivery.js';
 import { Webhooks } from './webhooks/webhooks.js';
+import { unknownVariableWarnings } from './unknown-variables.js';
 import { randomUUID } from 'node:crypto';
 
 /** A start-up failure: printed as one line, exit code 1. */
@@ -332,6 +333,12 @@ async function main(): Promise<void> {
   }
   if (!authenticated(config)) warn(`WARNING: authentication is OFF — anyone who can reach ${config.host} may read and write`);
 }
+
+// Said first, before any start-up failure and for every command: a misspelled variable is often
+// why what follows fails (HALSERVE_TOKEN set, yet "refusing to listen … without authentication"),
+// or why a command reads another value than meant (DATABASE_URL, its HALSERVE_STORE misspelled).
+// A warning, never a failure: another tool may share the prefix (src/unknown-variables.ts).
+for (const message of unknownVariableWarnings(process.env)) warn(message);
 
 const [subcommand] = process.argv.slice(2);
 if (subcommand === 'import' || subcommand === 'export') {
