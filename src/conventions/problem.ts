@@ -100,17 +100,53 @@ export const expectationFailed = (): HttpProblem => new HttpProblem(417, 'The on
 /** A request Node's parser refused: 400, 408, 414 or 431 (RFC 9110 §15.5.9, RFC 9112 §3, RFC 6585 §5); the connection is closed after it. */
 export const unparsable = (status: number, detail: string): HttpProblem => new HttpProblem(status, detail, {}, { connection: 'close' });
 
-export const serviceUnavailable = (detail: string): HttpProblem => new HttpProblem(503, detail);
+/**
+ * RFC 9110 §10.2.3: every 503 says when to try again, in whole seconds chosen for its cause
+ * (docs/conventions.md §7 lists them): a client that retries at once only adds to the load of a
+ * server that cannot serve it, and one that guesses waits longer than it needs to.
+ */
+export const serviceUnavailable = (detail: string, retryAfterSeconds: number): HttpProblem =>
+  new HttpProblem(503, detail, {}, { 'retry-after': String(retryAfterSeconds) });
 
-/** How long a client is asked to wait before retrying a write while the database is away (RFC 9110 §10.2.3). */
+/** A query past its budget, or held back by the index limit: the index it started goes on being built, so a retry soon succeeds. */
+export const QUERY_RETRY_AFTER_SECONDS = 1;
+
+/** How long a client is asked to wait before retrying a write while the database is away (a restart takes seconds). */
 export const DATABASE_RETRY_AFTER_SECONDS = 2;
+
+/** The server at its stream limit, or shutting down (its drain lasts at most 5 s): a stream ends, or another instance takes over. */
+export const STREAMS_RETRY_AFTER_SECONDS = 5;
+
+/** `/readyz` while not ready: the cause is not said there (starting, draining, a store away), and a probe asks again on its own period. */
+export const READY_RETRY_AFTER_SECONDS = 5;
+
+/**
+ * Causes of a failed write (errno codes: `failureCause`) that last until someone acts: room made on
+ * the disk or under the quota, the file system writable again, the log's file back (ESTALE: a log
+ * replaced under the server refuses writes until a restart, docs/storage.md §1).
+ */
+const LASTING_WRITE_FAILURES: ReadonlySet<string> = new Set(['ENOSPC', 'EDQUOT', 'EROFS', 'EFBIG', 'ESTALE']);
+
+/** A write refused for one of those: no sooner than an operator or a clean-up can act. */
+export const LASTING_WRITE_RETRY_AFTER_SECONDS = 30;
+
+/** Any other failed write (an I/O error that may pass, a store closed as the server shuts down). */
+export const WRITE_RETRY_AFTER_SECONDS = 5;
+
+/** Seconds a client is asked to wait after a write that failed with `cause` (an errno code, or `unknown`). */
+export const writeRetryAfterSeconds = (cause: string): number =>
+  LASTING_WRITE_FAILURES.has(cause) ? LASTING_WRITE_RETRY_AFTER_SECONDS : WRITE_RETRY_AFTER_SECONDS;
+
+/** docs/storage.md §1: the log could not be written (disk full, I/O error); nothing was applied. */
+export const writeFailed = (cause: string): HttpProblem =>
+  serviceUnavailable('The change could not be saved; it was not applied. Try again later', writeRetryAfterSeconds(cause));
 
 /**
  * docs/storage.md §2: the database is unreachable. A write was not acknowledged (it may be
  * retried); a read the database answers (the change feed's pages) was not answered.
  */
 export const databaseUnavailable = (write = true): HttpProblem =>
-  new HttpProblem(503, write ? 'The database is unreachable; the change was not acknowledged. Try again shortly' : 'The database is unreachable. Try again shortly', {}, { 'retry-after': String(DATABASE_RETRY_AFTER_SECONDS) });
+  serviceUnavailable(write ? 'The database is unreachable; the change was not acknowledged. Try again shortly' : 'The database is unreachable. Try again shortly', DATABASE_RETRY_AFTER_SECONDS);
 
 /** docs/conventions.md §7: validation failures. */
 export const validationFailed = (validationMessages: Readonly<Record<string, Readonly<Record<string, string>>>>): HttpProblem =>

@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { databaseUnavailable, HttpProblem, internalError, serviceUnavailable } from '../conventions/problem.js';
+import { databaseUnavailable, HttpProblem, internalError, writeFailed } from '../conventions/problem.js';
 import type { ServerMetrics } from '../metrics/server-metrics.js';
 import { StoreUnavailableError, StoreWriteError } from '../store/store.js';
 import { redactQuery } from './access-log.js';
@@ -104,12 +104,12 @@ export function createBoundary(dispatch: Dispatch, options: BoundaryOptions): (r
       return problemReply(databaseUnavailable());
     }
     if (error instanceof StoreWriteError) {
-      // Expected in operation (a full disk): one counted line, no stack trace.
+      // Expected in operation (a full disk): one counted line, no stack trace; `Retry-After` by cause.
       const resource = exchange.resource ?? 'unknown';
       const cause = failureCause(error);
       metrics.writeFailures.inc(1, resource, cause);
       operationalLog(`${resource} ${cause}`, `write to ${resource} failed: ${cause}: ${error.message}`);
-      return problemReply(serviceUnavailable('The change could not be saved; it was not applied. Try again later'));
+      return problemReply(writeFailed(cause));
     }
     errorLog?.(error);
     return problemReply(internalError());

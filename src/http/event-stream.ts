@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { HEARTBEAT, HEARTBEAT_MS, STREAM_PREAMBLE, TEXT_EVENT_STREAM } from '../conventions/event-stream.js';
-import { HttpProblem } from '../conventions/problem.js';
+import { HttpProblem, serviceUnavailable, STREAMS_RETRY_AFTER_SECONDS } from '../conventions/problem.js';
 import type { Reply, SharedText, StreamWriter } from './reply.js';
 
 /** Starts a repeating task; returns the function that stops it (tests inject one they drive). */
@@ -27,8 +27,6 @@ export const DEFAULT_MAX_STREAMS_PER_CLIENT = 1_000;
  * otherwise hold its slot for good, a catch-up waiting on it.
  */
 export const STALLED_HEARTBEATS = 2;
-/** RFC 9110 §10.2.3: when a client refused for too many streams may try again. */
-const FULL_RETRY_AFTER_SECONDS = 5;
 
 export interface StreamSettings {
   /** Most open streams; beyond, a stream request is a 503 with `Retry-After` (default 10,000). */
@@ -107,11 +105,11 @@ export class Streams {
    * is not read to for good; the client reconnects with its last event id and a fresh token.
    */
   reply(headers: Readonly<Record<string, string>>, produce: (out: StreamWriter) => void, client: string, until?: number): Reply {
-    const retry = { 'retry-after': String(FULL_RETRY_AFTER_SECONDS) };
-    if (this.#closing) throw new HttpProblem(503, 'The server is shutting down; reconnect to another instance or later', {}, retry);
-    if (this.#held >= this.#max) throw new HttpProblem(503, `This server has ${this.#max} open streams, its limit; try again shortly`, {}, retry);
+    if (this.#closing) throw serviceUnavailable('The server is shutting down; reconnect to another instance or later', STREAMS_RETRY_AFTER_SECONDS);
+    if (this.#held >= this.#max) throw serviceUnavailable(`This server has ${this.#max} open streams, its limit; try again shortly`, STREAMS_RETRY_AFTER_SECONDS);
     if ((this.#byClient.get(client) ?? 0) >= this.#maxPerClient) {
-      throw new HttpProblem(429, `This client has ${this.#maxPerClient} open streams, its limit; close one first`, {}, retry);
+      // RFC 6585 §4: a 429 says when to try again too (RFC 9110 §10.2.3).
+      throw new HttpProblem(429, `This client has ${this.#maxPerClient} open streams, its limit; close one first`, {}, { 'retry-after': String(STREAMS_RETRY_AFTER_SECONDS) });
     }
     this.#held++;
     this.#byClient.set(client, (this.#byClient.get(client) ?? 0) + 1);

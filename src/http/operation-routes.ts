@@ -1,3 +1,4 @@
+import { READY_RETRY_AFTER_SECONDS } from '../conventions/problem.js';
 import type { ServerMetrics } from '../metrics/server-metrics.js';
 import { PROMETHEUS_TEXT, prometheusText } from '../representations/prometheus.js';
 import { permits, type Principal } from './auth.js';
@@ -22,8 +23,9 @@ export const OPEN_PATTERNS: ReadonlySet<string> = new Set(['/healthz', '/readyz'
 /** Routes a rate limit never applies to: an orchestrator's probes must not be refused. */
 export const UNLIMITED_PATTERNS: ReadonlySet<string> = new Set(['/healthz', '/readyz']);
 
+/** Not ready is a 503 like any other, so it says when to ask again (RFC 9110 §10.2.3). */
 const health = (ok: boolean): Reply =>
-  ok ? jsonReply(200, JSON_TYPE, '{"status":"ok"}') : jsonReply(503, JSON_TYPE, '{"status":"unavailable"}');
+  ok ? jsonReply(200, JSON_TYPE, '{"status":"ok"}') : jsonReply(503, JSON_TYPE, '{"status":"unavailable"}', { 'retry-after': String(READY_RETRY_AFTER_SECONDS) });
 
 /** Liveness, readiness, `ping`, `me` and `metrics`: what operators and the Shopping Feed SDK ask. */
 export function addOperationRoutes(router: Router<RouteHandler>, options: OperationRouteOptions): void {

@@ -5,7 +5,7 @@ import { collectionJson, collectionLinks, entityHref, entityJson, linkHeader, pa
 import { facetsJson } from '../conventions/facets.js';
 import type { ChangeFeed } from '../store/changes/change-feed.js';
 import { pageRange, parsePageRequest, type PageRequest } from '../conventions/pagination.js';
-import { HttpProblem, notFound, validationFailed } from '../conventions/problem.js';
+import { type HttpProblem, notFound, QUERY_RETRY_AFTER_SECONDS, serviceUnavailable, validationFailed } from '../conventions/problem.js';
 import { decodeQueryComponent, parseCollectionQuery, type CollectionQuery, type PathCheck } from '../conventions/query.js';
 import { checkEmbed, embedQuery } from '../conventions/relations.js';
 import type { Validator } from '../conventions/schema.js';
@@ -474,15 +474,10 @@ export class Resource {
 
   #timeout(error: unknown): unknown {
     // Every index is read by a query under way: one goes once they are answered (index-builds.ts).
-    if (error instanceof IndexLimitError) return new HttpProblem(503, `The query names a field with no index yet, and ${error.message}: try again shortly`, {}, { 'retry-after': '1' });
+    if (error instanceof IndexLimitError) return serviceUnavailable(`The query names a field with no index yet, and ${error.message}: try again shortly`, QUERY_RETRY_AFTER_SECONDS);
     if (!(error instanceof QueryTimeoutError)) return error;
     // RFC 9110 §10.2.3: the index the query started keeps building; a retry soon may succeed.
-    return new HttpProblem(
-      503,
-      `The query could not be answered within ${this.#budgetMs} ms; narrow it with a filter on an indexed field, or try again shortly`,
-      {},
-      { 'retry-after': '1' },
-    );
+    return serviceUnavailable(`The query could not be answered within ${this.#budgetMs} ms; narrow it with a filter on an indexed field, or try again shortly`, QUERY_RETRY_AFTER_SECONDS);
   }
 
   #build(result: QueryResult, collection: CollectionQuery, request: PageRequest, mediaType: string, depends: string, cursor: string | undefined, writable: boolean): MaybePromise<Page> {

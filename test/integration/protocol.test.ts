@@ -151,6 +151,7 @@ describe('health (docs/conventions.md §4)', () => {
     const s = await startItems([], { ready: () => false });
     const res = await s.request('/readyz');
     assert.equal(res.status, 503);
+    assert.equal(res.headers.get('retry-after'), '5');
     assert.deepEqual(await res.json(), { status: 'unavailable' });
     assert.equal((await s.request('/healthz')).status, 200);
   });

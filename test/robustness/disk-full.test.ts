@@ -32,7 +32,11 @@ describe('disk full (1 MiB tmpfs)', () => {
       const res = await fetch(`${first.url}/items`, { method: 'POST', headers: JSON_HEADERS, body: JSON.stringify({ i, pad: 'x'.repeat(60_000) }) });
       statuses.push(res.status);
       if (res.status === 201) acknowledged.push(((await res.json()) as { id: string }).id);
-      else await assertFetchProblem(res, 503, 'The change could not be saved; it was not applied. Try again later');
+      else {
+        // RFC 9110 §10.2.3: a full disk lasts until someone makes room (docs/conventions.md §7).
+        assert.equal(res.headers.get('retry-after'), '30');
+        await assertFetchProblem(res, 503, 'The change could not be saved; it was not applied. Try again later');
+      }
     }
     assert.ok(statuses.includes(503), `the disk never filled: ${statuses.join(' ')}`);
     assert.ok(acknowledged.length > 0);

@@ -17,7 +17,7 @@ describe('problem documents (docs/conventions.md §7)', () => {
     [problems.payloadTooLarge(10), { type: TYPE, title: 'Payload Too Large', detail: 'Request body is larger than the limit of 10 bytes', status: 413 }, {}],
     [problems.unsupportedMediaType(['application/json']), { type: TYPE, title: 'Unsupported Media Type', detail: 'Expecting one of the application/json', status: 415 }, {}],
     [problems.internalError(), { type: TYPE, title: 'Internal Server Error', detail: 'The server failed to handle the request', status: 500 }, {}],
-    [problems.serviceUnavailable('s'), { type: TYPE, title: 'Service Unavailable', detail: 's', status: 503 }, {}],
+    [problems.serviceUnavailable('s', 7), { type: TYPE, title: 'Service Unavailable', detail: 's', status: 503 }, { 'retry-after': '7' }],
     [problems.validationFailed({ a: { required: 'is required' } }), { type: TYPE, title: 'Bad Request', detail: 'Validation failed', status: 400, validationMessages: { a: { required: 'is required' } } }, {}],
   ] as const) {
     test(`${problem.status} ${problem.title} -> exact document, members in seed order`, () => {
@@ -26,4 +26,14 @@ describe('problem documents (docs/conventions.md §7)', () => {
     });
   }
   test('unknown status -> a title all the same', () => assert.equal(problems.statusTitle(599), 'Unknown Status'));
+
+  test('a failed write -> Retry-After by cause: 30 s while the disk is full or the log replaced, 5 s for what may pass', () => {
+    const saved = 'The change could not be saved; it was not applied. Try again later';
+    for (const cause of ['ENOSPC', 'EDQUOT', 'EROFS', 'EFBIG', 'ESTALE']) {
+      assert.deepEqual(problems.writeFailed(cause).headers, { 'retry-after': '30' }, cause);
+    }
+    for (const cause of ['EIO', 'unknown']) assert.deepEqual(problems.writeFailed(cause).headers, { 'retry-after': '5' }, cause);
+    assert.equal(problems.writeFailed('ENOSPC').detail, saved);
+    assert.deepEqual(problems.databaseUnavailable().headers, { 'retry-after': '2' });
+  });
 });
