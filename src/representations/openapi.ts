@@ -1,6 +1,6 @@
 import { DEFAULT_LIMIT, MAX_LIMIT } from '../conventions/pagination.js';
 import { HAL_FORMS } from '../conventions/media-types.js';
-import { PROBLEM_MEDIA_TYPE, PROBLEM_TYPE, problemDocument } from '../conventions/problem.js';
+import { DATABASE_RETRY_AFTER_SECONDS, LASTING_WRITE_RETRY_AFTER_SECONDS, PROBLEM_MEDIA_TYPE, PROBLEM_TYPE, problemDocument, QUERY_RETRY_AFTER_SECONDS, READY_RETRY_AFTER_SECONDS, STREAMS_RETRY_AFTER_SECONDS, WRITE_RETRY_AFTER_SECONDS } from '../conventions/problem.js';
 import { RESERVED_PARAMETERS } from '../conventions/query.js';
 import { relationGraph, type RelationGraph, type ResourceRelations } from '../conventions/relations.js';
 import { TEXT_EVENT_STREAM } from '../conventions/event-stream.js';
@@ -74,7 +74,7 @@ const PROBLEMS: Readonly<Record<string, ProblemResponse>> = {
   '501': { description: 'An `Idempotency-Key` sent to a store that keeps no answers.', example: problemDocument(501, 'This store does not keep Idempotency-Key answers: send the request without the header') },
   '429': { description: 'Over the rate limit (only with `--rate-limit`): wait `X-RateLimit-Wait` seconds; or (for a stream) the client holds `--max-streams-per-client` open streams.', example: problemDocument(429, 'Too many requests: wait 0.25 s') },
   '500': { description: 'An unexpected failure; no internals are shown.', example: problemDocument(500, 'The server failed to handle the request') },
-  '503': { description: 'The change could not be saved (disk full), a query ran past its budget, or (for a stream) `--max-streams` are open.', example: problemDocument(503, 'The change could not be saved; it was not applied. Try again later') },
+  '503': { description: 'The change could not be saved (disk full, an I/O error, the log replaced) or the database is unreachable, a query ran past its budget, or (for a stream) `--max-streams` are open or the server is shutting down.', example: problemDocument(503, 'The change could not be saved; it was not applied. Try again later') },
 };
 
 /** Sent with a replayed answer (see the `Idempotency-Key` parameter). */
@@ -100,7 +100,7 @@ function problemResponse(status: string): Json {
   const headers: Json = { ...RATE_HEADERS };
   if (status === '401') headers['WWW-Authenticate'] = { schema: { type: 'string' }, example: 'Bearer realm="halserve"' };
   if (status === '403') headers['WWW-Authenticate'] = { description: 'With JWTs on: RFC 6750 §3.1\'s insufficient_scope.', schema: { type: 'string' }, example: 'Bearer realm="halserve", error="insufficient_scope"' };
-  if (status === '503') headers['Retry-After'] = { description: 'Seconds after which to try again (a query past its budget).', schema: { type: 'integer' } };
+  if (status === '503') headers['Retry-After'] = { description: `Whole seconds after which to try again, by cause: ${QUERY_RETRY_AFTER_SECONDS} (a query), ${DATABASE_RETRY_AFTER_SECONDS} (the database), ${STREAMS_RETRY_AFTER_SECONDS} (streams), ${WRITE_RETRY_AFTER_SECONDS} (a write's I/O error), ${LASTING_WRITE_RETRY_AFTER_SECONDS} (disk full, the log replaced).`, schema: { type: 'integer' } };
   if (status === '429') {
     headers['Retry-After'] = { description: 'Whole seconds to wait, rounded up.', schema: { type: 'integer' } };
     headers['X-RateLimit-Wait'] = { description: 'Seconds to wait as a decimal, e.g. 0.25.', schema: { type: 'number' } };
@@ -410,7 +410,7 @@ function servicePaths(names: readonly string[], authenticated: boolean): Json {
       ...open,
       responses: {
         '200': { description: 'Yes.', content: { [JSON_TYPE]: { schema: ref('schemas', 'Health'), example: { status: 'ok' } } } },
-        '503': { description: 'No.', content: { [JSON_TYPE]: { schema: ref('schemas', 'Health'), example: { status: 'unavailable' } } } },
+        '503': { description: 'No.', headers: { 'Retry-After': { description: `Whole seconds after which to ask again (${READY_RETRY_AFTER_SECONDS}).`, schema: { type: 'integer' } } }, content: { [JSON_TYPE]: { schema: ref('schemas', 'Health'), example: { status: 'unavailable' } } } },
         ...problems(['406']),
       },
     },
