@@ -24,6 +24,12 @@ export interface AccessLogEntry {
   readonly bytes: number;
   /** True when the connection closed before the whole answer was sent (the client went away); absent otherwise. */
   readonly aborted?: true;
+  /**
+   * Node's code for why its parser refused the request (`HPE_HEADER_OVERFLOW`, `HPE_INVALID_CHUNK_SIZE`,
+   * `ERR_HTTP_REQUEST_TIMEOUT`, …: refusals.ts), which the server answered itself; `method` and
+   * `path` are then empty and `ms` is 0. Absent for every request the handler answered.
+   */
+  readonly refused?: string;
 }
 
 export interface BoundaryOptions {

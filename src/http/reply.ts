@@ -309,22 +309,26 @@ export function rawReply(reply: Reply): string {
 /**
  * Answers a request Node's parser refused (the server's `clientError` event) with a problem
  * document (docs/conventions.md §7), then closes the connection: after a parse error nothing more on it can
- * be trusted.
+ * be trusted. `answered` is told the status and body bytes of each answer handed to the socket
+ * (refusals.ts); a connection that is closed without one (gone, or already answering) tells nothing.
  */
-export function answerClientError(error: ParserError, socket: Duplex): void {
+export function answerClientError(error: ParserError, socket: Duplex, answered?: (status: number, bytes: number) => void): void {
   if (error.code === 'ECONNRESET' || !socket.writable) {
     socket.destroy();
     return;
   }
   const { status, detail } = refusal(error);
   const reply = problemReply(unparsable(status, detail));
+  const bytes = reply.body === undefined ? 0 : Buffer.byteLength(reply.body);
   const { _httpMessage: response } = socket as { _httpMessage?: ServerResponse | null };
   if (response && response.req.complete) {
     // The bad bytes are a later request's, pipelined behind one still being answered (a write
     // waiting for its sync): that answer goes first (RFC 9112 §9.3.2), then this one, and the
     // connection closes. Answered through that response instead, a write made would be told it failed.
     const answerAfter = (): void => {
-      if (socket.writable) socket.end(rawReply(reply));
+      if (!socket.writable) return;
+      socket.end(rawReply(reply));
+      answered?.(status, bytes);
     };
     response.once('finish', answerAfter);
     response.once('close', () => {
@@ -334,10 +338,16 @@ export function answerClientError(error: ParserError, socket: Duplex): void {
   }
   // A request whose headers were fine but whose body is not (a bad chunk) already has a response:
   // answer through it while nothing has been sent, else just close (Node's own 'clientError' advice).
+  // Its handler, still reading the body, is never told (Node errors no request whose response has
+  // finished): this answer is the request's one, counted and logged once, here.
   if (response) {
     if (response.headersSent) socket.destroy();
-    else writeReply(response, reply);
+    else {
+      writeReply(response, reply);
+      answered?.(status, bytes);
+    }
     return;
   }
   socket.end(rawReply(reply));
+  answered?.(status, bytes);
 }

@@ -1,8 +1,11 @@
 import { createServer, type IncomingMessage, type Server, type ServerOptions, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
 import { createHandler, type HandlerOptions } from './app.js';
 import { expectationFailed, unparsable } from '../conventions/problem.js';
-import { answerClientError, METHOD_NOT_IMPLEMENTED, problemReply, rawReply, writeReply } from './reply.js';
+import { ServerMetrics } from '../metrics/server-metrics.js';
+import { answerClientError, METHOD_NOT_IMPLEMENTED, problemReply, rawReply, writeReply, type ParserError } from './reply.js';
+import { createRefusalRecorder } from './refusals.js';
 
 /**
  * Slow or stalled clients are cut off: headers within 10 s, a whole request within 30 s, checked
@@ -18,11 +21,15 @@ const PROBLEM_DOCUMENTS_ONLY: Readonly<ServerOptions> = { requireHostHeader: fal
 
 /**
  * A `node:http` server around `createHandler(options)`, with what the handler alone cannot do:
- * problem documents for requests the parser refuses (docs/conventions.md §7), `100 Continue` sent only when
- * a body is about to be read, and timeouts for slow clients. It is not listening yet.
+ * problem documents for requests the parser refuses (docs/conventions.md §7), counted and logged as the
+ * handler's answers are (refusals.ts), `100 Continue` sent only when a body is about to be read, and
+ * timeouts for slow clients. It is not listening yet.
  */
 export function createHalServer(options: HandlerOptions, serverOptions: Readonly<ServerOptions> = SERVER_TIMEOUTS): Server {
-  const handler = pipelineBounded(createHandler(options));
+  // One set of metrics for the handler's answers and the server's own refusals.
+  const metrics = options.metrics ?? new ServerMetrics();
+  const handler = pipelineBounded(createHandler({ ...options, metrics }));
+  const refused = createRefusalRecorder(metrics, options.accessLog);
   const server = createServer({ ...serverOptions, ...PROBLEM_DOCUMENTS_ONLY }, handler);
   // A connection that takes nothing of what it is sent (nor sends anything) for this long is
   // ended: the answers waiting in it are memory held for a client that may never read them.
@@ -31,7 +38,7 @@ export function createHalServer(options: HandlerOptions, serverOptions: Readonly
   server.on('checkExpectation', (_req: IncomingMessage, res: ServerResponse) => writeReply(res, problemReply(expectationFailed())));
   // With a listener here, Node no longer answers `Expect: 100-continue` on its own (RFC 9110 §10.1.1).
   server.on('checkContinue', handler);
-  server.on('clientError', answerClientError);
+  server.on('clientError', (error: ParserError, socket: Duplex) => answerClientError(error, socket, (status, bytes) => refused(status, bytes, error.code)));
   // RFC 9110 §9.1: CONNECT (a tunnel, for proxies) is a method this server does not implement: a
   // 501 problem, then close, where Node would close the connection without a word.
   server.on('connect', (_req: IncomingMessage, socket: Socket) => {

@@ -48,6 +48,12 @@ const SERVED_METHODS: ReadonlySet<string> = new Set(['GET', 'HEAD', 'POST', 'PUT
 const methodLabel = (method: string): string => (SERVED_METHODS.has(method) ? method : 'other');
 
 /**
+ * The `route` of a request Node's parser refused (server.ts): a word, as `unmatched` is, never a
+ * template or a path. Its `method` is `other`: none was parsed that halserve could answer.
+ */
+export const UNPARSED_ROUTE = 'unparsed';
+
+/**
  * Every metric halserve exposes at `/metrics` (docs/conventions.md §4.1). Made per server (STYLE: factory, not
  * singleton); the handler follows every store's changes (`follow`), and the CLI hands
  * `storeObserver` to the file logs for their syncs and compactions.
@@ -137,6 +143,15 @@ export class ServerMetrics {
     const entry = this.#entry(method, route);
     this.#counter(entry, method, route, status).value++;
     entry.latency.observe(seconds);
+  }
+
+  /**
+   * Counts a request Node's parser refused and the server answered itself (server.ts), with the
+   * requests it answered: a flood of malformed requests shows in every error ratio taken over
+   * `halserve_http_requests_total`. No latency is observed: nothing says when such a request began.
+   */
+  refused(status: number): void {
+    this.requests.inc(1, 'other', UNPARSED_ROUTE, String(status));
   }
 
   /** `request` for one method, route and status, its series looked up once: for a reply answered many times (kept-replies.ts). */
