@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { eventually, startCli, tempDir } from '../helpers/process.js';
 import { sample } from '../helpers/metrics.js';
+import { rawExchange } from '../robustness/raw.js';
 
 const JSON_HEADERS = { 'content-type': 'application/json' };
 const PROMTOOL = '/usr/bin/promtool';
@@ -70,5 +71,52 @@ describe('operation behind the CLI (docs/conventions.md §4.1, §6)', () => {
     // Credential parameters are redacted whatever their value.
     assert.ok(!/=not-configured-but-secret/.test(out), 'a credential parameter was logged');
     assert.match(out, /"query":"access_token=\[redacted\]"/);
+  });
+  test('requests the parser refuses -> a line each on stdout, counted in /metrics, the token in neither; promtool check metrics passes', async (t) => {
+    const dir = await tempDir();
+    await writeFile(join(dir, 'notes.jsonl'), '');
+    const token = 'R-sekrit-refused-5678';
+    const cli = await startCli(['--port', '0', '--data', dir, '--token', token]);
+    const head = `Host: x\r\nAuthorization: Bearer ${token}\r\n`;
+    const sent = [
+      await rawExchange(cli.url, 'GARBAGE\r\n\r\n'),
+      await rawExchange(cli.url, `GET /notes?access_token=${token} HTTP/1.1\r\n${head}X-Big: ${'a'.repeat(20_000)}\r\n\r\n`),
+      await rawExchange(cli.url, `POST /notes HTTP/1.1\r\n${head}Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n`),
+    ];
+    assert.deepEqual(
+      sent.map(({ responses }) => [responses[0]?.status, responses[0]?.headers['connection']]),
+      [
+        [400, 'close'],
+        [431, 'close'],
+        [400, 'close'],
+      ],
+    );
+    const text = await (await fetch(`${cli.url}/metrics`, { headers: { authorization: `Bearer ${token}` } })).text();
+    assert.equal(sample(text, 'halserve_http_requests_total{method="other",route="unparsed",status="400"}'), 2);
+    assert.equal(sample(text, 'halserve_http_requests_total{method="other",route="unparsed",status="431"}'), 1);
+    await eventually(() => cli.stdout().includes('"path":"/metrics"'));
+    cli.child.kill('SIGTERM');
+    assert.equal(await cli.exited, 0);
+    const refused = cli
+      .stdout()
+      .split('\n')
+      .filter((line) => line.startsWith('{'))
+      .map((line) => JSON.parse(line) as Record<string, unknown>)
+      .filter((entry) => entry['refused'] !== undefined)
+      .map(({ time: _, ...rest }) => rest);
+    assert.deepEqual(refused, [
+      { method: '', path: '', status: 400, ms: 0, bytes: sent[0]?.responses[0]?.body.length, refused: 'HPE_INVALID_METHOD' },
+      { method: '', path: '', status: 431, ms: 0, bytes: sent[1]?.responses[0]?.body.length, refused: 'HPE_HEADER_OVERFLOW' },
+      { method: '', path: '', status: 400, ms: 0, bytes: sent[2]?.responses[0]?.body.length, refused: 'HPE_INVALID_CHUNK_SIZE' },
+    ]);
+    assert.ok(!`${cli.stdout()}${cli.stderr()}`.includes('sekrit'), 'the token reached the output');
+
+    if (!existsSync(PROMTOOL)) {
+      t.diagnostic('promtool is missing (Debian package prometheus; .ci/run installs it): check skipped');
+      return;
+    }
+    const checked = spawnSync(PROMTOOL, ['check', 'metrics'], { input: text, encoding: 'utf8' });
+    assert.equal(checked.status, 0, `promtool: ${checked.stdout}${checked.stderr}`);
+    assert.equal(`${checked.stdout}${checked.stderr}`.trim(), '');
   });
 });
