@@ -185,7 +185,7 @@ export function createHandler(options: HandlerOptions): Handler {
     if (principal === undefined || principal.access !== undefined) return jsonReply(200, accepted(req), indexBody);
     return jsonReply(200, accepted(req), JSON.stringify(indexDocument(basePath, names.filter((name) => principal.grants?.has(name)))));
   });
-  addResourceRoutes(router, { resources, maxBody, now, newId: options.newId ?? randomId, metrics, streams, feed });
+  addResourceRoutes(router, { resources, maxBody, now, newId: options.newId ?? randomId, metrics, streams, feed, originless: cors.headers(undefined) });
   if (feed) {
     addChangesRoutes(router, { basePath, resources, feed, streams });
     for (const resource of resources.values()) resource.linkChanges(feed);

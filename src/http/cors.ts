@@ -9,32 +9,42 @@ const CORS_MAX_AGE_SECONDS = '600';
 export interface Cors {
   /** True when CORS is on. */
   readonly enabled: boolean;
-  /** The headers for a request from `origin`, or none when CORS is off or the origin is not allowed. */
-  headers(origin: string | undefined): Record<string, string> | undefined;
+  /**
+   * The headers of every response to a request from `origin` (undefined: the request has no
+   * `Origin`), or none. The same object for every request they are the same for:
+   * a reply made once (`prepared`) holds `headers(undefined)`, and is sent as it is to a request
+   * given that very object (reply.ts `send`).
+   */
+  headers(origin: string | undefined): Readonly<Record<string, string>> | undefined;
   /** The answer to a preflight for a path allowing `methods`. */
   preflight(methods: readonly string[]): Reply;
 }
 
 export function createCors(allowed: string | undefined): Cors {
+  if (allowed === '*') {
+    const any = Object.freeze({ 'access-control-allow-origin': '*', 'access-control-expose-headers': CORS_EXPOSE_HEADERS });
+    return { enabled: true, headers: (origin) => (origin === undefined ? undefined : any), preflight };
+  }
+  if (allowed === undefined) return { enabled: false, headers: () => undefined, preflight };
+  // One origin: the response to it differs from the response to any other request, one without
+  // Origin too, so every response says it depends on Origin; else a cache (a CDN, a proxy) could
+  // store one made for a request without Origin and hand it to the browser's cross-origin request,
+  // which would then be refused for want of Access-Control-Allow-Origin (Fetch standard, "CORS
+  // protocol and HTTP caches"; RFC 9110 §12.5.5).
+  const granted = Object.freeze({ 'access-control-allow-origin': allowed, 'access-control-expose-headers': CORS_EXPOSE_HEADERS, vary: 'Origin' });
+  const refused = Object.freeze({ vary: 'Origin' });
+  return { enabled: true, headers: (origin) => (origin === allowed ? granted : refused), preflight };
+}
+
+function preflight(methods: readonly string[]): Reply {
+  const list = methods.join(', ');
   return {
-    enabled: allowed !== undefined,
-    headers(origin) {
-      if (allowed === undefined || origin === undefined || (allowed !== '*' && allowed !== origin)) return undefined;
-      return allowed === '*'
-        ? { 'access-control-allow-origin': '*', 'access-control-expose-headers': CORS_EXPOSE_HEADERS }
-        : { 'access-control-allow-origin': origin, 'access-control-expose-headers': CORS_EXPOSE_HEADERS, vary: 'Origin' };
-    },
-    preflight(methods) {
-      const list = methods.join(', ');
-      return {
-        status: 204,
-        headers: {
-          allow: list,
-          'access-control-allow-methods': list,
-          'access-control-allow-headers': CORS_ALLOW_HEADERS,
-          'access-control-max-age': CORS_MAX_AGE_SECONDS,
-        },
-      };
+    status: 204,
+    headers: {
+      allow: list,
+      'access-control-allow-methods': list,
+      'access-control-allow-headers': CORS_ALLOW_HEADERS,
+      'access-control-max-age': CORS_MAX_AGE_SECONDS,
     },
   };
 }

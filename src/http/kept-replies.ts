@@ -25,7 +25,8 @@ import type { Reply } from './reply.js';
  * an expired token, a changed entity — takes the full path, which keeps its reply again.
  * Conditional requests, `Origin` and compression (a body at or over the compression threshold with
  * `Accept-Encoding`) are not answered here, so the bytes sent are the full path's, header for
- * header (`send`'s prepared branch).
+ * header (`send`'s prepared branch): a kept reply's head was made with the CORS headers of a
+ * request without Origin (`Vary: Origin` for one allowed origin, resource-routes.ts `originless`).
  *
  * **What it saves.** Routing, the credential's lookup, negotiation, the scope check, the entity's
  * representation lookup and the reply's headers: the lane reads `rawHeaders` once, finds the reply

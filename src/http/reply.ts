@@ -27,6 +27,12 @@ export interface Reply {
    */
   readonly head?: readonly string[];
   /**
+   * The extra headers `head` was made with (`prepared`): `send` writes the head as it is only to a
+   * request given this very object (the CORS headers of a request without `Origin`), or none when
+   * it was made with none.
+   */
+  readonly headWith?: Readonly<Record<string, string>>;
+  /**
    * For a reply kept and sent again without asking its route (src/http/kept-replies.ts): true
    * while it is still the route's answer (an entity's, while its store serves that version).
    */
@@ -127,9 +133,10 @@ export function send(req: IncomingMessage, res: ServerResponse, reply: Reply, ex
     return 0;
   }
   const head = reply.head;
-  // A prepared reply, and nothing to add: no CORS or rate-limit fields, no unread body to close
-  // the connection on, and the body goes out uncompressed. The same bytes as the general path.
-  if (head !== undefined && extra === undefined && (req.complete || !declaresBody(req)) && (reply.body === undefined || reply.body.length < COMPRESSION_THRESHOLD_BYTES || chooseEncoding(req.headers['accept-encoding']) === undefined)) {
+  // A prepared reply, and nothing to add but what it was made with (the CORS fields of a request
+  // without Origin; no rate-limit fields), no unread body to close the connection on, and the body
+  // goes out uncompressed. The same bytes as the general path.
+  if (head !== undefined && extra === reply.headWith && (req.complete || !declaresBody(req)) && (reply.body === undefined || reply.body.length < COMPRESSION_THRESHOLD_BYTES || chooseEncoding(req.headers['accept-encoding']) === undefined)) {
     res.writeHead(reply.status, head as string[]);
     const body = reply.body;
     if (body === undefined) {
@@ -198,10 +205,11 @@ export function send(req: IncomingMessage, res: ServerResponse, reply: Reply, ex
 }
 
 /**
- * `reply` with its `head`: the header list `send` writes for it when it adds nothing (no extra
- * headers, no coding), made now so that a reply kept and sent again costs no header work.
+ * `reply` with its `head`: the header list `send` writes for it given `extra` (the CORS headers of
+ * a request without Origin, `Cors.headers(undefined)`) and no coding, made now so that a reply kept
+ * and sent again costs no header work. `extra` is merged as `send` merges it.
  */
-export function prepared(reply: Reply): Reply {
+export function prepared(reply: Reply, extra?: Readonly<Record<string, string>>): Reply {
   const list: string[] = [];
   let vary: string | undefined;
   let etag: string | undefined;
@@ -211,11 +219,16 @@ export function prepared(reply: Reply): Reply {
     else if (name === 'etag') etag = value;
     else list.push(name, value);
   }
+  for (const name in extra) {
+    const value = extra[name] as string;
+    if (name === 'vary') vary = vary === undefined ? value : `${vary}, ${value}`;
+    else list.push(name, value);
+  }
   const body = reply.body;
   if (body !== undefined && body.length >= COMPRESSION_THRESHOLD_BYTES) vary = vary === undefined ? 'Accept-Encoding' : `${vary}, Accept-Encoding`;
   closeList(list, vary, etag);
   if (body !== undefined) list.push('content-length', String(typeof body === 'string' ? Buffer.byteLength(body) : body.length));
-  return { ...reply, head: list };
+  return extra === undefined ? { ...reply, head: list } : { ...reply, head: list, headWith: extra };
 }
 
 /** Process-wide, as libuv's thread pool is. */

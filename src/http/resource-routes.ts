@@ -42,6 +42,12 @@ export interface ResourceRouteOptions {
   readonly streams: Streams;
   /** The data set's change feed: collection URLs stream from it; none, and they cannot. */
   readonly feed: ChangeFeed | undefined;
+  /**
+   * The headers the boundary adds to a request without `Origin` (`Cors.headers(undefined)`: `Vary:
+   * Origin` for one allowed origin): a reply made once is made with them, so that sent as it is
+   * (reply.ts `send`, kept-replies.ts) it says what the full path would.
+   */
+  readonly originless?: Readonly<Record<string, string>> | undefined;
 }
 
 /**
@@ -71,7 +77,8 @@ export function queryKind(query: string): QueryKind {
 
 /** docs/conventions.md §4: the collection and entity routes, reads and writes. */
 export function addResourceRoutes(router: Router<RouteHandler>, options: ResourceRouteOptions): void {
-  const { resources, maxBody, now, newId, metrics, streams, feed } = options;
+  const { resources, maxBody, now, newId, metrics, streams, feed, originless } = options;
+  const prepare = (reply: Reply): Reply => prepared(reply, originless);
   const of = (params: Params): Resource => resourceOf(resources, params);
   /** Pages served before: the resource hands out the same object again when its cache answers. */
   const served = new WeakSet<Page>();
@@ -97,7 +104,7 @@ export function addResourceRoutes(router: Router<RouteHandler>, options: Resourc
         countersOf(resource.name).miss.value++;
         metrics.queries.observe((performance.now() - started) / 1000, resource.name, queryKind(query));
       }
-      return pageReply(req, page, mediaType);
+      return pageReply(req, page, mediaType, prepare);
     };
     const page = resource.page(query, mediaType, mediaType !== HAL_FORMS || mayWrite(principal, resource));
     return page instanceof Promise ? page.then(counted) : counted(page);
@@ -156,7 +163,7 @@ export function addResourceRoutes(router: Router<RouteHandler>, options: Resourc
     const writable = mediaType !== HAL_FORMS || mayWrite(principal, resource);
     const read = (entity: StoredEntity): MaybePromise<Reply> =>
       embed.length === 0
-        ? entityRead(req, mediaType, resource, entity, writable)
+        ? entityRead(req, mediaType, resource, entity, writable, prepare)
         : mapMaybe(resource.embeddedRepresentation(entity, embed, mediaType, writable), (shown) => embeddedRead(req, mediaType, resource, entity, shown, writable));
     return mapMaybe(resource.entity(params['id'] ?? ''), read);
   });
@@ -218,8 +225,11 @@ function writeConditions(req: IncomingMessage): WriteConditions {
   return ifMatch === undefined && ifNoneMatch === undefined ? NO_CONDITIONS : { ifMatch, ifNoneMatch };
 }
 
-/** A collection page, or 304 when the client's copy is current; a long `Link` is left to the body. */
-function pageReply(req: IncomingMessage, page: Page, mediaType: string): Reply {
+/**
+ * A collection page, or 304 when the client's copy is current; a long `Link` is left to the body.
+ * `prepare` makes the answer of a kept page, sent again as it is.
+ */
+function pageReply(req: IncomingMessage, page: Page, mediaType: string, prepare: (reply: Reply) => Reply): Reply {
   if (page.etag !== undefined) {
     checkIfMatch(req.headers['if-match'], [page.etag]);
   } else if (req.headers['if-match'] !== undefined) {
@@ -235,7 +245,7 @@ function pageReply(req: IncomingMessage, page: Page, mediaType: string): Reply {
   if (page.etag !== undefined && notModified(req.headers['if-none-match'], page.etag)) return pageNotModified(page);
   const reply = jsonReply(200, mediaType, page.body, headers);
   if (page.etag === undefined) return reply;
-  return (page.ok = prepared(reply));
+  return (page.ok = prepare(reply));
 }
 
 /** The 304 of a page with a tag. */
@@ -250,8 +260,11 @@ function entityBody<B extends Buffer | string>(mediaType: string, resource: Reso
   return mediaType === HAL_FORMS ? resource.withTemplates(entity, hal, writable) : hal;
 }
 
-/** GET of one entity, with its tag and conditions; the unconditional answer is made once per version and media type. */
-function entityRead(req: IncomingMessage, mediaType: string, resource: Resource, entity: StoredEntity, writable: boolean): Reply {
+/**
+ * GET of one entity, with its tag and conditions; the unconditional answer is made once per version
+ * and media type (by `prepare`).
+ */
+function entityRead(req: IncomingMessage, mediaType: string, resource: Resource, entity: StoredEntity, writable: boolean, prepare: (reply: Reply) => Reply): Reply {
   const representation = resource.representation(entity);
   const { body: hal, version } = representation;
   const ifMatch = req.headers['if-match'];
@@ -267,7 +280,7 @@ function entityRead(req: IncomingMessage, mediaType: string, resource: Resource,
   const reply: Reply = { status: 200, headers: { 'content-type': mediaType, vary: 'Accept', etag }, body };
   // A HAL-FORMS body is other bytes than the ones the entity cache weighs: made each time, not kept.
   if (mediaType === HAL_FORMS) return reply;
-  const ok: Reply = { ...prepared(reply), current: resource.stillServes(entity) };
+  const ok: Reply = { ...prepare(reply), current: resource.stillServes(entity) };
   if (mediaType === HAL_JSON) representation.okHal = ok;
   else if (mediaType === JSON_TYPE) representation.okJson = ok;
   return ok;

@@ -80,6 +80,16 @@ describe('the kept-reply lane in the handler', () => {
     assert.equal(first.status, 200);
   });
 
+  test('one allowed origin -> the lane\'s answer to a GET without Origin says Vary: Accept, Origin, as the full path\'s does', async () => {
+    const handler = createHandler({ resources: [{ name: 'items', store: createMemoryStore(records(1)) }], tokens: [TOKEN], corsOrigin: 'https://app.example' });
+    const raw = ['Host', 'h', 'Authorization', `Bearer ${TOKEN}`];
+    const first = await call(handler, '/items/e000', raw);
+    const second = await call(handler, '/items/e000', raw);
+    assert.equal(second.headerReads, 0, 'the second GET was answered by the lane');
+    for (const written of [first, second]) assert.equal(written.head[written.head.indexOf('vary') + 1], 'Accept, Origin');
+    assert.deepEqual(second.head, first.head);
+  });
+
   test('with a rate limit, or an embedder\'s authenticator -> no lane: every GET reads its headers', async () => {
     const raw = ['Host', 'h', 'Authorization', `Bearer ${TOKEN}`];
     for (const extra of [{ rateLimit: 1000 }, { authenticator: { authenticate: () => ({ key: 'embedder', access: 'read' as const }) } }]) {

@@ -1,8 +1,10 @@
 import assert from 'node:assert/strict';
+import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import { describe, test } from 'node:test';
 import { createMemoryStore } from '../../src/store/memory-store.js';
 import { StoreWriteError, type Store } from '../../src/store/store.js';
+import { sample } from '../helpers/metrics.js';
 import { eventually } from '../helpers/process.js';
 import { records, RFC2616, startItems, startServer } from '../helpers/server.js';
 
@@ -258,6 +260,60 @@ describe('CORS (docs/conventions.md §5)', () => {
     assert.equal(res.headers.get('access-control-allow-methods'), 'GET, HEAD, PUT, PATCH, DELETE, OPTIONS');
     assert.equal(res.headers.get('access-control-allow-headers'), 'Authorization, Content-Type, Accept, If-Match, If-None-Match, Idempotency-Key');
     assert.equal(res.headers.get('access-control-max-age'), '600');
+  });
+
+  /**
+   * One exchange with exactly these headers (Node's client adds Host and Connection, so a GET asked
+   * again may be answered by the kept-reply lane): its status and headers. A stream is left at once.
+   */
+  const exchange = (url: string, path: string, method: string, headers: Record<string, string>): Promise<{ status: number; headers: IncomingHttpHeaders }> =>
+    new Promise((resolve, reject) => {
+      const req = httpRequest(`${url}${path}`, { method, headers }, (res) => {
+        resolve({ status: res.statusCode ?? 0, headers: res.headers });
+        if (res.headers['content-type'] === 'text/event-stream') res.destroy();
+        else res.resume();
+      });
+      req.on('error', reject);
+      req.end();
+    });
+
+  /** The requests whose responses a cache may store or that a browser sends: each route kind, each asked twice (a kept page, a kept entity). */
+  const EXCHANGES: readonly (readonly [string, string, string, Record<string, string>, number])[] = [
+    ['entity', 'GET', '/items/e000', {}, 200],
+    ['entity again (kept reply)', 'GET', '/items/e000', {}, 200],
+    ['collection page', 'GET', '/items', {}, 200],
+    ['collection page again (page cache)', 'GET', '/items', {}, 200],
+    ['HEAD of the page', 'HEAD', '/items', {}, 200],
+    ['problem', 'GET', '/items/nothing-here', {}, 404],
+    ['stream', 'GET', '/items', { accept: 'text/event-stream' }, 200],
+    ['OPTIONS', 'OPTIONS', '/items', {}, 204],
+    ['preflight', 'OPTIONS', '/items', { 'access-control-request-method': 'POST' }, 204],
+  ];
+  const ORIGINS = [undefined, 'https://app.example', 'https://other.example'] as const;
+  /** A Vary field's names, in order. */
+  const names = (vary: string | undefined): string[] => (vary === undefined ? [] : vary.split(',').map((name) => name.trim()));
+
+  test('one allowed origin -> Vary: Origin on every response, with Origin or without (a cache must not hand one for the other), allow-origin only to it', async () => {
+    const s = await startItems(records(3), { corsOrigin: 'https://app.example' });
+    const etag = String((await exchange(s.url, '/items/e000', 'GET', {})).headers.etag);
+    // 304 in the list: the first request without Origin makes each kept reply (the page, the entity).
+    const all = [...EXCHANGES, ['304', 'GET', '/items/e000', { 'if-none-match': etag }, 304] as const];
+    for (const [what, method, path, headers, status] of all) {
+      const varies: string[][] = [];
+      for (const origin of [...ORIGINS, undefined]) {
+        const res = await exchange(s.url, path, method, origin === undefined ? headers : { ...headers, origin });
+        const label = `${what}, Origin ${origin ?? 'none'}`;
+        assert.equal(res.status, status, label);
+        assert.equal(names(res.headers.vary).filter((name) => name === 'Origin').length, 1, `${label}: Vary ${res.headers.vary}`);
+        assert.equal(res.headers['access-control-allow-origin'], origin === 'https://app.example' ? origin : undefined, label);
+        varies.push(names(res.headers.vary));
+      }
+      // The same Vary whatever the Origin: what a cache keys the response by cannot depend on it.
+      for (const vary of varies) assert.deepEqual(vary, varies[0], what);
+    }
+    // The page was answered from the page cache.
+    const metrics = await (await s.request('/metrics')).text();
+    assert.ok((sample(metrics, 'halserve_page_cache_requests_total{resource="items",result="hit"}') ?? 0) >= 3);
   });
 
   test('error response to an allowed origin -> still carries allow-origin', async () => {

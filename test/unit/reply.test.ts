@@ -57,6 +57,26 @@ describe('send with a prepared reply', () => {
     });
   }
 
+  // A reply made once for the CORS headers of a request without Origin (resource-routes.ts `originless`):
+  // sent to that request, to one that gets other CORS headers, or none, it is what a fresh one gives.
+  const originless = { vary: 'Origin' };
+  const granted = { 'access-control-allow-origin': 'https://app.example', vary: 'Origin' };
+  for (const [name, reply, request] of cases) {
+    for (const [given, extra] of [['the Origin-less headers it was made with', originless], ['an allowed origin\'s headers', granted], ['no headers', undefined]] as const) {
+      test(`${name}, prepared with Vary: Origin, sent with ${given} -> what the reply made afresh gives`, () => {
+        const fresh = sent(reply, request, extra);
+        const kept = sent(prepared(reply, originless), request, extra);
+        assert.deepEqual(kept.written, fresh.written);
+        assert.equal(kept.bytes, fresh.bytes);
+      });
+    }
+  }
+
+  test('prepared with extra headers -> merged as send merges them: Vary after the reply\'s own, before Accept-Encoding', () => {
+    const made = prepared(large, { 'access-control-allow-origin': '*', vary: 'Origin' });
+    assert.deepEqual(made.head, ['content-type', 'application/json', 'link', '</items?page=2>; rel="next"', 'access-control-allow-origin', '*', 'vary', 'Accept, Origin, Accept-Encoding', 'etag', '"p1"', 'content-length', String(large.body!.length)]);
+  });
+
   test('prepared -> the header list with Vary and ETag last, Content-Length at the end', () => {
     assert.deepEqual(prepared(large).head, ['content-type', 'application/json', 'link', '</items?page=2>; rel="next"', 'vary', 'Accept, Accept-Encoding', 'etag', '"p1"', 'content-length', String(large.body!.length)]);
   });
