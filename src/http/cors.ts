@@ -11,7 +11,7 @@ export interface Cors {
   readonly enabled: boolean;
   /**
    * The headers of every response to a request from `origin` (undefined: the request has no
-   * `Origin`), or none. The same object for every request they are the same for:
+   * `Origin`), or none when CORS is off. The same object for every request they are the same for:
    * a reply made once (`prepared`) holds `headers(undefined)`, and is sent as it is to a request
    * given that very object (reply.ts `send`).
    */
@@ -22,8 +22,13 @@ export interface Cors {
 
 export function createCors(allowed: string | undefined): Cors {
   if (allowed === '*') {
+    // Any origin, never with credentials (no Access-Control-Allow-Credentials is ever sent): `*` is
+    // the answer to every origin, so it is sent to every request, with an Origin or without. No
+    // response then differs by Origin, none needs `Vary: Origin`, and a cache may hand one made for
+    // a request without Origin to a browser's cross-origin request (Fetch standard, "CORS protocol
+    // and HTTP caches").
     const any = Object.freeze({ 'access-control-allow-origin': '*', 'access-control-expose-headers': CORS_EXPOSE_HEADERS });
-    return { enabled: true, headers: (origin) => (origin === undefined ? undefined : any), preflight };
+    return { enabled: true, headers: () => any, preflight };
   }
   if (allowed === undefined) return { enabled: false, headers: () => undefined, preflight };
   // One origin: the response to it differs from the response to any other request, one without

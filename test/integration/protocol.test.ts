@@ -316,6 +316,19 @@ describe('CORS (docs/conventions.md §5)', () => {
     assert.ok((sample(metrics, 'halserve_page_cache_requests_total{resource="items",result="hit"}') ?? 0) >= 3);
   });
 
+  test('--cors-origin * -> allow-origin on every response, with Origin or without, and no Vary: Origin (no response differs by Origin)', async () => {
+    const s = await startItems(records(3), { corsOrigin: '*' });
+    for (const [what, method, path, headers, status] of EXCHANGES) {
+      for (const origin of ORIGINS) {
+        const res = await exchange(s.url, path, method, origin === undefined ? headers : { ...headers, origin });
+        const label = `${what}, Origin ${origin ?? 'none'}`;
+        assert.equal(res.status, status, label);
+        assert.equal(res.headers['access-control-allow-origin'], '*', label);
+        assert.ok(!names(res.headers.vary).includes('Origin'), `${label}: Vary ${res.headers.vary}`);
+      }
+    }
+  });
+
   test('error response to an allowed origin -> still carries allow-origin', async () => {
     const s = await startItems([], { corsOrigin: '*', tokens: ['t'] });
     const res = await s.request('/items', { headers: { origin: 'https://app.example' } });
