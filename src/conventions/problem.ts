@@ -103,9 +103,10 @@ export const unparsable = (status: number, detail: string): HttpProblem => new H
 /**
  * RFC 9110 §10.2.3: every 503 says when to try again, in whole seconds chosen for its cause
  * (docs/conventions.md §7 lists them): a client that retries at once only adds to the load of a
- * server that cannot serve it, and one that guesses waits longer than it needs to.
+ * server that cannot serve it, and one that guesses waits longer than it needs to. Without seconds (an
+ * embedder's call written before they were asked for), 5: as for a write that may pass.
  */
-export const serviceUnavailable = (detail: string, retryAfterSeconds: number): HttpProblem =>
+export const serviceUnavailable = (detail: string, retryAfterSeconds: number = WRITE_RETRY_AFTER_SECONDS): HttpProblem =>
   new HttpProblem(503, detail, {}, { 'retry-after': String(retryAfterSeconds) });
 
 /** A query past its budget, or held back by the index limit: the index it started goes on being built, so a retry soon succeeds. */
