@@ -1,3 +1,4 @@
+import { FAILURE_CAUSES } from '../webhooks/send.js';
 import { Counter, Gauge, type Registry, type Sample } from './registry.js';
 
 /** What `/metrics` reads of one URL's delivery when scraped. */
@@ -49,6 +50,18 @@ export class WebhookMetrics {
     registry.add(new Gauge('halserve_webhook_lag_seconds', 'Seconds since the oldest event the URL has not acknowledged was written (0: caught up).', each((g) => g.lagSeconds(), Math.max)));
     registry.add(new Gauge('halserve_webhook_position_age_seconds', 'Seconds since the URL last acknowledged an event (or was first configured).', each((g) => g.positionAgeSeconds(), Math.max)));
     registry.add(new Gauge('halserve_webhook_delivering', 'Whether this process delivers the webhooks (1) or another process of the database does (0).', () => [{ labels: {}, value: this.#delivering ? 1 : 0 }]));
+  }
+
+  /**
+   * Makes the counters of a configured URL's `label` exist from now on, at 0, every cause of failure
+   * included (README, "Prometheus metrics"): the first failure, or the first delivery, then shows in
+   * `increase()`. On PostgreSQL every process has them, whether or not it delivers: a process that
+   * never did counts 0, and a sum over the processes stays right.
+   */
+  configured(label: string): void {
+    this.deliveries.series(label);
+    this.missed.series(label);
+    for (const cause of FAILURE_CAUSES) this.failures.series(label, cause);
   }
 
   /** `url` as configured (a new lease term tracks it anew), `label` as the series name it. */

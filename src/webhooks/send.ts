@@ -1,8 +1,9 @@
 import http from 'node:http';
 import https from 'node:https';
 
-/** Why a delivery failed: a `/metrics` label, so a small fixed set. */
-export type FailureCause = 'status' | 'timeout' | 'connection';
+/** Why a delivery failed: a `/metrics` label, so a small fixed set, each at 0 from the start (webhook-metrics.ts). */
+export const FAILURE_CAUSES = ['status', 'timeout', 'connection'] as const;
+export type FailureCause = (typeof FAILURE_CAUSES)[number];
 
 /** What one attempt came to: a 2xx, or a failure and why. */
 export type Outcome = { readonly ok: true; readonly status: number } | { readonly ok: false; readonly cause: FailureCause; readonly detail: string };

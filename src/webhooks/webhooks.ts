@@ -60,7 +60,9 @@ export class Webhooks {
     const timeoutMs = options.timeoutMs ?? DELIVERY_TIMEOUT_MS;
     for (const url of options.urls) {
       const parsed = new URL(url);
-      this.#labels.set(url, webhookLabel(parsed));
+      const label = webhookLabel(parsed);
+      this.#labels.set(url, label);
+      options.metrics.configured(label);
       this.#senders.set(url, (options.sender ?? httpSender)(parsed, timeoutMs));
     }
   }
