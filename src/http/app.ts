@@ -153,6 +153,7 @@ export function createHandler(options: HandlerOptions): Handler {
   }
   for (const [name, resource] of resources) {
     metrics.track(name, () => resource.store.size);
+    metrics.served(name);
     // Writes are counted as the store reports its changes: every store, every process's on PostgreSQL.
     metrics.follow(name, resource.store);
   }

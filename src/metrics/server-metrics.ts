@@ -184,7 +184,18 @@ export class ServerMetrics {
     this.#sizes.set(resource, size);
   }
 
-  /** Counts the changes `store` reports (`Store.follow`); returns the unsubscribe. */
+  /**
+   * Makes the page-cache series of a resource served exist from now on, at 0 (README, "Prometheus
+   * metrics"): a series that appears only at its first increment hides that increment from
+   * `rate()` and `increase()`, which have no sample before it. Its labels are all known now: the
+   * resource and the two results.
+   */
+  served(resource: string): void {
+    this.pageCache.series(resource, 'hit');
+    this.pageCache.series(resource, 'miss');
+  }
+
+  /** Counts the changes `store` reports (`Store.follow`); returns the unsubscribe. Its series is at 0 from now on, as `served`'s are. */
   follow(resource: string, store: Store): () => void {
     const writes = this.writes.series(resource);
     return store.follow(() => {
@@ -192,15 +203,27 @@ export class ServerMetrics {
     });
   }
 
-  /** The hooks a resource's file log calls: durable batches and compactions. */
+  /**
+   * The hooks a resource's file log calls: durable batches, compactions and Idempotency-Key answers
+   * let go. Its counters exist from now on, at 0, as `served`'s do: the first compaction that fails
+   * and the first answer let go then show in `increase()`. Only a file log is given these hooks, so
+   * a resource on PostgreSQL, which never compacts nor lets an answer go, has no such series.
+   */
   storeObserver(resource: string): StoreObserver {
+    const compacted = this.compactions.series(resource, 'ok');
+    const failed = this.compactions.series(resource, 'failed');
+    const pushedOut = this.answersPushedOut.series(resource);
     return {
       committed: (lines, syncSeconds) => {
         this.batches.observe(lines, resource);
         if (syncSeconds > 0) this.fsync.observe(syncSeconds, resource);
       },
-      compacted: (ok) => this.compactions.inc(1, resource, ok ? 'ok' : 'failed'),
-      answersPushedOut: (count) => this.answersPushedOut.inc(count, resource),
+      compacted: (ok) => {
+        (ok ? compacted : failed).value++;
+      },
+      answersPushedOut: (count) => {
+        pushedOut.value += count;
+      },
     };
   }
 }

@@ -41,6 +41,50 @@ describe('operation behind the CLI (docs/conventions.md §4.1, §6)', () => {
     assert.equal(`${checked.stdout}${checked.stderr}`.trim(), '');
   });
 
+  test('resources served, before any write -> every counter whose labels are known at 0 (README: a first increment visible to increase()); promtool check metrics passes', async (t) => {
+    const dir = await tempDir();
+    await writeFile(join(dir, 'notes.jsonl'), '');
+    // One resource from a file, one declared; a webhook URL whose query holds a token (not in its label).
+    const cli = await startCli(['--port', '0', '--data', dir, '--resource', 'tags', '--log', 'off', '--webhook', 'http://127.0.0.1:9/hook?token=q1', '--webhook-secret', 'a-webhook-secret-of-32-characters']);
+    const text = await (await fetch(`${cli.url}/metrics`)).text();
+    cli.child.kill('SIGTERM');
+    assert.equal(await cli.exited, 0);
+    for (const resource of ['notes', 'tags']) {
+      for (const series of [
+        `halserve_store_writes_total{resource="${resource}"}`,
+        `halserve_page_cache_requests_total{resource="${resource}",result="hit"}`,
+        `halserve_page_cache_requests_total{resource="${resource}",result="miss"}`,
+        // A file store's: it compacts, and lets Idempotency-Key answers go past its bounds.
+        `halserve_store_compactions_total{resource="${resource}",outcome="ok"}`,
+        `halserve_store_compactions_total{resource="${resource}",outcome="failed"}`,
+        `halserve_idempotency_answers_evicted_total{resource="${resource}"}`,
+      ]) {
+        assert.equal(sample(text, series), 0, series);
+      }
+    }
+    const url = 'http://127.0.0.1:9/hook';
+    for (const series of [
+      `halserve_webhook_deliveries_total{url="${url}"}`,
+      `halserve_webhook_missed_total{url="${url}"}`,
+      `halserve_webhook_failures_total{url="${url}",cause="status"}`,
+      `halserve_webhook_failures_total{url="${url}",cause="timeout"}`,
+      `halserve_webhook_failures_total{url="${url}",cause="connection"}`,
+    ]) {
+      assert.equal(sample(text, series), 0, series);
+    }
+    // A write failure's cause is open-ended (an errno code): no series before the first.
+    assert.doesNotMatch(text, /^halserve_store_write_failures_total\{/m);
+    assert.ok(!text.includes('q1'), 'the webhook URL\'s query reached a label');
+
+    if (!existsSync(PROMTOOL)) {
+      t.diagnostic('promtool is missing (Debian package prometheus; .ci/run installs it): check skipped');
+      return;
+    }
+    const checked = spawnSync(PROMTOOL, ['check', 'metrics'], { input: text, encoding: 'utf8' });
+    assert.equal(checked.status, 0, `promtool: ${checked.stdout}${checked.stderr}`);
+    assert.equal(`${checked.stdout}${checked.stderr}`.trim(), '');
+  });
+
   test('a configured token sent every way a client might -> never on stdout or stderr', async () => {
     const dir = await tempDir();
     await writeFile(join(dir, 'notes.jsonl'), '');

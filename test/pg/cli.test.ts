@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { describe, test } from 'node:test';
@@ -7,10 +8,12 @@ import { fileURLToPath } from 'node:url';
 import { DriverMissingError, loadDriver } from '../../src/store/pg/driver.js';
 import { connect } from '../../src/store/pg/connection.js';
 import { freePort } from '../helpers/pg-cluster.js';
+import { sample } from '../helpers/metrics.js';
 import { spawnCli, startCli, tempDir } from '../helpers/process.js';
 import { freshDatabase, pgMissing } from './helpers.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const PROMTOOL = '/usr/bin/promtool';
 const MISSING_DRIVER = 'a postgres:// store needs the PostgreSQL driver: npm install postgres (it is an optional peer dependency of halserve)';
 
 describe('start-up with --store postgres://', () => {
@@ -54,6 +57,28 @@ describe('start-up with --store postgres://', () => {
     const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
     assert.equal(err, `halserve: ${MISSING_DRIVER}\n`);
     assert.equal(code, 1);
+  });
+
+  test('a resource on PostgreSQL, before any write -> its writes and page-cache counters at 0, and no compaction or answer-eviction series (it has neither); promtool check metrics passes', { skip: pgMissing }, async (t) => {
+    const url = await freshDatabase();
+    const cli = await startCli(['--port', '0', '--log', 'off', '--store', url, '--resource', 'orders']);
+    const text = await (await fetch(`${cli.url}/metrics`)).text();
+    cli.child.kill('SIGTERM');
+    assert.equal(await cli.exited, 0);
+    for (const series of [
+      'halserve_store_writes_total{resource="orders"}',
+      'halserve_page_cache_requests_total{resource="orders",result="hit"}',
+      'halserve_page_cache_requests_total{resource="orders",result="miss"}',
+    ]) {
+      assert.equal(sample(text, series), 0, series);
+    }
+    assert.doesNotMatch(text, /^halserve_(store_compactions|idempotency_answers_evicted|store_write_failures)_total\{/m);
+    if (!existsSync(PROMTOOL)) {
+      t.diagnostic('promtool is missing (Debian package prometheus; .ci/run installs it): check skipped');
+      return;
+    }
+    const checked = spawnSync(PROMTOOL, ['check', 'metrics'], { input: text, encoding: 'utf8' });
+    assert.equal(checked.status, 0, `promtool: ${checked.stdout}${checked.stderr}`);
   });
 
   test('a database holding rows of resources -> served with those declared; schema files read from --data', { skip: pgMissing }, async () => {
