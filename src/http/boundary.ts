@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { databaseUnavailable, HttpProblem, internalError, writeFailed } from '../conventions/problem.js';
-import type { ServerMetrics } from '../metrics/server-metrics.js';
+import { UNMATCHED_ROUTE, type ServerMetrics } from '../metrics/server-metrics.js';
 import { StoreUnavailableError, StoreWriteError } from '../store/store.js';
 import { redactQuery } from './access-log.js';
 import { ClientAbortedError } from './body.js';
@@ -32,6 +32,26 @@ export interface AccessLogEntry {
   readonly refused?: string;
 }
 
+/**
+ * The access-log line of a request answered: its target split into the path and the query, the
+ * credential-like values of the query redacted (access-log.ts) and `scrub` run over both.
+ */
+export function accessLogEntry(req: IncomingMessage, status: number, ms: number, bytes: number, scrub: (text: string) => string, aborted = false): AccessLogEntry {
+  const target = req.url ?? '';
+  const mark = target.indexOf('?');
+  const query = mark === -1 ? '' : redactQuery(target.slice(mark + 1));
+  return {
+    time: new Date().toISOString(),
+    method: req.method ?? '',
+    path: scrub(mark === -1 ? target : target.slice(0, mark)),
+    ...(query === '' ? {} : { query: scrub(query) }),
+    status,
+    ms,
+    bytes,
+    ...(aborted ? { aborted } : {}),
+  };
+}
+
 export interface BoundaryOptions {
   readonly cors: Cors;
   readonly metrics: ServerMetrics;
@@ -48,6 +68,9 @@ export interface BoundaryOptions {
   readonly kept?: KeptReplies | undefined;
 }
 
+/** Milliseconds since `started` (`performance.now()`), to the microsecond, as the log says them. */
+export const elapsedMs = (started: number): number => Math.round((performance.now() - started) * 1000) / 1000;
+
 type Dispatch = (req: IncomingMessage, res: ServerResponse, exchange: Exchange) => Reply | Promise<Reply>;
 
 /**
@@ -60,19 +83,7 @@ export function createBoundary(dispatch: Dispatch, options: BoundaryOptions): (r
   /** Logs a finished exchange (when there is an access log). */
   const log = (req: IncomingMessage, res: ServerResponse, started: number, bytes: number, aborted = false): void => {
     if (!accessLog) return;
-    const target = req.url ?? '';
-    const mark = target.indexOf('?');
-    const query = mark === -1 ? '' : redactQuery(target.slice(mark + 1));
-    accessLog({
-      time: new Date().toISOString(),
-      method: req.method ?? '',
-      path: scrub(mark === -1 ? target : target.slice(0, mark)),
-      ...(query === '' ? {} : { query: scrub(query) }),
-      status: res.statusCode,
-      ms: Math.round((performance.now() - started) * 1000) / 1000,
-      bytes,
-      ...(aborted ? { aborted } : {}),
-    });
+    accessLog(accessLogEntry(req, res.statusCode, elapsedMs(started), bytes, scrub, aborted));
   };
 
   /**
@@ -133,7 +144,7 @@ export function createBoundary(dispatch: Dispatch, options: BoundaryOptions): (r
       if (accessLog) logWhenOver(req, res, started, () => reply.body.length);
       return;
     }
-    const exchange: Exchange = { route: 'unmatched', resource: undefined, headers: undefined, negotiated: false };
+    const exchange: Exchange = { route: UNMATCHED_ROUTE, resource: undefined, headers: undefined, negotiated: false };
     // A response that cannot be written (a header Node refuses) ends this exchange, not the process.
     const unwritable = (error: unknown): void => {
       errorLog?.(error);

@@ -5,7 +5,8 @@ import { createHandler, type HandlerOptions } from './app.js';
 import { expectationFailed, unparsable } from '../conventions/problem.js';
 import { ServerMetrics } from '../metrics/server-metrics.js';
 import { answerClientError, METHOD_NOT_IMPLEMENTED, problemReply, rawReply, writeReply, type ParserError } from './reply.js';
-import { createRefusalRecorder } from './refusals.js';
+import { createTokenScrubber } from './access-log.js';
+import { createAnswerRecorder, createRefusalRecorder } from './refusals.js';
 
 /**
  * Slow or stalled clients are cut off: headers within 10 s, a whole request within 30 s, checked
@@ -21,28 +22,40 @@ const PROBLEM_DOCUMENTS_ONLY: Readonly<ServerOptions> = { requireHostHeader: fal
 
 /**
  * A `node:http` server around `createHandler(options)`, with what the handler alone cannot do:
- * problem documents for requests the parser refuses (docs/conventions.md §7), counted and logged as the
- * handler's answers are (refusals.ts), `100 Continue` sent only when a body is about to be read, and
- * timeouts for slow clients. It is not listening yet.
+ * problem documents for requests the parser refuses (docs/conventions.md §7), for a CONNECT and for
+ * an `Expect` it cannot meet, each counted and logged as the handler's answers are (refusals.ts),
+ * `100 Continue` sent only when a body is about to be read, and timeouts for slow clients. It is
+ * not listening yet.
  */
 export function createHalServer(options: HandlerOptions, serverOptions: Readonly<ServerOptions> = SERVER_TIMEOUTS): Server {
-  // One set of metrics for the handler's answers and the server's own refusals.
+  // One set of metrics for the handler's answers and the server's own.
   const metrics = options.metrics ?? new ServerMetrics();
   const handler = pipelineBounded(createHandler({ ...options, metrics }));
   const refused = createRefusalRecorder(metrics, options.accessLog);
+  const answered = createAnswerRecorder(metrics, options.accessLog, createTokenScrubber(options.tokens ?? []));
   const server = createServer({ ...serverOptions, ...PROBLEM_DOCUMENTS_ONLY }, handler);
   // A connection that takes nothing of what it is sent (nor sends anything) for this long is
   // ended: the answers waiting in it are memory held for a client that may never read them.
   server.timeout = STALLED_CONNECTION_MS;
-  // RFC 9110 §10.1.1: an expectation the server cannot meet is a 417.
-  server.on('checkExpectation', (_req: IncomingMessage, res: ServerResponse) => writeReply(res, problemReply(expectationFailed())));
+  // RFC 9110 §10.1.1: an expectation the server cannot meet is a 417, counted and logged as the
+  // handler's answers are (refusals.ts).
+  server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => {
+    const started = performance.now();
+    const reply = problemReply(expectationFailed());
+    writeReply(res, reply);
+    answered(req, reply, started);
+  });
   // With a listener here, Node no longer answers `Expect: 100-continue` on its own (RFC 9110 §10.1.1).
   server.on('checkContinue', handler);
   server.on('clientError', (error: ParserError, socket: Duplex) => answerClientError(error, socket, (status, bytes) => refused(status, bytes, error.code)));
   // RFC 9110 §9.1: CONNECT (a tunnel, for proxies) is a method this server does not implement: a
-  // 501 problem, then close, where Node would close the connection without a word.
-  server.on('connect', (_req: IncomingMessage, socket: Socket) => {
-    socket.end(rawReply(problemReply(unparsable(501, METHOD_NOT_IMPLEMENTED))), () => socket.destroy());
+  // 501 problem, then close, where Node would close the connection without a word; counted and
+  // logged, its target never (refusals.ts).
+  server.on('connect', (req: IncomingMessage, socket: Socket) => {
+    const started = performance.now();
+    const reply = problemReply(unparsable(501, METHOD_NOT_IMPLEMENTED));
+    socket.end(rawReply(reply), () => socket.destroy());
+    answered(req, reply, started);
   });
   return server;
 }

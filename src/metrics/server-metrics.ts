@@ -48,6 +48,13 @@ const SERVED_METHODS: ReadonlySet<string> = new Set(['GET', 'HEAD', 'POST', 'PUT
 const methodLabel = (method: string): string => (SERVED_METHODS.has(method) ? method : 'other');
 
 /**
+ * The `route` of a request matched to no route: none matches its path, or it was refused before
+ * routing (by the handler: a missing Host, a target that is no path; by the server: a CONNECT, an
+ * `Expect` it cannot meet, refusals.ts).
+ */
+export const UNMATCHED_ROUTE = 'unmatched';
+
+/**
  * The `route` of a request Node's parser refused (server.ts): a word, as `unmatched` is, never a
  * template or a path. Its `method` is `other`: none was parsed that halserve could answer.
  */

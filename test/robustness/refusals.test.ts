@@ -3,6 +3,7 @@ import { connect, type AddressInfo } from 'node:net';
 import { after, describe, test } from 'node:test';
 import type { AccessLogEntry } from '../../src/http/boundary.js';
 import { refusalCode, refusalEntry } from '../../src/http/refusals.js';
+import { METHOD_NOT_IMPLEMENTED } from '../../src/http/reply.js';
 import { createHalServer } from '../../src/http/server.js';
 import { ServerMetrics } from '../../src/metrics/server-metrics.js';
 import { createMemoryStore } from '../../src/store/memory-store.js';
@@ -84,6 +85,42 @@ describe('requests the parser refuses -> counted as method other, route unparsed
     const text = await s.metrics();
     assert.ok(!text.includes('route="unparsed"'), text);
     assert.deepEqual(s.lines.filter((l) => l.refused !== undefined), []);
+  });
+});
+
+describe('requests Node parsed that the server answers itself -> counted with route unmatched, latency included, and one access-log line each', () => {
+  test('CONNECT with credentials in its target -> 501, counted as method other, its line without the target', async () => {
+    const s = await serve();
+    const proxyAuth = Buffer.from(`user:${TOKEN}`).toString('base64');
+    const { responses, closedByServer } = await rawExchange(s.url, `CONNECT user:${TOKEN}@example.com:443 HTTP/1.1\r\nHost: example.com:443\r\nProxy-Authorization: Basic ${proxyAuth}\r\n\r\n`);
+    assert.equal(responses.length, 1);
+    assertRawProblem(responses[0], 501, METHOD_NOT_IMPLEMENTED);
+    assert.equal(closedByServer, true);
+    assert.deepEqual(
+      s.lines.map(({ time: _, ms: __, ...rest }) => rest),
+      [{ method: 'CONNECT', path: '', status: 501, bytes: Buffer.byteLength(responses[0]?.body ?? '') }],
+    );
+    assert.equal(typeof s.lines[0]?.ms, 'number');
+    assert.ok(!JSON.stringify(s.lines).includes('sekrit') && !JSON.stringify(s.lines).includes('example.com'), 'the target reached the access log');
+    const text = await s.metrics();
+    assert.equal(sample(text, 'halserve_http_requests_total{method="other",route="unmatched",status="501"}'), 1);
+    assert.equal(sample(text, 'halserve_http_request_duration_seconds_count{method="other",route="unmatched"}'), 1);
+    assert.ok(!text.includes('CONNECT') && !text.includes('example.com'), 'the method or target in a label');
+  });
+
+  test('Expect: 200-ok on a POST whose target holds the token -> 417, counted with its method, its line redacted as the handler\'s are, nothing stored', async () => {
+    const s = await serve();
+    const { responses } = await rawExchange(s.url, `POST /items/${TOKEN}?access_token=${TOKEN}&page=2 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${TOKEN}\r\nContent-Type: application/json\r\nContent-Length: 2\r\nExpect: 200-ok\r\n\r\n{}`, { responses: 1 });
+    assertRawProblem(responses[0], 417);
+    assert.deepEqual(
+      s.lines.map(({ time: _, ms: __, ...rest }) => rest),
+      [{ method: 'POST', path: '/items/[redacted]', query: 'access_token=[redacted]&page=2', status: 417, bytes: Buffer.byteLength(responses[0]?.body ?? '') }],
+    );
+    assert.ok(!JSON.stringify(s.lines).includes('sekrit'), 'the token reached the access log');
+    const text = await s.metrics();
+    assert.equal(sample(text, 'halserve_http_requests_total{method="POST",route="unmatched",status="417"}'), 1);
+    assert.equal(sample(text, 'halserve_http_request_duration_seconds_count{method="POST",route="unmatched"}'), 1);
+    assert.equal(sample(text, 'halserve_entities{resource="items"}'), 0);
   });
 });
 
