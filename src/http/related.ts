@@ -83,22 +83,37 @@ export class Related {
     }
   }
 
-  /** docs/relations.md: the 409 of a delete refused, saying how many entities link to the one kept, through which rel, and where they are. */
-  stillLinked(name: string, error: StillLinkedError): HttpProblem {
-    const links = error.referrers.map(({ source, field, count }) => ({
+  /**
+   * docs/relations.md: the 409 of a delete refused, saying how many entities link to the one kept,
+   * through which rel, and where they are. Only of the resources `mayRead` admits: of the others,
+   * that entities the principal may not read link to it, and no more (no rel, count or href). That
+   * some do is what the refusal itself says, and cannot be kept from a client that may delete (the
+   * covert channel every foreign key has); how many, and of which resource, is their data, which a
+   * token without their read scope is never shown elsewhere either (a facet, an embed, `/`).
+   */
+  stillLinked(name: string, error: StillLinkedError, mayRead: (resource: string) => boolean = () => true): HttpProblem {
+    const shown = error.referrers.filter(({ source }) => mayRead(source));
+    const hidden = shown.length < error.referrers.length;
+    const links = shown.map(({ source, field, count }) => ({
       rel: this.#relations.reverse.find((l) => l.source === source && l.field === field)?.rel ?? source,
       count,
       href: reverseHref(`${this.#basePath}/${source}`, field, error.id),
     }));
-    const total = error.total;
-    // Counts are per (resource, field): summed over several fields they may count an entity that
-    // links through two of them twice, so the detail then says links, not entities.
-    const by =
-      links.length === 1
-        ? `by ${total} ${total === 1 ? 'entity' : 'entities'}; change or delete ${total === 1 ? 'it' : 'them'} first`
-        : `${total} times (${links.map((l) => `${l.rel} ${l.count}`).join(', ')}); change or delete the entities that link first`;
+    const total = links.reduce((sum, l) => sum + l.count, 0);
+    const unreadable = 'entities this credential may not read';
+    let by: string;
+    if (hidden) {
+      const each = links.map((l) => `${l.count} ${l.count === 1 ? 'entity' : 'entities'} of ${l.rel}, `).join('');
+      by = `by ${each}${links.length > 0 ? 'and by ' : ''}${unreadable}; they must be changed or deleted first`;
+    } else if (links.length === 1) {
+      by = `by ${total} ${total === 1 ? 'entity' : 'entities'}; change or delete ${total === 1 ? 'it' : 'them'} first`;
+    } else {
+      // Counts are per (resource, field): summed over several fields they may count an entity that
+      // links through two of them twice, so the detail then says links, not entities.
+      by = `${total} times (${links.map((l) => `${l.rel} ${l.count}`).join(', ')}); change or delete the entities that link first`;
+    }
     return new HttpProblem(409, `The ${name} entity ${JSON.stringify(error.id)} is still linked to ${by}`, {
-      referencedBy: { count: total, links },
+      referencedBy: { count: total, links, ...(hidden ? { unreadable: true } : {}) },
     });
   }
 

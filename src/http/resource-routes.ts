@@ -58,6 +58,14 @@ export function mayWrite(principal: Principal | undefined, resource: Resource): 
   return principal === undefined || permits(principal, resource.name, 'write');
 }
 
+/**
+ * Whether the principal may read a resource other than the one a route names: a delete's 409 says
+ * only of those which entities link to the one kept (docs/relations.md §5).
+ */
+export function mayRead(principal: Principal | undefined, name: string): boolean {
+  return principal === undefined || permits(principal, name, 'read');
+}
+
 /** The resource a route names, or a 404 problem. */
 export function resourceOf(resources: ReadonlyMap<string, Resource>, params: Params): Resource {
   const resource = resources.get(params['name'] ?? '');
@@ -188,8 +196,8 @@ export function addResourceRoutes(router: Router<RouteHandler>, options: Resourc
     );
   });
 
-  router.add('DELETE', '/:name/:id', async ({ req, params }) => {
-    await of(params).remove(params['id'] ?? '', writeConditions(req));
+  router.add('DELETE', '/:name/:id', async ({ req, params, principal }) => {
+    await of(params).remove(params['id'] ?? '', writeConditions(req), (name) => mayRead(principal, name));
     return { status: 204 };
   });
 }

@@ -379,8 +379,12 @@ export class Resource {
     if (this.#integrity === undefined || !(await this.#integrity.exists(this.name, id))) throw this.missing(id);
   }
 
-  /** DELETE; an entity something links to stays (409), checked in the same order as the links' writes (docs/relations.md). */
-  async remove(id: string, conditions: WriteConditions): Promise<void> {
+  /**
+   * DELETE; an entity something links to stays (409), checked in the same order as the links'
+   * writes (docs/relations.md). The 409 details only the linking resources `mayRead` admits (the
+   * principal's read scopes).
+   */
+  async remove(id: string, conditions: WriteConditions, mayRead?: (resource: string) => boolean): Promise<void> {
     const remove = (): Promise<boolean> => this.store.delete(id, (current) => checkConditions(current, conditions));
     let deleted: boolean;
     if (this.#related?.linkedTo === true && this.#integrity !== undefined) {
@@ -390,7 +394,7 @@ export class Resource {
       try {
         deleted = await this.#integrity.removing(this.name, id, remove);
       } catch (error) {
-        throw error instanceof StillLinkedError ? this.#related.stillLinked(this.name, error) : this.#timeout(error);
+        throw error instanceof StillLinkedError ? this.#related.stillLinked(this.name, error, mayRead) : this.#timeout(error);
       }
     } else {
       deleted = await remove();

@@ -603,12 +603,14 @@ function components(resources: readonly OpenApiResource[], graph: RelationGraph)
           pages: { type: 'integer', description: 'On 409: the number of pages.' },
           page: { type: 'integer', description: 'On 409: the page asked for.' },
           referencedBy: {
-            description: 'On 409 for a delete: how many entities still link to the entity, and where they are (docs/relations.md).',
+            description:
+              'On 409 for a delete: how many entities still link to the entity, and where they are (docs/relations.md §4), of the resources the credential may read; `unreadable` when entities of others link to it too (§5: of those, nothing more is said).',
             type: 'object',
             required: ['count', 'links'],
             properties: {
-              count: { type: 'integer', minimum: 1 },
+              count: { type: 'integer', minimum: 0, description: 'The sum of the counts of `links`.' },
               links: { type: 'array', items: { type: 'object', required: ['rel', 'count', 'href'], properties: { rel: { type: 'string' }, count: { type: 'integer' }, href: { type: 'string' } } } },
+              unreadable: { type: 'boolean', const: true, description: 'Entities of resources the credential may not read link to it too.' },
             },
           },
         },

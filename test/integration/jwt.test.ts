@@ -517,3 +517,88 @@ describe('the change feed for a token limited to some resources', () => {
     assert.deepEqual(all._embedded.changes.map((e: { resource: string; id: string }) => `${e.resource}/${e.id}`), ['orders/o9', 'products/p9']);
   });
 });
+
+describe('what links tell a token about a resource it may not read (docs/relations.md §5)', () => {
+  // Orders and reviews link to customers; a customer's data, and how many orders or reviews link
+  // to it, belong to those resources' readers.
+  const changes = new LocalChangeLog();
+  const customers = createMemoryStore([rec('c1', { name: 'Alice Secret', email: 'alice@example.com' }), rec('c2', { name: 'Bob Hidden' })], { changes, resource: 'customers' });
+  const orders = createMemoryStore([rec('o1', { customer: 'c1' }), rec('o2', { customer: 'c1' })], { changes, resource: 'orders' });
+  const reviews = createMemoryStore([rec('r1', { customer: 'c1' })], { changes, resource: 'reviews' });
+  const linking = { type: 'object', properties: { customer: { type: 'string', 'x-link': 'customers' } } };
+  const started = startServer({
+    resources: [
+      { name: 'customers', store: customers },
+      { name: 'orders', store: orders, schema: linking },
+      { name: 'reviews', store: reviews, schema: linking },
+    ],
+    jwt: { keys: staticKeySet({ keys: [rsa.jwk] }), issuer: ISSUER, audience: AUDIENCE },
+    now: () => NOW,
+  });
+  const as = async (scope: string, path: string, init: RequestInit = {}): Promise<TestResponse> => {
+    const token = await mint(rsa, 'RS256', claims({ scope }));
+    return (await started).request(path, { ...init, headers: { authorization: `Bearer ${token}`, ...(init.headers as Record<string, string> | undefined) } });
+  };
+  const remove: RequestInit = { method: 'DELETE' };
+
+  test('DELETE of a customer only orders and reviews link to, by customers:write -> 409 that says entities it may not read link to it: no rel, count or href of theirs', async () => {
+    const refused = await as('customers:write', '/customers/c1', remove);
+    assert.equal(refused.status, 409);
+    const text = await refused.text();
+    assert.deepEqual(JSON.parse(text), {
+      type: RFC2616,
+      title: 'Conflict',
+      detail: 'The customers entity "c1" is still linked to by entities this credential may not read; they must be changed or deleted first',
+      status: 409,
+      referencedBy: { count: 0, links: [], unreadable: true },
+    });
+    assert.doesNotMatch(text, /orders|reviews/);
+    assert.ok((await customers.get('c1')) !== undefined, 'not deleted');
+  });
+
+  test('the same with reviews:read -> the reviews that link are detailed, the orders only said to exist', async () => {
+    const refused = await as('customers:write reviews:read', '/customers/c1', remove);
+    assert.equal(refused.status, 409);
+    const text = await refused.text();
+    const body = JSON.parse(text);
+    assert.equal(body.detail, 'The customers entity "c1" is still linked to by 1 entity of reviews, and by entities this credential may not read; they must be changed or deleted first');
+    assert.deepEqual(body.referencedBy, { count: 1, links: [{ rel: 'reviews', count: 1, href: '/reviews?customer=c1' }], unreadable: true });
+    assert.doesNotMatch(text, /orders/);
+  });
+
+  test('the same with read over both -> every rel, count and href, as before', async () => {
+    for (const scope of ['customers:write orders:read reviews:read', 'write']) {
+      const body = await (await as(scope, '/customers/c1', remove)).json();
+      assert.equal(body.detail, 'The customers entity "c1" is still linked to 3 times (orders 2, reviews 1); change or delete the entities that link first', scope);
+      assert.deepEqual(body.referencedBy, { count: 3, links: [{ rel: 'orders', count: 2, href: '/orders?customer=c1' }, { rel: 'reviews', count: 1, href: '/reviews?customer=c1' }] }, scope);
+    }
+  });
+
+  test('orders:write -> a link to no customer is refused naming only the id it sent; a link to one is made; nothing of any customer is shown, anywhere it looks', async () => {
+    const json = { 'content-type': 'application/json' };
+    const dangling = { customer: { 'x-link': 'must be the id of an entity of customers; there is none with id "nobody"' } };
+    for (const [path, init] of [
+      ['/orders', post({ customer: 'nobody' })],
+      ['/orders/o1', { method: 'PUT', headers: json, body: JSON.stringify({ customer: 'nobody' }) }],
+      ['/orders/o1', { method: 'PATCH', headers: json, body: JSON.stringify({ customer: 'nobody' }) }],
+    ] as const) {
+      const res = await as('orders:write', path, init);
+      assert.equal(res.status, 400, init.method);
+      assert.deepEqual((await res.json()).validationMessages, dangling, init.method);
+    }
+    const made = await as('orders:write', '/orders', post({ customer: 'c2' }));
+    assert.equal(made.status, 201);
+    const seen = [await made.text()];
+    const forms = { headers: { accept: 'application/prs.hal-forms+json' } };
+    for (const [path, init] of [['/orders/o1', {}], ['/orders', forms], ['/orders/o1', forms], ['/orders?facets=customer', {}], ['/changes', {}], ['/', {}], ['/me', {}], ['/openapi.json', {}]] as const) {
+      const res = await as('orders:write', path, init);
+      assert.equal(res.status, 200, path);
+      seen.push(await res.text());
+    }
+    for (const path of ['/orders/o1?embed=customer', '/orders?embed=customer', '/customers/c1', '/changes?resource=customers']) assert.equal((await as('orders:write', path)).status, 403, path);
+    for (const text of seen) assert.doesNotMatch(text, /Alice|Bob|example\.com/);
+    // The forms point at the collection to choose from, which this token may not list: no id of it inline.
+    const templates = (await (await as('orders:write', '/orders', forms)).json())._templates;
+    assert.deepEqual(templates.default.properties[0].options, { link: { href: '/customers', type: 'application/hal+json' }, valueField: 'id', maxItems: 1 });
+  });
+});
