@@ -32,6 +32,8 @@ export { checkScope, ROUTE_SCOPES } from './http/route-scopes.js';
 export type { ScopeRule } from './http/route-scopes.js';
 export { rateLimitFields } from './http/rate-limit-fields.js';
 export { checkIfMatch, checkIfNoneMatch, codedTag, entityTag, notModified, parseTagList, versionTags } from './conventions/conditional.js';
+export { combinedEpoch, REPRESENTATION_VERSION, representationEpoch } from './conventions/representation-epoch.js';
+export type { EpochInputs } from './conventions/representation-epoch.js';
 export { createHalServer, SERVER_TIMEOUTS, trackConnections } from './http/server.js';
 export { chooseEncoding } from './conventions/accept-encoding.js';
 export type { ContentCoding } from './conventions/accept-encoding.js';

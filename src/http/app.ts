@@ -26,6 +26,7 @@ import { addResourceRoutes, resourceOf } from './resource-routes.js';
 import { Resource, type ResourceOptions } from './resource.js';
 import { Related } from './related.js';
 import { relationGraph, type RelationGraph } from '../conventions/relations.js';
+import { combinedEpoch, representationEpoch } from '../conventions/representation-epoch.js';
 import type { LinkIntegrity } from '../store/integrity.js';
 import { localLinkIntegrity } from '../store/local-integrity.js';
 import type { LocalStore, Store, StoreChange } from '../store/store.js';
@@ -144,12 +145,16 @@ export function createHandler(options: HandlerOptions): Handler {
   const graph = options.relations ?? relationGraph(options.resources);
   const stores = new Map(options.resources.map((r) => [r.name, r.store]));
   const integrity = (options.linkIntegrity ?? localLinkIntegrity)(graph, stores);
+  // docs/conventions.md §5: what each resource's bytes depend on besides its data, folded into its
+  // tags; from the configuration alone, so processes configured alike hand out the same tags.
+  const epochs = new Map(options.resources.map((r) => [r.name, representationEpoch({ basePath, schema: r.schema, relations: graph.get(r.name) })]));
+  const embedding = combinedEpoch(epochs);
   // Each resource's relations read the others through this map, filled before any request comes.
   const resources = new Map<string, Resource>();
   for (const r of options.resources) {
     const relations = graph.get(r.name);
     const links = relations !== undefined && relations.forward.length + relations.reverse.length > 0 ? { related: new Related(relations, basePath, resources), integrity } : undefined;
-    resources.set(r.name, new Resource({ ...r, mergedLimits: maxBody }, basePath, options.queryBudgetMs, links));
+    resources.set(r.name, new Resource({ ...r, mergedLimits: maxBody }, basePath, options.queryBudgetMs, links, { own: epochs.get(r.name)!, embedding }));
   }
   for (const [name, resource] of resources) {
     metrics.track(name, () => resource.store.size);

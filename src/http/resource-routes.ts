@@ -1,5 +1,5 @@
 import type { IncomingMessage } from 'node:http';
-import { checkIfMatch, notModified, versionTags } from '../conventions/conditional.js';
+import { checkIfMatch, notModified } from '../conventions/conditional.js';
 import { CHANGES_PATH, streamEventType, type EventType } from '../conventions/changes.js';
 import { wantsEventStream } from '../conventions/event-stream.js';
 import { HttpProblem, notFound } from '../conventions/problem.js';
@@ -276,7 +276,7 @@ function entityRead(req: IncomingMessage, mediaType: string, resource: Resource,
   const representation = resource.representation(entity);
   const { body: hal, version } = representation;
   const ifMatch = req.headers['if-match'];
-  if (ifMatch !== undefined) checkIfMatch(ifMatch, versionTags(version, HAL_JSON));
+  if (ifMatch !== undefined) checkIfMatch(ifMatch, resource.versionTags(version));
   const ifNoneMatch = req.headers['if-none-match'];
   if (ifNoneMatch === undefined) {
     const kept = mediaType === HAL_JSON ? representation.okHal : mediaType === JSON_TYPE ? representation.okJson : undefined;
@@ -301,7 +301,7 @@ function entityRead(req: IncomingMessage, mediaType: string, resource: Resource,
 function embeddedRead(req: IncomingMessage, mediaType: string, resource: Resource, entity: StoredEntity, { body: hal, tag }: EmbeddedRepresentation, writable: boolean): Reply {
   const body = entityBody(mediaType, resource, entity, hal, writable);
   const ifMatch = req.headers['if-match'];
-  if (ifMatch !== undefined) checkIfMatch(ifMatch, [...versionTags(entity.version, HAL_JSON), ...(tag === undefined ? [] : [tag])]);
+  if (ifMatch !== undefined) checkIfMatch(ifMatch, [...resource.versionTags(entity.version), ...(tag === undefined ? [] : [tag])]);
   if (tag === undefined) return jsonReply(200, mediaType, body);
   if (notModified(req.headers['if-none-match'], tag)) return notModifiedReply({ etag: tag, vary: 'Accept' }, body);
   return jsonReply(200, mediaType, body, { etag: tag });

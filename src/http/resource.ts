@@ -78,6 +78,17 @@ export interface EmbeddedRepresentation {
   readonly tag: string | undefined;
 }
 
+/**
+ * The representation epochs of a resource (representation-epoch.ts), folded into its tags: its own,
+ * and the one of a representation that embeds other resources' entities. '' for none.
+ */
+export interface ResourceEpochs {
+  readonly own: string;
+  readonly embedding: string;
+}
+
+const NO_EPOCHS: ResourceEpochs = Object.freeze({ own: '', embedding: '' });
+
 /** A kept representation, and the entity object it was made from. */
 interface CachedRepresentation extends Representation {
   readonly of: WeakRef<StoredEntity>;
@@ -143,9 +154,11 @@ export class Resource {
   /** Links to and from other resources (docs/relations.md); none when the resource has no relations. */
   readonly #related: Related | undefined;
   readonly #integrity: LinkIntegrity | undefined;
+  /** Folded into every tag, made once at start-up: the tags change when the bytes do for another reason than the data. */
+  readonly #epochs: ResourceEpochs;
 
   /** `links`: the resource's relations and the guard of its links, when it has relations (made where the server is assembled, `app.ts`). */
-  constructor(options: ResourceOptions, basePath: string, budgetMs = DEFAULT_QUERY_BUDGET_MS, links?: ResourceLinks) {
+  constructor(options: ResourceOptions, basePath: string, budgetMs = DEFAULT_QUERY_BUDGET_MS, links?: ResourceLinks, epochs: ResourceEpochs = NO_EPOCHS) {
     this.name = options.name;
     this.store = options.store;
     this.#validate = options.validate;
@@ -158,6 +171,7 @@ export class Resource {
     this.#collectionTemplates = collectionTemplates(this.#properties, this.#path);
     this.#related = links?.related;
     this.#integrity = links?.integrity;
+    this.#epochs = epochs;
   }
 
   /**
@@ -218,7 +232,7 @@ export class Resource {
     const before = related.revisions(rels);
     return mapMaybe(related.embedded(entity, rels, new Map()), (embedded) => {
       const body = Buffer.from(this.json(entity, embedded, embedQuery(rels, '?')));
-      const tag = related.revisions(rels) === before ? variantTag(entityTag(`${entity.version}~${before}`, mediaType, HAL_JSON), mediaType, writable) : undefined;
+      const tag = related.revisions(rels) === before ? variantTag(entityTag(`${entity.version}~${before}`, mediaType, HAL_JSON, this.#epochs.embedding), mediaType, writable) : undefined;
       return { body, tag };
     });
   }
@@ -259,8 +273,14 @@ export class Resource {
     };
   }
 
+  /** The tag of `version` in `mediaType` (for a principal that may, or may not, write). */
   etag(version: string, mediaType: string, writable = true): string {
-    return variantTag(entityTag(version, mediaType, HAL_JSON), mediaType, writable);
+    return variantTag(entityTag(version, mediaType, HAL_JSON, this.#epochs.own), mediaType, writable);
+  }
+
+  /** Every tag of `version` (checkIfMatch's `current`). */
+  versionTags(version: string): string[] {
+    return versionTags(version, HAL_JSON, this.#epochs.own);
   }
 
   /** The entity with this id, or a 404 problem. */
@@ -326,7 +346,7 @@ export class Resource {
    */
   #checkCollection(conditions: WriteConditions): void {
     const cursor = this.#feed?.latestOf(this.name);
-    const tags = versionTags(`c.${this.store.revision}${cursor === undefined ? '' : `.${cursor}`}`, HAL_JSON);
+    const tags = versionTags(`c.${this.store.revision}${cursor === undefined ? '' : `.${cursor}`}`, HAL_JSON, this.#epochs.own);
     checkIfMatch(conditions.ifMatch, tags);
     checkIfNoneMatch(conditions.ifNoneMatch, tags);
   }
@@ -385,12 +405,12 @@ export class Resource {
    * principal's read scopes).
    */
   async remove(id: string, conditions: WriteConditions, mayRead?: (resource: string) => boolean): Promise<void> {
-    const remove = (): Promise<boolean> => this.store.delete(id, (current) => checkConditions(current, conditions));
+    const remove = (): Promise<boolean> => this.store.delete(id, (current) => this.#checkConditions(current, conditions));
     let deleted: boolean;
     if (this.#related?.linkedTo === true && this.#integrity !== undefined) {
       // 404 and 412 come before 409, as for an entity nothing links to; the delete checks them again in its write order.
       // Not against a copy that may be behind a shared database: there the delete decides them all.
-      if (this.#integrity.countsBeforeChecks) checkConditions(await this.entity(id), conditions);
+      if (this.#integrity.countsBeforeChecks) this.#checkConditions(await this.entity(id), conditions);
       try {
         deleted = await this.#integrity.removing(this.name, id, remove);
       } catch (error) {
@@ -414,7 +434,7 @@ export class Resource {
    */
   #change(id: string, conditions: WriteConditions, next: (current: StoredEntity) => ReturnType<typeof replacedRecord>, keyed?: KeyedWrite): Promise<StoredEntity> {
     const update = this.store.update(id, (current) => {
-      checkConditions(current, conditions);
+      this.#checkConditions(current, conditions);
       return next(current);
     }, keyed);
     return update.then((entity) => {
@@ -484,6 +504,15 @@ export class Resource {
     return serviceUnavailable(`The query could not be answered within ${this.#budgetMs} ms; narrow it with a filter on an indexed field, or try again shortly`, QUERY_RETRY_AFTER_SECONDS);
   }
 
+  /** A write's conditions against the entity's current version (any epoch's tag of it names it: conditional.ts). */
+  #checkConditions(current: StoredEntity, { ifMatch, ifNoneMatch }: WriteConditions): void {
+    // Most writes carry no condition: then the current version (a hash a store may compute) is not needed.
+    if (ifMatch === undefined && ifNoneMatch === undefined) return;
+    const tags = this.versionTags(current.version);
+    checkIfMatch(ifMatch, tags);
+    checkIfNoneMatch(ifNoneMatch, tags);
+  }
+
   #build(result: QueryResult, collection: CollectionQuery, request: PageRequest, mediaType: string, depends: string, cursor: string | undefined, writable: boolean): MaybePromise<Page> {
     const range = pageRange(result.total, request);
     const links = collectionLinks(this.#path, range, collection.carried);
@@ -504,17 +533,10 @@ export class Resource {
       // The URL fixes the page and its query; the revisions fix the state of every store it shows,
       // and the cursor the page's `changes` link (it may move on while the revision holds).
       const stable = result.revision !== undefined && this.#revisions(rels) === depends;
-      const etag = stable ? variantTag(entityTag(`c.${result.revision}${cursor === undefined ? '' : `.${cursor}`}${depends === '' ? '' : `~${depends}`}`, mediaType, HAL_JSON), mediaType, writable) : undefined;
+      const epoch = depends === '' ? this.#epochs.own : this.#epochs.embedding;
+      const etag = stable ? variantTag(entityTag(`c.${result.revision}${cursor === undefined ? '' : `.${cursor}`}${depends === '' ? '' : `~${depends}`}`, mediaType, HAL_JSON, epoch), mediaType, writable) : undefined;
       // The same links as the body's, `changes` included (RFC 8288; docs/conventions.md §2).
       return { body, link: linkHeader(all), etag, depends, embed: rels, ok: undefined };
     });
   }
-}
-
-function checkConditions(current: StoredEntity, { ifMatch, ifNoneMatch }: WriteConditions): void {
-  // Most writes carry no condition: then the current version (a hash a store may compute) is not needed.
-  if (ifMatch === undefined && ifNoneMatch === undefined) return;
-  const tags = versionTags(current.version, HAL_JSON);
-  checkIfMatch(ifMatch, tags);
-  checkIfNoneMatch(ifNoneMatch, tags);
 }

@@ -73,10 +73,60 @@ describe('a file store tag of an earlier version ("<line>.<hash>") names the ver
       else assert.throws(() => checkIfMatch(header, versionTags(version, HAL)), (e: unknown) => e instanceof HttpProblem && e.status === 412);
     });
   }
-  test('If-None-Match with it -> 304 (weakly, with a coding); a collection page tag is compared whole', () => {
-    assert.equal(notModified('W/"1.13sb741ydyi-gzip"', '"13sb741ydyi"'), true);
+  test('If-None-Match with it -> 200: it vouches for the data, not for the bytes of before (no epoch); a collection page tag is compared whole', () => {
+    assert.equal(notModified('W/"1.13sb741ydyi-gzip"', '"13sb741ydyi"'), false);
+    assert.equal(notModified('W/"1.13sb741ydyi-gzip"', '"13sb741ydyi:0a1b2c3d"'), false);
     assert.equal(notModified('"c.5"', '"5"'), false);
     assert.equal(notModified('"c.5"', '"c.5"'), true);
+  });
+  test('If-Match with it under an epoch -> passes', () => {
+    assert.doesNotThrow(() => checkIfMatch('"2s.13sb741ydyi-json-br"', versionTags('13sb741ydyi', HAL, '0a1b2c3d')));
+    assert.throws(() => checkIfMatch('"2s.13sb741ydyz"', versionTags('13sb741ydyi', HAL, '0a1b2c3d')), (e: unknown) => e instanceof HttpProblem && e.status === 412);
+  });
+});
+
+describe('tags under a representation epoch ("<version>:<epoch>")', () => {
+  const NOW = '0a1b2c3d';
+  const BEFORE = 'zz9y8x7w';
+  test('the epoch goes between the version and the media type\'s suffixes', () => {
+    assert.equal(entityTag('1.a', HAL, HAL, NOW), '"1.a:0a1b2c3d"');
+    assert.equal(entityTag('1.a', 'application/json', HAL, NOW), '"1.a:0a1b2c3d-json"');
+    assert.deepEqual(versionTags('v1', HAL, NOW), ['"v1:0a1b2c3d"', '"v1:0a1b2c3d-json"', '"v1:0a1b2c3d-forms"', '"v1:0a1b2c3d-forms-read"']);
+  });
+  for (const [header, expected] of [
+    ['"v1:0a1b2c3d"', true],
+    ['W/"v1:0a1b2c3d-gzip"', true],
+    ['"v1:zz9y8x7w"', false],
+    ['"v1:zz9y8x7w-br"', false],
+    ['"v1"', false],
+    ['"v2:0a1b2c3d"', false],
+  ] as const) {
+    test(`If-None-Match ${header} on a GET of v1 under ${NOW} -> ${expected ? '304' : '200'} (the whole tag)`, () => assert.equal(notModified(header, entityTag('v1', HAL, HAL, NOW)), expected));
+  }
+  for (const [header, version, ok] of [
+    ['"v1:0a1b2c3d"', 'v1', true],
+    ['"v1:zz9y8x7w"', 'v1', true],
+    ['"v1:zz9y8x7w-json-gzip"', 'v1', true],
+    ['"v1:zz9y8x7w-forms-read"', 'v1', true],
+    ['"v1"', 'v1', true],
+    ['"v1-json"', 'v1', true],
+    ['"v0:zz9y8x7w"', 'v1', false],
+    ['"v0:0a1b2c3d"', 'v1', false],
+    ['W/"v1:zz9y8x7w"', 'v1', false],
+    // PostgreSQL's versions, dots and all; a collection's tag.
+    ['"1.8q.yks3c5wt1o:zz9y8x7w-json"', '1.8q.yks3c5wt1o', true],
+    ['"2.8q.yks3c5wt1o:zz9y8x7w"', '1.8q.yks3c5wt1o', false],
+    ['"c.f.ab-3.1:zz9y8x7w"', 'c.f.ab-3.1', true],
+    ['"c.f.ab-3.1:zz9y8x7w"', 'c.f.ab-3.2', false],
+  ] as const) {
+    test(`If-Match ${header} on version ${version} under ${NOW} -> ${ok ? 'passes (the data is the same)' : '412'}`, () => {
+      if (ok) assert.doesNotThrow(() => checkIfMatch(header, versionTags(version, HAL, NOW)));
+      else assert.throws(() => checkIfMatch(header, versionTags(version, HAL, NOW)), (e: unknown) => e instanceof HttpProblem && e.status === 412);
+    });
+  }
+  test(`If-None-Match on a write names the data too: a tag of the current version under ${BEFORE} -> 412`, () => {
+    assert.throws(() => checkIfNoneMatch(`"v1:${BEFORE}"`, versionTags('v1', HAL, NOW)), (e: unknown) => e instanceof HttpProblem && e.status === 412);
+    assert.doesNotThrow(() => checkIfNoneMatch(`"v0:${BEFORE}"`, versionTags('v1', HAL, NOW)));
   });
 });
 
