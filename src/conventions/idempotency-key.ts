@@ -1,6 +1,7 @@
 import { NEEDS_ESCAPE } from '../structures/json-string.js';
 import { sha256Base64url } from '../structures/sha256.js';
 import { badRequest } from './problem.js';
+import { encodeComponent } from './uri-component.js';
 
 /**
  * `Idempotency-Key` (draft-ietf-httpapi-idempotency-key-header; docs/conventions.md): the header a
@@ -64,9 +65,21 @@ function badKey(detail: string): ReturnType<typeof badRequest> {
 }
 
 /**
+ * The path a ledger key names for a write of resource `name` (a POST: `id` undefined; a PATCH: the
+ * id written): the resource's own path, `/<name>` or `/<name>/<id escaped as links escape it>`,
+ * never with the base path. Every spelling a request may route through (with `--base-path`'s
+ * prefix or without, through `/v1`, an id with escapes or without) writes the same resource, so
+ * it is one target; and the base path is the proxy's business, not the resource's: a server
+ * restarted with another `--base-path` (or one added) still finds the answers it gave before.
+ */
+export function ledgerTarget(name: string, id?: string): string {
+  return id === undefined ? `/${name}` : `/${name}/${encodeComponent(id)}`;
+}
+
+/**
  * The name a store remembers an answer under: a key is the client's own only together with who
- * sent it (the principal), by which method, to which path. A JSON array, so that no two different
- * requests share a name whatever their parts hold.
+ * sent it (the principal), by which method, to which target (`ledgerTarget`). A JSON array, so
+ * that no two different requests share a name whatever their parts hold.
  */
 export function ledgerKey(principal: string, method: string, path: string, key: string): string {
   return ledgerName(principal, method, path, key).key;
@@ -90,6 +103,82 @@ export function ledgerName(principal: string, method: string, path: string, key:
   // part sends the whole key the long way.
   if (NEEDS_ESCAPE.test(principal) || NEEDS_ESCAPE.test(path) || NEEDS_ESCAPE.test(key) || NEEDS_ESCAPE.test(method)) return { key: JSON.stringify([principal, method, path, key]), json: undefined };
   return { key: `["${principal}","${method}","${path}","${key}"]`, json: `"[\\"${principal}\\",\\"${method}\\",\\"${path}\\",\\"${key}\\"]"` };
+}
+
+/**
+ * What comes before a key's target, for each method that takes a key: the method's member and the
+ * quotes about it. Only the principal's member comes before it, and in a JSON text a quote inside
+ * a string is escaped (`\"`), so this text is found nowhere but before the target.
+ */
+const POST_MARK = '","POST","';
+const PATCH_MARK = '","PATCH","';
+
+/**
+ * The ledger key of this version for a ledger key an earlier one made (`ledgerKey` with another
+ * target), unchanged when it is one of this version's. Answers are stored under their keys (the
+ * JSON-lines store's log and answers file, PostgreSQL's table), and they outlive an upgrade by up
+ * to 24 hours: a store gives those it reads this name (log/jsonl-store.ts, log/answer-file.ts,
+ * pg/earlier-keys.ts), so that the retry of a write answered before the upgrade replays.
+ *
+ * Earlier targets: until 2026-12-02 the path as the request spelled it (`/v1/items`,
+ * `/api/items/a%20b`, the query left out); then the path the server linked, under `--base-path`
+ * (`/api/items`). A POST's target is its collection, the last segment; a PATCH's, its entity, the
+ * last two, the id escaped as links escape it. A key of no method taking one (a test's own) is
+ * left as it is.
+ */
+export function currentLedgerKey(key: string): string {
+  let method = 'POST';
+  let from = key.indexOf(POST_MARK);
+  if (from !== -1) from += POST_MARK.length;
+  else {
+    method = 'PATCH';
+    from = key.indexOf(PATCH_MARK);
+    if (from === -1) return key;
+    from += PATCH_MARK.length;
+  }
+  // Targets hold nothing JSON escapes (a base path, a resource name and an escaped id are URL
+  // characters), so the target's text ends at the next quote; one of a request that spelled its
+  // path with a quote or a backslash (before 2026-12-02) is read as JSON.
+  const to = key.indexOf('"', from);
+  if (to === -1) return key;
+  const target = key.slice(from, to);
+  if (target.includes('\\')) return parsedCurrentKey(key);
+  const current = currentTarget(method, target);
+  return current === target ? key : key.slice(0, from) + current + key.slice(to);
+}
+
+/** `currentLedgerKey` of a key whose target holds escapes: read as JSON, made again; unchanged if it is no ledger key. */
+function parsedCurrentKey(key: string): string {
+  let parts: unknown;
+  try {
+    parts = JSON.parse(key);
+  } catch {
+    return key;
+  }
+  if (!Array.isArray(parts) || parts.length !== 4 || !parts.every((part) => typeof part === 'string')) return key;
+  const [principal, method, target, client] = parts as [string, string, string, string];
+  return ledgerKey(principal, method, currentTarget(method, target), client);
+}
+
+/** `ledgerTarget` of an earlier version's target of `method` (see `currentLedgerKey`). */
+function currentTarget(method: string, target: string): string {
+  // This version's own, the usual case: `/items`, `/items/<id>` (one with escapes is made again).
+  const last = target.lastIndexOf('/');
+  if ((method === 'POST' ? last === 0 : last > 1 && target.lastIndexOf('/', last - 1) === 0) && !target.includes('%')) return target;
+  const segments = target.split('/').filter((segment) => segment !== '');
+  const name = segments[segments.length - (method === 'POST' ? 1 : 2)];
+  if (name === undefined) return target;
+  return ledgerTarget(unescaped(name), method === 'POST' ? undefined : unescaped(segments[segments.length - 1]!));
+}
+
+/** A path segment without its percent-escapes; as it is where they are malformed. */
+function unescaped(segment: string): string {
+  if (!segment.includes('%')) return segment;
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return segment;
+  }
 }
 
 /**

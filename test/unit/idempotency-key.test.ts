@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { HttpProblem } from '../../src/conventions/problem.js';
 import { createHash } from 'node:crypto';
-import { ledgerKey, ledgerName, legacyFingerprint, parseIdempotencyKey, requestFingerprint } from '../../src/conventions/idempotency-key.js';
+import { currentLedgerKey, ledgerKey, ledgerName, ledgerTarget, legacyFingerprint, parseIdempotencyKey, requestFingerprint } from '../../src/conventions/idempotency-key.js';
 import { AnswerBook, KeyInFlightError, KeyReusedError, matchesRequest } from '../../src/store/idempotency.js';
 import { AnswerRing } from '../../src/store/log/answer-ring.js';
 
@@ -46,6 +46,37 @@ test('ledger keys -> the JSON array of the parts, as JSON.stringify writes it, w
 test('ledger keys of different requests -> never equal, whatever the parts hold', () => {
   assert.notEqual(ledgerKey('a\nb', 'POST', '/x', 'k'), ledgerKey('a', 'b\nPOST', '/x', 'k'));
   assert.equal(ledgerKey('p', 'POST', '/x', 'k'), ledgerKey('p', 'POST', '/x', 'k'));
+});
+
+test('ledger targets -> the resource\'s own path, never the base path: the collection for a POST, the entity (its id escaped as links escape it) for a PATCH', () => {
+  assert.equal(ledgerTarget('items'), '/items');
+  assert.equal(ledgerTarget('items', 'a b/c'), '/items/a%20b%2Fc');
+  assert.equal(ledgerTarget('items', 'sE27qNG1i88C7buQ'), '/items/sE27qNG1i88C7buQ');
+});
+
+test('ledger keys an earlier version made (under --base-path, or the path as the request spelled it) -> this version\'s key of the same write; this version\'s unchanged', () => {
+  const principals = ['token:abd208465775ca70', 'address:::1', 'a"b\\', 'x","POST","/y', 'POST', 'é\n'];
+  const clients = ['k', 'upgrade-key-1', 'a"b', '/items', '","PATCH","/z'];
+  for (const principal of principals) {
+    for (const client of clients) {
+      const post = ledgerKey(principal, 'POST', ledgerTarget('items'), client);
+      const patch = ledgerKey(principal, 'PATCH', ledgerTarget('items', 'a b'), client);
+      const what = JSON.stringify([principal, client]);
+      // This version's: the same string, not a copy.
+      assert.equal(currentLedgerKey(post), post, what);
+      assert.equal(currentLedgerKey(patch), patch, what);
+      for (const earlier of ['/api/items', '/a/b/items', '/items/items', '/api/v1/items', '/v1/items', '/%69tems']) {
+        assert.equal(currentLedgerKey(ledgerKey(principal, 'POST', earlier, client)), post, `${what} POST ${earlier}`);
+      }
+      for (const earlier of ['/api/items/a%20b', '/items/items/a%20b', '/v1/items/a%20b', '/api/v1/items/%61%20b', '/items/a%20b/']) {
+        assert.equal(currentLedgerKey(ledgerKey(principal, 'PATCH', earlier, client)), patch, `${what} PATCH ${earlier}`);
+      }
+      // A path spelled with a quote (JSON escapes it), before 2026-12-02.
+      assert.equal(currentLedgerKey(ledgerKey(principal, 'PATCH', '/api/items/a"b', client)), ledgerKey(principal, 'PATCH', ledgerTarget('items', 'a"b'), client), what);
+    }
+  }
+  // Keys of no keyed method (a test's own names) are left as they are.
+  for (const key of ['old', 'k', '["p","PUT","/api/items","k"]', '[1,"POST"]']) assert.equal(currentLedgerKey(key), key);
 });
 
 test('AnswerBook: claim, in flight -> KeyInFlightError; released without an answer -> claimable again; answered -> replay or KeyReusedError', () => {
