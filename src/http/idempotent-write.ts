@@ -9,7 +9,7 @@ import { problemReply, type Reply } from './reply.js';
 /**
  * A POST or PATCH with `Idempotency-Key` (docs/conventions.md): the first request with a key is
  * processed and its answer remembered by the store, together with the write; a retry from the same
- * principal to the same method and path gets that answer again, with `Idempotency-Replayed: true`,
+ * principal to the same method and resource gets that answer again, with `Idempotency-Replayed: true`,
  * writing nothing; the key with another body is a 422, and while the first is still processed a
  * 409.
  *
@@ -58,7 +58,7 @@ export interface KeyedRequest {
   readonly principal: Principal | undefined;
   /** The client's key (`requestKey`). */
   readonly key: string;
-  /** The path the write names, as the server links it (whatever alias or escapes the request used). */
+  /** The resource the write names, by its own path (`ledgerTarget`: whatever prefix, alias or escapes the request used). */
   readonly target: string;
   /** The parsed body. */
   readonly body: unknown;

@@ -18,6 +18,7 @@ import { jsonReply, notModifiedReply, prepared, type Reply } from './reply.js';
 import { accepted, readJsonBody, readJsonRequest, type JsonRequestBody } from './request.js';
 import { mapMaybe } from './maybe-promise.js';
 import { keyedWrite, requestKey } from './idempotent-write.js';
+import { ledgerTarget } from '../conventions/idempotency-key.js';
 import { clientKey, permits, type Principal } from './auth.js';
 import type { KeyedWrite } from '../store/idempotency.js';
 import { NO_CONDITIONS, type EmbeddedRepresentation, type Page, type Resource, type WriteConditions } from './resource.js';
@@ -216,12 +217,13 @@ interface KeyedWriteRequest {
 }
 
 /**
- * Runs `run` through the idempotency ledger, under the path the write names as this server links
- * it (the collection's for a POST, the entity's for a PATCH): `/v1/items` and `/items`, or an id
- * spelled with escapes and without, are one target, so a retry sent to either replays.
+ * Runs `run` through the idempotency ledger, under the resource's own path (`ledgerTarget`: the
+ * collection's for a POST, the entity's for a PATCH, without the base path): `/api/v1/items`,
+ * `/api/items` and `/items`, or an id spelled with escapes and without, are one target, so a retry
+ * sent to any of them replays, and so does one after a restart with another `--base-path`.
  */
 function keyed({ req, principal, key, body, resource, reply, id }: KeyedWriteRequest, run: (keyed: KeyedWrite) => Promise<StoredEntity>): Promise<Reply> {
-  const target = id === '' ? resource.path : resource.href(id);
+  const target = ledgerTarget(resource.name, id === '' ? undefined : id);
   return keyedWrite({ req, principal, key, target, body: body.value, bytes: body.bytes, ledger: resource.store.idempotency, write: run, reply, missing: () => resource.missing(id) });
 }
 

@@ -3,6 +3,9 @@
  * test/fixtures/halserve-2026-11-28 were written by the halserve of that day (commit 3566845,
  * token `secret-token-1234567890`, `--resource items`): a POST, then a POST with
  * `Idempotency-Key: upgrade-key-1`. That server answered them with the tags and cursors below.
+ * Those of test/fixtures/halserve-2026-12-02-base-path, by the halserve of commit bc34ac0 with
+ * `--base-path /api` besides: a POST with `Idempotency-Key: base-key-1`, then a PATCH of its
+ * entity with `base-key-2`; it named their answers by the paths under its base path.
  */
 import assert from 'node:assert/strict';
 import { readFile, writeFile } from 'node:fs/promises';
@@ -20,13 +23,20 @@ const KEYED = { path: '/items/sE27qNG1i88C7buQ', etag: '"3.1axtyhiuobd"', key: '
 /** The fixture's answer was recorded at this millisecond; moved to now, so it is within its 24 hours. */
 const RECORDED_MS = 1796215159340;
 
-/** A data directory holding the fixture, its answer's time moved to now. */
-async function upgradedDir(): Promise<string> {
+/** A data directory holding the fixture, its answers' times (`recorded`, ms) moved to now. */
+async function upgradedDir(fixture = FIXTURE, recorded: readonly number[] = [RECORDED_MS]): Promise<string> {
   const dir = await tempDir();
-  const text = await readFile(FIXTURE, 'utf8');
-  await writeFile(join(dir, 'items.jsonl'), text.replaceAll(String(RECORDED_MS), String(Date.now())));
+  let text = await readFile(fixture, 'utf8');
+  for (const ms of recorded) text = text.replaceAll(String(ms), String(Date.now()));
+  await writeFile(join(dir, 'items.jsonl'), text);
   return dir;
 }
+
+const BASE_PATH_FIXTURE = fileURLToPath(new URL('../fixtures/halserve-2026-12-02-base-path/items.jsonl', import.meta.url));
+/** What that server answered, and when it recorded its two answers. */
+const BASE_PATH_KEYED = { path: '/api/items/5KRcesCLLUTaolx2', etag: '"1idy1vn2x5"', key: 'base-key-1', body: '{"name":"keyed"}' };
+const BASE_PATH_PATCH = { etag: '"16xyb8vgsds"', key: 'base-key-2', body: '{"name":"patched"}' };
+const BASE_PATH_RECORDED_MS = [1796221265167, 1796221265209];
 
 describe('upgrade from the files of 2026-11-28', () => {
   test('tags, cursors and remembered answers the earlier server handed out go on working', async () => {
@@ -86,4 +96,39 @@ describe('upgrade from the files of 2026-11-28', () => {
     server.child.kill('SIGTERM');
     assert.equal(await server.exited, 0);
   });
+});
+
+describe('upgrade from the files of 2026-12-02, written under --base-path', () => {
+  for (const basePath of ['/api', '', '/v2']) {
+    test(`the keyed POST and PATCH retried after the upgrade, the base path now ${JSON.stringify(basePath)} -> their first answers again, nothing written twice`, async () => {
+      const dir = await upgradedDir(BASE_PATH_FIXTURE, BASE_PATH_RECORDED_MS);
+      const args = ['--data', dir, '--port', '0', '--token', TOKEN, '--resource', 'items', '--log', 'off', ...(basePath === '' ? [] : ['--base-path', basePath])];
+      const server = await startCli(args);
+      const id = BASE_PATH_KEYED.path.slice(BASE_PATH_KEYED.path.lastIndexOf('/') + 1);
+      const retry = await fetch(`${server.url}${basePath}/items`, {
+        method: 'POST',
+        headers: { ...AUTH, 'content-type': 'application/json', 'idempotency-key': BASE_PATH_KEYED.key },
+        body: BASE_PATH_KEYED.body,
+      });
+      assert.equal(retry.status, 201);
+      assert.equal(retry.headers.get('idempotency-replayed'), 'true');
+      // As first sent: its links under the base path of then.
+      assert.equal(retry.headers.get('location'), BASE_PATH_KEYED.path);
+      assert.equal(retry.headers.get('etag'), BASE_PATH_KEYED.etag);
+      const patch = await fetch(`${server.url}${basePath}/items/${id}`, {
+        method: 'PATCH',
+        headers: { ...AUTH, 'content-type': 'application/merge-patch+json', 'idempotency-key': BASE_PATH_PATCH.key },
+        body: BASE_PATH_PATCH.body,
+      });
+      assert.equal(patch.status, 200);
+      assert.equal(patch.headers.get('idempotency-replayed'), 'true');
+      assert.equal(patch.headers.get('etag'), BASE_PATH_PATCH.etag);
+      const page = (await (await fetch(`${server.url}/items`, { headers: { ...AUTH, accept: 'application/json' } })).json()) as { count: number };
+      assert.equal(page.count, 1);
+      // The entity is as the PATCH left it: not patched again.
+      assert.equal((await fetch(`${server.url}/items/${id}`, { headers: { ...AUTH, 'if-none-match': BASE_PATH_PATCH.etag } })).status, 304);
+      server.child.kill('SIGTERM');
+      assert.equal(await server.exited, 0);
+    });
+  }
 });

@@ -89,6 +89,37 @@ describe('Idempotency-Key on POST and PATCH (memory store)', () => {
     assert.equal(retried.replayed, 'true');
   });
 
+  test('the same key with and without the base path, and after a restart with another base path or none -> replayed: one resource, one write', async () => {
+    const store = createMemoryStore();
+    const serve = (basePath: string) => startServer({ resources: [{ name: 'items', store }], basePath });
+    const post = { method: 'POST', headers: keyed('moved'), body: '{"name":"a"}' };
+    const api = await serve('/api');
+    const first = await answer(await api.request('/api/items', post));
+    assert.equal(first.status, 201);
+    // Routed to the same collection without the prefix (a proxy that strips it).
+    const stripped = await answer(await api.request('/items', post));
+    assert.deepEqual({ ...stripped, replayed: null }, first);
+    assert.equal(stripped.replayed, 'true');
+    const path = first.location!;
+    const id = path.slice(path.lastIndexOf('/') + 1);
+    const patch = { method: 'PATCH', headers: { ...keyed('moved-edit'), 'content-type': 'application/merge-patch+json' }, body: '{"n":1}' };
+    const patched = await answer(await api.request(path, patch));
+    assert.equal(patched.status, 200);
+    await api.close();
+    // The first answers again, as they were sent (their links under the base path of then).
+    for (const [basePath, prefix] of [['', ''], ['/v2', '/v2'], ['/v2', '']]) {
+      const s = await serve(basePath!);
+      const again = await answer(await s.request(`${prefix}/items`, post));
+      assert.deepEqual({ ...again, replayed: null }, first, `POST, base path ${JSON.stringify(basePath)}, ${prefix || 'no prefix'}`);
+      assert.equal(again.replayed, 'true');
+      const repatched = await answer(await s.request(`${prefix}/items/${id}`, patch));
+      assert.deepEqual({ ...repatched, replayed: null }, patched, `PATCH, base path ${JSON.stringify(basePath)}`);
+      assert.equal(repatched.replayed, 'true');
+      await s.close();
+    }
+    assert.equal(store.size, 1);
+  });
+
   test('the same key with another body -> 422 problem, nothing written', async () => {
     const s = await startItems();
     assert.equal((await s.request('/items', { method: 'POST', headers: keyed('k'), body: '{"name":"a"}' })).status, 201);

@@ -166,6 +166,63 @@ describe('Idempotency-Key on PostgreSQL', { skip: pgMissing }, () => {
     assert.equal(await server.exited, 0);
   });
 
+  test('keyed POST and PATCH under --base-path, retried after restarts without it and with another; answers an earlier version recorded under its base path -> replayed, renamed at start-up; one entity', async () => {
+    const url = await freshDatabase();
+    const data = await tempDir();
+    const serve = (basePath: string) => startCli(['--port', '0', '--log', 'off', '--store', url, '--resource', 'items', '--data', data, ...(basePath === '' ? [] : ['--base-path', basePath])]);
+    const post = { method: 'POST', headers: headers('k-moved'), body: '{"n":1}' };
+    const patch = { method: 'PATCH', headers: { ...headers('k-moved-edit'), 'content-type': 'application/merge-patch+json' }, body: '{"n":2}' };
+    const stop = async (server: Awaited<ReturnType<typeof serve>>): Promise<void> => {
+      server.child.kill('SIGTERM');
+      assert.equal(await server.exited, 0);
+    };
+    const api = await serve('/api');
+    const first = await fetch(`${api.url}/api/items`, post);
+    assert.equal(first.status, 201);
+    const location = first.headers.get('location')!;
+    const id = location.slice(location.lastIndexOf('/') + 1);
+    const firstBody = await first.text();
+    const patched = await fetch(`${api.url}${location}`, patch);
+    assert.equal(patched.status, 200);
+    const patchedBody = await patched.text();
+    // Without the prefix, to the same collection.
+    assert.equal((await fetch(`${api.url}/items`, post)).headers.get('idempotency-replayed'), 'true');
+    await stop(api);
+    const retried = async (server: Awaited<ReturnType<typeof serve>>, prefix: string): Promise<void> => {
+      const again = await fetch(`${server.url}${prefix}/items`, post);
+      assert.equal(again.status, 201);
+      assert.equal(again.headers.get('idempotency-replayed'), 'true');
+      assert.equal(again.headers.get('location'), location);
+      assert.equal(await again.text(), firstBody);
+      const repatched = await fetch(`${server.url}${prefix}/items/${id}`, patch);
+      assert.equal(repatched.headers.get('idempotency-replayed'), 'true');
+      assert.equal(await repatched.text(), patchedBody);
+    };
+    const plain = await serve('');
+    await retried(plain, '');
+    await stop(plain);
+    // As the earlier version named them: by the paths under its base path.
+    const sql = postgres(url, { max: 1, onnotice: () => {} });
+    try {
+      const changed = await sql.unsafe(`UPDATE ${SCHEMA}.answers SET key = replace(key, '","/items', '","/api/items')`);
+      assert.equal(changed.count, 2);
+      // And the POST's answer once more, as the version before 2026-12-02 named it (the path as the
+      // request spelled it): both names are this version's one key, which keeps one answer.
+      const copied = await sql.unsafe(
+        `INSERT INTO ${SCHEMA}.answers SELECT resource, replace(key, '","/api/items"', '","/api/v1/items"'), fingerprint, at, status, headers, body FROM ${SCHEMA}.answers WHERE strpos(key, '","POST","/api/items"') > 0`,
+      );
+      assert.equal(copied.count, 1);
+      const v2 = await serve('/v2');
+      await retried(v2, '/v2');
+      await stop(v2);
+      const targets = (await sql.unsafe(`SELECT key FROM ${SCHEMA}.answers`)).map((r) => (JSON.parse(r.key as string) as string[])[2]).sort();
+      assert.deepEqual(targets, ['/items', `/items/${id}`]);
+    } finally {
+      await sql.end({ timeout: 1 });
+    }
+    assert.deepEqual(await liveRows(url), [id]);
+  });
+
   test('a keyed write committed, its reply lost (503) -> the retry replays it, one entity', async () => {
     const url = new URL(await freshDatabase());
     // The statement of a batch of keyed creates (create-function.ts), the only one with this text.

@@ -3,7 +3,7 @@ import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { after, afterEach, describe, test } from 'node:test';
-import { legacyFingerprint, requestFingerprint } from '../../src/conventions/idempotency-key.js';
+import { ledgerKey, ledgerTarget, legacyFingerprint, requestFingerprint } from '../../src/conventions/idempotency-key.js';
 import { ReplayedAnswer, type KeyedWrite, type StoredAnswer } from '../../src/store/idempotency.js';
 import { discoverResources } from '../../src/store/log/data-dir.js';
 import { openJsonlStore, type JsonlStore, type JsonlStoreOptions } from '../../src/store/log/jsonl-store.js';
@@ -470,6 +470,30 @@ describe('Idempotency-Key answers in the JSON-lines store', () => {
     const again = await open(dir);
     assert.deepEqual(await Promise.all(['settled', 'made', 'lost', 'nothing'].map(async (k) => (await replayOf(again, k)) !== undefined)), [true, true, false, false]);
     await again.close();
+  });
+
+  test('answers an earlier version recorded under its keys (the path under --base-path), in the answers file and in the log -> reopened, each replays to this version\'s key of its write, and the file is rewritten with those keys', async () => {
+    const dir = await tempDir();
+    const earlier = (method: string, target: string, client: string): string => ledgerKey('token:t', method, target, client);
+    const current = (client: string, id?: string): string => ledgerKey('token:t', id === undefined ? 'POST' : 'PATCH', ledgerTarget('items', id), client);
+    // As the earlier version's HTTP layer named them, under --base-path /api.
+    let store = await open(dir, { compaction: { auto: false } });
+    const a = await store.create(record('a'), key(earlier('POST', '/api/items', 'ka')));
+    const patched = await store.update('a', (c) => ({ ...c.record, n: 1 }), key(earlier('PATCH', '/api/items/a', 'kp')));
+    // Moved to the answers file; then one more, left in the log.
+    assert.equal(await store.compact(), true);
+    const b = await store.create(record('b'), key(earlier('POST', '/api/v1/items', 'kb')));
+    await store.close();
+    const file = path.join(dir, '_idempotency.items');
+    assert.ok((await fs.readFile(file, 'utf8')).includes('/api/items'));
+    store = await open(dir, { compaction: { auto: false } });
+    assert.equal((await replayOf(store, current('ka')))?.body, a.json);
+    assert.equal((await replayOf(store, current('kp', 'a')))?.body, patched!.json);
+    assert.equal((await replayOf(store, current('kb')))?.body, b.json);
+    await assert.rejects(store.create(record('c'), key(current('ka'))), ReplayedAnswer);
+    assert.equal(store.size, 2);
+    await store.close();
+    assert.ok(!(await fs.readFile(file, 'utf8')).includes('/api/'), 'the answers file holds this version\'s keys');
   });
 
   test('an answers file with a line of JSON of another shape (damaged) -> StoreOpenError naming the answers file and its line, not the log nor JavaScript\'s own words', async () => {

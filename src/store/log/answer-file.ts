@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import path from 'node:path';
+import { currentLedgerKey } from '../../conventions/idempotency-key.js';
 import { AnswerBook, type AnswerBookOptions, type Remembered } from '../idempotency.js';
 import { rememberedOf, type AnswerEntry, type HeldAnswer } from './answer-lines.js';
 import { AnswerRing } from './answer-ring.js';
@@ -155,8 +156,9 @@ export class AnswerFile {
     const lines = await this.#read();
     if (lines === undefined) return; // no file: no key was ever used
     let doubt: readonly FileEntry[] = [];
+    // A key an earlier version made is held, and written back, under this version's name for it.
     const keep = (entries: readonly FileEntry[]): void => {
-      for (const e of entries) this.put(e.k, rememberedOf(e));
+      for (const e of entries) this.put(currentLedgerKey(e.k), rememberedOf(e));
     };
     lines.forEach((line, i) => {
       let value: unknown;

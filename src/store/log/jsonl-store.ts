@@ -1,4 +1,5 @@
 import { isSerialised, recordJson } from '../../conventions/entity.js';
+import { currentLedgerKey } from '../../conventions/idempotency-key.js';
 import { basename, dirname } from 'node:path';
 import { tombstoneLine, type ChangeStamp } from '../changes/change-stamp.js';
 import { ascendingOrder } from '../changes/change-order.js';
@@ -373,8 +374,9 @@ class JsonlLogStore implements JsonlStore {
     // read later: held meanwhile in a book of the same bounds, so that no more of them are held.
     const fromLog = new AnswerBook(this.#idempotency);
     try {
-      // Lines whose answers all expired are not even parsed.
-      const answerLines = new AnswerLines((e) => fromLog.put(e.k, rememberedOf(e)), fromLog.now() - fromLog.ttlMs);
+      // Lines whose answers all expired are not even parsed. A key an earlier version made is held
+      // under this version's name for it (`currentLedgerKey`): its retry, after the upgrade, replays.
+      const answerLines = new AnswerLines((e) => fromLog.put(currentLedgerKey(e.k), rememberedOf(e)), fromLog.now() - fromLog.ttlMs);
       loaded = await loadLog(fsys, this.#path, this.#index, this.#repair, this.#loadChunkBytes, (id, stamp) => deletes.set(id, stamp ?? null), answerLines);
       this.#loadChanges(deletes, loaded.behind);
       // A number held only by a superseded line (an older line of its id copied after it) may have

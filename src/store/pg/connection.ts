@@ -5,6 +5,7 @@
 import { StoreOpenError } from '../store.js';
 import { DRIVER_OPTIONS, loadDriver, type PgOptions, type Sql } from './driver.js';
 import { CREATE_FUNCTION_QUERY, CREATE_FUNCTION_SETUP } from './create-function.js';
+import { renameEarlierKeys } from './earlier-keys.js';
 import { ANSWERS_AT_BTREE_QUERY, ANSWERS_AT_MIGRATION, ANSWERS_TABLE, ANSWERS_TABLE_DDL, DATASET_MIGRATION, DATASET_QUERY, DELETED_AT_DDL, DELETED_AT_QUERY, LAYOUT_DDL, LAYOUT_LOCK, LAYOUT_VERSION, LAYOUT_VERSION_QUERY, SCHEMA, UNNAMED_CURSORS } from './layout.js';
 import type { PgDataset } from './pg-cursor.js';
 
@@ -250,6 +251,8 @@ export async function prepareLayout(sql: Sql, where: string, create: boolean): P
   // A database laid out before data sets were named gets its name (layout.ts); asked first, as
   // the others, so that a start on a named database writes nothing.
   if ((await readDataset(sql)).name === undefined && create) await sql.unsafe(DATASET_MIGRATION.join(';\n'));
+  // Answers an earlier version recorded, under the keys it made, take this version's (earlier-keys.ts).
+  if (create) await renameEarlierKeys(sql);
   return true;
 }
 
