@@ -4,11 +4,10 @@ import { connect, type AddressInfo } from 'node:net';
 import { bodyLimits, ClientAbortedError, readBody } from '../../src/http/body.js';
 import { after, describe, test } from 'node:test';
 import { METHOD_NOT_IMPLEMENTED } from '../../src/http/reply.js';
-import { createHalServer } from '../../src/http/server.js';
 import { createMemoryStore } from '../../src/store/memory-store.js';
 import type { Store } from '../../src/store/store.js';
 import { records, startItems } from '../helpers/server.js';
-import { assertRawProblem, rawExchange } from './raw.js';
+import { assertRawProblem, rawExchange, startShortTimeouts } from './raw.js';
 
 /**
  * Malformed and unusual HTTP/1.1 over a raw socket: what a hostile or broken client sends. The rule
@@ -413,16 +412,7 @@ describe('slow clients, with the timeouts shortened', () => {
   /** createHalServer's own handling, with timeouts short enough for a test (the CLI's: 10 s and 30 s). */
   async function startShort(): Promise<{ url: string; store: Store }> {
     const store = createMemoryStore();
-    const server = createHalServer({ resources: [{ name: 'items', store }] }, { headersTimeout: 300, requestTimeout: 600, connectionsCheckingInterval: 50 });
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    after(
-      () =>
-        new Promise<void>((resolve) => {
-          server.closeAllConnections();
-          server.close(() => resolve());
-        }),
-    );
-    return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, store };
+    return { url: await startShortTimeouts({ resources: [{ name: 'items', store }] }), store };
   }
 
   test('headers never finished (slowloris) -> 408 problem and close once headersTimeout passes', async () => {

@@ -1,5 +1,8 @@
 import assert from 'node:assert/strict';
-import { connect, type Socket } from 'node:net';
+import { connect, type AddressInfo, type Socket } from 'node:net';
+import { after } from 'node:test';
+import type { HandlerOptions } from '../../src/http/app.js';
+import { createHalServer } from '../../src/http/server.js';
 
 /**
  * A bare-bones HTTP/1.1 client over a raw socket, for requests that `fetch` refuses to send or
@@ -32,6 +35,23 @@ export interface RawOptions {
   readonly responses?: number;
   /** Close our side right after writing, as a client that disconnects mid-request does. */
   readonly destroyAfterWriteMs?: number;
+}
+
+/**
+ * `createHalServer(options)` listening on a free port, its own timeouts short enough for a test
+ * (the CLI's: 10 s and 30 s), closed with its connections after the test; its URL.
+ */
+export async function startShortTimeouts(options: HandlerOptions): Promise<string> {
+  const server = createHalServer(options, { headersTimeout: 300, requestTimeout: 600, connectionsCheckingInterval: 50 });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  after(
+    () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  );
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 }
 
 /** `http://127.0.0.1:1234` → its port. */

@@ -1,15 +1,14 @@
 import assert from 'node:assert/strict';
-import { connect, type AddressInfo } from 'node:net';
-import { after, describe, test } from 'node:test';
+import { connect } from 'node:net';
+import { describe, test } from 'node:test';
 import type { AccessLogEntry } from '../../src/http/boundary.js';
 import { refusalCode, refusalEntry } from '../../src/http/refusals.js';
 import { METHOD_NOT_IMPLEMENTED } from '../../src/http/reply.js';
-import { createHalServer } from '../../src/http/server.js';
 import { ServerMetrics } from '../../src/metrics/server-metrics.js';
 import { createMemoryStore } from '../../src/store/memory-store.js';
 import { sample } from '../helpers/metrics.js';
 import { startItems } from '../helpers/server.js';
-import { assertRawProblem, portOf, rawExchange } from './raw.js';
+import { assertRawProblem, portOf, rawExchange, startShortTimeouts } from './raw.js';
 
 /**
  * Requests Node's parser refuses never reach the handler: the server answers them itself
@@ -132,19 +131,8 @@ describe('requests too slow to arrive, with the timeouts shortened -> 408, count
     test(label, async () => {
       const lines: AccessLogEntry[] = [];
       const metrics = new ServerMetrics();
-      const server = createHalServer(
-        { resources: [{ name: 'items', store: createMemoryStore() }], tokens: [TOKEN], metrics, accessLog: (entry) => lines.push(entry) },
-        { headersTimeout: 300, requestTimeout: 600, connectionsCheckingInterval: 50 },
-      );
-      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-      after(
-        () =>
-          new Promise<void>((resolve) => {
-            server.closeAllConnections();
-            server.close(() => resolve());
-          }),
-      );
-      const { responses } = await rawExchange(`http://127.0.0.1:${(server.address() as AddressInfo).port}`, data, { timeoutMs: 3000 });
+      const url = await startShortTimeouts({ resources: [{ name: 'items', store: createMemoryStore() }], tokens: [TOKEN], metrics, accessLog: (entry) => lines.push(entry) });
+      const { responses } = await rawExchange(url, data, { timeoutMs: 3000 });
       assertRawProblem(responses[0], 408);
       assert.equal(responses[0]?.headers['connection'], 'close');
       assert.deepEqual(
