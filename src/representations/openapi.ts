@@ -6,8 +6,9 @@ import { relationGraph, type RelationGraph, type ResourceRelations } from '../co
 import { TEXT_EVENT_STREAM } from '../conventions/event-stream.js';
 
 /**
- * The OpenAPI 3.1 document of a running service (docs/conventions.md §4.1), built once at start-up from its
- * resources and their schemas. Pure: resources in, a plain object out.
+ * The OpenAPI 3.1 document of a running service (docs/conventions.md §4.1), from its resources and
+ * their schemas. Pure: resources in, a plain object out (`openApiDocument`), or its JSON text in
+ * pieces (`openApiChunks`) for a caller that makes it without holding the event loop.
  */
 
 /** A JSON schema object as read from `<name>.schema.json`. */
@@ -499,7 +500,8 @@ function servicePaths(names: readonly string[], authenticated: boolean): Json {
   };
 }
 
-function components(resources: readonly OpenApiResource[], graph: RelationGraph): Json {
+/** The components but the resources' own schemas, which `schemas` ends with (see `openApiDocument`). */
+function fixedComponents(): Json {
   return {
     securitySchemes: {
       bearer: {
@@ -615,7 +617,6 @@ function components(resources: readonly OpenApiResource[], graph: RelationGraph)
           },
         },
       },
-      ...Object.assign({}, ...resources.map((r) => resourceSchemas(r, relationsOf(graph, r.name)))),
     },
     responses: Object.fromEntries(Object.keys(PROBLEMS).map((status) => [`Problem${status}`, problemResponse(status)])),
   };
@@ -656,18 +657,29 @@ function addHeadAndOptions(item: Json): void {
 
 const relationsOf = (graph: RelationGraph, name: string): ResourceRelations => graph.get(name) ?? { forward: [], reverse: [] };
 
-/** The OpenAPI 3.1 document: every route both unprefixed and under `/v1` (docs/conventions.md §4). */
-export function openApiDocument(options: OpenApiOptions): Json {
-  const { resources, basePath, authenticated } = options;
-  const graph = options.relations ?? relationGraph(resources);
-  const paths: Json = {
-    ...servicePaths(resources.map((r) => r.name), authenticated),
-    ...Object.assign({}, ...resources.map((r) => resourcePaths(r, relationsOf(graph, r.name)))),
-  };
+/** A resource's paths, each with HEAD and OPTIONS. */
+function ownPaths(resource: OpenApiResource, graph: RelationGraph): Json {
+  const paths = resourcePaths(resource, relationsOf(graph, resource.name));
   for (const item of Object.values(paths) as Json[]) addHeadAndOptions(item);
-  // The same operations under /v1, by reference (a Path Item may be a $ref in OpenAPI 3.1).
+  return paths;
+}
+
+/** The service's own paths, each with HEAD and OPTIONS. */
+function ownServicePaths(resources: readonly OpenApiResource[], authenticated: boolean): Json {
+  const paths = servicePaths(resources.map((r) => r.name), authenticated);
+  for (const item of Object.values(paths) as Json[]) addHeadAndOptions(item);
+  return paths;
+}
+
+/** The same operations under /v1, by reference (a Path Item may be a $ref in OpenAPI 3.1). */
+function v1Path(path: string): [string, Json] {
   // The fragment is a URI: `{` and `}` of a template are percent-encoded (RFC 6901 §6).
-  for (const path of Object.keys(paths)) paths[path === '/' ? '/v1' : `/v1${path}`] = { $ref: `#/paths/${encodeURI(pointer(path))}` };
+  return [path === '/' ? '/v1' : `/v1${path}`, { $ref: `#/paths/${encodeURI(pointer(path))}` }];
+}
+
+/** The members before `paths`. */
+function frame(options: OpenApiOptions): Json {
+  const { resources, basePath, authenticated } = options;
   return {
     openapi: '3.1.0',
     info: {
@@ -683,7 +695,53 @@ export function openApiDocument(options: OpenApiOptions): Json {
       { name: 'operation', description: 'Health, ping, identity and metrics' },
       ...resources.map((r) => ({ name: r.name, description: `The ${r.name} collection` })),
     ],
-    paths,
-    components: components(resources, graph),
   };
+}
+
+/** The OpenAPI 3.1 document: every route both unprefixed and under `/v1` (docs/conventions.md §4). */
+export function openApiDocument(options: OpenApiOptions): Json {
+  const { resources } = options;
+  const graph = options.relations ?? relationGraph(resources);
+  const paths: Json = { ...ownServicePaths(resources, options.authenticated), ...Object.assign({}, ...resources.map((r) => ownPaths(r, graph))) };
+  for (const path of Object.keys(paths)) {
+    const [v1, item] = v1Path(path);
+    paths[v1] = item;
+  }
+  const fixed = fixedComponents();
+  const schemas = { ...(fixed['schemas'] as Json), ...Object.assign({}, ...resources.map((r) => resourceSchemas(r, relationsOf(graph, r.name)))) };
+  return { ...frame(options), paths, components: { ...fixed, schemas } };
+}
+
+/** `"key":value`, as `JSON.stringify` writes a member. */
+const member = (key: string, value: unknown): string => `${JSON.stringify(key)}:${JSON.stringify(value)}`;
+
+/**
+ * The document's JSON text, `JSON.stringify(openApiDocument(options))` to the byte, in pieces: the
+ * paths and the schemas of one resource at a time, so that a caller can give up the event loop
+ * between them (a document of a hundred resources is megabytes, and tens of milliseconds to make
+ * whole; docs/conventions.md §8). Resource names are unique and none is a service path (config.ts
+ * reserves those), so no member is written twice where the object would have kept the last.
+ */
+export function* openApiChunks(options: OpenApiOptions): Generator<string, void, undefined> {
+  const { resources } = options;
+  const graph = options.relations ?? relationGraph(resources);
+  const head = JSON.stringify(frame(options));
+  const service = ownServicePaths(resources, options.authenticated);
+  const keys = Object.keys(service);
+  yield `${head.slice(0, -1)},"paths":{${Object.entries(service).map(([k, v]) => member(k, v)).join(',')}`;
+  for (const resource of resources) {
+    const own = Object.entries(ownPaths(resource, graph));
+    for (const [k] of own) keys.push(k);
+    yield `,${own.map(([k, v]) => member(k, v)).join(',')}`;
+  }
+  yield `,${keys.map((path) => member(...v1Path(path))).join(',')}}`;
+  const components = fixedComponents();
+  // `schemas` is neither first nor last among the components: the members around it are written
+  // whole, `schemas` left in its place as a marker.
+  const [before, after] = JSON.stringify({ ...components, schemas: null }).split(',"schemas":null');
+  yield `,"components":${before as string},"schemas":${JSON.stringify(components['schemas']).slice(0, -1)}`;
+  for (const resource of resources) {
+    yield `,${Object.entries(resourceSchemas(resource, relationsOf(graph, resource.name))).map(([k, v]) => member(k, v)).join(',')}`;
+  }
+  yield `}${after as string}}`;
 }
