@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { codedTag } from '../conventions/conditional.js';
-import { chooseEncoding } from '../conventions/accept-encoding.js';
+import { chooseEncoding, type ContentCoding } from '../conventions/accept-encoding.js';
 import { ASYNC_COMPRESSION_BYTES, COMPRESSION_THRESHOLD_BYTES, encode, encodeAsync } from './encoding.js';
 import type { Duplex } from 'node:stream';
 import { PROBLEM_MEDIA_TYPE, statusTitle, unparsable, type HttpProblem } from '../conventions/problem.js';
@@ -43,6 +43,12 @@ export interface Reply {
    * compressed (RFC 9110 §15.4.5).
    */
   readonly representationLength?: number;
+  /**
+   * `body` already compressed with `coding` (a representation made once and sent many times, as
+   * `/openapi.json`): sent as it is to a request whose chosen coding it is, rather than compressed
+   * again for every request.
+   */
+  readonly encoded?: { readonly coding: ContentCoding; readonly body: Buffer };
 }
 
 /** A 304 for a representation whose 200 would carry `body`, with the 200's `headers` that a 304 repeats. */
@@ -181,13 +187,15 @@ export function send(req: IncomingMessage, res: ServerResponse, reply: Reply, ex
     // Compressions share libuv's four threads with the store's fsyncs: past two large ones at
     // once, a large body goes out as it is rather than delay every write behind it.
     const large = body.length >= ASYNC_COMPRESSION_BYTES;
-    if (coding && (!large || compressing < MAX_ASYNC_COMPRESSIONS)) {
+    const ready = coding !== undefined && reply.encoded?.coding === coding ? reply.encoded.body : undefined;
+    if (coding && (ready !== undefined || !large || compressing < MAX_ASYNC_COMPRESSIONS)) {
       list.push('content-encoding', coding);
       // A compressed representation has its own strong tag (RFC 9110 §8.8.3).
       const tags = closeList(list, vary, etag === undefined ? undefined : codedTag(etag, coding));
       // HEAD: the headers of the compressed GET, without compressing what is never sent; the
       // length is known only by compressing, so it is left out (RFC 9110 §9.3.2 allows that).
       if (req.method === 'HEAD') return writeOut(req, res, reply.status, tags, undefined);
+      if (ready !== undefined) return writeOut(req, res, reply.status, tags, ready);
       if (!large) return writeOut(req, res, reply.status, tags, encode(body, coding));
       compressing++;
       return encodeAsync(body, coding)

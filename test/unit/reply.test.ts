@@ -81,3 +81,24 @@ describe('send with a prepared reply', () => {
     assert.deepEqual(prepared(large).head, ['content-type', 'application/json', 'link', '</items?page=2>; rel="next"', 'vary', 'Accept, Accept-Encoding', 'etag', '"p1"', 'content-length', String(large.body!.length)]);
   });
 });
+
+describe('send with a body compressed beforehand (encoded)', () => {
+  const packed = { coding: 'br' as const, body: Buffer.from('already compressed') };
+  const reply: Reply = { ...large, encoded: packed };
+  const header = (written: Written, name: string): string | undefined => written.headers[written.headers.indexOf(name) + 1];
+
+  test('the coding it was made with -> those bytes, with the coding, its tag, Vary and their length; nothing compressed', () => {
+    const { written, bytes } = sent(reply, { headers: { 'accept-encoding': 'br, gzip' } });
+    assert.equal(written.body, packed.body);
+    assert.equal(bytes, packed.body.length);
+    assert.equal(header(written, 'content-encoding'), 'br');
+    assert.equal(header(written, 'etag'), '"p1-br"');
+    assert.equal(header(written, 'vary'), 'Accept, Accept-Encoding');
+    assert.equal(header(written, 'content-length'), String(packed.body.length));
+  });
+
+  test('another coding, or none -> as without it: gzip made now, or the body as it is', () => {
+    assert.deepEqual(sent(reply, { headers: { 'accept-encoding': 'gzip' } }).written, sent(large, { headers: { 'accept-encoding': 'gzip' } }).written);
+    assert.deepEqual(sent(reply, {}).written, sent(large, {}).written);
+  });
+});
