@@ -1,10 +1,14 @@
 import { createRequire } from 'node:module';
 import { notModified } from '../conventions/conditional.js';
 import { notFound } from '../conventions/problem.js';
-import { ASSET_SEGMENT, BROWSER_ASSETS, BROWSER_CSP, browserShell, staticRepresentation, type StaticRepresentation } from '../representations/html.js';
-import { openApiDocument, type OpenApiResource } from '../representations/openapi.js';
-import { relationsAmong, type RelationGraph } from '../conventions/relations.js';
-import { LruMap } from '../structures/lru-map.js';
+import { ASSET_SEGMENT, BROWSER_ASSETS, BROWSER_CSP, browserShell, type StaticRepresentation } from '../representations/html.js';
+import type { IncomingMessage } from 'node:http';
+import { chooseEncoding } from '../conventions/accept-encoding.js';
+import type { OpenApiResource } from '../representations/openapi.js';
+import type { RelationGraph } from '../conventions/relations.js';
+import { COMPRESSION_THRESHOLD_BYTES } from './encoding.js';
+import { mapMaybe } from './maybe-promise.js';
+import { OpenApiDocuments, type OpenApiDocument } from './openapi-documents.js';
 import type { RouteHandler } from './context.js';
 import { notModifiedReply, type Reply } from './reply.js';
 import type { Router } from './router.js';
@@ -39,6 +43,22 @@ function packageVersion(): string {
   }
 }
 
+/**
+ * A document's reply: 304 when `If-None-Match` names it, else its bytes, compressed once for every
+ * request that takes the same coding (`send` adds the coding's tag and `Vary`, as for any body).
+ */
+function documentReply(document: OpenApiDocument, req: IncomingMessage): Reply | Promise<Reply> {
+  const representation = document.representation;
+  const ifNoneMatch = req.headers['if-none-match'];
+  const coding = req.method === 'GET' && representation.body.length >= COMPRESSION_THRESHOLD_BYTES && !notModified(ifNoneMatch, representation.etag) ? chooseEncoding(req.headers['accept-encoding']) : undefined;
+  if (coding === undefined) return staticReply(representation, ifNoneMatch);
+  return document.encoded(coding).then(
+    (body) => ({ ...staticReply(representation, ifNoneMatch), encoded: { coding, body } }),
+    // Compressed as any body is, if at all.
+    () => staticReply(representation, ifNoneMatch),
+  );
+}
+
 /** A representation made at start-up, or 304 when `If-None-Match` names it (RFC 9110 §13.1.2). */
 function staticReply(representation: StaticRepresentation, ifNoneMatch: string | undefined, headers: Readonly<Record<string, string>> = {}): Reply {
   if (notModified(ifNoneMatch, representation.etag)) return notModifiedReply({ ...headers, etag: representation.etag }, representation.body);
@@ -49,28 +69,17 @@ function staticReply(representation: StaticRepresentation, ifNoneMatch: string |
   };
 }
 
-/** Documents kept for tokens limited to some resources, one per set of resources they may read. */
-const LIMITED_DOCUMENTS = 64;
-
 /**
  * `/openapi.json`, and the browser's shell and assets: everything built once, here, at start-up.
  * A token that may read only some resources (a JWT's `<resource>:read` scopes) is described only
  * those, as `/` lists only those: their relations among themselves, none to a resource it may not
- * read (a document per set of resources, made when first asked for, a few dozen kept).
+ * read (a document per set of resources, made when first asked for and kept: openapi-documents.ts).
  */
 export function addDiscoveryRoutes(router: Router<RouteHandler>, options: DiscoveryOptions): Discovery {
-  const version = packageVersion();
-  const describe = (resources: readonly OpenApiResource[], relations: RelationGraph): StaticRepresentation =>
-    staticRepresentation(JSON.stringify(openApiDocument({ resources, relations, basePath: options.basePath, authenticated: options.tokensConfigured, version })), 'application/json');
-  const document = describe(options.resources, options.relations);
-  const limited = new LruMap<StaticRepresentation>({ maxEntries: LIMITED_DOCUMENTS });
+  const documents = new OpenApiDocuments({ resources: options.resources, relations: options.relations, basePath: options.basePath, authenticated: options.tokensConfigured, version: packageVersion() });
   router.add('GET', '/openapi.json', ({ req, principal }) => {
-    if (principal === undefined || principal.access !== undefined) return staticReply(document, req.headers['if-none-match']);
-    const readable = options.resources.filter((resource) => principal.grants?.has(resource.name));
-    const key = readable.map((resource) => resource.name).join('/');
-    let own = limited.get(key);
-    if (own === undefined) limited.set(key, (own = describe(readable, relationsAmong(options.relations, new Set(readable.map((resource) => resource.name))))));
-    return staticReply(own, req.headers['if-none-match']);
+    const document = principal === undefined || principal.access !== undefined ? documents.whole : documents.of((name) => principal.grants?.has(name) === true);
+    return mapMaybe(document, (own) => documentReply(own, req));
   });
   // Registered so that OPTIONS and 405 know the path; served by the boundary before authentication.
   router.add('GET', BROWSER_PATTERN, () => {

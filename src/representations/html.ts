@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash, type Hash } from 'node:crypto';
 import { BROWSER_SCRIPT } from './browser/script.js';
 import { BROWSER_STYLE } from './browser/style.js';
 
@@ -31,7 +31,12 @@ const escapeHtml = (text: string): string => text.replace(/[&<>"']/g, (c) => `&#
 
 /** A strong tag from the content itself, so that a new release is never served stale from a cache. */
 export function contentTag(body: Buffer | string): string {
-  return `"${createHash('sha256').update(body).digest('base64url').slice(0, 22)}"`;
+  return digestTag(createHash('sha256').update(body));
+}
+
+/** `contentTag` of the bytes a SHA-256 `hash` was given, for a body hashed as it was made. */
+export function digestTag(hash: Hash): string {
+  return `"${hash.digest('base64url').slice(0, 22)}"`;
 }
 
 export function staticRepresentation(body: string, type: string): StaticRepresentation {

@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
 import { generateKeyPairSync, type KeyObject } from 'node:crypto';
-import { createServer, type Server } from 'node:http';
+import { createServer, request as httpRequest, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, describe, test } from 'node:test';
+import { brotliDecompressSync, gunzipSync } from 'node:zlib';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { exportJWK, exportSPKI, generateKeyPair, SignJWT, UnsecuredJWT, type CryptoKey, type JWK, type JWTPayload } from 'jose';
 import { HttpProblem } from '../../src/conventions/problem.js';
@@ -285,6 +286,45 @@ describe('scopes per resource', () => {
     assert.equal(again.headers.get('etag'), (await s.as(await scoped({ scope: 'orders:read' }), '/openapi.json')).headers.get('etag'), 'one document per set of resources read');
     const whole = await (await s.as(await scoped({ scope: 'read' }), '/openapi.json')).json();
     assert.ok(Object.keys(whole.paths as Record<string, unknown>).includes('/products'));
+  });
+
+  test('/openapi.json of a limited token -> the same bytes each time, compressed as asked with the coded tag, 304 on If-None-Match', async () => {
+    const token = await scoped({ scope: 'orders:read' });
+    const get = (headers: Record<string, string>, method = 'GET'): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: Buffer }> =>
+      new Promise((resolve, reject) => {
+        httpRequest(`${s.url}/openapi.json`, { method, headers: { authorization: `Bearer ${token}`, ...headers } }, (res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (c: Buffer) => chunks.push(c));
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }));
+        })
+          .on('error', reject)
+          .end();
+      });
+    const plain = await get({});
+    assert.equal(plain.status, 200);
+    assert.deepEqual((await get({})).body, plain.body);
+    const tag = String(plain.headers['etag']);
+    for (const [coding, decode] of [
+      ['br', brotliDecompressSync],
+      ['gzip', gunzipSync],
+    ] as const) {
+      for (let i = 0; i < 2; i++) {
+        const packed = await get({ 'accept-encoding': coding });
+        assert.equal(packed.headers['content-encoding'], coding);
+        assert.equal(packed.headers['etag'], `${tag.slice(0, -1)}-${coding}"`);
+        assert.equal(packed.headers['vary'], 'Accept-Encoding');
+        assert.equal(Number(packed.headers['content-length']), packed.body.length);
+        assert.deepEqual(decode(packed.body), plain.body);
+      }
+      const head = await get({ 'accept-encoding': coding }, 'HEAD');
+      assert.equal(head.headers['etag'], `${tag.slice(0, -1)}-${coding}"`);
+      const revalidated = await get({ 'accept-encoding': coding, 'if-none-match': `${tag.slice(0, -1)}-${coding}"` });
+      assert.equal(revalidated.status, 304);
+      assert.equal(revalidated.headers['etag'], `${tag.slice(0, -1)}-${coding}"`);
+    }
+    assert.equal((await get({ 'if-none-match': tag })).status, 304);
+    const other = await s.as(await scoped({ scope: 'products:read' }), '/openapi.json');
+    assert.notEqual(other.headers.get('etag'), tag);
   });
 
   test('/metrics -> 403 without read or write over every resource; 200 with read', async () => {

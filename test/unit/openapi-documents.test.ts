@@ -1,0 +1,101 @@
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { describe, test } from 'node:test';
+import { brotliDecompressSync, gunzipSync } from 'node:zlib';
+import { relationGraph, relationsAmong } from '../../src/conventions/relations.js';
+import { OpenApiDocuments } from '../../src/http/openapi-documents.js';
+import { contentTag } from '../../src/representations/html.js';
+import { openApiDocument, type OpenApiResource } from '../../src/representations/openapi.js';
+
+/** `count` resources with the demo catalogue's schema (every fifth without one), each linking to the next and to the seventh after it. */
+function catalogue(count: number): OpenApiResource[] {
+  const base = JSON.parse(readFileSync(new URL('../../data/products.schema.json', import.meta.url), 'utf8')) as { properties: Record<string, Record<string, unknown>> };
+  const name = (i: number): string => `r${i % count}`;
+  return Array.from({ length: count }, (_, i) => {
+    const schema = structuredClone(base);
+    schema.properties['category'] = { ...schema.properties['category'], 'x-link': name(i + 1) };
+    schema.properties['owner'] = { type: 'array', items: { type: 'string' }, 'x-link': name(i + 7) };
+    return { name: name(i), schema: i % 5 === 4 ? undefined : schema };
+  });
+}
+
+const RESOURCES = catalogue(12);
+const GRAPH = relationGraph(RESOURCES);
+const options = { resources: RESOURCES, relations: GRAPH, basePath: '/api', authenticated: true, version: '1.2.3' };
+const documents = (extra: { maxEntries?: number; maxBytes?: number } = {}): OpenApiDocuments => new OpenApiDocuments({ ...options, ...extra });
+const only =
+  (...names: string[]) =>
+  (name: string): boolean =>
+    names.includes(name);
+
+describe('OpenApiDocuments (/openapi.json per set of resources read)', () => {
+  test('the whole document -> made once, at start-up; a set naming every resource gets it', () => {
+    const d = documents();
+    assert.equal(d.made, 1);
+    assert.equal(d.whole.representation.body.toString(), JSON.stringify(openApiDocument(options)));
+    assert.equal(d.whole.representation.etag, contentTag(d.whole.representation.body));
+    assert.equal(d.of(() => true), d.whole);
+    assert.equal(d.made, 1);
+  });
+
+  test('the same set -> the same document, made once, with the bytes and tag of the document of those resources alone', async () => {
+    const d = documents();
+    const [a, b] = await Promise.all([d.of(only('r0', 'r1')), d.of(only('r1', 'r0'))]);
+    assert.equal(a, b, 'one making for two requests of one set at once');
+    assert.equal(await d.of(only('r0', 'r1')), a);
+    assert.equal(d.made, 2);
+    const alone = JSON.stringify(openApiDocument({ ...options, resources: RESOURCES.slice(0, 2), relations: relationsAmong(GRAPH, new Set(['r0', 'r1'])) }));
+    assert.equal(a.representation.body.toString(), alone);
+    assert.equal(a.representation.etag, contentTag(alone));
+    assert.equal(a.representation.type, 'application/json');
+  });
+
+  test('different sets -> different documents and tags; none describes a resource of another set', async () => {
+    const d = documents();
+    const a = await d.of(only('r0'));
+    const b = await d.of(only('r1'));
+    const none = await d.of(() => false);
+    assert.notEqual(a.representation.etag, b.representation.etag);
+    assert.notEqual(a.representation.etag, none.representation.etag);
+    const paths = (doc: typeof a): string[] => Object.keys((JSON.parse(doc.representation.body.toString()) as { paths: object }).paths);
+    assert.ok(paths(a).includes('/r0') && !paths(a).includes('/r1'));
+    assert.ok(paths(b).includes('/r1') && !paths(b).includes('/r0'));
+    assert.deepEqual(paths(none).filter((path) => /^(\/v1)?\/r\d/.test(path)), []);
+    assert.equal(d.made, 4);
+  });
+
+  test('more sets than maxEntries -> the least recently used made again, the others kept', async () => {
+    const d = documents({ maxEntries: 3 });
+    for (const name of ['r0', 'r1', 'r2', 'r3']) await d.of(only(name));
+    assert.equal(d.kept, 3);
+    assert.equal(d.made, 5);
+    const again = await d.of(only('r3'));
+    assert.equal(d.made, 5, 'r3 kept');
+    await d.of(only('r0'));
+    assert.equal(d.made, 6, 'r0 evicted: made again');
+    assert.equal(await d.of(only('r3')), again);
+    assert.equal(d.kept, 3);
+  });
+
+  test('more bytes than maxBytes -> documents evicted to fit; one larger than the bound is made for each request', async () => {
+    const one = (await documents().of(only('r0'))).representation.body.length;
+    const d = documents({ maxBytes: Math.floor(2.5 * one) });
+    for (const name of ['r0', 'r1', 'r2']) await d.of(only(name));
+    assert.equal(d.kept, 2);
+    const tiny = documents({ maxBytes: 100 });
+    await tiny.of(only('r0'));
+    await tiny.of(only('r0'));
+    assert.equal(tiny.kept, 0);
+    assert.equal(tiny.made, 3);
+  });
+
+  test('compressed forms -> made once per coding, the document\'s bytes', async () => {
+    const d = documents();
+    const doc = await d.of(only('r0', 'r2'));
+    const br = doc.encoded('br');
+    assert.equal(doc.encoded('br'), br);
+    assert.deepEqual(brotliDecompressSync(await br), doc.representation.body);
+    assert.deepEqual(gunzipSync(await doc.encoded('gzip')), doc.representation.body);
+    assert.deepEqual(brotliDecompressSync(await d.whole.encoded('br')), d.whole.representation.body);
+  });
+});
