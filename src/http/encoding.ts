@@ -19,9 +19,23 @@ export const ASYNC_COMPRESSION_BYTES = 256 * 1024;
 const brotliAsync = promisify(brotliCompress);
 const gzipAsync = promisify(gzip);
 
-/** `encode` off the event loop, for large bodies. */
+/**
+ * Compressions off the event loop at once, process-wide as libuv's thread pool is: they share its
+ * four threads with the store's fsyncs, so past two at once a large body goes out as it is rather
+ * than delay every write behind it.
+ */
+const MAX_ASYNC_COMPRESSIONS = 2;
+let compressing = 0;
+
+/** True when `encodeAsync` may start one more compression (else the body goes out as it is). */
+export function asyncCompressionFree(): boolean {
+  return compressing < MAX_ASYNC_COMPRESSIONS;
+}
+
+/** `encode` off the event loop, for large bodies; counted until it settles (`asyncCompressionFree`). */
 export function encodeAsync(body: string | Buffer, coding: ContentCoding): Promise<Buffer> {
-  return coding === 'br' ? brotliAsync(body, brotliOptions(body)) : gzipAsync(body);
+  compressing++;
+  return (coding === 'br' ? brotliAsync(body, brotliOptions(body)) : gzipAsync(body)).finally(() => compressing--);
 }
 
 function brotliOptions(body: string | Buffer): BrotliOptions {

@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { codedTag } from '../conventions/conditional.js';
 import { chooseEncoding, type ContentCoding } from '../conventions/accept-encoding.js';
-import { ASYNC_COMPRESSION_BYTES, COMPRESSION_THRESHOLD_BYTES, encode, encodeAsync } from './encoding.js';
+import { ASYNC_COMPRESSION_BYTES, asyncCompressionFree, COMPRESSION_THRESHOLD_BYTES, encode, encodeAsync } from './encoding.js';
 import type { Duplex } from 'node:stream';
 import { PROBLEM_MEDIA_TYPE, statusTitle, unparsable, type HttpProblem } from '../conventions/problem.js';
 
@@ -184,11 +184,10 @@ export function send(req: IncomingMessage, res: ServerResponse, reply: Reply, ex
   if (body !== undefined && body.length >= COMPRESSION_THRESHOLD_BYTES) {
     vary = vary === undefined ? 'Accept-Encoding' : `${vary}, Accept-Encoding`;
     const coding = chooseEncoding(req.headers['accept-encoding']);
-    // Compressions share libuv's four threads with the store's fsyncs: past two large ones at
-    // once, a large body goes out as it is rather than delay every write behind it.
+    // A large body is compressed off the loop, unless enough are already (`asyncCompressionFree`).
     const large = body.length >= ASYNC_COMPRESSION_BYTES;
     const ready = coding !== undefined && reply.encoded?.coding === coding ? reply.encoded.body : undefined;
-    if (coding && (ready !== undefined || !large || compressing < MAX_ASYNC_COMPRESSIONS)) {
+    if (coding && (ready !== undefined || !large || asyncCompressionFree())) {
       list.push('content-encoding', coding);
       // A compressed representation has its own strong tag (RFC 9110 §8.8.3).
       const tags = closeList(list, vary, etag === undefined ? undefined : codedTag(etag, coding));
@@ -197,16 +196,13 @@ export function send(req: IncomingMessage, res: ServerResponse, reply: Reply, ex
       if (req.method === 'HEAD') return writeOut(req, res, reply.status, tags, undefined);
       if (ready !== undefined) return writeOut(req, res, reply.status, tags, ready);
       if (!large) return writeOut(req, res, reply.status, tags, encode(body, coding));
-      compressing++;
-      return encodeAsync(body, coding)
-        .then(
-          (encoded) => writeOut(req, res, reply.status, tags, encoded),
-          () => {
-            res.destroy();
-            return 0;
-          },
-        )
-        .finally(() => compressing--);
+      return encodeAsync(body, coding).then(
+        (encoded) => writeOut(req, res, reply.status, tags, encoded),
+        () => {
+          res.destroy();
+          return 0;
+        },
+      );
     }
   }
   return writeOut(req, res, reply.status, closeList(list, vary, etag), body);
@@ -238,10 +234,6 @@ export function prepared(reply: Reply, extra?: Readonly<Record<string, string>>)
   if (body !== undefined) list.push('content-length', String(typeof body === 'string' ? Buffer.byteLength(body) : body.length));
   return extra === undefined ? { ...reply, head: list } : { ...reply, head: list, headWith: extra };
 }
-
-/** Process-wide, as libuv's thread pool is. */
-const MAX_ASYNC_COMPRESSIONS = 2;
-let compressing = 0;
 
 function closeList(list: string[], vary: string | undefined, etag: string | undefined): string[] {
   if (vary !== undefined) list.push('vary', vary);
