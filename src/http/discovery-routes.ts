@@ -51,8 +51,9 @@ function documentReply(document: OpenApiDocument, req: IncomingMessage): Reply |
   const representation = document.representation;
   const ifNoneMatch = req.headers['if-none-match'];
   const coding = req.method === 'GET' && representation.body.length >= COMPRESSION_THRESHOLD_BYTES && !notModified(ifNoneMatch, representation.etag) ? chooseEncoding(req.headers['accept-encoding']) : undefined;
-  if (coding === undefined) return staticReply(representation, ifNoneMatch);
-  return document.encoded(coding).then(
+  const encoding = coding === undefined ? undefined : document.encoded(coding);
+  if (coding === undefined || encoding === undefined) return staticReply(representation, ifNoneMatch);
+  return encoding.then(
     (body) => ({ ...staticReply(representation, ifNoneMatch), encoded: { coding, body } }),
     // Compressed as any body is, if at all.
     () => staticReply(representation, ifNoneMatch),

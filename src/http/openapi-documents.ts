@@ -5,7 +5,7 @@ import { digestTag, staticRepresentation, type StaticRepresentation } from '../r
 import { openApiChunks, openApiDocument, type OpenApiOptions, type OpenApiResource } from '../representations/openapi.js';
 import { runSliced, type Slice, type Work } from '../store/index/slices.js';
 import { LruMap } from '../structures/lru-map.js';
-import { encodeAsync } from './encoding.js';
+import { ASYNC_COMPRESSION_BYTES, asyncCompressionFree, encode, encodeAsync } from './encoding.js';
 
 /**
  * The `/openapi.json` documents: the whole one, made at start-up, and one per set of resources a
@@ -19,7 +19,8 @@ import { encodeAsync } from './encoding.js';
  * and brotli's or gzip's work again on every 200 (bench/NOTES.md, 2026-12-02 14:27). The whole
  * document is made once, before the server listens. A limited one is made resource by resource,
  * giving up the loop between them (docs/conventions.md §8); requests for a set being made wait
- * for that one making. Its compressed forms are made on libuv's pool, once per coding.
+ * for that one making. Its compressed forms are made once per coding, a large one on libuv's pool
+ * within the bound every large body's compression keeps (encoding.ts).
  *
  * The sets are bounded (a JWT's scopes are whatever its issuer put there): `maxEntries` documents
  * and `maxBytes` of them are kept, least recently used first out; one evicted is made again.
@@ -28,8 +29,12 @@ import { encodeAsync } from './encoding.js';
 /** A document and its compressed forms, each made once. */
 export interface OpenApiDocument {
   readonly representation: StaticRepresentation;
-  /** The body compressed with a coding, made on first need. */
-  encoded(coding: ContentCoding): Promise<Buffer>;
+  /**
+   * The body compressed with a coding, made on first need (a large one off the event loop);
+   * undefined when it is not made yet and the compressions off the loop are all taken
+   * (`asyncCompressionFree`): the body then goes out as it is, as any large body would.
+   */
+  encoded(coding: ContentCoding): Promise<Buffer> | undefined;
 }
 
 export interface OpenApiDocumentsOptions {
@@ -120,7 +125,10 @@ export class OpenApiDocuments {
       encoded: (coding) => {
         let encoding = encodings.get(coding);
         if (encoding === undefined) {
-          encoding = encodeAsync(representation.body, coding);
+          const body = representation.body;
+          if (body.length < ASYNC_COMPRESSION_BYTES) encoding = Promise.resolve(encode(body, coding));
+          else if (asyncCompressionFree()) encoding = encodeAsync(body, coding);
+          else return undefined;
           encodings.set(coding, encoding);
           encoding.then(
             (bytes) => {
