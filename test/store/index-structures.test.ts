@@ -7,6 +7,7 @@ import { RESTARTS_BEFORE_WHOLE, runSliced, Slice, WHOLE_MAX_MS, type Work } from
 import { FieldIndex } from '../../src/store/index/field-index.js';
 import { anyOf, intersection } from '../../src/store/index/row-lists.js';
 import { CodeTally, NO_ROW, ValueColumn } from '../../src/store/index/value-column.js';
+import { compareCells, orderRows } from '../../src/store/index/row-sort.js';
 import { QueryTimeoutError } from '../../src/store/store.js';
 
 let seed = 99;
@@ -182,6 +183,46 @@ describe('FieldIndex: eq from the value order', () => {
     assert.deepEqual(rowsOf('{"b":1}'), [7]);
     assert.deepEqual(rowsOf('true'), [8, 9, 10]);
     assert.deepEqual(rowsOf('{"b": 1}'), []);
+  });
+});
+
+describe('orderRows: the rows of a column in (value, row) order', () => {
+  const reference = (column: ValueColumn): number[] => {
+    const rows: number[] = [];
+    for (let row = 0; row < column.length; row++) if (column.get(row) !== NO_ROW) rows.push(row);
+    return rows.sort((a, b) => compareCells(column.get(a), column.get(b)) || a - b);
+  };
+  const order = (column: ValueColumn): number[] => {
+    const work = orderRows(column, new Slice(1e9));
+    for (;;) {
+      const step = work.next();
+      if (step.done) return [...step.value];
+    }
+  };
+
+  test('strings, arrays, objects, literals, absent values and holes, with equal values past the interning bound -> as compareCells orders them, ties by row', () => {
+    const column = new ValueColumn();
+    // Past 65,536 distinct strings and arrays, a value gets a cell of its own, so equal values
+    // set later hold other cells: they must still sort as one value, their rows mixed by row.
+    const array = (m: number): unknown[] => [`e${m}`, (4 * m + 1) % 3];
+    const other = [{ k: 1 }, null, true, false, undefined, NO_ROW, 'a', ['a'], { k: [2] }];
+    for (let j = 0; j < 280_000; j++) column.push(j % 2 === 0 ? `s${j >> 1}` : j % 4 === 1 ? array(j >> 2) : other[(j >> 2) % other.length]);
+    for (let i = 0; i < 6000; i++) {
+      const row = rnd(column.length);
+      column.set(row, i % 3 === 0 ? `s${100_000 + rnd(40_000)}` : i % 3 === 1 ? array(66_000 + rnd(4000)) : other[rnd(other.length)]);
+    }
+    assert.deepEqual(order(column), reference(column));
+  });
+
+  test('numbers among other values, and numbers alone -> the same order as the reference', () => {
+    const mixed = new ValueColumn();
+    const only = new ValueColumn();
+    for (let i = 0; i < 20_000; i++) {
+      mixed.push([rnd(100), `n${rnd(100)}`, null, [rnd(3)], NO_ROW][i % 5]);
+      only.push(i % 9 === 0 ? NO_ROW : rnd(1000) - 500);
+    }
+    assert.deepEqual(order(mixed), reference(mixed));
+    assert.deepEqual(order(only), reference(only));
   });
 });
 

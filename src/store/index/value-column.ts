@@ -10,6 +10,8 @@ const HOLE = 0;
 const ABSENT = 1;
 const NUMBER = 2;
 const FIRST_CELL = 6;
+export const HOLE_CODE = HOLE;
+export const NUMBER_CODE = NUMBER;
 /** The values of the fixed codes (`NUMBER` reads the numbers instead). */
 const FIXED: readonly Cell[] = [NO_ROW, undefined, undefined, null, false, true];
 
@@ -61,6 +63,28 @@ export class ValueColumn {
   /** True when every live row holds a number: `number(row)` is then the whole value. */
   get numeric(): boolean {
     return this.#numberRows === this.#liveRows;
+  }
+
+  /** True when some live row holds a number (numbers have no code of their own: `number(row)`). */
+  get hasNumbers(): boolean {
+    return this.#numberRows > 0;
+  }
+
+  /**
+   * Codes are `[0, codeCount)`: `code(row)` names the row's value, which `valueOf(code)` gives
+   * (equal codes, equal values; past the interning bound equal values may have other codes). A
+   * hole's code is `HOLE_CODE`, a number's `NUMBER_CODE` (its value is `number(row)`).
+   */
+  get codeCount(): number {
+    return FIRST_CELL + this.#cells.length;
+  }
+
+  code(row: number): number {
+    return row < this.#length ? this.#codes[row]! : HOLE;
+  }
+
+  valueOf(code: number): Cell {
+    return code >= FIRST_CELL ? this.#cells[code - FIRST_CELL] : FIXED[code];
   }
 
   /** The row's value: `NO_ROW` for a hole (or past the end), `undefined` when the path is absent. */
