@@ -91,10 +91,15 @@ function* rankByValue(column: ValueColumn, slice: Slice): Work<Int32Array> {
     // A JSON text costs about a microsecond: the clock is read more often than in plain loops.
     if (k % 256 === 0 && slice.due) yield;
   }
+  const [high, low] = yield* prefixKeys(inUse, kinds, texts, slice);
   // Booleans (kind 2) are codes 4 (false) and 5 (true): ties of kind and text compare by code.
+  // Texts compare by their first code units as numbers, then whole: most comparisons of a million
+  // texts end in the numbers, at half the cost of comparing strings.
   const byValue = (a: number, b: number): number => {
     const kind = kinds[a]! - kinds[b]!;
     if (kind !== 0) return kind;
+    if (high[a] !== high[b]) return high[a]! < high[b]! ? -1 : 1;
+    if (low[a] !== low[b]) return low[a]! < low[b]! ? -1 : 1;
     const x = texts[a];
     const y = texts[b];
     return x !== undefined && x !== y ? (x < y! ? -1 : 1) : a - b;
@@ -120,6 +125,52 @@ function* rankByValue(column: ValueColumn, slice: Slice): Work<Int32Array> {
     if (row % CHECK_EVERY === 0 && slice.due) yield;
   }
   return out;
+}
+
+/** Code units packed per number of `prefixKeys`: three of 16 bits (plus one) fit a double exactly. */
+const UNITS = 3;
+const UNIT = 65_537;
+
+/**
+ * For each code in use with a text, two numbers that order like its text's code units after the
+ * prefix every text of its kind shares (`["` of every array): units 0–2 and 3–5, a missing unit
+ * below every unit. Equal numbers say nothing: the texts are then compared whole.
+ */
+function* prefixKeys(inUse: Int32Array, kinds: Uint8Array, texts: readonly (string | undefined)[], slice: Slice): Work<[Float64Array, Float64Array]> {
+  const shared: (string | undefined)[] = [];
+  for (let i = 0; i < inUse.length; i++) {
+    const code = inUse[i]!;
+    const text = texts[code];
+    if (text === undefined) continue;
+    const kind = kinds[code]!;
+    const known = shared[kind];
+    if (known === undefined) shared[kind] = text;
+    else if (known.length > 0 && !text.startsWith(known)) {
+      let n = 0;
+      while (n < known.length && n < text.length && known.charCodeAt(n) === text.charCodeAt(n)) n++;
+      shared[kind] = known.slice(0, n);
+    }
+    if (i % CHECK_EVERY === 0 && slice.due) yield;
+  }
+  const high = new Float64Array(kinds.length);
+  const low = new Float64Array(kinds.length);
+  const unit = (text: string, at: number): number => (at < text.length ? text.charCodeAt(at) + 1 : 0);
+  for (let i = 0; i < inUse.length; i++) {
+    const code = inUse[i]!;
+    const text = texts[code];
+    if (text === undefined) continue;
+    const from = shared[kinds[code]!]!.length;
+    let a = 0;
+    let b = 0;
+    for (let u = 0; u < UNITS; u++) {
+      a = a * UNIT + unit(text, from + u);
+      b = b * UNIT + unit(text, from + UNITS + u);
+    }
+    high[code] = a;
+    low[code] = b;
+    if (i % CHECK_EVERY === 0 && slice.due) yield;
+  }
+  return [high, low];
 }
 
 function* groupByValue(column: ValueColumn, slice: Slice): Work<Int32Array | undefined> {
