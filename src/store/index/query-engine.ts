@@ -4,7 +4,7 @@ import { IndexBuilds } from './index-builds.js';
 import { walk } from './order-scan.js';
 import { readPath, walkOrSort } from './query-plan.js';
 import { collectRows, countRows, openDriver, rowTests, searchTests, sortSpan, type Candidates } from './query-scans.js';
-import { ResultCache, resultKey, searchKey } from './result-cache.js';
+import { facetKey, ResultCache, resultKey, searchKey } from './result-cache.js';
 import { rowOrder, sortRows } from './row-sort.js';
 import { comparator, predicates, restComparator } from './row-tests.js';
 import type { Rows } from './rows.js';
@@ -264,13 +264,27 @@ export class QueryEngine<E extends StoredEntity> {
       if (wait === undefined) break;
       yield wait;
     }
-    const { rows, lent } = yield* this.#matches(query, slice);
+    // Kept per revision (result-cache.ts): the next pages of a query, and other queries of its
+    // filters and search whatever their sort, count nothing again.
+    const revision = this.#rows.revision;
+    const out: FacetCount[][] = [];
+    let matches: { rows: Int32Array | undefined; lent: boolean } | undefined;
     try {
-      const out: FacetCount[][] = [];
-      for (const path of paths) out.push(yield* facetCounts(this.#builds.field(path), rows, this.#rows.slotCount, slice));
+      for (const path of paths) {
+        const key = facetKey(query, path);
+        const kept = this.#cache.facet(key);
+        if (kept !== undefined) {
+          out.push(kept);
+          continue;
+        }
+        matches ??= yield* this.#matches(query, slice);
+        const counts = yield* facetCounts(this.#builds.field(path), matches.rows, this.#rows.slotCount, slice);
+        if (this.#rows.revision === revision) this.#cache.keepFacet(key, counts);
+        out.push(counts);
+      }
       return out;
     } finally {
-      if (lent) spareRows.give(rows!);
+      if (matches?.lent) spareRows.give(matches.rows!);
     }
   }
 

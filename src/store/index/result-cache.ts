@@ -1,4 +1,4 @@
-import type { StoreQuery } from '../store.js';
+import type { FacetCount, StoreQuery } from '../store.js';
 import type { Candidates } from './query-scans.js';
 
 /** Matches kept per query while the revision stays the same: later pages cost their length. */
@@ -7,11 +7,17 @@ const RESULT_CACHE_BYTES = 64 * 1024 * 1024;
 const ENTRY_BYTES = 160;
 /** Searches whose candidates are kept per revision (each up to 4 bytes a row). */
 const MAX_SEARCHES = 16;
+/**
+ * Facets kept per revision, each at most `MAX_FACET_VALUES` values (the values themselves are the
+ * index's, not copies): a few kilobytes each, short of values of large objects.
+ */
+const MAX_FACETS = 256;
 
 /**
  * What the query engine keeps between queries of one revision: the matches of a query (sorted,
  * or in creation order) under the query without its window, so that its following pages are
- * slices of them, and the candidates of a search under its words. Rows are slots, so a re-pack
+ * slices of them, the candidates of a search under its words, and a facet's counts under its
+ * field and the query's filters and search (paging does not count them again). Rows are slots, so a re-pack
  * (`clear`) empties it as a new revision (`revise`) does. Bounded in bytes: past the bound the
  * kept matches are dropped all at once, and a result over a quarter of it is not kept.
  */
@@ -19,6 +25,8 @@ export class ResultCache {
   readonly #results = new Map<string, Int32Array>();
   /** Search candidates of this revision, by words. */
   readonly #searches = new Map<string, Candidates>();
+  /** Facets of this revision, by `facetKey`. */
+  readonly #facets = new Map<string, FacetCount[]>();
   #revision = '';
   #bytes = 0;
 
@@ -33,6 +41,7 @@ export class ResultCache {
   clear(): void {
     this.#results.clear();
     this.#searches.clear();
+    this.#facets.clear();
     this.#bytes = 0;
   }
 
@@ -66,6 +75,25 @@ export class ResultCache {
   keepSearch(key: string, candidates: Candidates): void {
     if (this.#searches.size < MAX_SEARCHES) this.#searches.set(key, candidates);
   }
+
+  /** The counts kept for a facet's `facetKey`. */
+  facet(key: string): FacetCount[] | undefined {
+    return this.#facets.get(key);
+  }
+
+  /**
+   * Keeps a facet's counts (computed in this revision, no write landing meanwhile); past
+   * `MAX_FACETS` the kept ones go all at once. Callers never change a kept array.
+   */
+  keepFacet(key: string, counts: FacetCount[]): void {
+    if (this.#facets.size >= MAX_FACETS) this.#facets.clear();
+    this.#facets.set(key, counts);
+  }
+}
+
+/** What a facet counts over (the query's filters and search; not its sort or window) and its field. */
+export function facetKey(query: StoreQuery, path: readonly string[]): string {
+  return JSON.stringify([query.filters, query.search, path]);
 }
 
 /** The query without its window: the key its matches are kept under. */
