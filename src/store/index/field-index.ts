@@ -9,6 +9,9 @@ export { NO_ROW, type Cell } from './value-column.js';
 
 type RangeFilter = Extract<Filter, { bound: number | string }>;
 
+/** Arrays up to this long are posted without a Set of their element texts (`#post`). */
+const SMALL_ARRAY = 8;
+
 /** The element texts an `eq` filter finds an array by, without repeats. */
 function elementKeys(value: readonly Cell[]): string[] {
   const keys = new Set<string>();
@@ -95,7 +98,16 @@ export class FieldIndex {
 
   #post(row: number, value: readonly Cell[]): void {
     this.arrays++;
-    for (const key of elementKeys(value)) this.elements.add(key, row);
+    if (value.length > SMALL_ARRAY) {
+      for (const key of elementKeys(value)) this.elements.add(key, row);
+      return;
+    }
+    // A few elements (tags): repeats found by looking back, without a Set and an array per row.
+    outer: for (let i = 0; i < value.length; i++) {
+      const key = filterText(value[i]);
+      for (let j = 0; j < i; j++) if (filterText(value[j]) === key) continue outer;
+      this.elements.add(key, row);
+    }
   }
 
   #unpost(row: number, value: readonly Cell[]): void {
