@@ -84,7 +84,7 @@ async function round(Builds: Builds, Engine: Engine, rows: Rows<LoadedEntity>): 
   globalThis.gc?.();
   const engine = new Engine(rows);
   // Builds both indexes (a sort names them) without counting a facet, which the engine would keep.
-  await engine.query({ filters: [], sort: [{ path: ['code'], descending: false }, { path: ['tags'], descending: false }], search: [], offset: 0, limit: 1 });
+  await engine.query({ filters: [], sort: [{ field: 'code', path: ['code'], descending: false }, { field: 'tags', path: ['tags'], descending: false }], search: [], offset: 0, limit: 1 });
   for (const field of ['code', 'tags']) {
     out[`facets=${field}`] = (await measure(() => engine.facets(facetQuery(field)))).cpu;
     out[`facets=${field} again`] = (await measure(() => engine.facets(facetQuery(field)))).cpu;
