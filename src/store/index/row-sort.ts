@@ -237,8 +237,7 @@ export function* sortRows(rows: Int32Array, compare: (a: number, b: number) => n
       let k = left;
       while (i < mid && j < right) {
         to[k++] = compare(from[i]!, from[j]!) <= 0 ? from[i++]! : from[j++]!;
-        // A JSON text costs about a microsecond: the clock is read more often than in plain loops.
-    if (k % 256 === 0 && slice.due) yield;
+        if (k % CHECK_EVERY === 0 && slice.due) yield;
       }
       while (i < mid) to[k++] = from[i++]!;
       while (j < right) to[k++] = from[j++]!;
