@@ -1,7 +1,7 @@
 import type { Reply } from './reply.js';
 
 /** Fetch standard, CORS protocol: what a browser may send and read (docs/conventions.md §5). */
-const CORS_ALLOW_HEADERS = 'Authorization, Content-Type, Accept, If-Match, If-None-Match, Idempotency-Key';
+const CORS_ALLOW_HEADERS = 'Authorization, Content-Type, Accept, If-Match, If-None-Match, If-Modified-Since, If-Unmodified-Since, Idempotency-Key';
 const CORS_EXPOSE_HEADERS = 'Location, ETag, Link, Retry-After, X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Wait, RateLimit-Policy, RateLimit, Idempotency-Replayed';
 const CORS_MAX_AGE_SECONDS = '600';
 

@@ -54,7 +54,8 @@ const MAX_BYTES = 16 * 1024 * 1024;
 /**
  * The request headers a kept reply may ignore or is kept by (lower case): the answer to a GET of
  * an entity does not depend on the others being absent, but on these it depends only through the
- * key. Any other header sends the request the full way.
+ * key. Any other header sends the request the full way: the conditions among them (`If-None-Match`,
+ * `If-Modified-Since`, …), whose answer may be a 304 or a 412 rather than the kept 200.
  */
 const SHAPE: ReadonlySet<string> = new Set(['host', 'authorization', 'accept', 'accept-encoding', 'connection', 'user-agent', 'accept-language']);
 

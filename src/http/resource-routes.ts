@@ -1,5 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import { checkIfMatch, notModified } from '../conventions/conditional.js';
+import { checkIfUnmodifiedSince, httpDate, unmodifiedSince, unmodifiedSinceCondition } from '../conventions/last-modified.js';
 import { CHANGES_PATH, streamEventType, type EventType } from '../conventions/changes.js';
 import { wantsEventStream } from '../conventions/event-stream.js';
 import { HttpProblem, notFound } from '../conventions/problem.js';
@@ -231,8 +232,10 @@ function keyed({ req, principal, key, body, resource, reply, id }: KeyedWriteReq
 function writeConditions(req: IncomingMessage): WriteConditions {
   const ifMatch = req.headers['if-match'];
   const ifNoneMatch = req.headers['if-none-match'];
-  // The usual write names neither: one shared object, no allocation.
-  return ifMatch === undefined && ifNoneMatch === undefined ? NO_CONDITIONS : { ifMatch, ifNoneMatch };
+  // RFC 9110 §13.1.4: ignored beside If-Match, and when it is not an HTTP-date.
+  const ifUnmodifiedSince = unmodifiedSinceCondition(ifMatch, req.headers['if-unmodified-since']);
+  // The usual write names none: one shared object, no allocation.
+  return ifMatch === undefined && ifNoneMatch === undefined && ifUnmodifiedSince === undefined ? NO_CONDITIONS : { ifMatch, ifNoneMatch, ifUnmodifiedSince };
 }
 
 /**
@@ -271,29 +274,48 @@ function entityBody<B extends Buffer | string>(mediaType: string, resource: Reso
 }
 
 /**
- * GET of one entity, with its tag and conditions; the unconditional answer is made once per version
- * and media type (by `prepare`).
+ * GET of one entity, with its tag, its `Last-Modified` and their conditions (RFC 9110 §13.2.2's
+ * order: `If-Match`, else `If-Unmodified-Since`; `If-None-Match`, else `If-Modified-Since`); the
+ * unconditional answer is made once per version and media type (by `prepare`), its `Last-Modified`
+ * with it, so that sending it again formats no date.
  */
 function entityRead(req: IncomingMessage, mediaType: string, resource: Resource, entity: StoredEntity, writable: boolean, prepare: (reply: Reply) => Reply): Reply {
   const representation = resource.representation(entity);
   const { body: hal, version } = representation;
   const ifMatch = req.headers['if-match'];
   if (ifMatch !== undefined) checkIfMatch(ifMatch, resource.versionTags(version));
+  else {
+    const ifUnmodifiedSince = unmodifiedSinceCondition(ifMatch, req.headers['if-unmodified-since']);
+    if (ifUnmodifiedSince !== undefined) checkIfUnmodifiedSince(ifUnmodifiedSince, resource.lastModified(entity));
+  }
   const ifNoneMatch = req.headers['if-none-match'];
+  // A HAL-FORMS answer has no date: its templates depend on the principal's scopes and the schema
+  // as much as on the entity (docs/forms.md), and its tag alone says when they change.
+  const dated = mediaType !== HAL_FORMS;
+  const ifModifiedSince = ifNoneMatch === undefined && dated ? req.headers['if-modified-since'] : undefined;
   if (ifNoneMatch === undefined) {
     const kept = mediaType === HAL_JSON ? representation.okHal : mediaType === JSON_TYPE ? representation.okJson : undefined;
-    if (kept !== undefined) return kept;
+    // A date condition is the one thing read here per request: its answer, if not a 304, is the kept one.
+    if (kept !== undefined && (ifModifiedSince === undefined || !unmodifiedSince(ifModifiedSince, resource.lastModified(entity), clockSecond()))) return kept;
   }
   const etag = resource.etag(version, mediaType, writable);
   const body = entityBody(mediaType, resource, entity, hal, writable);
-  if (notModified(ifNoneMatch, etag)) return notModifiedReply({ etag, vary: 'Accept' }, body);
-  const reply: Reply = { status: 200, headers: { 'content-type': mediaType, vary: 'Accept', etag }, body };
+  const now = clockSecond();
+  const modified = dated ? resource.lastModified(entity, now) : undefined;
+  const headers: Record<string, string> = modified === undefined ? { etag } : { etag, 'last-modified': httpDate(modified) };
+  if (notModified(ifNoneMatch, etag) || (ifModifiedSince !== undefined && unmodifiedSince(ifModifiedSince, modified, now))) return notModifiedReply({ ...headers, vary: 'Accept' }, body);
+  const reply: Reply = { status: 200, headers: { 'content-type': mediaType, vary: 'Accept', ...headers }, body };
   // A HAL-FORMS body is other bytes than the ones the entity cache weighs: made each time, not kept.
   if (mediaType === HAL_FORMS) return reply;
   const ok: Reply = { ...prepare(reply), current: resource.stillServes(entity) };
   if (mediaType === HAL_JSON) representation.okHal = ok;
   else if (mediaType === JSON_TYPE) representation.okJson = ok;
   return ok;
+}
+
+/** The clock's second, as the `Date` of a response reads it (`Resource.lastModified`). */
+function clockSecond(): number {
+  return Math.floor(Date.now() / 1000);
 }
 
 /**
@@ -309,8 +331,13 @@ function embeddedRead(req: IncomingMessage, mediaType: string, resource: Resourc
   return jsonReply(200, mediaType, body, { etag: tag });
 }
 
-/** The answer of a write: the entity it made, with its tag; `extra` adds headers such as `Location`. */
+/**
+ * The answer of a write: the entity it made, with its tag and (but in HAL-FORMS, as `entityRead`)
+ * its `Last-Modified`; `extra` adds headers such as `Location`.
+ */
 function entityReply(status: number, mediaType: string, resource: Resource, entity: StoredEntity, extra: Readonly<Record<string, string>> = {}): Reply {
   const { body, version } = resource.written(entity);
-  return jsonReply(status, mediaType, entityBody(mediaType, resource, entity, body), { etag: resource.etag(version, mediaType), ...extra });
+  const modified = mediaType === HAL_FORMS ? undefined : resource.lastModified(entity);
+  const dated = modified === undefined ? extra : { 'last-modified': httpDate(modified), ...extra };
+  return jsonReply(status, mediaType, entityBody(mediaType, resource, entity, body), { etag: resource.etag(version, mediaType), ...dated });
 }

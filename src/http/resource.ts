@@ -1,4 +1,5 @@
 import { checkIfMatch, checkIfNoneMatch, entityTag, variantTag, versionTags } from '../conventions/conditional.js';
+import { checkIfUnmodifiedSince, modificationDate } from '../conventions/last-modified.js';
 import { createdRecord, mergePatch, patchedText, replacedRecord, SERVER_MANAGED, withoutManaged, withText, type ClientFields } from '../conventions/entity.js';
 import { collectionChangesHref } from '../conventions/changes.js';
 import { collectionJson, collectionLinks, entityHref, entityJson, linkHeader, pageHref } from '../conventions/hal.js';
@@ -98,11 +99,21 @@ interface CachedRepresentation extends Representation {
 export interface WriteConditions {
   readonly ifMatch?: string | undefined;
   readonly ifNoneMatch?: string | undefined;
+  /**
+   * `If-Unmodified-Since` in Unix seconds (RFC 9110 §13.1.4), of a request without `If-Match` and
+   * only when it is an HTTP-date (`unmodifiedSinceCondition`): an entity's write checks it against
+   * the entity's `updatedAt`; a POST's ignores it (a collection has no modification date).
+   */
+  readonly ifUnmodifiedSince?: number | undefined;
 }
 
 /** The conditions of a write that names none: one shared object. */
 export const NO_CONDITIONS: WriteConditions = Object.freeze({});
 const NOTHING = (): void => undefined;
+/** The path of the member a modification date is read from (docs/conventions.md §2). */
+const UPDATED_AT: readonly (readonly string[])[] = [['updatedAt']];
+/** The clock's second, as the `Date` of a response reads it: a `Last-Modified` is never later. */
+const clockSecond = (): number => Math.floor(Date.now() / 1000);
 
 /**
  * Pages kept per resource while its store's revision stays the same; any write empties them. The
@@ -271,6 +282,17 @@ export class Resource {
       const served = store.get(id);
       return served !== undefined && served === shown.deref();
     };
+  }
+
+  /**
+   * The entity's modification date in Unix seconds (`modificationDate`: its `updatedAt`, never later
+   * than the clock's second), or undefined when its `updatedAt` is no date. Read without parsing
+   * the record where the store can (`valuesAt`); it is read when an answer is made, which a kept
+   * answer is once per version (resource-routes.ts `entityRead`).
+   */
+  lastModified(entity: StoredEntity, now = clockSecond()): number | undefined {
+    const updatedAt = entity.valuesAt === undefined ? entity.record.updatedAt : entity.valuesAt(UPDATED_AT)[0];
+    return modificationDate(updatedAt, now);
   }
 
   /** The tag of `version` in `mediaType` (for a principal that may, or may not, write). */
@@ -505,8 +527,11 @@ export class Resource {
   }
 
   /** A write's conditions against the entity's current version (any epoch's tag of it names it: conditional.ts). */
-  #checkConditions(current: StoredEntity, { ifMatch, ifNoneMatch }: WriteConditions): void {
+  #checkConditions(current: StoredEntity, { ifMatch, ifNoneMatch, ifUnmodifiedSince }: WriteConditions): void {
     // Most writes carry no condition: then the current version (a hash a store may compute) is not needed.
+    if (ifMatch === undefined && ifNoneMatch === undefined && ifUnmodifiedSince === undefined) return;
+    // RFC 9110 §13.2.2's order: If-Match, else If-Unmodified-Since; then If-None-Match.
+    if (ifUnmodifiedSince !== undefined) checkIfUnmodifiedSince(ifUnmodifiedSince, this.lastModified(current));
     if (ifMatch === undefined && ifNoneMatch === undefined) return;
     const tags = this.versionTags(current.version);
     checkIfMatch(ifMatch, tags);

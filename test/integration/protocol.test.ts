@@ -258,7 +258,7 @@ describe('CORS (docs/conventions.md §5)', () => {
     assert.equal(res.status, 204);
     assert.equal(res.headers.get('access-control-allow-origin'), '*');
     assert.equal(res.headers.get('access-control-allow-methods'), 'GET, HEAD, PUT, PATCH, DELETE, OPTIONS');
-    assert.equal(res.headers.get('access-control-allow-headers'), 'Authorization, Content-Type, Accept, If-Match, If-None-Match, Idempotency-Key');
+    assert.equal(res.headers.get('access-control-allow-headers'), 'Authorization, Content-Type, Accept, If-Match, If-None-Match, If-Modified-Since, If-Unmodified-Since, Idempotency-Key');
     assert.equal(res.headers.get('access-control-max-age'), '600');
   });
 
