@@ -68,7 +68,7 @@ const PROBLEMS: Readonly<Record<string, ProblemResponse>> = {
   '406': { description: 'Neither application/hal+json nor application/json is acceptable.', example: problemDocument(406, 'Expecting an Accept header that allows one of the application/hal+json, application/json') },
   '409': { description: 'The requested page is out of range (docs/conventions.md §7); for a delete, the entity is still linked to; for a POST or PATCH, a request with the same `Idempotency-Key` is still being processed.', example: EXAMPLE_409 },
   '410': { description: 'The cursor is older than a delete the change feed no longer remembers (past `--changes-retention`): list again and follow the page\'s `changes` link.', example: problemDocument(410, 'cursor 3 is older than a delete this server no longer remembers (changes since 17 are kept): list the collection again and follow its changes link') },
-  '412': { description: '`If-Match` or `If-None-Match` does not hold.', example: problemDocument(412, 'If-Match does not match the current ETag') },
+  '412': { description: '`If-Match`, `If-None-Match` or `If-Unmodified-Since` does not hold.', example: problemDocument(412, 'If-Match does not match the current ETag') },
   '413': { description: 'The body is over a limit: bytes, values, or members of one object.', example: problemDocument(413, 'Request body is larger than the limit of 1048576 bytes') },
   '415': { description: 'No or another Content-Type (docs/conventions.md §7).', example: EXAMPLE_415 },
   '422': { description: 'The `Idempotency-Key` was first used for a request with another body.', example: problemDocument(422, 'This Idempotency-Key was used for a request with another body: send a new key for a new request') },
@@ -309,13 +309,18 @@ const formsContent = (schema: Json): Json => ({
 });
 
 const ETAG_HEADER: Json = { description: 'Strong tag of this representation (docs/conventions.md §5).', schema: { type: 'string' } };
+const LAST_MODIFIED_HEADER: Json = {
+  description: 'The entity\'s `updatedAt` as an HTTP-date, never later than `Date` (RFC 9110 §8.8.2); not on HAL-FORMS answers nor with `embed` (docs/conventions.md §5).',
+  schema: { type: 'string' },
+  example: 'Thu, 01 Jan 2026 00:00:00 GMT',
+};
 
 function resourcePaths(resource: OpenApiResource, relations: ResourceRelations): Json {
   const t = resource.name;
   const embed = embedParameters(relations);
   const tags = [resource.name];
   const entityResponse = (status: string, description: string, extra: Json = {}): Json => ({
-    [status]: { description, headers: { ETag: ETAG_HEADER, ...RATE_HEADERS, ...extra }, content: formsContent(ref('schemas', `${t}.Entity`)) },
+    [status]: { description, headers: { ETag: ETAG_HEADER, 'Last-Modified': LAST_MODIFIED_HEADER, ...RATE_HEADERS, ...extra }, content: formsContent(ref('schemas', `${t}.Entity`)) },
   });
   const body = (types: readonly string[], description: string): Json => ({
     required: true,
@@ -324,6 +329,8 @@ function resourcePaths(resource: OpenApiResource, relations: ResourceRelations):
   });
   const ifMatch = ref('parameters', 'IfMatch');
   const ifNoneMatch = ref('parameters', 'IfNoneMatch');
+  const ifModifiedSince = ref('parameters', 'IfModifiedSince');
+  const ifUnmodifiedSince = ref('parameters', 'IfUnmodifiedSince');
   const idempotencyKey = ref('parameters', 'IdempotencyKey');
   const collection: Json = {
     get: {
@@ -360,10 +367,10 @@ function resourcePaths(resource: OpenApiResource, relations: ResourceRelations):
       operationId: `${t}.get`,
       summary: `One ${resource.name} entity`,
       tags,
-      parameters: [...embed, ifNoneMatch, ifMatch],
+      parameters: [...embed, ifNoneMatch, ifMatch, ifModifiedSince, ifUnmodifiedSince],
       responses: {
         ...entityResponse('200', 'The entity.'),
-        '304': { description: 'The client\'s copy (If-None-Match) is current.' },
+        '304': { description: 'The client\'s copy (If-None-Match, or without it If-Modified-Since) is current.' },
         ...problems(['400', '401', '403', '404', '406', '412', '429', '500']),
       },
     },
@@ -371,7 +378,7 @@ function resourcePaths(resource: OpenApiResource, relations: ResourceRelations):
       operationId: `${t}.replace`,
       summary: `Replaces the client fields of a ${resource.name} entity`,
       tags,
-      parameters: [ifMatch, ifNoneMatch],
+      parameters: [ifMatch, ifNoneMatch, ifUnmodifiedSince],
       requestBody: body([JSON_TYPE], 'Every client field.'),
       responses: { ...entityResponse('200', 'Replaced, and durable.'), ...problems(['400', '401', '403', '404', '406', '412', '413', '415', '429', '500', '503']) },
     },
@@ -379,7 +386,7 @@ function resourcePaths(resource: OpenApiResource, relations: ResourceRelations):
       operationId: `${t}.patch`,
       summary: `Changes some client fields of a ${resource.name} entity (JSON Merge Patch, RFC 7396)`,
       tags,
-      parameters: [ifMatch, ifNoneMatch, idempotencyKey],
+      parameters: [ifMatch, ifNoneMatch, ifUnmodifiedSince, idempotencyKey],
       requestBody: {
         required: true,
         description: 'A merge patch: the fields to change, `null` to remove one. The merged entity must satisfy the schema.',
@@ -394,7 +401,7 @@ function resourcePaths(resource: OpenApiResource, relations: ResourceRelations):
       operationId: `${t}.delete`,
       summary: `Deletes a ${resource.name} entity`,
       tags,
-      parameters: [ifMatch],
+      parameters: [ifMatch, ifUnmodifiedSince],
       responses: { '204': { description: 'Deleted, and durable.', headers: RATE_HEADERS }, ...problems(['400', '401', '403', '404', '409', '412', '429', '500', '503']) },
     },
   };
@@ -532,6 +539,18 @@ function fixedComponents(): Json {
         example: '"8e03978e-40d5-43e8-bc93-6894a57f9324"',
       },
       IfNoneMatch: { name: 'If-None-Match', in: 'header', description: 'On reads, 304 when current; on writes, 412 when it matches (`*` always does on a POST: the collection exists).', schema: { type: 'string' } },
+      IfModifiedSince: {
+        name: 'If-Modified-Since',
+        in: 'header',
+        description: 'An HTTP-date: 304 when the entity\'s `Last-Modified` is at or before it (RFC 9110 §13.1.3). Ignored with If-None-Match, with `embed`, in HAL-FORMS, and when it is not an HTTP-date or later than the server\'s clock.',
+        schema: { type: 'string' },
+      },
+      IfUnmodifiedSince: {
+        name: 'If-Unmodified-Since',
+        in: 'header',
+        description: 'An HTTP-date: 412, nothing written, when the entity\'s `Last-Modified` is after it (RFC 9110 §13.1.4). Whole seconds: two writes in one second share a date, so If-Match is the sure guard against lost updates. Ignored with If-Match, and when it is not an HTTP-date.',
+        schema: { type: 'string' },
+      },
       LastEventId: { name: 'Last-Event-ID', in: 'header', description: 'On a stream: continue after this event id (a cursor), with no gap and no repeat.', schema: { type: 'string' } },
     },
     schemas: {
