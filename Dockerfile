@@ -10,6 +10,7 @@
 # `--store postgres://…` and `halserve import|export` work in the image.
 #
 #   docker run --rm halserve import --from /app/demo --to postgres://…
+#   docker exec <container> halserve backup --data /data --to /tmp/backup
 
 ARG NODE_IMAGE=node:22-slim
 
@@ -22,8 +23,9 @@ COPY package.json package-lock.json ./
 RUN npm ci --ignore-scripts --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
-# Type declarations are for library users of the npm package, not for the running server.
-RUN npm run build && find dist -name '*.d.ts' -delete
+# Type declarations are for library users of the npm package, not for the running server. The CLI
+# is made executable as npm makes a package's `bin` on install (tsc writes 644); COPY keeps the mode.
+RUN npm run build && find dist -name '*.d.ts' -delete && chmod 755 dist/cli.js
 
 FROM ${NODE_IMAGE}
 # Configuration is only through HALSERVE_* variables; these are the container's defaults.
@@ -41,9 +43,13 @@ COPY --from=build /src/dist ./dist
 COPY --from=build /src/node_modules/postgres ./node_modules/postgres
 COPY data ./demo
 COPY docker/entrypoint.sh docker/healthcheck.js ./docker/
+# `halserve` on the PATH, for `docker exec <ctr> halserve backup …`: package.json's `bin`, linked
+# as `npm install -g` links it. No shell wrapper: the kernel runs the shebang of src/cli.ts, which
+# gives node the flags the entrypoint gives it (test/cli/node-flags.test.ts keeps them equal), and
+# the arguments reach the CLI as given. node follows the link, so /app/package.json still applies.
 # The volume's mount point belongs to the non-root user before VOLUME, so that a new named
 # volume is created with that owner.
-RUN mkdir -p /data && chown node:node /data
+RUN ln -s /app/dist/cli.js /usr/local/bin/halserve && mkdir -p /data && chown node:node /data
 USER node
 VOLUME ["/data"]
 EXPOSE 8080

@@ -10,7 +10,10 @@ import { appendFile, readFile, readdir } from 'node:fs/promises';
 import http from 'node:http';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { BACKUP_HELP } from '../../src/backup-cli.js';
+import { HELP } from '../../src/config.js';
 import { LOCK_FILE } from '../../src/store/log/dir-lock.js';
+import { EXPORT_HELP, IMPORT_HELP } from '../../src/transfer-cli.js';
 import { isObject, podman, podmanOk, requiredEnv, type JsonObject } from './podman.js';
 
 const image = requiredEnv('HALSERVE_TEST_IMAGE');
@@ -378,13 +381,30 @@ test('new container on the same volume, read-only root, no capabilities -> not r
   locations.push(await postEntity(addressB));
 });
 
-test('halserve backup in the read-only container, as README says -> a copy in /tmp/backup holding every entity', async () => {
-  const backup = await podman(['exec', nameB, 'node', '/app/dist/cli.js', 'backup', '--data', '/data', '--to', '/tmp/backup']);
+test('`halserve` on the image\'s PATH -> the compiled CLI with the flags of its first line; each sub-command\'s usage through exec', async () => {
+  // What an operator runs in a running container (README, "Upgrade without losing data"): the bin
+  // entry of package.json, linked as npm links it, so the shebang of src/cli.ts gives node its flags.
+  const [shebang] = (await readFile(path.join(repo, 'src', 'cli.ts'), 'utf8')).split('\n', 1);
+  const resolved = await podmanOk(['exec', nameB, 'sh', '-c', 'command -v halserve; readlink -f "$(command -v halserve)"; head -n 1 /app/dist/cli.js']);
+  assert.deepEqual(resolved.trim().split('\n'), ['/usr/local/bin/halserve', '/app/dist/cli.js', shebang]);
+  const usages: [readonly string[], string][] = [[['--help'], HELP], [['backup', '--help'], BACKUP_HELP], [['import', '--help'], IMPORT_HELP], [['export', '--help'], EXPORT_HELP]];
+  for (const [args, usage] of usages) {
+    const result = await podman(['exec', nameB, 'halserve', ...args]);
+    assert.equal(result.code, 0, `halserve ${args.join(' ')}: ${result.stdout}${result.stderr}`);
+    assert.equal(result.stdout, usage, `halserve ${args.join(' ')}`);
+  }
+});
+
+test('halserve backup in the read-only container, as README says -> a copy in /tmp holding every entity', async () => {
+  // A destination with a space: the arguments reach the CLI as given, with no shell in between.
+  const dest = '/tmp/halserve backup';
+  const backup = await podman(['exec', nameB, 'halserve', 'backup', '--data', '/data', '--to', dest]);
   assert.equal(backup.code, 0, `${backup.stdout}${backup.stderr}`);
-  const copied = await podmanOk(['exec', nameB, 'cat', `/tmp/backup/${demo.name}.jsonl`]);
+  assert.match(backup.stdout, /^halserve: backed up \d+ resources? from .* to \/tmp\/halserve backup in /m);
+  const copied = await podmanOk(['exec', nameB, 'cat', `${dest}/${demo.name}.jsonl`]);
   const live = new Set(copied.split('\n').filter(Boolean).map((line) => (JSON.parse(line) as { id: string }).id));
   for (const location of locations) assert.ok(live.has(location.split('/').pop() ?? ''), `${location} in the backup`);
-  await podmanOk(['exec', nameB, 'rm', '-r', '/tmp/backup']);
+  await podmanOk(['exec', nameB, 'rm', '-r', dest]);
 });
 
 test('a second container on the volume while one runs -> exit 1 with a line naming the lock and what to do; the first keeps its lock and serves on', async () => {
