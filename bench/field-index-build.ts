@@ -19,12 +19,11 @@
  */
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { findStamp } from '../src/store/changes/change-stamp.js';
 import type { IndexBuilds } from '../src/store/index/index-builds.js';
 import type { QueryEngine } from '../src/store/index/query-engine.js';
 import type { Rows } from '../src/store/index/rows.js';
-import { LoadedEntity } from '../src/store/log/jsonl-entity.js';
-import { LineScanner } from '../src/store/log/line-scanner.js';
+import type { LoadedEntity } from '../src/store/log/jsonl-entity.js';
+import { loadEntities, rowsOf } from './loaded-rows.js';
 import type { StoreQuery } from '../src/store/store.js';
 import { prng } from './dataset.js';
 import { fmt, median } from './stats.js';
@@ -44,24 +43,6 @@ function lines(entities: number): Buffer {
     parts.push(`${JSON.stringify(record).slice(0, -1)},"_change":"${n + 1}.c.1700000000"}\n`);
   }
   return Buffer.from(parts.join(''));
-}
-
-/** A `LoadedEntity` per line, as `jsonl-load.ts` makes them. */
-function load(buffer: Buffer): LoadedEntity[] {
-  const scanner = new LineScanner();
-  const entities: LoadedEntity[] = [];
-  for (let start = 0, line = 1; start < buffer.length; line++) {
-    const end = buffer.indexOf(0x0a, start);
-    if (!scanner.scan(buffer, start, end)) throw new Error(`line ${line} does not scan`);
-    const r = scanner.result;
-    entities.push(new LoadedEntity(buffer, r.objectStart, r.objectEnd, r.idStart, r.idEnd, findStamp(buffer, r.objectStart, r.objectEnd)));
-    start = end + 1;
-  }
-  return entities;
-}
-
-function rowsOf(entities: readonly LoadedEntity[]): Rows<LoadedEntity> {
-  return { size: entities.length, slotCount: entities.length, layout: 0, revision: 'bench.0', at: (row) => entities[row], page: (offset, limit) => entities.slice(offset, offset + limit) };
 }
 
 /** CPU and wall milliseconds of `work`. */
@@ -97,7 +78,7 @@ async function main(): Promise<void> {
   const rounds = Number(process.argv[3] ?? 5);
   const baseDir = process.argv[4];
   if (globalThis.gc === undefined) console.warn('(run with --expose-gc for steadier figures)');
-  const rows = rowsOf(load(lines(entities)));
+  const rows = rowsOf(loadEntities(lines(entities)));
   const variants: [string, Builds, Engine][] = [];
   if (baseDir !== undefined) {
     const at = (file: string): string => pathToFileURL(path.resolve(baseDir, 'store/index', file)).href;

@@ -26,11 +26,10 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { PerformanceObserver } from 'node:perf_hooks';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { findStamp } from '../src/store/changes/change-stamp.js';
 import type { IndexBuilds } from '../src/store/index/index-builds.js';
 import type { Rows } from '../src/store/index/rows.js';
-import { LoadedEntity } from '../src/store/log/jsonl-entity.js';
-import { LineScanner } from '../src/store/log/line-scanner.js';
+import type { LoadedEntity } from '../src/store/log/jsonl-entity.js';
+import { loadEntities, rowsOf } from './loaded-rows.js';
 import { generateProducts } from './products.js';
 import { fmt, median } from './stats.js';
 
@@ -47,34 +46,6 @@ async function stampedProducts(entities: number): Promise<Buffer> {
   const text = await fs.readFile(file, 'utf8');
   const lines = text.split('\n').filter((line) => line !== '');
   return Buffer.from(lines.map((line, i) => `${line.slice(0, -1)},"_change":"${i + 1}.c.1700000000"}\n`).join(''));
-}
-
-/** A `LoadedEntity` per line, as `jsonl-load.ts` makes them. */
-function load(buffer: Buffer): LoadedEntity[] {
-  const scanner = new LineScanner();
-  const entities: LoadedEntity[] = [];
-  let start = 0;
-  let line = 0;
-  while (start < buffer.length) {
-    const end = buffer.indexOf(0x0a, start);
-    line++;
-    if (!scanner.scan(buffer, start, end)) throw new Error(`line ${line} does not scan`);
-    const r = scanner.result;
-    entities.push(new LoadedEntity(buffer, r.objectStart, r.objectEnd, r.idStart, r.idEnd, findStamp(buffer, r.objectStart, r.objectEnd)));
-    start = end + 1;
-  }
-  return entities;
-}
-
-function rowsOf(entities: readonly LoadedEntity[]): Rows<LoadedEntity> {
-  return {
-    size: entities.length,
-    slotCount: entities.length,
-    layout: 0,
-    revision: 'bench.0',
-    at: (row) => entities[row],
-    page: (offset, limit) => entities.slice(offset, offset + limit),
-  };
 }
 
 /**
@@ -133,7 +104,7 @@ async function main(): Promise<void> {
   const rounds = Number(process.argv[3] ?? 5);
   const baseDir = process.argv[4];
   if (globalThis.gc === undefined) console.warn('(run with --expose-gc for steadier figures)');
-  const rows = rowsOf(load(await stampedProducts(entities)));
+  const rows = rowsOf(loadEntities(await stampedProducts(entities)));
   const variants: [string, Builds][] = [];
   if (baseDir !== undefined) {
     const url = pathToFileURL(path.resolve(baseDir, 'store/index/index-builds.ts')).href;

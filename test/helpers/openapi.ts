@@ -1,5 +1,8 @@
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import Ajv2020 from 'ajv/dist/2020.js';
+import { relationGraph } from '../../src/conventions/relations.js';
+import type { OpenApiResource } from '../../src/representations/openapi.js';
 
 type Json = Record<string, unknown>;
 
@@ -92,4 +95,23 @@ export class Conformance {
     const validate = this.#ajv.compile({ $ref: `openapi#${encodeURI(schemaPointer)}` });
     assert.ok(validate(body), `${method} ${template} body: ${JSON.stringify(validate.errors?.slice(0, 5))}`);
   }
+}
+
+/** `count` resources with the demo catalogue's schema (every fifth without one), each linking to the next and to the seventh after it. */
+export function catalogue(count: number): OpenApiResource[] {
+  const base = JSON.parse(readFileSync(new URL('../../data/products.schema.json', import.meta.url), 'utf8')) as { properties: Record<string, Record<string, unknown>> };
+  const name = (i: number): string => `r${i % count}`;
+  return Array.from({ length: count }, (_, i) => {
+    const schema = structuredClone(base);
+    schema.properties['category'] = { ...schema.properties['category'], 'x-link': name(i + 1) };
+    schema.properties['owner'] = { type: 'array', items: { type: 'string' }, 'x-link': name(i + 7) };
+    return { name: name(i), schema: i % 5 === 4 ? undefined : schema };
+  });
+}
+
+/** `catalogue(count)`, its relations, and the options an OpenAPI document of it is made with (base path `/api`, tokens on). */
+export function catalogueOptions(count: number) {
+  const RESOURCES = catalogue(count);
+  const GRAPH = relationGraph(RESOURCES);
+  return { RESOURCES, GRAPH, options: { resources: RESOURCES, relations: GRAPH, basePath: '/api', authenticated: true, version: '1.2.3' } };
 }
