@@ -32,6 +32,19 @@ async function upgradedDir(fixture = FIXTURE, recorded: readonly number[] = [REC
   return dir;
 }
 
+/** The keyed POST `keyed` sent again to `url` (`<server>[<base path>]/items`): its first answer, replayed, as that server sent it. */
+async function assertReplayed(url: string, keyed: { path: string; etag: string; key: string; body: string }): Promise<void> {
+  const retry = await fetch(url, {
+    method: 'POST',
+    headers: { ...AUTH, 'content-type': 'application/json', 'idempotency-key': keyed.key },
+    body: keyed.body,
+  });
+  assert.equal(retry.status, 201);
+  assert.equal(retry.headers.get('idempotency-replayed'), 'true');
+  assert.equal(retry.headers.get('location'), keyed.path);
+  assert.equal(retry.headers.get('etag'), keyed.etag);
+}
+
 const BASE_PATH_FIXTURE = fileURLToPath(new URL('../fixtures/halserve-2026-12-02-base-path/items.jsonl', import.meta.url));
 /** What that server answered, and when it recorded its two answers. */
 const BASE_PATH_KEYED = { path: '/api/items/5KRcesCLLUTaolx2', etag: '"1idy1vn2x5"', key: 'base-key-1', body: '{"name":"keyed"}' };
@@ -45,15 +58,7 @@ describe('upgrade from the files of 2026-11-28', () => {
     const get = (path: string, headers: Record<string, string> = {}) => fetch(server.url + path, { headers: { ...AUTH, ...headers } });
 
     // The keyed POST retried: the first answer again, nothing created twice.
-    const retry = await fetch(`${server.url}/items`, {
-      method: 'POST',
-      headers: { ...AUTH, 'content-type': 'application/json', 'idempotency-key': KEYED.key },
-      body: KEYED.body,
-    });
-    assert.equal(retry.status, 201);
-    assert.equal(retry.headers.get('idempotency-replayed'), 'true');
-    assert.equal(retry.headers.get('location'), KEYED.path);
-    assert.equal(retry.headers.get('etag'), KEYED.etag);
+    await assertReplayed(`${server.url}/items`, KEYED);
     assert.equal(((await (await get('/items')).json()) as { count: number }).count, 2);
 
     // The earlier server's cursor after the first change resumes: the second one follows.
@@ -105,16 +110,8 @@ describe('upgrade from the files of 2026-12-02, written under --base-path', () =
       const args = ['--data', dir, '--port', '0', '--token', TOKEN, '--resource', 'items', '--log', 'off', ...(basePath === '' ? [] : ['--base-path', basePath])];
       const server = await startCli(args);
       const id = BASE_PATH_KEYED.path.slice(BASE_PATH_KEYED.path.lastIndexOf('/') + 1);
-      const retry = await fetch(`${server.url}${basePath}/items`, {
-        method: 'POST',
-        headers: { ...AUTH, 'content-type': 'application/json', 'idempotency-key': BASE_PATH_KEYED.key },
-        body: BASE_PATH_KEYED.body,
-      });
-      assert.equal(retry.status, 201);
-      assert.equal(retry.headers.get('idempotency-replayed'), 'true');
       // As first sent: its links under the base path of then.
-      assert.equal(retry.headers.get('location'), BASE_PATH_KEYED.path);
-      assert.equal(retry.headers.get('etag'), BASE_PATH_KEYED.etag);
+      await assertReplayed(`${server.url}${basePath}/items`, BASE_PATH_KEYED);
       const patch = await fetch(`${server.url}${basePath}/items/${id}`, {
         method: 'PATCH',
         headers: { ...AUTH, 'content-type': 'application/merge-patch+json', 'idempotency-key': BASE_PATH_PATCH.key },
