@@ -33,6 +33,7 @@ export const OTHER_VARIABLES: Readonly<Record<string, string>> = {
   HALSERVE_TEST_REPO: 'test/container: the repository the image was built from',
   HALSERVE_TEST_TIMINGS: "test/container: where the tests' timings are written",
   HALSERVE_SRC: 'bench/body-shape.ts: another copy of src/ to measure',
+  HALSERVE_KEEP_SCREENSHOTS: "test/browser/browser.test.ts: keep the walk-through's screenshots",
 };
 
 /** Every `HALSERVE_*` name something of halserve reads. */

@@ -7,6 +7,7 @@ import { openJsonlStore, type JsonlStore } from '../../src/store/log/jsonl-store
 import { hashId } from '../../src/store/index/entity-index.js';
 import type { Store } from '../../src/store/store.js';
 import { storeSuite } from './store-suite.js';
+import { tempDir } from '../helpers/process.js';
 
 const dirs: string[] = [];
 const files = new WeakMap<Store, string>();
@@ -32,8 +33,8 @@ storeSuite('JSON-lines store', {
 });
 
 test('entities loaded from a file are found by exactly their ids: not by a prefix, a longer id, one byte off, or a non-ASCII look-alike', async () => {
-  const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'halserve-jsonl-ids-'));
-  dirs.push(dir);
+  // Its own directory, removed by `tempDir`'s hook: the suite's cleanup above has run by now.
+  const dir = await tempDir('halserve-jsonl-ids-');
   const file = path.join(dir, 'items.jsonl');
   // Plain ids are kept as bytes of the loaded block; the escaped and non-ASCII ones as strings.
   // Two ids of the same length and hash (found by search): a lookup of the one not in the file
