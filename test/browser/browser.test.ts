@@ -254,6 +254,55 @@ describe('HAL browser in Chromium (docs/conventions.md §4.1)', () => {
     assert.equal((await json('/free/f1'))['b'], undefined);
   });
 
+  test('a member named __proto__ (schemaless), a schema property named constructor -> the form shows what the entity holds, Replace keeps it, a PATCH that changes it sends and saves it (never a prototype, never Object.prototype\'s members)', async (t) => {
+    if (!existsSync(CHROMIUM)) {
+      t.skip('needs Debian chromium at /usr/bin/chromium (.ci/run installs it)');
+      return;
+    }
+    // JSON.parse keeps "__proto__" an own member, as the server's stores and every JSON client do.
+    const record = JSON.parse('{"id":"p1","createdAt":1700000000,"updatedAt":1700000000,"__proto__":{"kept":true},"a":1}') as EntityRecord;
+    // A schema may name a field like a member of Object.prototype (a car's constructor).
+    const carsSchema = { type: 'object', properties: { name: { type: 'string' }, constructor: { type: 'string' } } };
+    const s = await startServer({
+      resources: [
+        { name: 'free', store: createMemoryStore([record]) },
+        { name: 'cars', store: createMemoryStore([{ id: 'c1', createdAt: 1_700_000_000, updatedAt: 1_700_000_000, name: 'A' }]), validate: compileSchema(carsSchema, 'cars.schema.json'), schema: carsSchema },
+      ],
+      tokens: [TOKEN],
+    });
+    const page = await openChromium();
+    const sent: string[] = [];
+    page.on('request', (request) => {
+      if (request.method() === 'PUT' || request.method() === 'PATCH') sent.push(`${request.method()} ${request.postData() ?? ''}`);
+    });
+    const stored = async (path = '/free/p1'): Promise<string> => {
+      const { _links, createdAt, updatedAt, ...fields } = (await (await fetch(`${s.url}${path}`, { headers: { authorization: `Bearer ${TOKEN}` } })).json()) as Record<string, unknown>;
+      return JSON.stringify(fields);
+    };
+    await page.goto(`${s.url}/`);
+    await page.evaluate(`sessionStorage.setItem("halserve.token", ${JSON.stringify(TOKEN)})`);
+
+    await page.goto(`${s.url}/free/p1`);
+    assert.deepEqual(JSON.parse(await page.inputValue('#f-_body')), JSON.parse('{"__proto__":{"kept":true},"a":1}'));
+    await page.click('button.replace');
+    await page.locator('p.notice', { hasText: 'Saved.' }).waitFor();
+    assert.deepEqual(sent.splice(0), ['PUT {"__proto__":{"kept":true},"a":1}']);
+    assert.equal(await stored(), '{"id":"p1","__proto__":{"kept":true},"a":1}');
+
+    await page.fill('#f-_body', '{"__proto__": {"kept": false}, "a": 1}');
+    await page.click('button[name="patch"]');
+    await page.locator('p.notice', { hasText: 'Saved.' }).waitFor();
+    assert.deepEqual(sent.splice(0), ['PATCH {"__proto__":{"kept":false}}']);
+    assert.equal(await stored(), '{"id":"p1","__proto__":{"kept":false},"a":1}');
+
+    await page.goto(`${s.url}/cars/c1`);
+    assert.equal(await page.inputValue('#f-constructor'), '');
+    await page.click('button.replace');
+    await page.locator('p.notice', { hasText: 'Saved.' }).waitFor();
+    assert.deepEqual(sent.splice(0), ['PUT {"name":"A"}']);
+    assert.equal(await stored('/cars/c1'), '{"id":"c1","name":"A"}');
+  });
+
   test('an entity changed by another client while its form is being filled in -> Replace is refused (412) with a way to reload, nothing is overwritten; after the reload it saves', async (t) => {
     if (!existsSync(CHROMIUM)) {
       t.skip('needs Debian chromium at /usr/bin/chromium (.ci/run installs it)');

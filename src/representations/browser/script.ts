@@ -44,6 +44,18 @@ export const BROWSER_SCRIPT = String.raw`'use strict';
   function token() { return sessionStorage.getItem(TOKEN_KEY) || ''; }
 
   /**
+   * Sets a member of an object made here. Defined, not assigned: an entity may hold a member named
+   * __proto__ (JSON.parse keeps it as data, as the server does), and assigning one would set the
+   * object's prototype instead, which JSON.stringify leaves out of what is sent.
+   */
+  function put(target, key, value) {
+    Object.defineProperty(target, key, { value: value, enumerable: true, writable: true, configurable: true });
+  }
+
+  /** A member of an entity's own, never one of Object.prototype (a field named constructor or toString). */
+  function own(object, key) { return Object.prototype.hasOwnProperty.call(object, key) ? object[key] : undefined; }
+
+  /**
    * The URL of a path on this server. A path that begins with two slashes (a page opened at
    * //other.example) would be a URL of another host to fetch, which the token would go to.
    */
@@ -268,18 +280,18 @@ export const BROWSER_SCRIPT = String.raw`'use strict';
     var bad = false;
     form.querySelectorAll('[data-kind]').forEach(function (input) {
       var kind = input.getAttribute('data-kind');
-      if (kind === 'boolean') { out[input.name] = input.checked; return; }
+      if (kind === 'boolean') { put(out, input.name, input.checked); return; }
       if (kind === 'links' || kind === 'enum-many') {
         var chosen = Array.prototype.filter.call(input.options, function (o) { return o.selected; });
-        if (chosen.length) out[input.name] = chosen.map(function (o) { return kind === 'links' ? o.value : JSON.parse(o.value); });
+        if (chosen.length) put(out, input.name, chosen.map(function (o) { return kind === 'links' ? o.value : JSON.parse(o.value); }));
         return;
       }
       var raw = input.value;
       if (raw.trim() === '') return;
-      if (kind === 'number') out[input.name] = Number(raw);
-      else if (kind === 'string' || kind === 'link') out[input.name] = raw;
+      if (kind === 'number') put(out, input.name, Number(raw));
+      else if (kind === 'string' || kind === 'link') put(out, input.name, raw);
       else {
-        try { out[input.name] = JSON.parse(raw); } catch (e) { fieldError(form, input.name, 'not valid JSON: ' + e.message); bad = true; }
+        try { put(out, input.name, JSON.parse(raw)); } catch (e) { fieldError(form, input.name, 'not valid JSON: ' + e.message); bad = true; }
       }
     });
     return bad ? undefined : out;
@@ -321,10 +333,10 @@ export const BROWSER_SCRIPT = String.raw`'use strict';
     var props = (template && template.properties) || [];
     var fields;
     if (props.length) {
-      fields = props.map(function (prop) { return inputFor(prop, 'value' in prop ? prop.value : values[prop.name]); });
+      fields = props.map(function (prop) { return inputFor(prop, 'value' in prop ? prop.value : own(values, prop.name)); });
     } else {
       var body = {};
-      Object.keys(values).forEach(function (k) { if (SERVER_FIELDS.indexOf(k) === -1) body[k] = values[k]; });
+      Object.keys(values).forEach(function (k) { if (SERVER_FIELDS.indexOf(k) === -1) put(body, k, values[k]); });
       fields = [inputFor({ name: '_body', prompt: '_body', required: true, type: 'textarea', placeholder: 'the entity as a JSON object' }, Object.keys(values).length ? body : undefined)];
     }
     return el('form', { class: 'entity', novalidate: true }, [el('div', { class: 'form-problem' })].concat(fields, [el('div', { class: 'actions' }, buttons)]));
@@ -351,10 +363,11 @@ export const BROWSER_SCRIPT = String.raw`'use strict';
   function mergePatch(before, after) {
     var patch = {};
     Object.keys(after).forEach(function (k) {
-      if (JSON.stringify(after[k]) === JSON.stringify(before[k])) return;
-      patch[k] = isObject(before[k]) && isObject(after[k]) ? mergePatch(before[k], after[k]) : after[k];
+      var was = own(before, k);
+      if (JSON.stringify(after[k]) === JSON.stringify(was)) return;
+      put(patch, k, isObject(was) && isObject(after[k]) ? mergePatch(was, after[k]) : after[k]);
     });
-    Object.keys(before).forEach(function (k) { if (!Object.prototype.hasOwnProperty.call(after, k)) patch[k] = null; });
+    Object.keys(before).forEach(function (k) { if (!Object.prototype.hasOwnProperty.call(after, k)) put(patch, k, null); });
     return patch;
   }
 
