@@ -303,6 +303,25 @@ describe('HAL browser in Chromium (docs/conventions.md §4.1)', () => {
     assert.equal(await stored('/cars/c1'), '{"id":"c1","name":"A"}');
   });
 
+  test('a collection whose entities hold constructor and toString fields -> their facets are judged as any field\'s (names held once are left out; no filter is taken as set), their values shown as text, not links', async (t) => {
+    if (!existsSync(CHROMIUM)) {
+      t.skip('needs Debian chromium at /usr/bin/chromium (.ci/run installs it)');
+      return;
+    }
+    const at = { createdAt: 1_700_000_000, updatedAt: 1_700_000_000 };
+    const cars = ['Alpine', 'Bugatti', 'Citroën', 'Delage', 'Exelmans', 'Facel Vega'].map((maker, i) => ({ id: `c${i}`, ...at, constructor: maker, toString: `car ${i}`, body: i % 2 ? 'coupe' : 'saloon' }));
+    const s = await startServer({ resources: [{ name: 'cars', store: createMemoryStore(cars) }], tokens: [TOKEN] });
+    const page = await openChromium();
+    await page.goto(`${s.url}/`);
+    await page.evaluate(`sessionStorage.setItem("halserve.token", ${JSON.stringify(TOKEN)})`);
+    await page.goto(`${s.url}/cars`);
+    await page.locator('aside.facets[data-loaded]').waitFor();
+    assert.deepEqual(await page.locator('aside.facets section').evaluateAll((sections) => sections.map((e) => e.getAttribute('data-facet'))), ['body']);
+    assert.equal(await page.locator('aside.facets a.facet-clear').count(), 0);
+    assert.equal(await page.locator('table.entities td', { hasText: 'Citroën' }).count(), 1);
+    assert.equal(await page.locator('a.relation').count(), 0);
+  });
+
   test('an entity changed by another client while its form is being filled in -> Replace is refused (412) with a way to reload, nothing is overwritten; after the reload it saves', async (t) => {
     if (!existsSync(CHROMIUM)) {
       t.skip('needs Debian chromium at /usr/bin/chromium (.ci/run installs it)');

@@ -442,7 +442,8 @@ export const BROWSER_SCRIPT = String.raw`'use strict';
     // The field names' commas are separators: sent as they are.
     var url = withParam('facets', undefined);
     url += (url.indexOf('?') === -1 ? '?' : '&') + 'facets=' + fields.map(encodeURIComponent).join(',');
-    var current = {};
+    // No prototype: a field named constructor or toString is in it only when the query names it.
+    var current = Object.create(null);
     queryPairs().forEach(function (p) { current[paramName(p[0])] = p[1]; });
     api('GET', url).then(function (r) {
       var facets = (r.body && r.body.facets) || {};
@@ -487,7 +488,7 @@ export const BROWSER_SCRIPT = String.raw`'use strict';
         var v = item[col];
         if (TIME_FIELDS.indexOf(col) !== -1) return el('td', { 'data-field': col }, [timeOf(v)]);
         // A field that links elsewhere (docs/relations.md): its value is a link to the entity it names.
-        var link = item._links && item._links[col];
+        var link = item._links && own(item._links, col);
         if (link && !Array.isArray(link) && typeof v === 'string') return el('td', {}, [el('a', { href: link.href, rel: col, class: 'relation', text: v })]);
         return el('td', { class: typeof v === 'number' ? 'num' : undefined, text: v === undefined ? '' : typeof v === 'object' ? JSON.stringify(v) : String(v) });
       }));
