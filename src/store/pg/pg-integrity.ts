@@ -5,6 +5,7 @@ import { isUnavailable, reason, STATEMENT_DEADLINE_MS, withDeadline, type Databa
 import { ensureLinkLayout, linkSpecs, type LinkSpec } from './link-layout.js';
 import type { PgStore } from './pg-store.js';
 import { liveTargets, targetKey } from './write-statement.js';
+import { holdsNul } from './nul-text.js';
 import type { WriterLinks } from './link-writes.js';
 
 /**
@@ -49,6 +50,12 @@ export class PgLinkIntegrity implements LinkIntegrity {
   /** The targets live neither in this process's index nor in the database. */
   async #missing(targets: readonly LinkTarget[]): Promise<LinkTarget[]> {
     const unknown = targets.filter((t) => this.#stores.get(t.resource)?.get(t.id) === undefined);
+    // An id holding U+0000 has no row (nul-text.ts): missing without asking, which would fail the statement.
+    if (unknown.some((t) => holdsNul(t.id))) {
+      const asked = unknown.filter((t) => !holdsNul(t.id));
+      const absent = asked.length === 0 ? [] : await this.#missing(asked);
+      return unknown.filter((t) => holdsNul(t.id) || absent.includes(t));
+    }
     if (unknown.length === 0) return [];
     const sql = this.#database.sql;
     let live: Set<string>;

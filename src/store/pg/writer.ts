@@ -20,6 +20,8 @@ import { settleWrite, WriteQueue, type WriteOp } from '../write-queue.js';
 import { answerOf, decideWrite, digestBatch, idOf, keyOf } from '../write-rules.js';
 import { ANSWER_TTL_MS, type AnswerBookOptions, type KeyedWrite, type Remembered, type WriteOutcome } from '../idempotency.js';
 import { writeRows, type AnswerRow, type RowWrite } from './write-statement.js';
+import { holdsNul, NUL_REFUSED, nulPath } from './nul-text.js';
+import { validationFailed } from '../../conventions/problem.js';
 import { sharedPrefix } from '../answer-prefix.js';
 
 export type { WriteOp };
@@ -251,7 +253,8 @@ export class PgWriter {
     const [found, positions, known] = await this.#deadline(Promise.all([
       sql.unsafe<{ id: string; pos: string; rev: string; body: string | null }[]>(
         `SELECT id, pos::text AS pos, rev::text AS rev, body FROM ${SCHEMA}.entities WHERE resource = $1 AND id = ANY($2::text[])`,
-        [resource, textArray([...ids])],
+        // An id holding U+0000 has no row (nul-text.ts): not sent, its write runs as against a missing one.
+        [resource, textArray([...ids].filter((id) => !holdsNul(id)))],
         PREPARED,
       ),
       creates === 0
@@ -374,10 +377,18 @@ export class PgWriter {
       return { settle: () => settleWrite(op, undefined, true), deletes: true };
     }
     const { record } = decision;
+    const json = recordJson(record);
+    // The link fields' indexes read a linking resource's bodies with `json` operators, which refuse
+    // `\u0000` anywhere in one (nul-text.ts): refused as this write's own 400, not as the failure of
+    // its batch's statement, which would fail every write of the batch with a 503 that no retry mends.
+    if (forward.length > 0 && json.includes('\\u0000')) {
+      const path = nulPath(record);
+      if (path !== undefined) throw validationFailed({ [path]: { type: NUL_REFUSED } });
+    }
     const before = state!.entity;
     if (op.kind === 'create') state!.pos = next.shift()!;
     state!.rev++;
-    const entity = (state!.entity = new RowEntity(id!, recordJson(record), state!.pos, state!.rev));
+    const entity = (state!.entity = new RowEntity(id!, json, state!.pos, state!.rev));
     // The write's own type, for the change it reports (a create, or a replace or patch).
     state!.type = op.kind === 'create' ? 'created' : 'updated';
     records.set(entity, record);
