@@ -31,9 +31,9 @@ export const literal = (text: string): string => `'${text.replaceAll("'", "''")}
  * The index of one link field: on the field's value (text) for a single id, GIN on the array for
  * many, only over the source's live rows. The name hashes what it indexes (identifiers are 63
  * bytes at most; a field that becomes an array gets an index of its own). `body::json` rather
- * than `jsonb`: `json` takes any text JSON.stringify writes (jsonb refuses `\u0000`), and only
- * the field is converted. The function below writes the same expressions, so the planner
- * matches them.
+ * than `jsonb`: only the field is converted. Neither takes `\u0000` anywhere in the body: the
+ * writer refuses such a body of a linking resource before it is sent (nul-text.ts). The
+ * function below writes the same expressions, so the planner matches them.
  */
 export function linkIndex({ source, field, many }: LinkSpec): { name: string; ddl: string } {
   const name = `link_${createHash('sha256').update(`${source}\0${field}\0${many ? 'many' : 'one'}`).digest('hex').slice(0, 24)}`;
