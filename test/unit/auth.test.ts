@@ -73,6 +73,33 @@ describe('static tokens, composed', () => {
   }
 });
 
+describe('static tokens, many clients (1,000 tokens configured)', () => {
+  const tokens = Array.from({ length: 1000 }, (_, i) => `client-${String(i).padStart(4, '0')}-token`);
+  const header = (i: number): IncomingHttpHeaders => ({ authorization: `Bearer ${tokens[i]}` });
+
+  test('each client\'s token twice, round-robin -> each checked once (the second round from the cache), one comparison a check', () => {
+    const auth = staticTokenAuthenticator(tokens);
+    for (let round = 0; round < 2; round++) {
+      for (let i = 0; i < tokens.length; i++) assert.equal((auth.authenticate(header(i)) as Principal).key, staticTokenKey(tokens[i]!));
+    }
+    assert.equal(auth.checks, 1000);
+    assert.equal(auth.comparisons, 1000);
+  });
+
+  test('unknown tokens -> no comparison at all, whatever the number configured; still refused', () => {
+    const auth = staticTokenAuthenticator(tokens);
+    for (let i = 0; i < 100; i++) assert.equal(auth.authenticate({ authorization: `Bearer stranger-${i}` }), undefined);
+    assert.equal(auth.checks, 100);
+    assert.equal(auth.comparisons, 0);
+  });
+
+  test('a token configured read: and plain -> it may write, whichever comes first', () => {
+    for (const list of [['read:both', 'both'], ['both', 'read:both']]) {
+      assert.equal((staticTokenAuthenticator(list).authenticate({ authorization: 'Bearer both' }) as Principal).access, 'write');
+    }
+  });
+});
+
 describe('principal keys', () => {
   test('a token in another position of the list -> the same key (rate-limit buckets stay put)', () => {
     const [a] = parseTokens(['alpha', 'beta']);
