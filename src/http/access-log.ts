@@ -111,10 +111,43 @@ export function redactJwts(text: string): string {
 const ENCODED_VISIBLE = /%(?:2[1-9A-Fa-f]|[3-6][0-9A-Fa-f]|7[0-9A-Ea-e])/g;
 const decodeVisible = (text: string): string => text.replace(ENCODED_VISIBLE, (escape) => String.fromCharCode(parseInt(escape.slice(1), 16)));
 
+/** Up to this many secrets, each is searched for in turn; beyond, they are found in one pass (`occursIn`). */
+const FEW_SECRETS = 8;
+/** Characters of a secret's start that index it, at most. */
+const INDEX_WIDTH = 8;
+
+/**
+ * A test of whether any of `secrets` occurs in a text, in one pass over the text whatever their
+ * number: each secret is indexed by its first `width` characters (the shortest secret's length, at
+ * most `INDEX_WIDTH`), and each position of the text is looked up once, then the secrets indexed
+ * there compared. Searching a logged path and query for each of 1,000 tokens in turn cost ~10 µs a
+ * request, more than the rest of a cached GET (bench/NOTES.md, "many clients").
+ */
+function occurrenceTest(secrets: readonly string[]): (text: string) => boolean {
+  if (secrets.length <= FEW_SECRETS) return (text) => secrets.some((secret) => text.includes(secret));
+  const width = Math.min(INDEX_WIDTH, ...secrets.map((secret) => secret.length));
+  const byStart = new Map<string, string[]>();
+  for (const secret of secrets) {
+    const start = secret.slice(0, width);
+    const list = byStart.get(start);
+    if (list === undefined) byStart.set(start, [secret]);
+    else list.push(secret);
+  }
+  return (text) => {
+    for (let i = 0; i + width <= text.length; i++) {
+      const list = byStart.get(text.slice(i, i + width));
+      if (list !== undefined && list.some((secret) => text.startsWith(secret, i))) return true;
+    }
+    return false;
+  };
+}
+
 /**
  * Replaces every configured token, as written or percent-encoded, and everything that looks like a
  * JWT, wherever it appears in `text` (a token sent as a path segment or under an unforeseen
- * parameter name). Tokens are few, and this runs once per logged request. Text is logged as the
+ * parameter name). This runs once per logged request, over the path and over the query: a text
+ * that holds no token (nearly every one) costs one pass over it however many tokens are configured
+ * (`occurrenceTest`); one that holds some has them replaced, the longest first. Text is logged as the
  * client sent it, unless a secret was found only once its percent-encoded characters are decoded:
  * then it is logged decoded, with the secret replaced.
  */
@@ -123,8 +156,10 @@ export function createTokenScrubber(tokens: readonly string[]): (text: string) =
     const token = raw.startsWith('read:') ? raw.slice('read:'.length) : raw;
     return token === '' ? [] : [token, encodeURIComponent(token)];
   }))].sort((a, b) => b.length - a.length);
+  const holdsSecret = occurrenceTest(secrets);
   const redact = (text: string): string => {
     let out = redactJwts(text);
+    if (!holdsSecret(out)) return out;
     for (const secret of secrets) if (out.includes(secret)) out = out.replaceAll(secret, REDACTED);
     return out;
   };

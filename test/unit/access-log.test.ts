@@ -42,6 +42,44 @@ describe('createTokenScrubber', () => {
     assert.equal(scrub('/items?x=a%2Bb%2fc'), '/items?x=a%2Bb%2fc');
   });
 
+  describe('1,000 tokens configured (a busy deployment\'s clients)', () => {
+    const tokens = [...Array.from({ length: 999 }, (_, i) => `client-${String(i).padStart(4, '0')}+key/${i}`), 'read:ab1'];
+    const scrub = createTokenScrubber(tokens);
+
+    test('any of them, raw, percent-encoded, the shortest, or one with more characters after it -> [redacted]', () => {
+      assert.equal(scrub('/items/client-0737+key/737'), '/items/[redacted]');
+      assert.equal(scrub('/items?x=client-0737%2Bkey%2F737&page=2'), '/items?x=[redacted]&page=2');
+      assert.equal(scrub('/items?q=ab1'), '/items?q=[redacted]');
+      assert.equal(scrub('/a/client-0012+key/120/b'), '/a/[redacted]0/b');
+      assert.equal(scrub('/items/client-0999+key/99'), '/items/client-0999+key/99');
+      assert.equal(scrub('/items?x=a%2Bb%2fc'), '/items?x=a%2Bb%2fc');
+    });
+
+    test('a path and a query holding none -> searched in one pass (fewer string searches than characters), not once a token', () => {
+      // Counted by the calls of the two String searches a scrubber can make, put back right after.
+      const { includes, startsWith } = String.prototype;
+      let searches = 0;
+      String.prototype.includes = function (this: string, ...args: Parameters<typeof includes>) {
+        searches++;
+        return includes.apply(this, args);
+      };
+      String.prototype.startsWith = function (this: string, ...args: Parameters<typeof startsWith>) {
+        searches++;
+        return startsWith.apply(this, args);
+      };
+      const texts = ['/items/3f2c9a8e-1b4d-4c6e-9f0a-7d5e2b1c8a90', 'limit=20&page=3&sort=-createdAt&status=active'];
+      let scrubbed: string[];
+      try {
+        scrubbed = texts.map(scrub);
+      } finally {
+        String.prototype.includes = includes;
+        String.prototype.startsWith = startsWith;
+      }
+      assert.deepEqual(scrubbed, texts);
+      assert.ok(searches < texts.join('').length, `${searches} string searches`);
+    });
+  });
+
   test('no tokens -> text unchanged', () => assert.equal(createTokenScrubber([])('/a?b=c'), '/a?b=c'));
 
   const jwt = 'eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJhbGljZSJ9.c2lnbmF0dXJl';
