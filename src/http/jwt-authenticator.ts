@@ -5,6 +5,7 @@ import { scopePermissions, scopeValues } from '../conventions/scopes.js';
 import { bearerToken, invalidToken, type Authenticator, type Principal } from './auth.js';
 import type { KeyRefusal, KeySet } from './jwks.js';
 import { checkClaims, CLOCK_LEEWAY_SECONDS, decodeJwt, verifySignature, type DecodedJwt, type VerificationKey } from './jwt.js';
+import { LruMap } from '../structures/lru-map.js';
 
 /**
  * Bearer JWTs from an identity provider (README, "Tokens from an identity provider"): verified with
@@ -16,14 +17,23 @@ import { checkClaims, CLOCK_LEEWAY_SECONDS, decodeJwt, verifySignature, type Dec
  * signature), not the whole value: a header string is new with every request, and hashing all of
  * a JWT's ~700 characters for the lookup cost ~1 µs against ~0.15 µs for the tail and the
  * comparison (measured alone). A value that shares its tail with a remembered one but is not it is
- * no hit: it is verified like any new token. The cache holds at most `CACHE_ENTRIES` (each at most 8 KiB) and is emptied when
- * full. A token stays accepted until its `exp` even if its key leaves the set meanwhile: key
- * rotation retires keys for new tokens, and an identity provider keeps the old key published while
- * tokens signed with it live.
+ * no hit: it is verified like any new token. A token stays accepted until its `exp` even if its key
+ * leaves the set meanwhile: key rotation retires keys for new tokens, and an identity provider keeps
+ * the old key published while tokens signed with it live.
+ *
+ * The cache is bounded by bytes (`CACHE_BYTES`: each value's length and `ENTRY_BYTES` for its
+ * principal) and lets the least recently used token go first (`LruMap`, O(1) a hit or an eviction).
+ * It was 1,024 tokens, emptied when full: a deployment with 1,025 subjects active at once emptied
+ * it before any came back, and every request then paid a signature check (~1 µs a request with
+ * 1,024 subjects in turn, ~60-450 µs with 2,000; bench/NOTES.md, "many clients"). Now some 9,000
+ * tokens of a usual size (~1 KB) are kept, and a subject that keeps asking stays kept however
+ * many others come and go.
  */
 
-/** Most verified tokens remembered: 1024 × 8 KiB at worst. */
-const CACHE_ENTRIES = 1024;
+/** Most bytes of verified tokens remembered: their `Authorization` values and `ENTRY_BYTES` each. */
+const CACHE_BYTES = 16 * 1024 * 1024;
+/** Bytes counted for a remembered token besides its value: its principal (scopes, grants), its key and its slot (~0.7 KB measured with `--expose-gc`). */
+const ENTRY_BYTES = 768;
 /** Characters of an `Authorization` value that key it in the cache: 192 bits of its signature. */
 const TAIL = 32;
 
@@ -67,7 +77,7 @@ const NOT_A_JWT = 'The bearer token is not a valid JWT';
 export function jwtAuthenticator(options: JwtOptions, context: JwtContext): Authenticator {
   const { keys, issuer, audience } = options;
   const { resources, now } = context;
-  const known = new Map<string, Remembered>();
+  const known = new LruMap<Remembered>({ maxEntries: Math.floor(CACHE_BYTES / ENTRY_BYTES), maxWeight: CACHE_BYTES });
   const refuse = (reason: string): HttpProblem => invalidToken(`${NOT_A_JWT}: ${reason}`, true);
 
   const principalOf = (decoded: DecodedJwt, token: string): (Principal & { readonly until: number }) | HttpProblem => {
@@ -90,8 +100,7 @@ export function jwtAuthenticator(options: JwtOptions, context: JwtContext): Auth
     if (!verifySignature(decoded, key)) return refuse('its signature does not verify with the key of the key set');
     const principal = principalOf(decoded, token);
     if (principal instanceof HttpProblem) return principal;
-    if (known.size >= CACHE_ENTRIES) known.clear();
-    known.set(authorization.slice(-TAIL), { principal, authorization });
+    known.set(authorization.slice(-TAIL), { principal, authorization }, authorization.length + ENTRY_BYTES);
     return principal;
   };
 

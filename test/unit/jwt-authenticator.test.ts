@@ -67,6 +67,52 @@ describe('jwtAuthenticator', () => {
   });
 });
 
+describe('jwtAuthenticator, many subjects (Ed25519, quick to sign)', () => {
+  const ed = generateKeyPairSync('ed25519');
+  const edKeys = importKeySet({ keys: [{ ...ed.publicKey.export({ format: 'jwk' }), kid: 'e' }] }, 'set');
+  const edToken = (sub: string, pad = ''): string => {
+    const input = `${b64({ alg: 'EdDSA', kid: 'e' })}.${b64({ iss: 'i', aud: 'a', exp: NOW + 100, sub, scope: 'read', ...(pad === '' ? {} : { pad }) })}`;
+    return `${input}.${sign(null, Buffer.from(input), ed.privateKey).toString('base64url')}`;
+  };
+  /** An authenticator over the Ed25519 set, and the signature checks it has asked a key for. */
+  const counted = (): { auth: ReturnType<typeof jwtAuthenticator>; verified: () => number } => {
+    let selects = 0;
+    const counting: KeySet = { select: (kid, alg) => (selects++, selectKey(edKeys, kid, alg)) };
+    return { auth: jwtAuthenticator({ keys: counting, issuer: 'i', audience: 'a' }, { resources: new Set(['x']), now: () => NOW }), verified: () => selects };
+  };
+  const ask = (auth: ReturnType<typeof jwtAuthenticator>, header: string): Principal => {
+    const found = auth.authenticate({ authorization: header });
+    assert.ok(!(found instanceof Promise) && found !== undefined && !(found instanceof HttpProblem));
+    return found;
+  };
+
+  test('2,000 subjects, each token twice in turn -> each verified once (the second round from the cache)', () => {
+    const headers = Array.from({ length: 2000 }, (_, i) => `Bearer ${edToken(`user-${i}`)}`);
+    const { auth, verified } = counted();
+    for (let round = 0; round < 2; round++) for (const header of headers) ask(auth, header);
+    assert.equal(verified(), 2000);
+  });
+
+  test('a subject that keeps asking while 3,000 others come once each -> verified once (the least recently used go first)', () => {
+    const hot = `Bearer ${edToken('hot')}`;
+    const { auth, verified } = counted();
+    for (let i = 0; i < 3000; i++) {
+      ask(auth, hot);
+      ask(auth, `Bearer ${edToken(`passer-${i}`)}`);
+    }
+    assert.equal(verified(), 3001);
+  });
+
+  test('tokens near the 8 KiB limit -> the cache keeps at most 16 MiB of them: 2,200 in turn, twice -> every one verified again', () => {
+    const pad = 'x'.repeat(5600);
+    const headers = Array.from({ length: 2200 }, (_, i) => `Bearer ${edToken(`big-${i}`, pad)}`);
+    assert.ok(headers.every((h) => h.length > 7600 && h.length < 8192), `${headers[0]!.length} characters`);
+    const { auth, verified } = counted();
+    for (let round = 0; round < 2; round++) for (const header of headers) ask(auth, header);
+    assert.equal(verified(), 4400);
+  });
+});
+
 describe('verifySignature', () => {
   test('an algorithm the key does not admit -> false, even with a good signature', () => {
     const decoded = decodeJwt(token({}, { alg: 'PS256', kid: 'k' }));
