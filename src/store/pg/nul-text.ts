@@ -16,22 +16,65 @@ export const holdsNul = (text: string): boolean => text.includes('\u0000');
  * names a field (`tags.2`, `a.b`); undefined when none does. A member name holding it is named
  * itself.
  */
-export function nulPath(value: unknown, path = ''): string | undefined {
-  if (typeof value === 'string') return holdsNul(value) ? path : undefined;
+export function nulPath(value: unknown): string | undefined {
+  return firstPath(value, (text) => (holdsNul(text) ? 'U+0000' : undefined))?.path;
+}
+
+/** The path of the first member name or string of `value` that `bad` names something in, and what. */
+function firstPath(value: unknown, bad: (text: string) => string | undefined, path = ''): { path: string; what: string } | undefined {
+  if (typeof value === 'string') {
+    const what = bad(value);
+    return what === undefined ? undefined : { path, what };
+  }
   if (typeof value !== 'object' || value === null) return undefined;
   if (Array.isArray(value)) {
     for (let i = 0; i < value.length; i++) {
-      const found = nulPath(value[i], join(path, String(i)));
+      const found = firstPath(value[i], bad, join(path, String(i)));
       if (found !== undefined) return found;
     }
     return undefined;
   }
   for (const [key, member] of Object.entries(value)) {
-    if (holdsNul(key)) return join(path, key);
-    const found = nulPath(member, join(path, key));
+    const what = bad(key);
+    if (what !== undefined) return { path: join(path, key), what };
+    const found = firstPath(member, bad, join(path, key));
     if (found !== undefined) return found;
   }
   return undefined;
+}
+
+/**
+ * A lone surrogate (`"\ud800"` in JSON text): PostgreSQL's `json` operators refuse its escape as they
+ * refuse `\u0000`, so the link fields' indexes cannot read a body holding one either.
+ */
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
+/** What of `text` PostgreSQL's `json` operators cannot read: U+0000, a lone surrogate, or undefined. */
+export function unreadableIn(text: string): string | undefined {
+  if (holdsNul(text)) return 'U+0000';
+  return LONE_SURROGATE.test(text) ? 'a lone surrogate' : undefined;
+}
+
+/**
+ * The first entity of `entities` whose body the link fields' indexes cannot read (`unreadableIn`),
+ * with the path of the member that holds it and how many more there are; undefined when none. Only
+ * a body whose JSON text holds an escape of U+0000 or a surrogate is parsed (JSON.stringify and the
+ * file store write those characters as escapes): this runs when an index build has failed, or on
+ * what `halserve import` sends, never on a request.
+ */
+export function unreadableEntity(
+  entities: Iterable<{ readonly id: string; readonly json: string }>,
+): { id: string; path: string; what: string; more: number } | undefined {
+  let first: { id: string; path: string; what: string } | undefined;
+  let more = 0;
+  for (const { id, json } of entities) {
+    if (!/\\u(?:0000|d[89a-f])/i.test(json)) continue;
+    const found = firstPath(JSON.parse(json) as unknown, unreadableIn);
+    if (found === undefined) continue;
+    if (first === undefined) first = { id, ...found };
+    else more++;
+  }
+  return first === undefined ? undefined : { ...first, more };
 }
 
 /** The validation message of a linking resource's field holding U+0000, on PostgreSQL. */

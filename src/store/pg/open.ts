@@ -7,7 +7,7 @@ import { ChangeFeed, isOwn, type FeedItem } from './feed.js';
 import { OwnWrites } from './own-writes.js';
 import { loadRows } from './loader.js';
 import { RowEntity } from './pg-entity.js';
-import { PgLinkIntegrity, prepareLinks, writerLinks } from './pg-integrity.js';
+import { PgLinkIntegrity, prepareLinks, unreadableLinking, unreadJson, writerLinks } from './pg-integrity.js';
 import { PgChangeFeed, rowTime } from './pg-changes.js';
 import { comparePgCursors, formatPgCursor, pgCursorOrigin, type PgCursor, type PgDataset } from './pg-cursor.js';
 import { PgStore } from './pg-store.js';
@@ -216,7 +216,9 @@ export async function openPostgres(options: PostgresOptions): Promise<PostgresSt
       try {
         await prepareLinks(database, graph);
       } catch (error) {
-        throw new StoreOpenError(`cannot prepare the relations' checks in PostgreSQL at ${where}: ${reason(error)}`);
+        // One stored body the indexes cannot read fails the whole build (one transaction: nothing is
+        // left made); the line names it, instead of PostgreSQL's reason alone, which names no row.
+        throw new StoreOpenError(`cannot prepare the relations' checks in PostgreSQL at ${where}: ${(unreadJson(error) ? unreadableLinking(graph, stores) : undefined) ?? reason(error)}`);
       }
       for (const [resource, writer] of writers) writer.checkLinks(writerLinks(graph, resource));
       return new PgLinkIntegrity(database, stores, onUnavailable);

@@ -5,7 +5,7 @@ import { isUnavailable, reason, STATEMENT_DEADLINE_MS, withDeadline, type Databa
 import { ensureLinkLayout, linkSpecs, type LinkSpec } from './link-layout.js';
 import type { PgStore } from './pg-store.js';
 import { liveTargets, targetKey } from './write-statement.js';
-import { holdsNul } from './nul-text.js';
+import { holdsNul, unreadableEntity } from './nul-text.js';
 import type { WriterLinks } from './link-writes.js';
 
 /**
@@ -88,4 +88,35 @@ export function writerLinks(graph: RelationGraph, resource: string): WriterLinks
 export async function prepareLinks(database: Database, graph: RelationGraph): Promise<void> {
   const specs = linkSpecs(graph);
   if (specs.length > 0) await ensureLinkLayout(database.sql, specs);
+}
+
+/**
+ * Whether `error` is PostgreSQL's refusal of a JSON text: 22P05 (`\u0000`, "unsupported Unicode
+ * escape sequence") or 22P02 (a lone surrogate, "invalid input syntax for type json").
+ */
+export const unreadJson = (error: unknown): boolean => {
+  const code = (error as { code?: unknown } | null)?.code;
+  return code === '22P05' || code === '22P02';
+};
+
+/**
+ * Why the link fields' indexes cannot be built, when a body of a linking resource holds what
+ * PostgreSQL's `json` cannot read (nul-text.ts): data stored before the schema made the field a
+ * link, or imported so. Named from this process's copy of the rows (loaded before the build), as
+ * one line with the entity, the member and what the operator can do; undefined when no such body
+ * is found (the build failed for another reason).
+ */
+export function unreadableLinking(graph: RelationGraph, stores: ReadonlyMap<string, PgStore>): string | undefined {
+  for (const { source, field } of linkSpecs(graph)) {
+    const store = stores.get(source);
+    const found = store === undefined ? undefined : unreadableEntity(store.values());
+    if (found === undefined) continue;
+    const others = found.more === 0 ? '' : ` (and ${found.more} more of ${source})`;
+    return (
+      `${source} ${JSON.stringify(found.id)} holds ${found.what} at ${JSON.stringify(found.path)}${others}, which PostgreSQL's json cannot read, ` +
+      `so the index of the link field ${JSON.stringify(field)} cannot be built: remove it from the entity (a PUT or PATCH through a server ` +
+      `whose schema of ${source} has no x-link yet), then start again`
+    );
+  }
+  return undefined;
 }
