@@ -13,11 +13,13 @@ import { discoverResources, LOG_EXTENSION } from './store/log/data-dir.js';
 import { ChangesFile, newDatasetName } from './store/log/changes-file.js';
 import { lockDirectory, type DirLock } from './store/log/dir-lock.js';
 import { nodeFs } from './store/log/store-fs.js';
-import { readResource } from './store/log/read-resource.js';
+import { lastLineOf, readResource } from './store/log/read-resource.js';
 import { DriverMissingError, isPostgresUrl, type Sql } from './store/pg/driver.js';
 import { exportResources } from './store/pg/export.js';
 import { importResources, type ExistingPolicy, type ImportOutcome, type ImportResource } from './store/pg/import.js';
 import { describeUrl, reason } from './store/pg/connection.js';
+import { indexedSources } from './store/pg/link-layout.js';
+import { holdsNul, unreadableEntity } from './store/pg/nul-text.js';
 import { connectDatabase, ensureLayout, hasLayout, TransferError } from './store/pg/transfer-db.js';
 import { StoreOpenError } from './store/store.js';
 
@@ -169,8 +171,10 @@ async function runImport({ dir, url, policy }: TransferArgs, progress: ProgressL
         say(message);
       }) });
     }
+    await refuseNulIds(dir, resources);
     const total = resources.reduce((sum, r) => sum + r.entities.length, 0);
     const outcomes = await withDatabase(url, async (sql) => {
+      await refuseUnreadableLinking(dir, resources, await indexedSources(sql));
       await ensureLayout(sql, url);
       return importResources(sql, resources, policy, (sent) => progress.update(`import: ${fraction(sent, total)} entities`));
     });
@@ -180,6 +184,46 @@ async function runImport({ dir, url, policy }: TransferArgs, progress: ProgressL
     listening();
     await lock?.release();
   }
+}
+
+/**
+ * An id holding U+0000, which PostgreSQL's text cannot hold (src/store/pg/nul-text.ts), refused
+ * before the database is reached, naming its line: sent, it would fail the import's statement with
+ * PostgreSQL's reason alone ("invalid byte sequence for encoding UTF8: 0x00"), naming no entity.
+ */
+async function refuseNulIds(dir: string, resources: readonly ImportResource[]): Promise<void> {
+  for (const { name, entities } of resources) {
+    const found = entities.find((e) => holdsNul(e.id));
+    if (found === undefined) continue;
+    const file = await at(dir, name, found.id);
+    throw new TransferError(`${file}: the id ${JSON.stringify(found.id)} holds U+0000, which PostgreSQL cannot store in an id: nothing imported; give the entity another id in the file`);
+  }
+}
+
+/**
+ * A body of a resource whose link fields the database indexes (a server with its schemas made the
+ * indexes), holding what their `json` cannot read (U+0000, a lone surrogate), refused before
+ * anything is written, naming its line: sent, it fails the publishing statement with PostgreSQL's
+ * reason alone. A resource no index reads keeps such bodies as written (docs/storage.md §2).
+ */
+async function refuseUnreadableLinking(dir: string, resources: readonly ImportResource[], linking: ReadonlySet<string>): Promise<void> {
+  for (const { name, entities } of resources) {
+    if (!linking.has(name)) continue;
+    const found = unreadableEntity(entities);
+    if (found === undefined) continue;
+    const file = await at(dir, name, found.id);
+    throw new TransferError(
+      `${file}: ${name} ${JSON.stringify(found.id)} holds ${found.what} at ${JSON.stringify(found.path)}, which PostgreSQL's json cannot read, ` +
+        `and the database indexes the link fields of ${name}: nothing imported; remove it from the entity in the file`,
+    );
+  }
+}
+
+/** `<file>:<line>` of the live entity `id` of resource `name`, or the file alone when no line is found. */
+async function at(dir: string, name: string, id: string): Promise<string> {
+  const file = path.join(dir, name + LOG_EXTENSION);
+  const line = await lastLineOf(file, id);
+  return line === undefined ? file : `${file}:${line}`;
 }
 
 function describeOutcome(o: ImportOutcome): string {

@@ -12,6 +12,7 @@ import { fileURLToPath } from 'node:url';
 import postgres from 'postgres';
 import { openJsonlStore } from '../../src/store/log/jsonl-store.js';
 import { LAYOUT_DDL } from '../../src/store/pg/layout.js';
+import { ensureLinkLayout } from '../../src/store/pg/link-layout.js';
 import { findPostgres, freePort, startCluster, type PgCluster } from '../helpers/pg-cluster.js';
 import { LIVENESS_MS, spawnCli, startCli, tempDir } from '../helpers/process.js';
 import { withoutStamps } from '../store/stamps.js';
@@ -199,6 +200,41 @@ describe('halserve import / export against PostgreSQL (docs/storage.md §2)', { 
     assertOneLineFailure(await halserve(['import', '--from', source, '--to', url]), /things\.jsonl:2: /);
     const [row] = await sql<{ found: boolean }[]>`SELECT to_regclass('halserve.entities') IS NOT NULL AS found`;
     assert.equal(row?.found, false);
+  });
+
+  test('an id holding U+0000 -> exit 1 naming file:line, before the database is touched (no table made)', async () => {
+    const source = await tempDir();
+    await writeFile(join(source, 'good.jsonl'), entity('g1') + '\n');
+    await writeFile(join(source, 'things.jsonl'), [entity('a'), entity('b\u0000c'), entity('d')].join('\n') + '\n');
+    const { url, sql } = await database();
+    assertOneLineFailure(
+      await halserve(['import', '--from', source, '--to', url]),
+      /things\.jsonl:2: the id "b\\u0000c" holds U\+0000, which PostgreSQL cannot store in an id: nothing imported; give the entity another id in the file$/,
+    );
+    const [row] = await sql<{ found: boolean }[]>`SELECT to_regclass('halserve.entities') IS NOT NULL AS found`;
+    assert.equal(row?.found, false);
+  });
+
+  test('a body holding U+0000 in a resource whose links the database indexes -> exit 1 naming file:line, nothing imported; elsewhere kept', async () => {
+    const source = await tempDir();
+    await writeFile(join(source, 'aaa.jsonl'), entity('a1') + '\n');
+    await writeFile(join(source, 'products.jsonl'), [entity('p1', { category: 'a1' }), entity('p2', { category: 'a1', note: 'x\u0000y' }), entity('p3')].join('\n') + '\n');
+    const { url, sql } = await database();
+    // As a server whose products schema links `category` leaves the database.
+    for (const statement of LAYOUT_DDL) await sql.unsafe(statement);
+    await ensureLinkLayout(sql as unknown as Parameters<typeof ensureLinkLayout>[0], [{ source: 'products', field: 'category', many: false }]);
+    assertOneLineFailure(
+      await halserve(['import', '--from', source, '--to', url]),
+      /products\.jsonl:2: products "p2" holds U\+0000 at "note", which PostgreSQL's json cannot read, and the database indexes the link fields of products: nothing imported; remove it from the entity in the file$/,
+    );
+    assert.deepEqual(await rows(sql, 'aaa'), []);
+    assert.deepEqual(await rows(sql, 'products'), []);
+    // aaa has no link index: its bodies keep the character.
+    await writeFile(join(source, 'products.jsonl'), entity('p1', { category: 'a1' }) + '\n');
+    await writeFile(join(source, 'aaa.jsonl'), entity('a1', { note: 'x\u0000y' }) + '\n');
+    const imported = await halserve(['import', '--from', source, '--to', url]);
+    assert.equal(imported.code, 0, imported.stderr);
+    assert.equal((await rows(sql, 'aaa'))[0]?.body, entity('a1', { note: 'x\u0000y' }));
   });
 
   test('resources the database holds -> refused (nothing written); --skip-existing keeps them; --replace makes them the file, as writes', async () => {

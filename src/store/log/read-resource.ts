@@ -1,3 +1,4 @@
+import fs from 'node:fs/promises';
 import { MaterialisedIndex } from '../index/materialised-index.js';
 import type { LogEntity } from './jsonl-entity.js';
 import { loadLog } from './jsonl-load.js';
@@ -16,4 +17,21 @@ export async function readResource(file: string, warn: (message: string) => void
     warn(`${file}: torn final line ${loaded.torn.line} (${loaded.torn.bytes.length} bytes, an interrupted write) left out; the file is not changed`);
   }
   return Array.from(index.values());
+}
+
+/**
+ * The number of the last line of `file` that holds the entity `id` (a live entity's own line), for
+ * a message naming `file:line`; undefined when none parses to it. It reads the whole file: only
+ * for the message of a refusal.
+ */
+export async function lastLineOf(file: string, id: string): Promise<number | undefined> {
+  const lines = (await fs.readFile(file, 'utf8')).split('\n');
+  for (let i = lines.length - 1; i >= 0; i--) {
+    try {
+      if ((JSON.parse(lines[i]!) as { id?: unknown } | null)?.id === id) return i + 1;
+    } catch {
+      // A blank, torn or malformed line names no entity.
+    }
+  }
+  return undefined;
 }

@@ -175,6 +175,23 @@ BEGIN
 END
 $fn$`;
 
+/**
+ * The resources whose bodies a link field's index reads, as the database holds them (a server made
+ * them, with its schemas: `halserve import` reads none): each index's definition names its source
+ * in its predicate (`linkIndex`).
+ */
+export async function indexedSources(sql: Sql): Promise<Set<string>> {
+  const rows = await sql.unsafe<{ def: string }[]>(
+    `SELECT indexdef AS def FROM pg_indexes WHERE schemaname = '${SCHEMA}' AND tablename = 'entities' AND indexname LIKE 'link\\_%'`,
+  );
+  const sources = new Set<string>();
+  for (const { def } of rows) {
+    const source = /\(resource = '((?:[^']|'')*)'::text\)/.exec(def)?.[1];
+    if (source !== undefined) sources.add(source.replaceAll("''", "'"));
+  }
+  return sources;
+}
+
 /** Whether the function and every link field's index are there. */
 async function missing(sql: Sql, indexes: readonly string[]): Promise<boolean> {
   const [row] = await sql.unsafe<{ fn: boolean; found: string }[]>(
