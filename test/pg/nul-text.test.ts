@@ -76,7 +76,7 @@ describe('U+0000 over the PostgreSQL store', { skip: pgMissing }, () => {
     }
   });
 
-  test('a linking resource’s body holding U+0000: that write alone is a 400 naming the field; elsewhere the value is kept as acknowledged', async () => {
+  test('a linking resource’s body holding U+0000 or a lone surrogate: that write alone is a 400 naming the field; elsewhere the value is kept as acknowledged', async () => {
     const { pg, url } = await servers();
     const [refused, key, made] = await Promise.all([
       post(pg, '/products', '{"note":"a\\u0000b"}'),
@@ -89,6 +89,10 @@ describe('U+0000 over the PostgreSQL store', { skip: pgMissing }, () => {
     });
     assert.deepEqual(((await key.json()) as { validationMessages: unknown }).validationMessages, { 'x.k\u0000': { type: NUL_REFUSED } });
     assert.equal(made.status, 201);
+    // A lone surrogate is refused the same way (json's 22P02); a pair is a character like any other.
+    const [lone, pair] = await Promise.all([post(pg, '/products', '{"note":["ok","\\udc00"]}'), post(pg, '/products', '{"note":"\\ud83d\\ude00"}')]);
+    assert.deepEqual({ status: lone.status, messages: ((await lone.json()) as { validationMessages: unknown }).validationMessages }, { status: 400, messages: { 'note.1': { type: NUL_REFUSED } } });
+    assert.equal(pair.status, 201);
     // A resource no link field reads stores the character, and a process loading the table reads it back as acknowledged.
     const created = await post(pg, '/categories', '{"name":"a\\u0000b","k\\u0000":"\\ud800"}');
     assert.equal(created.status, 201);

@@ -68,7 +68,7 @@ export function unreadableEntity(
   let first: { id: string; path: string; what: string } | undefined;
   let more = 0;
   for (const { id, json } of entities) {
-    if (!/\\u(?:0000|d[89a-f])/i.test(json)) continue;
+    if (!mayBeUnreadable(json)) continue;
     const found = firstPath(JSON.parse(json) as unknown, unreadableIn);
     if (found === undefined) continue;
     if (first === undefined) first = { id, ...found };
@@ -77,7 +77,19 @@ export function unreadableEntity(
   return first === undefined ? undefined : { ...first, more };
 }
 
-/** The validation message of a linking resource's field holding U+0000, on PostgreSQL. */
-export const NUL_REFUSED = 'must not hold U+0000 (\\u0000) in a resource with links, on PostgreSQL';
+/**
+ * Whether the JSON text of a body may hold what the link fields' indexes cannot read: an escape of
+ * U+0000 or of a surrogate. JSON.stringify escapes exactly those (a well-formed pair is written as
+ * itself), so the text of nearly every body is ruled out by this one search; a match may still be a
+ * literal backslash, which `unreadablePath` then tells apart.
+ */
+export const mayBeUnreadable = (json: string): boolean => UNREADABLE_ESCAPE.test(json);
+const UNREADABLE_ESCAPE = /\\u(?:0000|d[89a-f])/i;
+
+/** The path of the first member name or string of `value` that PostgreSQL's `json` cannot read (`unreadableIn`). */
+export const unreadablePath = (value: unknown): string | undefined => firstPath(value, unreadableIn)?.path;
+
+/** The validation message of a linking resource's field holding U+0000 or a lone surrogate, on PostgreSQL. */
+export const NUL_REFUSED = 'must not hold U+0000 (\\u0000) or a lone surrogate in a resource with links, on PostgreSQL';
 
 const join = (path: string, key: string): string => (path === '' ? key : `${path}.${key}`);

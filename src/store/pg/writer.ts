@@ -20,7 +20,7 @@ import { settleWrite, WriteQueue, type WriteOp } from '../write-queue.js';
 import { answerOf, decideWrite, digestBatch, idOf, keyOf } from '../write-rules.js';
 import { ANSWER_TTL_MS, type AnswerBookOptions, type KeyedWrite, type Remembered, type WriteOutcome } from '../idempotency.js';
 import { writeRows, type AnswerRow, type RowWrite } from './write-statement.js';
-import { holdsNul, NUL_REFUSED, nulPath } from './nul-text.js';
+import { holdsNul, mayBeUnreadable, NUL_REFUSED, unreadablePath } from './nul-text.js';
 import { validationFailed } from '../../conventions/problem.js';
 import { sharedPrefix } from '../answer-prefix.js';
 
@@ -379,10 +379,11 @@ export class PgWriter {
     const { record } = decision;
     const json = recordJson(record);
     // The link fields' indexes read a linking resource's bodies with `json` operators, which refuse
-    // `\u0000` anywhere in one (nul-text.ts): refused as this write's own 400, not as the failure of
-    // its batch's statement, which would fail every write of the batch with a 503 that no retry mends.
-    if (forward.length > 0 && json.includes('\\u0000')) {
-      const path = nulPath(record);
+    // `\u0000` and a lone surrogate anywhere in one (nul-text.ts): refused as this write's own 400, not
+    // as the failure of its batch's statement, which would fail every write of the batch with a 503
+    // that no retry mends.
+    if (forward.length > 0 && mayBeUnreadable(json)) {
+      const path = unreadablePath(record);
       if (path !== undefined) throw validationFailed({ [path]: { type: NUL_REFUSED } });
     }
     const before = state!.entity;
