@@ -44,6 +44,8 @@ console.log(`made whole (before): median ${fmt(median(whole))} ms, max ${fmt(Mat
 for (const together of [false, true]) {
   // A fresh cache each time, so that every set is made.
   const documents = new OpenApiDocuments({ resources, relations, basePath: '', authenticated: true, version: '1' });
+  // The whole document is made in the background from here: not part of what is measured.
+  await documents.whole;
   let last = performance.now();
   let longest = 0;
   let done = false;

@@ -71,7 +71,8 @@ function staticReply(representation: StaticRepresentation, ifNoneMatch: string |
 }
 
 /**
- * `/openapi.json`, and the browser's shell and assets: everything built once, here, at start-up.
+ * `/openapi.json`, and the browser's shell and assets: each built once. The whole document is
+ * made in the background, in slices, from here on (a request for it meanwhile waits for that making).
  * A token that may read only some resources (a JWT's `<resource>:read` scopes) is described only
  * those, as `/` lists only those: their relations among themselves, none to a resource it may not
  * read (a document per set of resources, made when first asked for and kept: openapi-documents.ts).

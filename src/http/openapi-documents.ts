@@ -1,14 +1,14 @@
 import { createHash } from 'node:crypto';
 import type { ContentCoding } from '../conventions/accept-encoding.js';
 import { relationsAmong, type RelationGraph } from '../conventions/relations.js';
-import { digestTag, staticRepresentation, type StaticRepresentation } from '../representations/html.js';
-import { openApiChunks, openApiDocument, type OpenApiOptions, type OpenApiResource } from '../representations/openapi.js';
+import { digestTag, type StaticRepresentation } from '../representations/html.js';
+import { openApiChunks, type OpenApiOptions, type OpenApiResource } from '../representations/openapi.js';
 import { runSliced, type Slice, type Work } from '../store/index/slices.js';
 import { LruMap } from '../structures/lru-map.js';
 import { ASYNC_COMPRESSION_BYTES, asyncCompressionFree, encode, encodeAsync } from './encoding.js';
 
 /**
- * The `/openapi.json` documents: the whole one, made at start-up, and one per set of resources a
+ * The `/openapi.json` documents: the whole one, made as the server starts, and one per set of resources a
  * token limited to some may read (docs/auth.md §2), made when first asked for and kept. A document
  * depends on nothing else a request brings (base path, schemas, relations and version are the
  * configuration's; CORS and rate-limit fields are headers added as it is sent), so its bytes, its
@@ -16,11 +16,16 @@ import { ASYNC_COMPRESSION_BYTES, asyncCompressionFree, encode, encodeAsync } fr
  *
  * Why kept, and made in slices: a document of a hundred resources with schemas is megabytes
  * (every filter operator of every field), tens of milliseconds of the event loop to make whole,
- * and brotli's or gzip's work again on every 200 (bench/NOTES.md, 2026-12-02 14:27). The whole
- * document is made once, before the server listens. A limited one is made resource by resource,
- * giving up the loop between them (docs/conventions.md §8); requests for a set being made wait
- * for that one making. Its compressed forms are made once per coding, a large one on libuv's pool
- * within the bound every large body's compression keeps (encoding.ts).
+ * and brotli's or gzip's work again on every 200 (bench/NOTES.md, 2026-12-02 14:27). Every
+ * document is made resource by resource, giving up the loop between them (docs/conventions.md §8);
+ * requests for a document being made wait for that one making. The whole one is begun when this
+ * is built, in the turns other work leaves, so that it is ready before most clients ask: made
+ * whole here, it held the loop in one stretch before the server could listen, 0.15–0.45 s at 80
+ * resources and 0.5–1.6 s at 200 (16 MB; bench/NOTES.md, 2026-12-02 16:10), which every start
+ * paid in readiness, asked for or not. A request that comes for it meanwhile promotes it to a
+ * request's work, which takes turns before background work. Its compressed forms are made once
+ * per coding, a large one on libuv's pool within the bound every large body's compression keeps
+ * (encoding.ts).
  *
  * The sets are bounded (a JWT's scopes are whatever its issuer put there): `maxEntries` documents
  * and `maxBytes` of them are kept, least recently used first out; one evicted is made again.
@@ -58,7 +63,10 @@ const JSON_TYPE = 'application/json';
 
 export class OpenApiDocuments {
   readonly #options: OpenApiDocumentsOptions;
-  readonly #whole: OpenApiDocument;
+  /** The whole document, or its making until it is made. */
+  #whole: OpenApiDocument | Promise<OpenApiDocument>;
+  /** A request waits for the whole document: its making takes turns as a request's work does. */
+  #wholeWanted = false;
   readonly #kept: LruMap<OpenApiDocument>;
   /** Sets being made: the requests that ask meanwhile wait for the same making. */
   readonly #making = new Map<string, Promise<OpenApiDocument>>();
@@ -67,8 +75,20 @@ export class OpenApiDocuments {
   constructor(options: OpenApiDocumentsOptions) {
     this.#options = options;
     this.#kept = new LruMap({ maxEntries: options.maxEntries ?? LIMITED_DOCUMENTS, maxWeight: options.maxBytes ?? LIMITED_DOCUMENT_BYTES });
-    // At start-up, not during a request: made whole.
-    this.#whole = this.#document(staticRepresentation(JSON.stringify(openApiDocument(this.#describing(options.resources, options.relations))), JSON_TYPE), undefined);
+    // Not now: the first turn goes to what comes after (the server's listening); then the turns
+    // other work leaves, until a request waits for it.
+    const making = runSliced(
+      (slice) => describe(this.#describing(options.resources, options.relations), slice),
+      Infinity,
+      undefined,
+      undefined,
+      () => (this.#wholeWanted ? 'foreground' : 'background'),
+    );
+    const keep = (representation: StaticRepresentation): OpenApiDocument => (this.#whole = this.#document(representation, undefined));
+    this.#whole = making instanceof Promise ? making.then(keep) : keep(making);
+    // A failure (none is known: the configuration was checked) is the answer of every request that
+    // waits for it, not an unhandled rejection that would end the process.
+    if (this.#whole instanceof Promise) this.#whole.catch(() => undefined);
     this.#made++;
   }
 
@@ -82,15 +102,19 @@ export class OpenApiDocuments {
     return this.#kept.size;
   }
 
-  /** The whole document: for a credential that may read every resource (or when there are no credentials). */
-  get whole(): OpenApiDocument {
+  /**
+   * The whole document: for a credential that may read every resource (or when there are no
+   * credentials); its making while it is not made yet, which then no longer waits for idle turns.
+   */
+  get whole(): OpenApiDocument | Promise<OpenApiDocument> {
+    if (this.#whole instanceof Promise) this.#wholeWanted = true;
     return this.#whole;
   }
 
   /** The document of the resources `readable` says may be read, in the configuration's order. */
   of(readable: (name: string) => boolean): OpenApiDocument | Promise<OpenApiDocument> {
     const resources = this.#options.resources.filter((resource) => readable(resource.name));
-    if (resources.length === this.#options.resources.length) return this.#whole;
+    if (resources.length === this.#options.resources.length) return this.whole;
     // Names hold no `/` (config.ts), so the key is the set.
     const key = resources.map((resource) => resource.name).join('/');
     const kept = this.#kept.get(key);

@@ -17,12 +17,36 @@ const only =
     names.includes(name);
 
 describe('OpenApiDocuments (/openapi.json per set of resources read)', () => {
-  test('the whole document -> made once, at start-up; a set naming every resource gets it', () => {
+  test('the whole document -> made once; a set naming every resource gets it', async () => {
     const d = documents();
     assert.equal(d.made, 1);
-    assert.equal(d.whole.representation.body.toString(), JSON.stringify(openApiDocument(options)));
-    assert.equal(d.whole.representation.etag, contentTag(d.whole.representation.body));
-    assert.equal(d.of(() => true), d.whole);
+    const whole = await d.whole;
+    assert.equal(whole.representation.body.toString(), JSON.stringify(openApiDocument(options)));
+    assert.equal(whole.representation.etag, contentTag(whole.representation.body));
+    assert.equal(d.whole, whole, 'kept as it is once made: no promise to wait for');
+    assert.equal(d.of(() => true), whole);
+    assert.equal(d.made, 1);
+  });
+
+  test('the whole document -> not made while the server is built (it held the loop before listening): made a resource at a time, the loop turning between, to the byte the document made whole', async () => {
+    const many = catalogueOptions(40).options;
+    const d = new OpenApiDocuments(many);
+    const making = d.whole;
+    assert.ok(making instanceof Promise, 'not made yet when built');
+    assert.equal(d.of(() => true), making, 'a set naming every resource waits for the same making');
+    let turns = 0;
+    let made = false;
+    const turn = (): void => {
+      turns++;
+      if (!made) setImmediate(turn);
+    };
+    setImmediate(turn);
+    const whole = await making;
+    made = true;
+    assert.ok(turns > 0, 'the loop turned while it was made');
+    const text = JSON.stringify(openApiDocument(many));
+    assert.equal(whole.representation.body.toString(), text);
+    assert.equal(whole.representation.etag, contentTag(text));
     assert.equal(d.made, 1);
   });
 
@@ -88,14 +112,14 @@ describe('OpenApiDocuments (/openapi.json per set of resources read)', () => {
   });
 
   test('a large document while the compressions off the loop are all taken -> none started (sent as it is); made once one is free', async () => {
-    const d = documents();
-    assert.ok(d.whole.representation.body.length >= ASYNC_COMPRESSION_BYTES, 'the whole document is large');
+    const whole = await documents().whole;
+    assert.ok(whole.representation.body.length >= ASYNC_COMPRESSION_BYTES, 'the whole document is large');
     const others = [encodeAsync(Buffer.alloc(4 << 20, 'a'), 'gzip'), encodeAsync(Buffer.alloc(4 << 20, 'b'), 'gzip')];
     assert.equal(asyncCompressionFree(), false);
-    assert.equal(d.whole.encoded('br'), undefined);
+    assert.equal(whole.encoded('br'), undefined);
     await Promise.all(others);
-    const br = d.whole.encoded('br');
+    const br = whole.encoded('br');
     assert.ok(br !== undefined);
-    assert.deepEqual(brotliDecompressSync(await br), d.whole.representation.body);
+    assert.deepEqual(brotliDecompressSync(await br), whole.representation.body);
   });
 });

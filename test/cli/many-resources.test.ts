@@ -1,0 +1,79 @@
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { writeFile } from 'node:fs/promises';
+import { request } from 'node:http';
+import { join } from 'node:path';
+import { describe, test } from 'node:test';
+import { brotliDecompressSync } from 'node:zlib';
+import { relationGraph } from '../../src/conventions/relations.js';
+import { contentTag } from '../../src/representations/html.js';
+import { openApiDocument, type OpenApiResource } from '../../src/representations/openapi.js';
+import { catalogue } from '../helpers/openapi.js';
+import { startCli, tempDir } from '../helpers/process.js';
+
+const VERSION = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+
+/** A data directory of `count` resources of the demo catalogue's schema (every fifth without one), each linking to others, with no entities. */
+async function catalogueDir(count: number): Promise<{ dir: string; resources: OpenApiResource[] }> {
+  const dir = await tempDir();
+  // In the order the server serves them: by name.
+  const resources = catalogue(count).sort((a, b) => (a.name < b.name ? -1 : 1));
+  for (const { name, schema } of resources) {
+    await writeFile(join(dir, `${name}.jsonl`), '');
+    if (schema !== undefined) await writeFile(join(dir, `${name}.schema.json`), JSON.stringify(schema));
+  }
+  return { dir, resources };
+}
+
+interface Answer {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  body: Buffer;
+}
+
+function get(url: string, headers: Record<string, string> = {}, method = 'GET'): Promise<Answer> {
+  return new Promise((resolve, reject) => {
+    request(url, { method, headers }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (chunk: Buffer) => chunks.push(chunk));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }));
+    })
+      .on('error', reject)
+      .end();
+  });
+}
+
+describe('halserve CLI: many resources', () => {
+  test('/openapi.json asked for as the server starts (made in the background, in slices) -> the bytes and tag of the document made whole, to every request at once, br, HEAD and 304 alike', async () => {
+    const { dir, resources } = await catalogueDir(40);
+    const proc = await startCli(['--port', '0', '--data', dir, '--log', 'off']);
+    const expected = JSON.stringify(openApiDocument({ resources, relations: relationGraph(resources), basePath: '', authenticated: false, version: VERSION }));
+    const tag = contentTag(expected);
+    const url = `${proc.url}/openapi.json`;
+    const [a, b, br, head, revalidated, health] = await Promise.all([
+      get(url),
+      get(`${proc.url}/v1/openapi.json`),
+      get(url, { 'accept-encoding': 'br' }),
+      get(url, {}, 'HEAD'),
+      get(url, { 'if-none-match': tag }),
+      get(`${proc.url}/healthz`),
+    ]);
+    assert.equal(health.status, 200);
+    for (const answer of [a, b]) {
+      assert.equal(answer.status, 200);
+      // Compared without printing megabytes when they differ.
+      assert.ok(answer.body.equals(Buffer.from(expected)), 'the bytes of the document made whole');
+      assert.equal(answer.headers['etag'], tag);
+      assert.equal(answer.headers['content-type'], 'application/json');
+    }
+    assert.equal(br.headers['content-encoding'], 'br');
+    assert.equal(br.headers['etag'], `${tag.slice(0, -1)}-br"`);
+    assert.ok(brotliDecompressSync(br.body).equals(Buffer.from(expected)), 'br: the same bytes');
+    assert.equal(head.status, 200);
+    assert.equal(head.headers['etag'], tag);
+    assert.equal(Number(head.headers['content-length']), Buffer.byteLength(expected));
+    assert.equal(revalidated.status, 304);
+    proc.child.kill('SIGTERM');
+    assert.equal(await proc.exited, 0);
+  });
+});
