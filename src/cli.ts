@@ -105,9 +105,14 @@ interface Opened {
 async function loadSchemas(config: Config, names: readonly string[]): Promise<{ schemas: Map<string, LoadedSchema | undefined>; graph: RelationGraph }> {
   const schemas = new Map<string, LoadedSchema | undefined>();
   for (const name of names) schemas.set(name, await loadSchema(config.data, name));
-  // A link to a resource that is not served stops start-up.
-  const graph = relationGraph(names.map((name) => ({ name, schema: schemas.get(name)?.schema })));
-  return { schemas, graph };
+  // A link to a resource that is not served stops start-up, with the file to mend, as a schema
+  // that does not compile does: among a few hundred schemas, the resource's name alone is a search.
+  try {
+    return { schemas, graph: relationGraph(names.map((name) => ({ name, schema: schemas.get(name)?.schema }))) };
+  } catch (error) {
+    if (error instanceof RelationError && error.resource !== undefined) throw new StartupError(`${join(config.data, `${error.resource}.schema.json`)}: ${error.message}`);
+    throw error;
+  }
 }
 
 /** The configured store's resources, open: files in `--data`, or PostgreSQL with `--store` (docs/storage.md §2). */

@@ -49,6 +49,22 @@ export function relationsAmong(graph: RelationGraph, names: ReadonlySet<string>)
 /** A relation that cannot be served; the message is the one line a user sees at start-up. */
 export class RelationError extends Error {
   override readonly name = 'RelationError';
+  /** The resource whose schema declares it: the CLI names its file (`<data>/<resource>.schema.json`). */
+  readonly resource: string | undefined;
+
+  constructor(message: string, resource?: string) {
+    super(message);
+    this.resource = resource;
+  }
+}
+
+/** Served names a message lists at most: a server of 200 resources would make a line of 1,300 characters. */
+const NAMES_SAID = 10;
+
+/** The served names, the first `NAMES_SAID` of them and how many more. */
+function servedNames(names: ReadonlySet<string>): string {
+  const said = [...names].slice(0, NAMES_SAID).join(', ');
+  return names.size > NAMES_SAID ? `${said} and ${names.size - NAMES_SAID} more` : said;
 }
 
 const NONE: ResourceRelations = { forward: [], reverse: [] };
@@ -79,13 +95,13 @@ export function relationGraph(resources: readonly { readonly name: string; reado
     const links = linkFields(schema);
     for (const link of links) {
       if (!names.has(link.target)) {
-        throw new RelationError(`resource ${name}: property ${link.field} has "${LINK_KEYWORD}": "${link.target}", but no resource is named ${JSON.stringify(link.target)} (served: ${[...names].join(', ')})`);
+        throw new RelationError(`resource ${name}: property ${link.field} has "${LINK_KEYWORD}": "${link.target}", but no resource is named ${JSON.stringify(link.target)} (served: ${servedNames(names)})`, name);
       }
-      if (link.field === 'self') throw new RelationError(`resource ${name}: property self cannot be a link: the rel self is the entity's own`);
+      if (link.field === 'self') throw new RelationError(`resource ${name}: property self cannot be a link: the rel self is the entity's own`, name);
       // The reverse link is the source's collection filtered on the field: a filter reads `.` as a
       // path into an object and `[…]` as an operator, so no query could name such a field.
       if (link.field === '' || /[.[\]]/.test(link.field)) {
-        throw new RelationError(`resource ${name}: property ${JSON.stringify(link.field)} cannot be a link: its reverse link filters on it, and a query reads . in a name as a nested path and [ ] as an operator; rename it`);
+        throw new RelationError(`resource ${name}: property ${JSON.stringify(link.field)} cannot be a link: its reverse link filters on it, and a query reads . in a name as a nested path and [ ] as an operator; rename it`, name);
       }
     }
     if (links.length > 0) forward.set(name, links);
@@ -104,7 +120,7 @@ export function relationGraph(resources: readonly { readonly name: string; reado
     const relations = { forward: forward.get(name) ?? [], reverse: reverse.get(name) ?? [] };
     const seen = new Set(['self']);
     for (const rel of [...relations.forward.map((l) => l.field), ...relations.reverse.map((l) => l.rel)]) {
-      if (seen.has(rel)) throw new RelationError(`resource ${name}: two links would both be named ${JSON.stringify(rel)}; rename the property that makes one of them`);
+      if (seen.has(rel)) throw new RelationError(`resource ${name}: two links would both be named ${JSON.stringify(rel)}; rename the property that makes one of them`, name);
       seen.add(rel);
     }
     graph.set(name, relations.forward.length + relations.reverse.length === 0 ? NONE : relations);

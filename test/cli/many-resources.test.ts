@@ -1,15 +1,15 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { writeFile } from 'node:fs/promises';
+import { readdir, writeFile } from 'node:fs/promises';
 import { request } from 'node:http';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { brotliDecompressSync } from 'node:zlib';
 import { relationGraph } from '../../src/conventions/relations.js';
 import { contentTag } from '../../src/representations/html.js';
-import { openApiDocument, type OpenApiResource } from '../../src/representations/openapi.js';
+import { openApiDocument, type JsonSchema, type OpenApiResource } from '../../src/representations/openapi.js';
 import { catalogue } from '../helpers/openapi.js';
-import { startCli, tempDir } from '../helpers/process.js';
+import { spawnCli, startCli, tempDir } from '../helpers/process.js';
 
 const VERSION = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 
@@ -76,4 +76,25 @@ describe('halserve CLI: many resources', () => {
     proc.child.kill('SIGTERM');
     assert.equal(await proc.exited, 0);
   });
+
+  for (const [kind, schema, line] of [
+    ['not JSON', () => '{"type":"object","properties":{', (file: string) => `${file}: not valid JSON: `],
+    ['a keyword of the wrong type', (s: JsonSchema) => JSON.stringify({ ...s, properties: { ...(s['properties'] as object), price: { type: 'number', minimum: 'zero' } } }), (file: string) => `invalid schema ${file}#/properties/price/minimum: `],
+    ['an x-link to a resource not served', (s: JsonSchema) => JSON.stringify({ ...s, properties: { ...(s['properties'] as object), owner: { type: 'string', 'x-link': 'r2OO' } } }), (file: string) => `${file}: resource r117: property owner has "x-link": "r2OO", but no resource is named "r2OO" (served: r0, r1, r10, r100, r101, r102, r103, r104, r105, r106 and 190 more)`],
+  ] as const) {
+    test(`one broken schema among 200 (${kind}) -> exit 1, one short line naming its file; nothing opened`, async () => {
+      const { dir, resources } = await catalogueDir(200);
+      const file = join(dir, 'r117.schema.json');
+      await writeFile(file, schema(resources.find((r) => r.name === 'r117')!.schema!));
+      const before = (await readdir(dir)).sort();
+      const proc = spawnCli(['--port', '0', '--data', dir]);
+      assert.equal(await proc.exited, 1);
+      const stderr = proc.stderr();
+      assert.ok(stderr.startsWith(`halserve: ${line(file)}`), stderr);
+      assert.equal(stderr.split('\n').length, 2, 'one line');
+      assert.ok(stderr.length < 400, `a short line: ${stderr.length} characters`);
+      assert.equal(proc.stdout(), '');
+      assert.deepEqual((await readdir(dir)).sort(), before);
+    });
+  }
 });

@@ -6,13 +6,13 @@ import { spawnCli, startCli, tempDir } from '../helpers/process.js';
 
 
 describe('halserve CLI: relations (docs/relations.md)', () => {
-  test('x-link to a resource that is not served -> exit 1, one line naming it; nothing opened or locked', async () => {
+  test('x-link to a resource that is not served -> exit 1, one line naming it and the schema file; nothing opened or locked', async () => {
     const dir = await tempDir();
     await writeFile(join(dir, 'products.jsonl'), '');
     await writeFile(join(dir, 'products.schema.json'), JSON.stringify({ type: 'object', properties: { category: { type: 'string', 'x-link': 'categories' } } }));
     const proc = spawnCli(['--port', '0', '--data', dir]);
     assert.equal(await proc.exited, 1);
-    assert.equal(proc.stderr(), 'halserve: resource products: property category has "x-link": "categories", but no resource is named "categories" (served: products)\n');
+    assert.equal(proc.stderr(), `halserve: ${join(dir, 'products.schema.json')}: resource products: property category has "x-link": "categories", but no resource is named "categories" (served: products)\n`);
     assert.equal(proc.stdout(), '');
     assert.deepEqual((await readdir(dir)).sort(), ['products.jsonl', 'products.schema.json']);
   });

@@ -103,10 +103,21 @@ describe('relationGraph (docs/relations.md)', () => {
       assert.throws(() => relationGraph(resources), (error: unknown) => {
         assert.ok(error instanceof RelationError);
         assert.equal(error.message, message);
+        assert.equal(error.resource, /^resource (\S+):/.exec(message)?.[1], 'the resource whose schema declares it, for its file to be named');
         return true;
       });
     });
   }
+
+  test('a link to a resource not served, among 200 -> the first ten served names and how many more: one short line', () => {
+    const resources = Array.from({ length: 200 }, (_, i) => ({ name: `r${String(i).padStart(3, '0')}`, schema: i === 117 ? { properties: { owner: { type: 'string', 'x-link': 'nosuch' } } } : undefined }));
+    assert.throws(() => relationGraph(resources), (error: unknown) => {
+      assert.ok(error instanceof RelationError);
+      assert.equal(error.message, 'resource r117: property owner has "x-link": "nosuch", but no resource is named "nosuch" (served: r000, r001, r002, r003, r004, r005, r006, r007, r008, r009 and 190 more)');
+      assert.equal(error.resource, 'r117');
+      return true;
+    });
+  });
 });
 
 describe('link values', () => {
