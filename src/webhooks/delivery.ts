@@ -14,8 +14,14 @@ const IDLE_POLL_MS = 5_000;
 
 /** Time and waiting, injected so that tests are deterministic. */
 export interface Scheduler {
-  /** Milliseconds since the epoch. */
+  /** Milliseconds since the epoch: the events' timestamps, the positions' `at`, the lag gauges. */
   now(): number;
+  /**
+   * Milliseconds on a monotonic clock, which no step of the wall clock moves: the PostgreSQL
+   * lease's term is counted on both (pg-lease.ts), since on the wall clock alone it would last as
+   * long as a step back while the database hands the row to another process.
+   */
+  monotonic(): number;
   /** Resolves after `ms`, or as soon as `signal` aborts. Never rejects. */
   sleep(ms: number, signal: AbortSignal): Promise<void>;
   /** A number in [0, 1): the backoff's jitter. */
@@ -25,6 +31,7 @@ export interface Scheduler {
 /** Real time. */
 export const realScheduler: Scheduler = {
   now: Date.now,
+  monotonic: () => performance.now(),
   sleep: (ms, signal) =>
     new Promise((resolve) => {
       if (signal.aborted) return resolve();

@@ -11,6 +11,12 @@ import { LEASE_ROW, LEASE_TABLE, prepareWebhookTables } from './pg-schema.js';
  */
 export const DEFAULT_LEASE_MS = 15_000;
 
+/** The end of a lease's term on this process's two clocks, in milliseconds (`Scheduler`). */
+interface Term {
+  readonly monotonic: number;
+  readonly wall: number;
+}
+
 const NOT_RENEWED = 'webhook lease not renewed in time (PostgreSQL unreachable or slow): delivery stops until this process holds it again';
 
 /**
@@ -21,10 +27,15 @@ const NOT_RENEWED = 'webhook lease not renewed in time (PostgreSQL unreachable o
  * it is expired or its own, in one statement, setting the expiry to the database's now + ttl. It
  * counts the lease valid until its own clock passes the moment it *sent* that statement + ttl,
  * which is no later than the expiry the database set (clocks run at the same rate; they need not
- * agree), so its validity ends before another process can take the row. When it ends without a
- * renewal the holder stops and drops its delivery in flight (`lost`). Positions are saved only
- * under the lease (pg-positions.ts). What remains is at least once: events the old holder had
- * delivered but not yet saved are delivered again by the next.
+ * agree), so its validity ends before another process can take the row. "Its own clock" is two
+ * (`Term`): the wall clock steps, and set back an hour (NTP, an operator) it alone would keep a
+ * holder that can no longer renew delivering for that hour beside the next holder; the monotonic
+ * clock may stand still while the machine is suspended, which the wall clock, set right on
+ * waking, does not. The term ends when either clock passes it: a step forward costs no more than
+ * a lease taken again. When it ends without a renewal the holder stops and drops its delivery in
+ * flight (`lost`). Positions are saved only under the lease (pg-positions.ts). What remains is at
+ * least once: events the old holder had delivered but not yet saved are delivered again by the
+ * next.
  */
 export class PgLease implements Lease {
   readonly #sql: () => Sql;
@@ -69,14 +80,24 @@ export class PgLease implements Lease {
     return rows.length === 1;
   }
 
+  /** The term of a statement sent now: it ends `ttlMs` later on either clock. */
+  #termFromNow(): Term {
+    return { monotonic: this.#scheduler.monotonic() + this.#ttlMs, wall: this.#scheduler.now() + this.#ttlMs };
+  }
+
+  /** Milliseconds left of `term`: by the clock that has run further into it. */
+  #left(term: Term): number {
+    return Math.min(term.monotonic - this.#scheduler.monotonic(), term.wall - this.#scheduler.now());
+  }
+
   async acquire(signal: AbortSignal): Promise<AbortSignal | undefined> {
-    let validUntil = 0;
+    let term: Term;
     for (;;) {
       if (signal.aborted) return undefined;
-      const sent = this.#scheduler.now();
+      const sent = this.#termFromNow();
       try {
         if (await this.#take()) {
-          validUntil = sent + this.#ttlMs;
+          term = sent;
           break;
         }
       } catch {
@@ -85,21 +106,21 @@ export class PgLease implements Lease {
       await this.#scheduler.sleep(this.#everyMs, signal);
     }
     this.#held = true;
-    this.#validUntil = validUntil;
+    this.#term = term;
     const lost = new AbortController();
     const renew = async (): Promise<void> => {
       while (!lost.signal.aborted) {
-        await this.#scheduler.sleep(Math.max(0, Math.min(this.#everyMs, validUntil - this.#scheduler.now())), lost.signal);
+        await this.#scheduler.sleep(Math.max(0, Math.min(this.#everyMs, this.#left(term))), lost.signal);
         if (lost.signal.aborted) return;
-        if (this.#scheduler.now() >= validUntil) {
+        if (this.#left(term) <= 0) {
           this.#warn(NOT_RENEWED);
           break;
         }
-        const sent = this.#scheduler.now();
+        const sent = this.#termFromNow();
         try {
           if (await this.#take()) {
-            validUntil = sent + this.#ttlMs;
-            if (!lost.signal.aborted) this.#validUntil = validUntil;
+            term = sent;
+            if (!lost.signal.aborted) this.#term = term;
           } else {
             this.#warn('webhook lease taken by another process: it delivers now');
             break;
@@ -117,18 +138,18 @@ export class PgLease implements Lease {
   }
 
   #lost: AbortController | undefined;
-  /** When the lease held ends by this process's clock, unless renewed. */
-  #validUntil = 0;
+  /** When the lease held ends by this process's clocks, unless renewed. */
+  #term: Term = { monotonic: 0, wall: 0 };
 
   /**
    * The renewal's timer tells of a lease that ran out only once it runs: after a stall of the event
    * loop (a long synchronous task, a paused machine), an answer can be handled first and the next
-   * attempt sent by a holder that is no longer one. So each attempt asks the clock first.
+   * attempt sent by a holder that is no longer one. So each attempt asks the clocks first.
    */
   holds(): boolean {
     const lost = this.#lost;
     if (lost === undefined || lost.signal.aborted) return false;
-    if (this.#scheduler.now() < this.#validUntil) return true;
+    if (this.#left(this.#term) > 0) return true;
     this.#warn(NOT_RENEWED);
     this.#held = false;
     lost.abort();

@@ -154,7 +154,7 @@ describe('webhooks on PostgreSQL: one deliverer per database', { skip: pgMissing
     // The process's clock, moved by hand; no timer of the scheduler ever fires on its own, as when
     // the event loop stalled and handles an answer before its timers.
     let clock = Math.floor(Date.now() / 1000) * 1000;
-    const scheduler: Scheduler = { now: () => clock, random: () => 0.5, sleep: (_ms, signal) => new Promise((resolve) => (signal.aborted ? resolve() : signal.addEventListener('abort', () => resolve(), { once: true }))) };
+    const scheduler: Scheduler = { now: () => clock, monotonic: () => clock, random: () => 0.5, sleep: (_ms, signal) => new Promise((resolve) => (signal.aborted ? resolve() : signal.addEventListener('abort', () => resolve(), { once: true }))) };
     const warnings: string[] = [];
     const lease = new PgLease({ sql, holder: 'stalled', ttlMs: 3_000, scheduler, warn: (m) => warnings.push(m) });
     // The first delivery's answer comes after a stall longer than the lease.

@@ -437,6 +437,7 @@ describe('webhook delivery (in process, a real receiver that verifies with stand
     const pinned = Math.floor(Date.now() / 1000) * 1000;
     const scheduler: Scheduler = {
       now: () => pinned,
+      monotonic: () => pinned,
       random: () => 0.5,
       sleep: (ms, signal) => {
         if (ms !== 5_000) waits.push(ms);
