@@ -145,6 +145,33 @@ test('a lock of another PID namespace holding the same pid, renewed -> refused, 
   assert.equal(await fs.readFile(file, 'utf8'), `1\n${OTHER_CONTAINER}\n`);
 });
 
+test('a lock of another PID namespace, renewed, while this process\'s wall clock steps forward during the watch -> still refused: the watch is not cut short', async () => {
+  const dir = await tempDir();
+  const file = path.join(dir, LOCK_FILE);
+  await fs.writeFile(file, `1\n${OTHER_CONTAINER}\n`);
+  // The other container's server renews its lock, less often than this process first looks again.
+  const renewal = setInterval(() => {
+    const now = new Date();
+    void fs.utimes(file, now, now).catch(() => {});
+  }, 300);
+  // This process's wall clock steps two hours forward (NTP, a VM resumed) once the watch has begun.
+  let step = 0;
+  const wall = Date.now.bind(Date);
+  const clock = mock.method(Date, 'now', () => wall() + step);
+  const messages: string[] = [];
+  try {
+    await assert.rejects(
+      lockDirectory(dir, (m) => (messages.push(m), queueMicrotask(() => (step = 2 * 3_600_000))), 1, () => true, { renewEveryMs: 100, staleAfterMs: 3_000 }, 'boot-of-this-host pid:[4026531836]'),
+      (error: Error) => error instanceof StoreOpenError && /^data directory .* is in use by process 1 of another container or PID namespace, which renews its lock/.test(error.message),
+    );
+  } finally {
+    clock.mock.restore();
+    clearInterval(renewal);
+  }
+  assert.deepEqual(messages, [`${file}: held by process 1 of another container or PID namespace; waiting 3 s to see whether its lock is renewed`]);
+  assert.equal(await fs.readFile(file, 'utf8'), `1\n${OTHER_CONTAINER}\n`);
+});
+
 test('a lock of another PID namespace, not renewed -> taken over once it has stayed unrenewed, with a warning that says so', async () => {
   const dir = await tempDir();
   const file = path.join(dir, LOCK_FILE);

@@ -270,12 +270,14 @@ function answersBackups(dir: string): Promise<boolean> {
 
 /**
  * Watches the lock `found` for `staleAfterMs`: 'renewed' as soon as its holder sets its mtime
- * again, 'changed' if it is removed or replaced, 'stale' if it stays as it was.
+ * again, 'changed' if it is removed or replaced, 'stale' if it stays as it was. The watch is timed
+ * on the monotonic clock: on the wall clock, a step forward while it watches (NTP, a VM resumed)
+ * ended it at the next look, before the holder's next renewal, and a live lock was taken over.
  */
 async function watch(file: string, found: LockSeen, timing: LockTiming): Promise<'renewed' | 'changed' | 'stale'> {
-  const until = Date.now() + timing.staleAfterMs;
+  const until = performance.now() + timing.staleAfterMs;
   const step = Math.max(1, Math.min(250, timing.renewEveryMs / 4));
-  while (Date.now() < until) {
+  while (performance.now() < until) {
     await new Promise((resolve) => setTimeout(resolve, step));
     const now = await readLock(file);
     if (now === undefined || now.ino !== found.ino || now.text !== found.text) return 'changed';
