@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { codedTag } from '../conventions/conditional.js';
+import { httpDate } from '../conventions/last-modified.js';
 import { chooseEncoding, type ContentCoding } from '../conventions/accept-encoding.js';
 import { ASYNC_COMPRESSION_BYTES, asyncCompressionFree, COMPRESSION_THRESHOLD_BYTES, encode, encodeAsync } from './encoding.js';
 import type { Duplex } from 'node:stream';
@@ -125,6 +126,20 @@ function declaresBody(req: IncomingMessage): boolean {
   return (length !== undefined && length !== '0') || req.headers['transfer-encoding'] !== undefined;
 }
 
+/** The second `dateNow` last formatted. */
+let dateSecond = Number.NaN;
+let dateText = '';
+
+/** `Date` as the clock reads now, formatted once a second (not via `httpDate`'s one date, which a 304's older `Last-Modified` takes turns with). */
+function dateNow(): string {
+  const second = Math.floor(Date.now() / 1000);
+  if (second !== dateSecond) {
+    dateText = httpDate(second);
+    dateSecond = second;
+  }
+  return dateText;
+}
+
 /**
  * Writes a reply: `extra` headers (CORS) merged in, the body compressed when the client asks and
  * it is large enough (docs/conventions.md §5), `Content-Length` always set. Returns the bytes of body sent,
@@ -161,7 +176,15 @@ export function send(req: IncomingMessage, res: ServerResponse, reply: Reply, ex
     const value = own[name] as string;
     if (name === 'vary') vary = value;
     else if (name === 'etag') etag = value;
-    else list.push(name, value);
+    else {
+      list.push(name, value);
+      // Its own `Date`, read now: Node's is formatted once a second and let go by a timer, so in a
+      // turn of the loop held across a second it names the second before, and a write's
+      // `Last-Modified` (its `updatedAt`, read in this turn) was later than its `Date` (RFC 9110
+      // §8.8.2.1). The date was made no later than the clock's second when the reply was made
+      // (`modificationDate`), which this one is not before.
+      if (name === 'last-modified') list.push('date', dateNow());
+    }
   }
   for (const name in extra) {
     const value = extra[name] as string;

@@ -1,10 +1,12 @@
 import assert from 'node:assert/strict';
 import { writeFile } from 'node:fs/promises';
 import { request as httpRequest } from 'node:http';
+import { connect, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { openJsonlStore } from '../../src/store/log/jsonl-store.js';
 import { createMemoryStore } from '../../src/store/memory-store.js';
+import { httpDate, parseHttpDate } from '../../src/conventions/last-modified.js';
 import { tempDir } from '../helpers/process.js';
 import { records, RFC2616, startItems, startServer } from '../helpers/server.js';
 
@@ -239,5 +241,46 @@ describe('If-Unmodified-Since (RFC 9110 §13.1.4)', () => {
     const s = await startItems(records(1));
     assert.equal((await s.request('/items/e000', { headers: { 'if-unmodified-since': SECOND_BEFORE } })).status, 412);
     assert.equal((await s.request('/items/e000', { headers: { 'if-unmodified-since': AT } })).status, 200);
+  });
+});
+
+describe('Last-Modified never after Date (RFC 9110 §8.8.2.1)', () => {
+  test('the event loop stalls across a second between two pipelined writes -> each write\'s Last-Modified is no later than its Date', async () => {
+    // The stall: the first write's id is made while the clock crosses into the next second, on the
+    // event loop (as a long synchronous task would hold it); the answers are read, not timed.
+    let stalled = false;
+    let n = 0;
+    const newId = (): string => {
+      if (!stalled) {
+        stalled = true;
+        const second = Math.floor(Date.now() / 1000);
+        while (Math.floor(Date.now() / 1000) === second) {
+          // Held until the second changes.
+        }
+      }
+      return `w${n++}`;
+    };
+    const s = await startServer({ resources: [{ name: 'items', store: createMemoryStore([], { resource: 'items' }) }], newId });
+    const { port } = s.server.address() as AddressInfo;
+    const body = '{"n":1}';
+    const post = `POST /items HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`;
+    // A GET first, whose answer makes Node's Date of this second; then two writes, in one packet,
+    // so that all three are handled in one turn of the loop.
+    const text = await new Promise<string>((resolve, reject) => {
+      const socket = connect(port, '127.0.0.1', () => socket.end(`GET /items HTTP/1.1\r\nHost: x\r\n\r\n${post}${post}`));
+      let all = '';
+      socket.setEncoding('latin1');
+      socket.on('data', (c: string) => (all += c));
+      socket.on('end', () => resolve(all));
+      socket.on('error', reject);
+    });
+    const answers = text.split(/(?=HTTP\/1\.1 )/);
+    assert.equal(answers.length, 3, text);
+    for (const answer of answers.slice(1)) {
+      assert.match(answer, /^HTTP\/1\.1 201 /);
+      const date = parseHttpDate(/\r\ndate: ([^\r]*)/i.exec(answer)![1]!)!;
+      const modified = parseHttpDate(/\r\nlast-modified: ([^\r]*)/i.exec(answer)![1]!)!;
+      assert.ok(modified <= date, `Last-Modified ${httpDate(modified)} later than Date ${httpDate(date)}`);
+    }
   });
 });
