@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { test } from 'node:test';
+import { mock, test } from 'node:test';
 import { openJsonlStore, type JsonlStore } from '../../src/store/log/jsonl-store.js';
 import { nodeFs, type StoreFs } from '../../src/store/log/store-fs.js';
 import { tempDir } from './helpers.js';
@@ -145,4 +145,31 @@ test('close while a compaction runs -> it finishes or is abandoned; no temporary
   const reopened = await openJsonlStore({ file });
   assert.deepEqual(state(reopened), before);
   await reopened.close();
+});
+
+test('the wall clock steps two hours forward while a compaction runs -> no warning that it took two hours', async () => {
+  const dir = await tempDir();
+  const file = path.join(dir, 'a.jsonl');
+  const wall = Date.now.bind(Date);
+  let step = 0;
+  // The step (NTP, a VM resumed) comes while the temporary file is synced.
+  const stepping: StoreFs = {
+    ...nodeFs,
+    fdatasync: async (fd) => {
+      step = 2 * 3600 * 1000;
+      await nodeFs.fdatasync(fd);
+    },
+  };
+  const warnings: string[] = [];
+  const clock = manualClock();
+  const store = await openJsonlStore({ file, fs: stepping, compaction: { auto: false }, now: clock.now, warn: (m) => warnings.push(m) });
+  for (let i = 0; i < 10; i++) await store.create(record(`e${i}`));
+  const stepped = mock.method(Date, 'now', () => wall() + step);
+  try {
+    assert.equal(await store.compact(), true);
+  } finally {
+    stepped.mock.restore();
+  }
+  assert.deepEqual(warnings, []);
+  await store.close();
 });
