@@ -1,9 +1,13 @@
 import assert from 'node:assert/strict';
-import { describe, test } from 'node:test';
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { after, describe, test } from 'node:test';
 import { compileSchema, declaredPaths } from '../../src/conventions/schema.js';
+import { openJsonlStore } from '../../src/store/log/jsonl-store.js';
 import { createMemoryStore } from '../../src/store/memory-store.js';
 import type { EntityRecord } from '../../src/store/store.js';
 import { prng } from '../helpers/prng.js';
+import { tempDir } from '../helpers/process.js';
 import { RFC2616, startServer, type TestResponse } from '../helpers/server.js';
 
 /*
@@ -158,6 +162,52 @@ describe('facets', () => {
   test('no facets -> no facets member (as before)', async () => {
     const s = await start();
     assert.equal('facets' in (await (await s.request('/products?status=paused')).json()), false);
+  });
+
+  test('tags arrays read from a JSON-lines file (spaces, escapes, non-ASCII, strings beside them) -> ?facets=tags gives each value\'s count in the file; after a PATCH that puts a number in one, and one that takes it out, the counts of the data then', async () => {
+    const r = prng(23);
+    const pick = <T>(items: readonly T[]): T => items[Math.floor(r() * items.length)] as T;
+    const words = ['red', 'blue', 'ünï', 'a,b', 'q"uote', '3', ...Array.from({ length: 60 }, (_, i) => `w${i}`)];
+    const records: Record<string, unknown>[] = [];
+    const lines: string[] = [];
+    for (let i = 0; i < 400; i++) {
+      const record: Record<string, unknown> = { id: `i${String(i).padStart(3, '0')}`, createdAt: T + i, updatedAt: T + i };
+      const roll = r();
+      if (roll < 0.1) record.tags = pick(['red', 'alone', null]);
+      else if (roll < 0.9) record.tags = Array.from({ length: Math.floor(r() * 5) }, () => (r() < 0.5 ? pick(words.slice(0, 6)) : pick(words)));
+      records.push(record);
+      // Some lines written by hand: spaces inside the array.
+      lines.push(i % 7 === 0 ? JSON.stringify(record, null, 1).replace(/\n/g, '') : JSON.stringify(record));
+    }
+    const dir = await tempDir();
+    const file = join(dir, 'items.jsonl');
+    await writeFile(file, `${lines.join('\n')}\n`);
+    const store = await openJsonlStore({ file, resource: 'items' });
+    after(() => store.close());
+    const s = await startServer({ resources: [{ name: 'items', store }] });
+    // Each value's entities (an array's distinct elements once), by count descending, then null, numbers, strings.
+    const expected = (): { value: unknown; count: number }[] => {
+      const counts = new Map<string, { value: unknown; count: number }>();
+      for (const record of records) {
+        if (!('tags' in record)) continue;
+        const values = Array.isArray(record.tags) ? record.tags : [record.tags];
+        for (const value of new Set(values.map((v) => JSON.stringify(v)))) {
+          const known = counts.get(value);
+          if (known) known.count++;
+          else counts.set(value, { value: JSON.parse(value) as unknown, count: 1 });
+        }
+      }
+      const rank = (v: unknown): string => (v === null ? '0' : typeof v === 'number' ? `1${v}` : `2${String(v)}`);
+      return [...counts.values()].sort((a, b) => b.count - a.count || (rank(a.value) < rank(b.value) ? -1 : 1)).slice(0, 50);
+    };
+    const facet = async (): Promise<unknown> => ((await (await s.request('/items?facets=tags&limit=1')).json()) as { facets: { tags: FacetValue[] } }).facets.tags.map(({ value, count }) => ({ value, count }));
+    assert.deepEqual(await facet(), expected());
+    for (const tags of [['3', 3, 'red'], ['3', 'red']]) {
+      const res = await s.request('/items/i001', { method: 'PATCH', headers: { 'content-type': 'application/merge-patch+json' }, body: JSON.stringify({ tags }) });
+      assert.equal(res.status, 200);
+      records[1] = { ...records[1], tags };
+      assert.deepEqual(await facet(), expected(), JSON.stringify(tags));
+    }
   });
 
   const BAD: [string, string, boolean][] = [

@@ -5,6 +5,7 @@ import { Postings } from '../../src/store/index/postings.js';
 import { RowSet } from '../../src/store/index/row-set.js';
 import { RESTARTS_BEFORE_WHOLE, runSliced, Slice, WHOLE_MAX_MS, type Work } from '../../src/store/index/slices.js';
 import { FieldIndex } from '../../src/store/index/field-index.js';
+import { facetCounts } from '../../src/store/index/facet-counts.js';
 import { anyOf, intersection } from '../../src/store/index/row-lists.js';
 import { CodeTally, NO_ROW, ValueColumn } from '../../src/store/index/value-column.js';
 import { compareCells, orderRows } from '../../src/store/index/row-sort.js';
@@ -183,6 +184,65 @@ describe('FieldIndex: eq from the value order', () => {
     assert.deepEqual(rowsOf('{"b":1}'), [7]);
     assert.deepEqual(rowsOf('true'), [8, 9, 10]);
     assert.deepEqual(rowsOf('{"b": 1}'), []);
+  });
+});
+
+describe('facetCounts: a field of arrays over every row', () => {
+  /** Each value's count (an array's distinct elements once each), by count descending, then null before strings, then by text: at most 50. */
+  const naive = (values: readonly unknown[]): { value: unknown; count: number }[] => {
+    const counts = new Map<unknown, number>();
+    for (const value of values) {
+      if (value === undefined || value === NO_ROW) continue;
+      for (const element of new Set(Array.isArray(value) ? value : [value])) counts.set(element, (counts.get(element) ?? 0) + 1);
+    }
+    const rank = (v: unknown): string => (v === null ? '0' : `1${String(v)}`);
+    return [...counts].map(([value, count]) => ({ value, count })).sort((a, b) => b.count - a.count || (rank(a.value) < rank(b.value) ? -1 : 1)).slice(0, 50);
+  };
+  const counted = (field: FieldIndex): { value: unknown; count: number }[] => {
+    const work = facetCounts(field, undefined, field.column.length, new Slice(1e9));
+    for (let step = work.next(); ; step = work.next()) if (step.done === true) return step.value;
+  };
+
+  test('arrays of strings only, strings and null beside them, holes -> each value counted from the element postings, no array read; an array holding a number -> counted from the arrays again', () => {
+    let reads = 0;
+    // Counts every element read of the arrays the column holds.
+    const watched = (array: unknown[]): unknown[] =>
+      new Proxy(array, {
+        get(target, key, receiver) {
+          if (typeof key === 'string' && /^\d+$/.test(key)) reads++;
+          return Reflect.get(target, key, receiver) as unknown;
+        },
+      });
+    const values: unknown[] = [];
+    for (let i = 0; i < 3000; i++) {
+      if (i % 50 === 0) values.push(NO_ROW);
+      else if (i % 20 === 0) values.push(i % 40 === 0 ? 'red' : null);
+      else if (i % 17 === 0) values.push(undefined);
+      else if (i % 13 === 0) values.push(watched([]));
+      // Repeats within an array, more than 50 values, many ties.
+      else values.push(watched([`t${(i * 7) % 90}`, i % 3 === 0 ? 'red' : 'blue', `t${(i * 7) % 90}`, `u${i % 400}`]));
+    }
+    const field = new FieldIndex(['tags']);
+    for (const value of values) field.fill(value);
+    for (const _ of field.build(new Slice(1e9)));
+    const before = naive(values);
+    reads = 0;
+    assert.deepEqual(counted(field), before);
+    assert.equal(reads, 0, 'elements read while counting');
+    // A number among the elements: a posting's key no longer tells "3" from 3.
+    field.apply(1, { tags: watched(['3', 3, 'red']) });
+    values[1] = ['3', 3, 'red'];
+    const mixed = naive(values);
+    reads = 0;
+    assert.deepEqual(counted(field), mixed);
+    assert.ok(reads > 0);
+    // Gone again: counted from the postings, and the same counts as before it came.
+    field.apply(1, { tags: watched(['3', 'red']) });
+    values[1] = ['3', 'red'];
+    const after = naive(values);
+    reads = 0;
+    assert.deepEqual(counted(field), after);
+    assert.equal(reads, 0, 'elements read while counting');
   });
 });
 

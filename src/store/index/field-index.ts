@@ -19,6 +19,12 @@ function elementKeys(value: readonly Cell[]): string[] {
   return [...keys];
 }
 
+/** Whether an array holds an element other than a string. */
+function holdsOther(value: readonly Cell[]): boolean {
+  for (let i = 0; i < value.length; i++) if (typeof value[i] !== 'string') return true;
+  return false;
+}
+
 /**
  * The values other than arrays whose text (`filterText`) is `text`: the string itself, and the
  * number, literal or object that JSON writes that way (`?stock=0` finds the number 0).
@@ -65,6 +71,13 @@ export class FieldIndex {
   readonly elements = new Postings();
   /** Live rows whose value is an array: range filters on such a field cannot use the order. */
   arrays = 0;
+  /**
+   * Live rows whose value is an array holding something other than a string. While there are
+   * none, each key of `elements` is one value (a string), not the text that `0` and `"0"` share,
+   * and its rows are the entities holding it: a facet over every entity counts them from there
+   * (facet-counts.ts).
+   */
+  otherArrays = 0;
 
   constructor(path: readonly string[]) {
     this.path = path;
@@ -98,6 +111,7 @@ export class FieldIndex {
 
   #post(row: number, value: readonly Cell[]): void {
     this.arrays++;
+    if (holdsOther(value)) this.otherArrays++;
     if (value.length > SMALL_ARRAY) {
       for (const key of elementKeys(value)) this.elements.add(key, row);
       return;
@@ -112,6 +126,7 @@ export class FieldIndex {
 
   #unpost(row: number, value: readonly Cell[]): void {
     this.arrays--;
+    if (holdsOther(value)) this.otherArrays--;
     for (const key of elementKeys(value)) this.elements.remove(key, row);
   }
 

@@ -53,6 +53,11 @@ export class Postings {
     return this.#map.keys();
   }
 
+  /** Keys in no particular order, each with its count of rows (a facet over every row). */
+  *counts(): Generator<[key: string, count: number], void, undefined> {
+    for (const [key, rows] of this.#map) yield [key, typeof rows === 'number' ? 1 : rows.size];
+  }
+
   /** Renumbers rows after a re-pack of the creation order. */
   remap(moved: Int32Array): void {
     for (const [key, rows] of this.#map) {
