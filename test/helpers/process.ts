@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { rmSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -55,10 +56,23 @@ export async function startCli(args: readonly string[], env: Record<string, stri
   }
 }
 
+/** Directories `tempDir` made that no hook has removed yet. */
+const madeDirs = new Set<string>();
+// Removed at the latest when the test file's process exits: an `after` registered once the test
+// that asked for the directory has ended (a callback that outlived it) never runs, and a full run
+// left such directories behind.
+process.once('exit', () => {
+  for (const dir of madeDirs) rmSync(dir, { recursive: true, force: true });
+});
+
 /** A temporary directory removed after the test file. */
 export async function tempDir(prefix = 'halserve-test-'): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), prefix));
-  after(() => rm(dir, { recursive: true, force: true }));
+  madeDirs.add(dir);
+  after(async () => {
+    await rm(dir, { recursive: true, force: true });
+    madeDirs.delete(dir);
+  });
   return dir;
 }
 
