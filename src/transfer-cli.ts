@@ -7,6 +7,9 @@ import { constants } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { resourceNameProblem } from './config.js';
+import { entityHref } from './conventions/hal.js';
+import { linkFields } from './conventions/relations.js';
+import { compileSchema, SchemaError } from './conventions/schema.js';
 import { onInterrupt } from './interrupt.js';
 import { count, counted, fraction, ProgressLine } from './progress-line.js';
 import { discoverResources, LOG_EXTENSION } from './store/log/data-dir.js';
@@ -16,7 +19,8 @@ import { nodeFs } from './store/log/store-fs.js';
 import { lastLineOf, readResource } from './store/log/read-resource.js';
 import { DriverMissingError, isPostgresUrl, type Sql } from './store/pg/driver.js';
 import { exportResources } from './store/pg/export.js';
-import { importResources, type ExistingPolicy, type ImportOutcome, type ImportResource } from './store/pg/import.js';
+import { DanglingLinksError, importResources, type ExistingPolicy, type ImportOutcome, type ImportResource } from './store/pg/import.js';
+import type { DanglingLink, ImportLink } from './store/pg/import-links.js';
 import { describeUrl, reason } from './store/pg/connection.js';
 import { indexedSources } from './store/pg/link-layout.js';
 import { holdsNul, unreadableEntity } from './store/pg/nul-text.js';
@@ -29,6 +33,7 @@ export type TransferCommand = 'import' | 'export';
 class UsageError extends Error {}
 
 export const IMPORT_HELP = `Usage: halserve import --from <data-dir> --to postgres://… [--replace | --skip-existing]
+                      [--data <schema-dir>] [--allow-dangling-links]
 
 Copies every <name>.jsonl resource of a data directory into PostgreSQL, in one transaction:
 the live entities (the last line per id; deleted ones left out) with their JSON text unchanged,
@@ -37,6 +42,10 @@ anything is written, unless:
   --replace          makes it what the file holds: ids in both replaced in place, ids only in the
                      database deleted, the others created (running servers see it as writes)
   --skip-existing    leaves it as it is and imports the others
+Links (x-link in <name>.schema.json, read from --data, else from --from, as the servers read
+them): an import that would leave a link dangling, among the imported entities and those the
+database keeps, stops before anything is written, unless:
+  --allow-dangling-links  imports anyway, and says how many links it left dangling
 --to defaults to HALSERVE_STORE, then DATABASE_URL, when one is a postgres:// URL.
 `;
 
@@ -54,6 +63,10 @@ interface TransferArgs {
   readonly dir: string;
   readonly url: string;
   readonly policy: ExistingPolicy;
+  /** Import: where the schema files are (`--data`, else the directory imported). */
+  readonly schemas: string;
+  /** Import: links left dangling are accepted (`--allow-dangling-links`). */
+  readonly allowDangling: boolean;
 }
 
 const say = (message: string): void => {
@@ -69,12 +82,13 @@ function urlFromEnv(env: NodeJS.ProcessEnv): string | undefined {
 export function parseTransferArgs(command: TransferCommand, args: readonly string[], env: NodeJS.ProcessEnv): TransferArgs | undefined {
   const values = new Map<string, string>();
   const switches = new Set<string>();
-  const flags = command === 'import' ? ['--replace', '--skip-existing'] : ['--replace'];
+  const flags = command === 'import' ? ['--replace', '--skip-existing', '--allow-dangling-links'] : ['--replace'];
+  const options = command === 'import' ? ['--from', '--to', '--data'] : ['--from', '--to'];
   for (let i = 0; i < args.length; i++) {
     const arg = args[i]!;
     if (arg === '--help' || arg === '-h') return undefined;
     const [flag, inline] = arg.startsWith('--') && arg.includes('=') ? [arg.slice(0, arg.indexOf('=')), arg.slice(arg.indexOf('=') + 1)] : [arg, undefined];
-    if (flag === '--from' || flag === '--to') {
+    if (options.includes(flag)) {
       const value = inline ?? args[++i];
       if (value === undefined || value === '') throw new UsageError(`${flag} needs a value`);
       values.set(flag, value);
@@ -92,7 +106,7 @@ export function parseTransferArgs(command: TransferCommand, args: readonly strin
   if (url === undefined) throw new UsageError(`halserve ${command} needs ${urlFlag} postgres://… (or HALSERVE_STORE / DATABASE_URL)`);
   if (!isPostgresUrl(url)) throw new UsageError(`${urlFlag} must be a postgres:// URL, not ${JSON.stringify(describeUrl(url))}`);
   const policy: ExistingPolicy = switches.has('--replace') ? 'replace' : switches.has('--skip-existing') ? 'skip' : 'refuse';
-  return { dir, url, policy };
+  return { dir, url, policy, schemas: values.get('--data') ?? dir, allowDangling: switches.has('--allow-dangling-links') };
 }
 
 /** Runs `halserve import|export …`; sets the exit code, never throws. */
@@ -152,13 +166,15 @@ async function lockUnlessReadOnly(dir: string): Promise<DirLock | undefined> {
   return lockDirectory(dir, say);
 }
 
-async function runImport({ dir, url, policy }: TransferArgs, progress: ProgressLine): Promise<string> {
+async function runImport({ dir, url, policy, schemas, allowDangling }: TransferArgs, progress: ProgressLine): Promise<string> {
   const names = await discoverResources(dir);
   for (const name of names) {
     const problem = resourceNameProblem(name);
     if (problem !== undefined) throw new TransferError(`${path.join(dir, name + LOG_EXTENSION)}: ${problem}`);
   }
   if (names.length === 0) throw new TransferError(`${dir} holds no <name>${LOG_EXTENSION} file: nothing to import`);
+  // Read before anything is: a schema the servers would refuse stops the import too.
+  const declared = await declaredLinks(schemas);
   const lock = await lockUnlessReadOnly(dir);
   // The import is one transaction: cut off, the database rolls it back, unless its commit had left.
   const listening = releaseOnInterrupt(lock, 'import', 'the database holds none of it (or all of it, if its last statement had been sent)');
@@ -173,11 +189,22 @@ async function runImport({ dir, url, policy }: TransferArgs, progress: ProgressL
     }
     await refuseNulIds(dir, resources);
     const total = resources.reduce((sum, r) => sum + r.entities.length, 0);
-    const outcomes = await withDatabase(url, async (sql) => {
+    const { outcomes, dangling } = await withDatabase(url, async (sql) => {
       await refuseUnreadableLinking(dir, resources, await indexedSources(sql));
       await ensureLayout(sql, url);
-      return importResources(sql, resources, policy, (sent) => progress.update(`import: ${fraction(sent, total)} entities`));
+      try {
+        return await importResources(sql, resources, policy, (sent) => progress.update(`import: ${fraction(sent, total)} entities`), { declared, allowDangling });
+      } catch (error) {
+        if (!(error instanceof DanglingLinksError)) throw error;
+        throw new TransferError(
+          `the import would leave ${danglingLinks(error.count, error.examples)}: nothing imported; import the entities they name with it, or --allow-dangling-links to import anyway`,
+        );
+      }
     });
+    if (dangling.count > 0) {
+      progress.clear();
+      say(`--allow-dangling-links: the import left ${danglingLinks(dangling.count, dangling.examples)}; they lead to a 404 until the entities holding them are written again`);
+    }
     const imported = outcomes.filter((o) => o.action !== 'skipped').reduce((sum, o) => sum + o.entities, 0);
     return `imported ${counted(imported, 'entity', 'entities')} from ${dir} into ${describeUrl(url)} (${outcomes.map(describeOutcome).join(', ')})`;
   } finally {
@@ -224,6 +251,44 @@ async function at(dir: string, name: string, id: string): Promise<string> {
   const file = path.join(dir, name + LOG_EXTENSION);
   const line = await lastLineOf(file, id);
   return line === undefined ? file : `${file}:${line}`;
+}
+
+/**
+ * The link fields the schema files of `dir` declare (docs/relations.md §1), as the servers read them:
+ * `<name>.schema.json` of each resource name the servers accept. A schema a server would refuse
+ * stops the import in one line: its links could not be checked, and no server would start on it.
+ */
+async function declaredLinks(dir: string): Promise<ImportLink[]> {
+  const SUFFIX = '.schema.json';
+  let files: string[];
+  try {
+    files = (await fs.readdir(dir)).filter((f) => f.endsWith(SUFFIX)).sort();
+  } catch (error) {
+    throw new TransferError(`cannot read the schema files of ${dir}: ${(error as Error).message}`);
+  }
+  const links: ImportLink[] = [];
+  for (const file of files) {
+    const source = file.slice(0, -SUFFIX.length);
+    if (resourceNameProblem(source) !== undefined) continue;
+    const at = path.join(dir, file);
+    let schema: unknown;
+    try {
+      schema = JSON.parse(await fs.readFile(at, 'utf8'));
+      compileSchema(schema, at);
+    } catch (error) {
+      if (error instanceof SchemaError) throw new TransferError(`${error.message}: its links cannot be checked, nothing imported`);
+      throw new TransferError(`${at}: ${error instanceof SyntaxError ? 'not valid JSON: ' : ''}${(error as Error).message}: its links cannot be checked, nothing imported`);
+    }
+    for (const { field, target, many } of linkFields(schema)) links.push({ source, field, target, many });
+  }
+  return links;
+}
+
+/** `3 links dangling (/products/p1 category -> /categories/audio, …)`: the count and the examples, as the URLs a client meets. */
+function danglingLinks(total: number, examples: readonly DanglingLink[]): string {
+  const shown = examples.map((l) => `${entityHref(`/${l.source}`, l.id)} ${l.field} -> ${entityHref(`/${l.target}`, l.targetId)}`);
+  const more = total > examples.length ? ', …' : '';
+  return `${counted(total, 'link', 'links')} dangling (${shown.join(', ')}${more})`;
 }
 
 function describeOutcome(o: ImportOutcome): string {

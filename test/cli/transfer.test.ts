@@ -282,6 +282,55 @@ describe('halserve import / export against PostgreSQL (docs/storage.md §2)', { 
     assert.equal(await readFile(join(out, 'notes.jsonl'), 'utf8'), [lines[2], lines[1], lines[0], lines[3]].join('\n') + '\n');
   });
 
+  test('links (x-link) an import would leave dangling -> refused in one line (count, examples), nothing written; --allow-dangling-links imports and says so', async () => {
+    // The demo catalogue: products link categories (data/products.schema.json).
+    const source = await tempDir();
+    await cp(demoDir, source, { recursive: true });
+    const { url, sql } = await database();
+    assert.equal((await halserve(['import', '--from', source, '--to', url])).code, 0);
+    const live = async (resource: string): Promise<string[]> => (await rows(sql, resource)).filter((r) => r.body !== null).map((r) => r.id);
+    const linked = (await readFile(join(demoDir, 'products.jsonl'), 'utf8')).split('\n').filter((l) => l.includes('"category":"audio"')).length;
+    assert.ok(linked > 3, 'more products link audio than a refusal names');
+
+    // 1. --replace of the linked-to resource without one of its ids, its schema file beside it.
+    const replacing = await tempDir();
+    await cp(join(demoDir, 'products.schema.json'), join(replacing, 'products.schema.json'));
+    const categories = (await readFile(join(demoDir, 'categories.jsonl'), 'utf8')).split('\n').filter((l) => l !== '' && !l.includes('"id":"audio"'));
+    await writeFile(join(replacing, 'categories.jsonl'), categories.join('\n') + '\n');
+    const before = await rows(sql, 'categories');
+    const href = String.raw`/products/[\w-]+ category -> /categories/audio`;
+    assertOneLineFailure(
+      await halserve(['import', '--from', replacing, '--to', url, '--replace']),
+      new RegExp(`^halserve: the import would leave ${linked} links dangling \\(${href}, ${href}, ${href}, …\\): nothing imported; import the entities they name with it, or --allow-dangling-links to import anyway$`),
+    );
+    assert.deepEqual(await rows(sql, 'categories'), before, 'nothing written');
+
+    // 2. The linking resource's file naming ids nowhere, the schemas from --data (the servers' directory):
+    // an array field, an id with odd characters (named as its URL), the database's own categories counted.
+    const schemas = await tempDir();
+    await writeFile(join(schemas, 'posts.schema.json'), JSON.stringify({ type: 'object', properties: { tags: { type: 'array', items: { type: 'string' }, 'x-link': 'categories' } } }));
+    const posts = await tempDir();
+    await writeFile(join(posts, 'posts.jsonl'), [entity('p1', { tags: ['audio', 'kitchen'] }), entity('p2', { tags: ['audio', 'nö/pe', 7] })].join('\n') + '\n');
+    assertOneLineFailure(
+      await halserve(['import', '--from', posts, '--to', url, '--data', schemas]),
+      /^halserve: the import would leave 1 link dangling \(\/posts\/p2 tags -> \/categories\/n%C3%B6%2Fpe\): nothing imported; /,
+    );
+    assert.deepEqual(await live('posts'), []);
+    // Without --data the schema is looked for beside the file: none there, no link known.
+    assert.equal((await halserve(['import', '--from', posts, '--to', url])).code, 0);
+
+    // 3. Accepted: imported, and one line on stderr says what was left.
+    const accepted = await halserve(['import', '--from', replacing, '--to', url, '--replace', '--allow-dangling-links']);
+    assert.equal(accepted.code, 0, accepted.stderr);
+    assert.match(accepted.stderr, new RegExp(`^halserve: --allow-dangling-links: the import left ${linked} links dangling \\(${href}, .*\\); they lead to a 404 until the entities holding them are written again\n$`));
+    assert.match(accepted.stdout, /\(categories: 12, replacing 13\)/);
+    assert.ok(!(await live('categories')).includes('audio'));
+
+    // 4. A schema file a server would refuse: its links cannot be checked, nothing imported.
+    await writeFile(join(schemas, 'posts.schema.json'), '{"type":"object","properties":{"tags":{"x-link":"categories"}}');
+    assertOneLineFailure(await halserve(['import', '--from', posts, '--to', url, '--data', schemas, '--replace']), /posts\.schema\.json: not valid JSON: .*: its links cannot be checked, nothing imported$/);
+  });
+
   test('the database fails the second resource -> exit 1 with its reason, the first resource not imported either', async () => {
     const source = await tempDir();
     await writeFile(join(source, 'aaa.jsonl'), entity('a1') + '\n' + entity('a2') + '\n');

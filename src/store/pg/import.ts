@@ -22,8 +22,15 @@
  * new database lays it out, which names it. A resource the database holds live entities of is
  * refused, skipped or replaced (`ExistingPolicy`); with `refuse`, publishing checks again that
  * none has appeared meanwhile.
+ *
+ * Links (import-links.ts): the same statement finds the links the import would leave dangling
+ * among the imported resources and those the database holds, and publishes nothing when there are
+ * any, unless told to accept them. It reads the state it replaces, in its own snapshot; it takes no
+ * row locks (a million links would be a million locks), so a server's write committed while it
+ * runs is not seen (the README says so).
  */
 import { textArray, type Sql } from './driver.js';
+import { danglingLinksQuery, type DanglingLink, type ImportLink } from './import-links.js';
 import { SCHEMA } from './layout.js';
 import { TransferError } from './transfer-db.js';
 
@@ -38,6 +45,21 @@ export interface ImportResource {
   /** Live entities in creation order. */
   readonly entities: readonly ImportEntity[];
 }
+
+/** The link fields the schemas declare, and whether links left dangling are accepted. */
+export interface ImportLinks {
+  readonly declared: readonly ImportLink[];
+  readonly allowDangling: boolean;
+}
+
+/** What an import did, and the links it found dangling (left so only when they were accepted). */
+export interface ImportResult {
+  readonly outcomes: ImportOutcome[];
+  readonly dangling: { readonly count: number; readonly examples: readonly DanglingLink[] };
+}
+
+/** How many dangling links a refusal or a warning names. */
+const EXAMPLES = 3;
 
 /** What to do with a resource the database already holds live entities of. */
 export type ExistingPolicy = 'refuse' | 'skip' | 'replace';
@@ -61,14 +83,16 @@ const BATCH_CHARS = 16 << 20;
 /**
  * Imports `resources` (staged, then published in one statement). `progress` is told the number of
  * entities sent so far. Throws `TransferError` (nothing written) when a resource holds live
- * entities and `policy` is `refuse`.
+ * entities and `policy` is `refuse`, and `DanglingLinksError` (nothing written) when the import
+ * would leave links of `links.declared` dangling and `links.allowDangling` is false.
  */
 export async function importResources(
   sql: Sql,
   resources: readonly ImportResource[],
   policy: ExistingPolicy,
   progress: (sent: number) => void = () => {},
-): Promise<ImportOutcome[]> {
+  links: ImportLinks = { declared: [], allowDangling: false },
+): Promise<ImportResult> {
   const held = await holdings(sql, resources.map((r) => r.name));
   const refuse = (): never => {
     const taken = resources.filter(({ name }) => (held.get(name)?.live ?? 0) > 0);
@@ -103,15 +127,32 @@ export async function importResources(
     outcomes.push({ name: resource.name, action: rows === 0 ? 'created' : 'replaced', entities, before: live });
   }
   await sql.unsafe(`ANALYZE ${STAGING}`);
-  const [done] = await sql.unsafe<{ ok: boolean }[]>(PUBLISH, [textArray(published), textArray(policy === 'refuse' ? published : [])]);
+  const check = danglingLinksQuery(links.declared, new Set(published), STAGING);
+  const [done] = await sql.unsafe<{ fresh: boolean; ok: boolean; dangling: string; examples: DanglingLink[] | null }[]>(publish(check), [
+    textArray(published),
+    textArray(policy === 'refuse' ? published : []),
+    links.allowDangling,
+  ]);
   await sql.unsafe(`DROP TABLE ${STAGING}`);
-  if (done?.ok !== true) {
+  if (done?.fresh !== true) {
     // Entities appeared in a resource between the first look and publishing: refused as then.
     const now = await holdings(sql, published);
     for (const [name, h] of now) held.set(name, h);
-    refuse();
+    return refuse();
   }
-  return outcomes;
+  const dangling = { count: Number(done.dangling), examples: done.examples ?? [] };
+  if (!done.ok) throw new DanglingLinksError(dangling.count, dangling.examples);
+  return { outcomes, dangling };
+}
+
+/** The import would leave links dangling, and was not told to accept it: nothing was written. */
+export class DanglingLinksError extends TransferError {
+  constructor(
+    readonly count: number,
+    readonly examples: readonly DanglingLink[],
+  ) {
+    super(`the import would leave ${count} ${count === 1 ? 'link' : 'links'} dangling`);
+  }
 }
 
 /** Rows and live entities the database holds of each resource. */
@@ -165,10 +206,17 @@ async function stage(sql: Sql, resource: ImportResource, first: number, count: (
 /**
  * Makes the staged resources (`$1`) what the files hold, as client writes would (see the file
  * comment), in one statement; with `$2` (the resources that must hold no live entity) not empty, only
- * if they still hold none. The three changes touch disjoint ids, so none sees another's rows.
+ * if they still hold none (`fresh`); and only if `check` finds no dangling link, unless `$3` accepts
+ * them. The three changes touch disjoint ids, so none sees another's rows; the check, as every part
+ * of one statement, reads the state before them. It returns the dangling links' count and a few of
+ * them (without an order: sorting a million of them to name three would cost more than finding them).
  */
-const PUBLISH = `WITH ok AS (
-  SELECT NOT EXISTS (SELECT 1 FROM ${TABLE} e WHERE e.resource = ANY($2::text[]) AND e.body IS NOT NULL) AS ok
+const publish = (check: string): string => `WITH dangling AS MATERIALIZED (
+  ${check}
+), fresh AS (
+  SELECT NOT EXISTS (SELECT 1 FROM ${TABLE} e WHERE e.resource = ANY($2::text[]) AND e.body IS NOT NULL) AS fresh
+), ok AS (
+  SELECT (SELECT fresh FROM fresh) AND ($3::boolean OR NOT EXISTS (SELECT 1 FROM dangling)) AS ok
 ), gone AS (
   UPDATE ${TABLE} e SET body = NULL, rev = e.rev + 1, tx = DEFAULT, deleted_at = floor(extract(epoch FROM statement_timestamp()))::bigint
   WHERE (SELECT ok FROM ok) AND e.resource = ANY($1::text[]) AND e.body IS NOT NULL
@@ -186,4 +234,8 @@ const PUBLISH = `WITH ok AS (
   WHERE (SELECT ok FROM ok) AND NOT EXISTS (SELECT 1 FROM ${TABLE} e WHERE e.resource = i.resource AND e.id = i.id)
   RETURNING 1
 )
-SELECT (SELECT ok FROM ok) AS ok, (SELECT count(*) FROM gone) + (SELECT count(*) FROM changed) + (SELECT count(*) FROM added) AS rows`;
+SELECT (SELECT fresh FROM fresh) AS fresh, (SELECT ok FROM ok) AS ok,
+  (SELECT count(*) FROM dangling)::text AS dangling,
+  (SELECT json_agg(json_build_object('source', d.source, 'id', d.id, 'field', d.field, 'target', d.target, 'targetId', d.target_id))
+     FROM (SELECT * FROM dangling LIMIT ${EXAMPLES}) d) AS examples,
+  (SELECT count(*) FROM gone) + (SELECT count(*) FROM changed) + (SELECT count(*) FROM added) AS rows`;
