@@ -318,6 +318,14 @@ describe('halserve import / export against PostgreSQL (docs/storage.md §2)', { 
     assert.deepEqual(await live('posts'), []);
     // Without --data the schema is looked for beside the file: none there, no link known.
     assert.equal((await halserve(['import', '--from', posts, '--to', url])).code, 0);
+    // Now the database's posts name audio through an array field (p2's link to nö/pe dangles
+    // already: not the import's doing). With --data, only its schemas count (not the products
+    // schema beside the file): two links.
+    assertOneLineFailure(
+      await halserve(['import', '--from', replacing, '--to', url, '--replace', '--data', schemas]),
+      /^halserve: the import would leave 2 links dangling \(\/posts\/p[12] tags -> \/categories\/audio, \/posts\/p[12] tags -> \/categories\/audio\): nothing imported; /,
+    );
+    assert.deepEqual(await rows(sql, 'categories'), before, 'nothing written');
 
     // 3. Accepted: imported, and one line on stderr says what was left.
     const accepted = await halserve(['import', '--from', replacing, '--to', url, '--replace', '--allow-dangling-links']);

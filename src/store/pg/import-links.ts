@@ -16,9 +16,13 @@
  *   the one a DELETE's check makes (link-layout.ts), on the same expressions, so the link field's
  *   index (created by the servers at start-up) finds those entities without reading the others.
  *
- * An entity's link values are read as a write reads them (relations.ts `linkTargets`): a string
- * for a field of one id, the strings of an array for a field of many; anything else links nowhere.
+ * An imported entity's link values are read while it is staged (`linkRows`), from its bytes, as a
+ * write reads them (relations.ts `linkTargets`): a string for a field of one id, the strings of an
+ * array for a field of many; anything else links nowhere. They go to a table of their own beside
+ * the staged bodies, so that the check parses no JSON in the database: casting a million bodies to
+ * `json` there, to read one field, took longer than importing them (bench/pg-transfer.ts, README).
  */
+import { linkTargets, type LinkField } from '../../conventions/relations.js';
 import { SCHEMA } from './layout.js';
 import { literal } from './link-layout.js';
 
@@ -30,6 +34,39 @@ export interface ImportLink {
   /** An array of ids rather than one. */
   readonly many: boolean;
 }
+
+/** What an entity to stage offers: its id, its JSON text, and its fields read without parsing the rest, when it can. */
+export interface LinkingEntity {
+  readonly id: string;
+  readonly json: string;
+  valuesAt?(paths: readonly (readonly string[])[]): unknown[];
+}
+
+/** The link fields of `source` among `links`, and the paths that read them (`valuesAt`). */
+export function linkFieldsOf(links: readonly ImportLink[], source: string): { forward: LinkField[]; paths: string[][] } {
+  const forward = links.filter((l) => l.source === source).map(({ field, target, many }) => ({ field, target, many }));
+  return { forward, paths: forward.map((l) => [l.field]) };
+}
+
+/** Appends the links `entity` holds (`forward`, read at `paths`) to the columns `ids`, `fields`, `targets`. */
+export function linkRows(
+  entity: LinkingEntity,
+  forward: readonly LinkField[],
+  paths: readonly (readonly string[])[],
+  out: { ids: string[]; fields: string[]; targets: string[] },
+): void {
+  const values = entity.valuesAt?.(paths) ?? fieldsOf(JSON.parse(entity.json) as Record<string, unknown>, paths);
+  forward.forEach((link, i) => {
+    if (values[i] === undefined) return;
+    for (const target of linkTargets([link], { [link.field]: values[i] })) {
+      out.ids.push(entity.id);
+      out.fields.push(link.field);
+      out.targets.push(target.id);
+    }
+  });
+}
+
+const fieldsOf = (record: Record<string, unknown>, paths: readonly (readonly string[])[]): unknown[] => paths.map(([field]) => record[field!]);
 
 /** One dangling link: the entity holding it, its field, and the id it names in `target`. */
 export interface DanglingLink {
@@ -43,11 +80,12 @@ export interface DanglingLink {
 const NONE = `SELECT NULL::text AS source, NULL::text AS id, NULL::text AS field, NULL::text AS target, NULL::text AS target_id WHERE false`;
 
 /**
- * A query of the dangling links (`source, id, field, target, target_id`) once `staged` (the resources the staging table `staging`
- * holds) replace what the database holds of them. Empty (and costing nothing) when no link touches
- * an imported resource.
+ * A query of the dangling links (`source, id, field, target, target_id`) once `staged` (the
+ * resources the staging table `staging` holds) replace what the database holds of them; the links
+ * of the staged entities are the rows of `stagedLinks` (`source, id, field, target_id`). Empty (and
+ * costing nothing) when no link touches an imported resource.
  */
-export function danglingLinksQuery(links: readonly ImportLink[], staged: ReadonlySet<string>, staging: string): string {
+export function danglingLinksQuery(links: readonly ImportLink[], staged: ReadonlySet<string>, staging: string, stagedLinks: string): string {
   const table = `${SCHEMA}.entities`;
   const live = (target: string, id: string): string =>
     staged.has(target)
@@ -57,14 +95,9 @@ export function danglingLinksQuery(links: readonly ImportLink[], staged: Readonl
   for (const { source, field, target, many } of links) {
     const names = `${literal(source)} AS source, %ID% AS id, ${literal(field)} AS field, ${literal(target)} AS target`;
     if (staged.has(source)) {
-      // The body is parsed once per row; the field's ids come out of it as a write reads them.
-      const ids = many
-        ? `SELECT e.value #>> '{}' AS id FROM json_array_elements(CASE WHEN json_typeof(x.v) = 'array' THEN x.v END) AS e(value) WHERE json_typeof(e.value) = 'string'`
-        : `SELECT x.v #>> '{}' AS id WHERE json_typeof(x.v) = 'string'`;
       parts.push(
-        `SELECT ${names.replace('%ID%', 'i.id')}, t.id AS target_id FROM ${staging} i ` +
-          `CROSS JOIN LATERAL (SELECT i.body::json -> ${literal(field)} AS v) x CROSS JOIN LATERAL (${ids}) t ` +
-          `WHERE i.resource = ${literal(source)} AND NOT ${live(target, 't.id')}`,
+        `SELECT ${names.replace('%ID%', 'l.id')}, l.target_id FROM ${stagedLinks} l ` +
+          `WHERE l.source = ${literal(source)} AND l.field = ${literal(field)} AND NOT ${live(target, 'l.target_id')}`,
       );
     } else if (staged.has(target)) {
       // The ids the import takes away from the target, then the source's entities that name one.

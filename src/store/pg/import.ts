@@ -30,15 +30,12 @@
  * runs is not seen (the README says so).
  */
 import { textArray, type Sql } from './driver.js';
-import { danglingLinksQuery, type DanglingLink, type ImportLink } from './import-links.js';
+import { danglingLinksQuery, linkFieldsOf, linkRows, type DanglingLink, type ImportLink, type LinkingEntity } from './import-links.js';
 import { SCHEMA } from './layout.js';
 import { TransferError } from './transfer-db.js';
 
-/** What an entity to import must offer: its id and its JSON text. */
-export interface ImportEntity {
-  readonly id: string;
-  readonly json: string;
-}
+/** What an entity to import must offer: its id and its JSON text (and a few fields read from its bytes, when it can). */
+export type ImportEntity = LinkingEntity;
 
 export interface ImportResource {
   readonly name: string;
@@ -76,6 +73,8 @@ export interface ImportOutcome {
 
 const TABLE = `${SCHEMA}.entities`;
 const STAGING = 'halserve_import';
+/** The links of the staged entities (import-links.ts). */
+const STAGING_LINKS = 'halserve_import_links';
 /** The most rows, and about the most bytes of JSON, one INSERT carries. */
 const BATCH_ROWS = 50_000;
 const BATCH_CHARS = 16 << 20;
@@ -107,6 +106,10 @@ export async function importResources(
   if (policy === 'refuse' && resources.some(({ name }) => (held.get(name)?.live ?? 0) > 0)) refuse();
   await sql.unsafe(`CREATE TEMPORARY TABLE IF NOT EXISTS ${STAGING} (resource text NOT NULL, id text NOT NULL, pos bigint NOT NULL, body text NOT NULL, PRIMARY KEY (resource, id))`);
   await sql.unsafe(`TRUNCATE ${STAGING}`);
+  if (links.declared.length > 0) {
+    await sql.unsafe(`CREATE TEMPORARY TABLE IF NOT EXISTS ${STAGING_LINKS} (source text NOT NULL, id text NOT NULL, field text NOT NULL, target_id text NOT NULL)`);
+    await sql.unsafe(`TRUNCATE ${STAGING_LINKS}`);
+  }
   const outcomes: ImportOutcome[] = [];
   const published: string[] = [];
   let sent = 0;
@@ -122,18 +125,20 @@ export async function importResources(
       count(entities);
       continue;
     }
-    await stage(sql, resource, await reservePositions(sql, entities), count);
+    await stage(sql, resource, await reservePositions(sql, entities), count, links.declared);
     published.push(resource.name);
     outcomes.push({ name: resource.name, action: rows === 0 ? 'created' : 'replaced', entities, before: live });
   }
   await sql.unsafe(`ANALYZE ${STAGING}`);
-  const check = danglingLinksQuery(links.declared, new Set(published), STAGING);
+  if (links.declared.length > 0) await sql.unsafe(`ANALYZE ${STAGING_LINKS}`);
+  const check = danglingLinksQuery(links.declared, new Set(published), STAGING, STAGING_LINKS);
   const [done] = await sql.unsafe<{ fresh: boolean; ok: boolean; dangling: string; examples: DanglingLink[] | null }[]>(publish(check), [
     textArray(published),
     textArray(policy === 'refuse' ? published : []),
     links.allowDangling,
   ]);
   await sql.unsafe(`DROP TABLE ${STAGING}`);
+  if (links.declared.length > 0) await sql.unsafe(`DROP TABLE ${STAGING_LINKS}`);
   if (done?.fresh !== true) {
     // Entities appeared in a resource between the first look and publishing: refused as then.
     const now = await holdings(sql, published);
@@ -181,23 +186,31 @@ async function reservePositions(sql: Sql, count: number): Promise<number> {
   }
 }
 
-/** Puts the resource's entities into the staging table, in batches; entity `i` gets position `first + i`. */
-async function stage(sql: Sql, resource: ImportResource, first: number, count: (n: number) => void): Promise<void> {
+/**
+ * Puts the resource's entities into the staging table, in batches; entity `i` gets position
+ * `first + i`. The links they hold (of `declared`) go beside them, batch by batch.
+ */
+async function stage(sql: Sql, resource: ImportResource, first: number, count: (n: number) => void, declared: readonly ImportLink[]): Promise<void> {
   const { entities, name } = resource;
   const statement =
     `INSERT INTO ${STAGING} (resource, id, pos, body) SELECT $4, r.id, $1::int8 + r.n - 1, r.body ` +
     `FROM ROWS FROM (unnest($2::text[]), string_to_table($3, E'\\n')) WITH ORDINALITY AS r(id, body, n)`;
+  const linkStatement = `INSERT INTO ${STAGING_LINKS} (source, id, field, target_id) SELECT $1, unnest($2::text[]), unnest($3::text[]), unnest($4::text[])`;
+  const { forward, paths } = linkFieldsOf(declared, name);
   for (let start = 0; start < entities.length; ) {
     const ids: string[] = [];
     const bodies: string[] = [];
+    const linked = { ids: [] as string[], fields: [] as string[], targets: [] as string[] };
     let chars = 0;
     for (let i = start; i < entities.length && ids.length < BATCH_ROWS && chars < BATCH_CHARS; i++) {
       const entity = entities[i]!;
       ids.push(entity.id);
       bodies.push(entity.json);
       chars += entity.json.length;
+      if (forward.length > 0) linkRows(entity, forward, paths, linked);
     }
     await sql.unsafe(statement, [first + start, textArray(ids), bodies.join('\n'), name]);
+    if (linked.ids.length > 0) await sql.unsafe(linkStatement, [name, textArray(linked.ids), textArray(linked.fields), textArray(linked.targets)]);
     start += ids.length;
     count(ids.length);
   }
