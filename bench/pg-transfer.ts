@@ -1,7 +1,7 @@
 /**
  * `halserve import` and `halserve export` at scale (issue 9's target: import of 1M entities ≤ 60 s).
  *
- *   node --import tsx bench/pg-transfer.ts [entities=1000000] [runs=3]
+ *   node --import tsx bench/pg-transfer.ts [entities=1000000] [runs=3] [links]
  *
  * Generates the `queries` workload's products (bench/products.ts, ~258 bytes a line), starts a
  * throwaway PostgreSQL 15 with the bench's settings (bench/pg.ts) on TCP, then per run: `halserve
@@ -9,6 +9,8 @@
  * comparison of the exported file with the generated one. Beside it, as PostgreSQL's own floor:
  * psql's COPY FROM STDIN of the same rows (text format) into the same table layout.
  * Each command is timed from spawn to exit, as a user would time it (start-up of node included).
+ * With `links`, the directory also holds the 20 categories and a products schema declaring
+ * `category` a link to them (`x-link`), so that the import checks every product's link.
  */
 import { spawn } from 'node:child_process';
 import { createReadStream, createWriteStream } from 'node:fs';
@@ -20,13 +22,14 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { LAYOUT_DDL } from '../src/store/pg/layout.js';
 import { PG_SETTINGS } from './pg.js';
-import { generateProducts, PRODUCTS } from './products.js';
+import { CATEGORIES, generateProducts, PRODUCTS } from './products.js';
 import { median } from './stats.js';
 import { PG_BIN, startCluster } from '../test/helpers/pg-cluster.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const size = Number(process.argv[2] ?? 1_000_000);
 const runs = Number(process.argv[3] ?? 3);
+const links = process.argv[4] === 'links';
 const log = (message: string): void => void process.stderr.write(`[pg-transfer] ${message}\n`);
 
 /** Runs the CLI; resolves with seconds from spawn to exit, rejects on a non-zero exit. */
@@ -78,6 +81,11 @@ try {
   log(`generating ${size.toLocaleString('en-US')} products`);
   const products = await generateProducts(source, size);
   await fs.rm(products.tsv);
+  if (links) {
+    const categories = CATEGORIES.map((id) => JSON.stringify({ id, createdAt: 1_700_000_000, updatedAt: 1_700_000_000, name: id }));
+    await fs.writeFile(path.join(source, 'categories.jsonl'), categories.join('\n') + '\n');
+    await fs.writeFile(path.join(source, `${PRODUCTS}.schema.json`), JSON.stringify({ type: 'object', properties: { category: { type: 'string', 'x-link': 'categories' } } }));
+  }
   const copyFile = path.join(work, 'copy.tsv');
   await writeCopyFile(products.jsonl, copyFile);
   const imports: number[] = [];
