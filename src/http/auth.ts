@@ -32,7 +32,7 @@ export interface Principal {
   /**
    * The last second (Unix time, the server's clock) this principal answers for its credential: a
    * JWT's `exp` plus the leeway. None: the same credential gives this principal for the life of the
-   * process (a static token). Kept replies (kept-replies.ts) rely on it.
+   * process (a static token). Open event streams end then (event-stream.ts).
    */
   readonly until?: number;
 }
@@ -57,6 +57,15 @@ export interface Authenticator {
    */
   authenticate(headers: IncomingHttpHeaders): AuthOutcome | Promise<AuthOutcome>;
   /**
+   * What `authenticate` would say now of a request whose only header it reads is this
+   * `Authorization` value (undefined: none), when that can be told without checking anything: the
+   * principal it remembers for the value (and would give now), or `null` when it certainly gives
+   * no principal for it (not its kind of credential); undefined when only `authenticate` can tell.
+   * O(1), no signature or digest. The kept-replies lane (kept-replies.ts) asks it for every request
+   * it answers, so that a reply kept for one credential serves every credential allowed to have it.
+   */
+  known?(authorization: string | undefined): Principal | null | undefined;
+  /**
    * True when refusals should name the RFC 6750 §3.1 error codes (`invalid_token`,
    * `insufficient_scope`) in `WWW-Authenticate`: the JWT authenticator turns them on.
    */
@@ -71,6 +80,12 @@ export interface Authentication {
   readonly errorCodes: boolean;
   /** The request's principal, or a 401 problem; never undefined while enabled. */
   authenticate(headers: IncomingHttpHeaders): Principal | HttpProblem | Promise<Principal | HttpProblem>;
+  /**
+   * The principal `authenticate` would give now to a request whose `Authorization` is this value,
+   * when every authenticator can tell so without checking anything (`Authenticator.known`);
+   * undefined otherwise (then only the full path can tell: a value not remembered, a refusal).
+   */
+  known(authorization: string | undefined): Principal | undefined;
 }
 
 /** RFC 6750 §3: the challenge of every 401 names the realm. */
@@ -149,10 +164,21 @@ export function composeAuthenticators(authenticators: readonly Authenticator[]):
     }
     return first ?? fallback(headers);
   };
+  // As `from` decides: the first authenticator that gives a principal wins, so one that might
+  // give one (an unknown answer) before the one that remembers the value leaves it to the full path.
+  const known = (authorization: string | undefined): Principal | undefined => {
+    for (const authenticator of authenticators) {
+      const said = authenticator.known?.(authorization);
+      if (said === undefined) return undefined;
+      if (said !== null) return said;
+    }
+    return undefined;
+  };
   return {
     enabled: authenticators.length > 0,
     errorCodes,
     authenticate: (headers) => from(headers, 0, undefined),
+    known,
   };
 }
 

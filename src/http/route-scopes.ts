@@ -61,27 +61,36 @@ function namedResources(query: string): string[] {
  * every resource, or `read` on a read, passes at once: static tokens never parse the query here.
  */
 export function checkScope(principal: Principal, request: ScopeRequest, relTarget: RelTarget, errorCodes: boolean): void {
+  const lacking = unmet(principal, request, relTarget);
+  if (lacking !== undefined) throw refusal(principal, lacking.resource, lacking.access, errorCodes);
+}
+
+/** True when `principal` may make `request`: `checkScope` without the refusal (the kept-replies lane asks it for every answer). */
+export function scopeAllows(principal: Principal, request: ScopeRequest, relTarget: RelTarget): boolean {
+  return unmet(principal, request, relTarget) === undefined;
+}
+
+/** The first permission `principal` lacks for `request` (the one its refusal names), or undefined. */
+function unmet(principal: Principal, request: ScopeRequest, relTarget: RelTarget): { resource: string | undefined; access: Access } | undefined {
   const need: Access = WRITE_METHODS.has(request.method) ? 'write' : 'read';
-  if (principal.access === 'write' || (principal.access === 'read' && need === 'read')) return;
+  if (principal.access === 'write' || (principal.access === 'read' && need === 'read')) return undefined;
   const rule = (request.pattern === undefined ? undefined : ROUTE_SCOPES.get(request.pattern)) ?? 'every-resource';
-  const demand = (resource: string | undefined, access: Access): void => {
-    if (!permits(principal, resource, access)) throw refusal(principal, resource, access, errorCodes);
-  };
+  const lacks = (resource: string | undefined, access: Access): boolean => !permits(principal, resource, access);
   switch (rule) {
     case 'resource': {
       const name = request.params['name'] ?? '';
-      demand(name, need);
+      if (lacks(name, need)) return { resource: name, access: need };
       for (const rel of embedOf(request.query)) {
         const target = relTarget(name, rel);
-        if (target !== undefined) demand(target, 'read');
+        if (target !== undefined && lacks(target, 'read')) return { resource: target, access: 'read' };
       }
-      return;
+      return undefined;
     }
     case 'listing':
-      if (need === 'write') demand(undefined, need);
-      for (const name of namedResources(request.query)) demand(name, 'read');
-      return;
+      if (need === 'write' && lacks(undefined, need)) return { resource: undefined, access: need };
+      for (const name of namedResources(request.query)) if (lacks(name, 'read')) return { resource: name, access: 'read' };
+      return undefined;
     case 'every-resource':
-      demand(undefined, need);
+      return lacks(undefined, need) ? { resource: undefined, access: need } : undefined;
   }
 }

@@ -137,6 +137,30 @@ describe('an embedder\'s authenticator, composed', () => {
   });
 });
 
+describe('known: what the authenticators tell without checking (the kept-replies lane)', () => {
+  test('a static token -> unknown until checked, then its principal; a value never checked, none, or an invented one -> undefined', () => {
+    const auth = composeAuthenticators([staticTokenAuthenticator(['s1', 'read:s2'])]);
+    assert.equal(auth.known('Bearer s1'), undefined, 'not yet checked: only the full path can tell');
+    const principal = auth.authenticate({ authorization: 'Bearer s1' });
+    assert.equal(auth.known('Bearer s1'), principal);
+    assert.equal(auth.known('Bearer s2'), undefined);
+    assert.equal(auth.known(undefined), undefined);
+    assert.ok(auth.authenticate({ authorization: 'Bearer nope' }) instanceof HttpProblem);
+    assert.equal(auth.known('Bearer nope'), undefined, 'a refused value is never remembered');
+  });
+
+  test('an authenticator before the one that remembers the value, which cannot tell -> undefined (it might take the value first)', () => {
+    const unsure: Authenticator = { authenticate: () => undefined, known: () => undefined };
+    const never: Authenticator = { authenticate: () => undefined, known: () => null };
+    const tokens = staticTokenAuthenticator(['s1']);
+    tokens.authenticate({ authorization: 'Bearer s1' });
+    assert.equal(composeAuthenticators([unsure, tokens]).known('Bearer s1'), undefined);
+    assert.equal(composeAuthenticators([never, tokens]).known('Bearer s1')?.access, 'write');
+    // One that does not say (an embedder's) cannot be passed over.
+    assert.equal(composeAuthenticators([{ authenticate: () => undefined }, tokens]).known('Bearer s1'), undefined);
+  });
+});
+
 describe('permits', () => {
   const p: Principal = { key: 'k', access: undefined, grants: new Map([['orders', 'write'], ['products', 'read']]), scopes: [] };
   for (const [resource, need, ok] of [

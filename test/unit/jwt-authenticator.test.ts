@@ -57,6 +57,23 @@ describe('jwtAuthenticator', () => {
     assert.equal(auth.authenticate({}), undefined);
   });
 
+  test('known -> a remembered token\'s principal until exp + 60 s; before its check, after it, or for a forged twin: undefined; no dot or none: null (never a JWT)', () => {
+    let now = NOW;
+    const auth = jwtAuthenticator({ keys: { select: (kid, alg) => selectKey(keys, kid, alg) }, issuer: 'i', audience: 'a' }, { resources: new Set(['x']), now: () => now });
+    const good = `Bearer ${token({ sub: 's', scope: 'read' })}`;
+    assert.equal(auth.known?.(good), undefined);
+    const principal = auth.authenticate({ authorization: good });
+    assert.equal(auth.known?.(good), principal);
+    const [, , signature] = good.split('.');
+    assert.equal(auth.known?.(`Bearer ${b64({ alg: 'RS256', kid: 'k' })}.${b64({ iss: 'i', aud: 'a', exp: NOW + 100, sub: 'admin', scope: 'write' })}.${signature}`), undefined);
+    now = NOW + 160;
+    assert.equal(auth.known?.(good), principal);
+    now = NOW + 161;
+    assert.equal(auth.known?.(good), undefined);
+    assert.equal(auth.known?.('Bearer static-token'), null);
+    assert.equal(auth.known?.(undefined), null);
+  });
+
   test('principal keys -> issuer and subject together; without sub, the token; never the token\'s text', () => {
     assert.equal(jwtPrincipalKey('i', 's', 'one'), jwtPrincipalKey('i', 's', 'two'));
     assert.notEqual(jwtPrincipalKey('i', 's', 'one'), jwtPrincipalKey('j', 's', 'one'));
