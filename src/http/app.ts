@@ -34,7 +34,7 @@ import type { ChangeFeed } from '../store/changes/change-feed.js';
 import { LocalChangeLog } from '../store/changes/local-feed.js';
 import { addChangesRoutes, changeJson } from './changes-routes.js';
 import { Streams, type StreamSettings } from './event-stream.js';
-import { checkScope, type RelTarget } from './route-scopes.js';
+import { checkScope, scopeAllows, type RelTarget, type ScopeRequest } from './route-scopes.js';
 import { createRouter, type Match, type Params } from './router.js';
 
 export type { ResourceOptions } from './resource.js';
@@ -178,10 +178,14 @@ export function createHandler(options: HandlerOptions): Handler {
       : new RateLimiter({ rate: options.rateLimit, burst: options.rateLimitBurst ?? Math.max(1, Math.floor(options.rateLimit)), ...(options.clock === undefined ? {} : { now: options.clock }) });
 
   // kept-replies.ts: not with a rate limit (each answer carries its own fields) nor an embedder's
-  // authenticator (which may read any header).
+  // authenticator (which may read any header). A kept reply serves a credential the authenticators
+  // remember whose principal the route's scope rule lets have it, as `proceed` decides.
   const kept =
     limiter === undefined && options.authenticator === undefined
-      ? new KeptReplies(now, metrics)
+      ? new KeptReplies((authorization, scope) => {
+          const principal = auth.known(authorization);
+          return principal !== undefined && scopeAllows(principal, scope, relTarget);
+        }, metrics)
       : undefined;
 
   const router = createRouter<RouteHandler>();
@@ -288,11 +292,14 @@ export function createHandler(options: HandlerOptions): Handler {
     limit(req, exchange, principal, pattern);
     // Authenticate before routing, so that a client without a token learns nothing of what exists.
     if (outcome instanceof HttpProblem) throw outcome;
+    // What the route asked of the principal: none without one (no authentication, an open route).
+    let scope: ScopeRequest | undefined;
     if (principal !== undefined) {
       // A method the route never allows is a 405 whatever else the token may do there (RFC 9110
       // §15.5.6), once it may read the route: its scopes are checked as for a read.
       const unsupported = match !== undefined && match.handler === undefined && method !== 'OPTIONS';
-      checkScope(principal, { method: unsupported ? 'GET' : method, pattern, params: match?.params ?? NO_PARAMS, query }, relTarget, auth.errorCodes);
+      scope = { method: unsupported ? 'GET' : method, pattern, params: match?.params ?? NO_PARAMS, query };
+      checkScope(principal, scope, relTarget, auth.errorCodes);
     }
     if (!match) throw nothingAt(path);
     const name = match.params['name'];
@@ -307,7 +314,7 @@ export function createHandler(options: HandlerOptions): Handler {
     if ((method === 'GET' || method === 'HEAD') && !TEMPLATE_PATTERNS.has(match.pattern) && admitsOnlyForms(req.headers.accept)) throw formsNotHere(match.pattern);
     const context: Context = { req, res, params: match.params, query, principal };
     const reply = match.handler(context);
-    if (kept !== undefined && !(reply instanceof Promise) && reply.current !== undefined) kept.keep(req, principal, exchange.route, reply);
+    if (kept !== undefined && !(reply instanceof Promise) && reply.current !== undefined) kept.keep(req, scope, exchange.route, reply);
     return reply;
   };
 

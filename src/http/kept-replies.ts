@@ -1,9 +1,9 @@
 import type { IncomingMessage } from 'node:http';
 import type { ServerMetrics } from '../metrics/server-metrics.js';
 import { LruMap } from '../structures/lru-map.js';
-import type { Principal } from './auth.js';
 import { COMPRESSION_THRESHOLD_BYTES } from './encoding.js';
 import type { Reply } from './reply.js';
+import type { ScopeRequest } from './route-scopes.js';
 
 /**
  * Replies kept per request target, answered again without routing, negotiation or building a
@@ -11,34 +11,39 @@ import type { Reply } from './reply.js';
  *
  * **What is kept.** Only a reply that says when it stops being the answer (`Reply.current`: an
  * entity's 200, while its store still serves that very version; resource-routes.ts `entityRead`),
- * made by the full path for a request whose answer depends on nothing but its target, its
- * `Authorization` and its `Accept`. It is kept under the target as sent, with that
- * `Authorization`, `Accept`, the principal the credential gave and the route's metrics.
+ * made by the full path for a request whose answer depends on nothing but its target, its `Accept`
+ * and whether its credential may have it: the same bytes for every principal the route lets read
+ * it (a HAL-FORMS answer, whose templates depend on the principal, is never kept). It is kept under
+ * the target as sent and that `Accept`, with the route's metrics and what the route asked of the
+ * request's principal (`ScopeRequest`: the resources it reads; none when the route asked nothing,
+ * without authentication).
  *
- * **When it is answered.** A GET whose target, `Authorization` and `Accept` are those of a kept
- * reply, that carries only the headers in `SHAPE` (each at most once, Host exactly once), whose
- * principal still answers for that credential (`Principal.until`: a static token's for the life of
- * the process, a JWT's until its `exp` and the leeway, after which the full path checks it again),
- * and whose reply is still `current`. The same `Authorization` text gives the same principal while
- * it answers for it (the authenticators are fixed for the life of the process), so the credential
- * is not checked again. Anything else — a conditional or CORS request, a body, an unknown header,
- * an expired token, a changed entity — takes the full path, which keeps its reply again.
- * Conditional requests, `Origin` and compression (a body at or over the compression threshold with
- * `Accept-Encoding`) are not answered here, so the bytes sent are the full path's, header for
- * header (`send`'s prepared branch): a kept reply's head was made with the CORS headers of a
- * request without Origin (`Vary: Origin` for one allowed origin, resource-routes.ts `originless`).
+ * **When it is answered.** A GET whose target and `Accept` are those of a kept reply, that carries
+ * only the headers in `SHAPE` (each at most once, Host exactly once), whose `Authorization` the
+ * authenticators remember now (`Authentication.known`: a static token's value once checked, a JWT's
+ * until its `exp` and the leeway; one not remembered, expired or refused takes the full path, which
+ * checks it) and whose principal the route's scope rule lets have it (`scopeAllows`, route-scopes.ts,
+ * decided afresh every request: O(1) for an entity), and whose reply is still `current`. So one
+ * reply serves every client allowed to have it, however many: keeping it per credential made a hot
+ * entity asked by hundreds of clients take the full path for each (bench/NOTES.md, "many clients").
+ * Anything else — a conditional or CORS request, a body, an unknown header, an expired token, a
+ * changed entity — takes the full path, which keeps its reply again. Conditional requests,
+ * `Origin` and compression (a body at or over the compression threshold with `Accept-Encoding`) are
+ * not answered here, so the bytes sent are the full path's, header for header (`send`'s prepared
+ * branch): a kept reply's head was made with the CORS headers of a request without Origin
+ * (`Vary: Origin` for one allowed origin, resource-routes.ts `originless`).
  *
- * **What it saves.** Routing, the credential's lookup, negotiation, the scope check, the entity's
- * representation lookup and the reply's headers: the lane reads `rawHeaders` once, finds the reply
- * by the target, compares two strings, asks the store whether the entity is the same object, and
- * counts the request in series it looked up when it kept the reply.
+ * **What it saves.** Routing, negotiation, the entity's representation lookup and the reply's
+ * headers: the lane reads `rawHeaders` once, finds the reply by the target and its `Accept`, asks
+ * the authenticators' remembered values and the scope rule, asks the store whether the entity is
+ * the same object, and counts the request in series it looked up when it kept the reply.
  *
- * **Bounds.** At most `MAX_TARGETS` targets, `MAX_VARIANTS` credential/`Accept` pairs each, and
- * `MAX_BYTES` of bodies (a body is shared with the entity cache while both hold it, and weighed
- * here again); least recently used targets go first (`LruMap`). A variant is replaced in place,
- * never deleted and added again. A variant found stale is dropped from its target's list (the
- * target's weight is set again when a reply is next kept for it), so a replaced or deleted
- * version's bytes are held only until its target is next asked for, or evicted.
+ * **Bounds.** At most `MAX_TARGETS` targets, `MAX_VARIANTS` `Accept` values each, and `MAX_BYTES`
+ * of bodies (a body is shared with the entity cache while both hold it, and weighed here again);
+ * least recently used targets go first (`LruMap`). A variant is replaced in place, never deleted
+ * and added again. A variant found stale is dropped from its target's list (the target's weight is
+ * set again when a reply is next kept for it), so a replaced or deleted version's bytes are held
+ * only until its target is next asked for, or evicted.
  *
  * The server does not use the lane with a rate limit (every request then carries its own
  * rate-limit fields) or with an embedder's authenticator (which may read any header).
@@ -46,7 +51,7 @@ import type { Reply } from './reply.js';
 
 /** Most targets kept. */
 const MAX_TARGETS = 16_384;
-/** Most credential and `Accept` pairs kept for one target: the oldest is replaced by a new one. */
+/** Most `Accept` values kept for one target: the oldest is replaced by a new one. */
 const MAX_VARIANTS = 4;
 /** Most bytes of bodies kept. */
 const MAX_BYTES = 16 * 1024 * 1024;
@@ -75,14 +80,26 @@ interface SendableReply extends Reply {
 }
 
 interface Variant {
-  readonly authorization: string | undefined;
   readonly accept: string | undefined;
-  /** `Principal.until` of the credential's principal; Infinity for one that does not expire (or none). */
-  readonly until: number;
   readonly reply: SendableReply;
   /** Counts one more answer of the reply in the request metrics (`ServerMetrics.recorder`), given its seconds. */
   readonly record: (seconds: number) => void;
 }
+
+/** What is kept for one target: its replies by `Accept`, and what its route asks of a principal. */
+interface Target {
+  /** The request the route's scope rule judged; undefined: the route asked nothing of a credential (no authentication). */
+  scope: ScopeRequest | undefined;
+  readonly variants: Variant[];
+}
+
+/**
+ * Whether a request with this `Authorization` (undefined: none) may have a reply kept for `scope`
+ * now, as the full path would decide it: a principal the authenticators remember for it
+ * (`Authentication.known`) that the route's scope rule lets make the request. False whenever only
+ * the full path can tell.
+ */
+export type Admission = (authorization: string | undefined, scope: ScopeRequest) => boolean;
 
 /** The headers of a request that the lane reads, or why it may not answer it. */
 interface Shape {
@@ -127,16 +144,16 @@ export function requestShape(raw: readonly string[], into: Shape = { ok: false, 
 
 /** See the rules above. */
 export class KeptReplies {
-  readonly #targets = new LruMap<Variant[]>({ maxEntries: MAX_TARGETS, maxWeight: MAX_BYTES });
-  /** The server's clock in Unix seconds, as the authenticators read it. */
-  readonly #now: () => number;
+  readonly #targets = new LruMap<Target>({ maxEntries: MAX_TARGETS, maxWeight: MAX_BYTES });
+  /** Whether a credential may have a kept reply (app.ts: the authenticators and the scope rule). */
+  readonly #admits: Admission;
   /** Where each kept reply's answers are counted (`ServerMetrics.recorder`). */
   readonly #metrics: Pick<ServerMetrics, 'recorder'>;
   /** One shape, read again by every request: the lane runs to its end before another can. */
   readonly #shape: Shape = { ok: false, authorization: undefined, accept: undefined, acceptEncoding: false };
 
-  constructor(now: () => number, metrics: Pick<ServerMetrics, 'recorder'>) {
-    this.#now = now;
+  constructor(admits: Admission, metrics: Pick<ServerMetrics, 'recorder'>) {
+    this.#admits = admits;
     this.#metrics = metrics;
   }
 
@@ -149,20 +166,21 @@ export class KeptReplies {
   answer(req: IncomingMessage): KeptAnswer | undefined {
     // Another major version goes the full way, to its 505 (app.ts).
     if (req.method !== 'GET' || req.httpVersionMajor !== 1) return undefined;
-    const variants = this.#targets.get(req.url ?? '');
-    if (variants === undefined) return undefined;
+    const target = this.#targets.get(req.url ?? '');
+    if (target === undefined) return undefined;
     const shape = requestShape(req.rawHeaders, this.#shape);
     if (!shape.ok) return undefined;
+    const { variants } = target;
     let found: Variant | undefined;
     for (const variant of variants) {
-      if (variant.authorization === shape.authorization && variant.accept === shape.accept) {
+      if (variant.accept === shape.accept) {
         found = variant;
         break;
       }
     }
     if (found === undefined) return undefined;
     if (shape.acceptEncoding && found.reply.body.length >= COMPRESSION_THRESHOLD_BYTES) return undefined;
-    if (found.until !== Infinity && this.#now() > found.until) return undefined;
+    if (target.scope !== undefined && !this.#admits(shape.authorization, target.scope)) return undefined;
     if (!found.reply.current()) {
       // Its version was replaced or deleted: let go of its bytes now (the target stays, holding no variant).
       variants.splice(variants.indexOf(found), 1);
@@ -172,26 +190,33 @@ export class KeptReplies {
   }
 
   /**
-   * Keeps the full path's `reply` to `req` (a GET by `principal`, counted under `route`) when it may
-   * be answered again as it is: see the rules above.
+   * Keeps the full path's `reply` to `req` (a GET counted under `route`, whose principal the route's
+   * scope rule judged as `scope`; undefined: it had none to judge) when it may be answered again as
+   * it is: see the rules above.
    */
-  keep(req: IncomingMessage, principal: Principal | undefined, route: string, reply: Reply): void {
+  keep(req: IncomingMessage, scope: ScopeRequest | undefined, route: string, reply: Reply): void {
     const { head, body, current } = reply;
     if (req.method !== 'GET' || reply.status !== 200 || head === undefined || current === undefined || !(body instanceof Buffer)) return;
     const shape = requestShape(req.rawHeaders, this.#shape);
     if (!shape.ok || (shape.acceptEncoding && body.length >= COMPRESSION_THRESHOLD_BYTES)) return;
     const url = req.url ?? '';
-    const variant: Variant = { authorization: shape.authorization, accept: shape.accept, until: principal?.until ?? Infinity, reply: reply as SendableReply, record: this.#metrics.recorder('GET', route, 200) };
-    const held = this.#targets.peek(url);
-    const variants = held === undefined ? [] : [...held];
-    const same = variants.findIndex((v) => v.authorization === variant.authorization && v.accept === variant.accept);
+    const variant: Variant = { accept: shape.accept, reply: reply as SendableReply, record: this.#metrics.recorder('GET', route, 200) };
+    // Changed in place: a hot target kept again by each new client is not copied each time.
+    let target = this.#targets.peek(url);
+    if (target === undefined) target = { scope, variants: [] };
+    // The same target reaches the same route: the latest judgement stands for all its variants.
+    else target.scope = scope;
+    const { variants } = target;
+    const same = variants.findIndex((v) => v.accept === variant.accept);
     if (same !== -1) variants[same] = variant;
     else {
       if (variants.length >= MAX_VARIANTS) variants.shift();
       variants.push(variant);
     }
-    // Weighed with the header values each variant is kept under: a client's long Accept or
-    // Authorization is held as long as the reply, and thousands of them would pass the bound unseen.
-    this.#targets.set(url, variants, variants.reduce((bytes, v) => bytes + v.reply.body.length + (v.accept?.length ?? 0) + (v.authorization?.length ?? 0), url.length));
+    // Weighed with the Accept each variant is kept under: a client's long Accept is held as long as
+    // the reply, and thousands of them would pass the bound unseen.
+    let bytes = url.length;
+    for (const v of variants) bytes += v.reply.body.length + (v.accept?.length ?? 0);
+    this.#targets.set(url, target, bytes);
   }
 }

@@ -116,6 +116,52 @@ describe('the kept-reply lane in the handler', () => {
   });
 });
 
+describe('the kept-reply lane with many clients', () => {
+  test('100 static tokens (half read-only) asking one entity in turn, twice -> the second time every one answered by the lane, with the first answer\'s head and body', async () => {
+    const tokens = Array.from({ length: 100 }, (_, i) => `lane-client-${String(i).padStart(3, '0')}-0123456789`);
+    const handler = createHandler({ resources: [{ name: 'items', store: createMemoryStore(records(3)) }], tokens: tokens.map((t, i) => (i % 2 === 0 ? t : `read:${t}`)) });
+    const raw = (t: string): string[] => ['Host', 'h', 'Authorization', `Bearer ${t}`, 'Accept', 'application/json'];
+    const first: Awaited<ReturnType<typeof call>>[] = [];
+    for (const t of tokens) first.push(await call(handler, '/items/e001', raw(t)));
+    const second: Awaited<ReturnType<typeof call>>[] = [];
+    for (const t of tokens) second.push(await call(handler, '/items/e001', raw(t)));
+    assert.deepEqual(first.map((w) => w.status), tokens.map(() => 200));
+    assert.ok(first.every((w) => w.headerReads > 0), 'a token the server has not yet checked takes the full path');
+    assert.equal(second.filter((w) => w.headerReads === 0).length, 100, 'every token, once checked, is answered by the lane');
+    for (const w of second) assert.deepEqual({ head: w.head, body: w.body?.toString() }, { head: first[0]!.head, body: first[0]!.body?.toString() });
+  });
+
+  test('JWTs of 20 subjects with read, items:read or only orders:read -> the first two kinds answered by the lane after their first request; the third refused (403) by the full path every time', async () => {
+    const NOW = 1_800_000_000;
+    const { privateKey, publicKey } = await generateKeyPair('ES256', { extractable: true });
+    const jwk = { ...(await exportJWK(publicKey)), kid: 'k1' };
+    const handler = createHandler({
+      resources: [
+        { name: 'items', store: createMemoryStore(records(1)) },
+        { name: 'orders', store: createMemoryStore([]) },
+      ],
+      jwt: { keys: staticKeySet({ keys: [jwk] }), issuer: 'https://idp.example/', audience: 'halserve' },
+      now: () => NOW,
+    });
+    const scopes = ['read', 'items:read', 'orders:read'];
+    const mint = (i: number): Promise<string> =>
+      new SignJWT({ iss: 'https://idp.example/', aud: 'halserve', sub: `user-${i}`, exp: NOW + 3600, iat: NOW, scope: scopes[i % 3] })
+        .setProtectedHeader({ alg: 'ES256', kid: 'k1' })
+        .sign(privateKey);
+    const jwts = await Promise.all(Array.from({ length: 20 }, (_, i) => mint(i)));
+    const ask = (jwt: string): ReturnType<typeof call> => call(handler, '/items/e000', ['Host', 'h', 'Authorization', `Bearer ${jwt}`]);
+    for (const jwt of jwts) await ask(jwt);
+    for (let pass = 0; pass < 2; pass++) {
+      const answers = [];
+      for (const jwt of jwts) answers.push(await ask(jwt));
+      assert.deepEqual(
+        answers.map((w) => [w.status, w.headerReads === 0]),
+        jwts.map((_, i) => (i % 3 === 2 ? [403, false] : [200, true])),
+      );
+    }
+  });
+});
+
 /** A GET over a real socket, with exactly these headers (Node's client adds Host and Connection). */
 function rawGet(url: string, path: string, headers: Record<string, string>): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: string }> {
   return new Promise((resolve, reject) => {
@@ -159,6 +205,18 @@ describe('the kept-reply lane over HTTP', () => {
     assert.equal(hal.headers['content-type'], 'application/hal+json');
     const json = await rawGet(s.url, '/items/e000', { ...AUTH, accept: 'application/json' });
     assert.equal(json.headers['content-type'], 'application/json');
+  });
+
+  test('40 tokens asking one entity in turn, a PATCH, then again -> every token sees the new version; every GET counted', async () => {
+    const tokens = Array.from({ length: 40 }, (_, i) => `over-http-${String(i).padStart(2, '0')}-0123456789`);
+    const s = await startItems(records(1), { tokens });
+    const auth = (t: string): Record<string, string> => ({ authorization: `Bearer ${t}` });
+    for (let pass = 0; pass < 2; pass++) for (const t of tokens) assert.equal(JSON.parse((await rawGet(s.url, '/items/e000', auth(t))).body).n, 0);
+    const patched = await s.request('/items/e000', { method: 'PATCH', headers: { ...auth(tokens[0]!), 'content-type': 'application/merge-patch+json' }, body: '{"n":9}' });
+    assert.equal(patched.status, 200);
+    for (let pass = 0; pass < 2; pass++) for (const t of tokens) assert.equal(JSON.parse((await rawGet(s.url, '/items/e000', auth(t))).body).n, 9);
+    const metrics = await (await s.request('/metrics', { headers: auth(tokens[0]!) })).text();
+    assert.equal(sample(metrics, 'halserve_http_requests_total{method="GET",route="/items/{id}",status="200"}'), 160);
   });
 
   test('a kept answer, then no token, a wrong token, a read-only token elsewhere -> 401, 401, and the read-only one reads', async () => {
