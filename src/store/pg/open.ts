@@ -6,10 +6,11 @@ import { connect, readDataset, reason, type ConnectOptions, type Database } from
 import { ChangeFeed, isOwn, type FeedItem } from './feed.js';
 import { OwnWrites } from './own-writes.js';
 import { loadRows } from './loader.js';
+import { loadPosition } from './load-position.js';
 import { RowEntity } from './pg-entity.js';
 import { PgLinkIntegrity, prepareLinks, unreadableLinking, unreadJson, writerLinks } from './pg-integrity.js';
 import { PgChangeFeed, rowTime } from './pg-changes.js';
-import { comparePgCursors, formatPgCursor, pgCursorOrigin, type PgCursor, type PgDataset } from './pg-cursor.js';
+import { formatPgCursor, pgCursorOrigin, type PgCursor, type PgDataset } from './pg-cursor.js';
 import { PgStore } from './pg-store.js';
 import { SCHEMA } from './layout.js';
 import { ReaderClock, Replica, type FedChange, type RowState } from './replica.js';
@@ -97,8 +98,8 @@ export async function openPostgres(options: PostgresOptions): Promise<PostgresSt
 
   // Where the changes stood when the indexes were loaded: the latest row below the snapshot, of
   // the database and of each resource (the same on every process that loaded at or after it).
-  let latest: PgCursor = { tx: 0n, pos: 0n };
-  const latestOf = new Map<string, PgCursor>();
+  let latest: PgCursor;
+  let latestOf: Map<string, PgCursor>;
   /**
    * Resources with a row at or past the snapshot's xmin: the copy may hold it, ahead of the cursor
    * (read after the copy, so it names every such row the copy showed: a row written again only
@@ -109,16 +110,7 @@ export async function openPostgres(options: PostgresOptions): Promise<PostgresSt
     for (const row of await database.sql.unsafe<{ resource: string }[]>(`SELECT DISTINCT e.resource FROM ${SCHEMA}.entities e WHERE e.tx >= $1::xid8`, [from.toString()])) {
       ahead.add(row.resource);
     }
-    const rows = await database.sql.unsafe<{ resource: string; tx: string; pos: string }[]>(
-      // The table's columns in ORDER BY, not the text ones of the same names.
-      `SELECT DISTINCT ON (e.resource) e.resource, e.tx::text AS tx, e.pos::text AS pos FROM ${SCHEMA}.entities e WHERE e.tx < $1::xid8 ORDER BY e.resource, e.tx DESC, e.pos DESC`,
-      [from.toString()],
-    );
-    for (const row of rows) {
-      const cursor = { tx: BigInt(row.tx), pos: BigInt(row.pos) };
-      latestOf.set(row.resource, cursor);
-      if (comparePgCursors(cursor, latest) > 0) latest = cursor;
-    }
+    ({ latest, latestOf } = await loadPosition(database.sql, from));
   } catch (error) {
     await database.sql.end({ timeout: 1 }).catch(() => {});
     throw new StoreOpenError(`cannot read the change feed's position from PostgreSQL at ${where}: ${reason(error)}`);
