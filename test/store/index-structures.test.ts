@@ -8,7 +8,8 @@ import { FieldIndex } from '../../src/store/index/field-index.js';
 import { facetCounts } from '../../src/store/index/facet-counts.js';
 import { anyOf, intersection } from '../../src/store/index/row-lists.js';
 import { CodeTally, NO_ROW, ValueColumn } from '../../src/store/index/value-column.js';
-import { compareCells, orderRows } from '../../src/store/index/row-sort.js';
+import { compareCells, orderRows, rankStarts } from '../../src/store/index/row-sort.js';
+import { CHECK_EVERY } from '../../src/store/index/slices.js';
 import { QueryTimeoutError } from '../../src/store/store.js';
 
 let seed = 99;
@@ -274,6 +275,61 @@ describe('orderRows: the rows of a column in (value, row) order', () => {
     assert.deepEqual(order(column), reference(column));
   });
 
+  test('the places of 100,000 values in value order -> the clock looked at every CHECK_EVERY values, and yielded to when due: never all in one slice', () => {
+    // At a million distinct arrays (tags) this loop ran whole after the sort: ~250 ms in one slice.
+    const n = 100_000;
+    const sorted = Int32Array.from({ length: n }, (_, i) => i);
+    const rowsByCode = new Uint32Array(n).fill(2);
+    let compared = 0;
+    // Codes 2k and 2k + 1 hold one value (equal texts past the interning bound).
+    const sameValue = (a: number, b: number): boolean => {
+      compared++;
+      return a >> 1 === b >> 1;
+    };
+    // A slice due at every look at the clock: it yields at each one.
+    let now = 0;
+    const work = rankStarts(sorted, rowsByCode, sameValue, new Slice(0, () => now++));
+    let most = 0;
+    let step = work.next();
+    let before = 0;
+    for (; step.done !== true; step = work.next()) {
+      most = Math.max(most, compared - before);
+      before = compared;
+    }
+    most = Math.max(most, compared - before);
+    assert.ok(most <= CHECK_EVERY, `${most} values compared in one slice`);
+    const [first, starts, at] = step.value;
+    assert.equal(at, 2 * n);
+    for (let code = 0; code < n; code++) {
+      assert.equal(first[code], code & ~1);
+      if (code % 2 === 0) assert.equal(starts[code], 2 * code);
+    }
+  });
+
+  test('20,000 distinct numbers -> their rows gathered for the sort with the clock looked at every CHECK_EVERY rows, not all in one slice', () => {
+    let reads = 0;
+    class Counted extends ValueColumn {
+      override get(row: number): unknown {
+        reads++;
+        return super.get(row);
+      }
+    }
+    const column = new Counted();
+    for (let i = 0; i < 20_000; i++) column.push(i % 7 === 0 ? NO_ROW : (i * 7919) % 20_011);
+    let now = 0;
+    const work = orderRows(column, new Slice(0, () => now++));
+    let most = 0;
+    let before = 0;
+    let step = work.next();
+    for (; step.done !== true; step = work.next()) {
+      most = Math.max(most, reads - before);
+      before = reads;
+    }
+    most = Math.max(most, reads - before);
+    assert.ok(most <= CHECK_EVERY + 1, `${most} rows read in one slice`);
+    assert.deepEqual([...step.value], reference(column));
+  });
+
   test('numbers among other values, and numbers alone -> the same order as the reference', () => {
     const mixed = new ValueColumn();
     const only = new ValueColumn();
@@ -324,6 +380,7 @@ describe('Postings: a bare number for one row, a set for more', () => {
     assert.equal(postings.rows('a'), undefined);
     assert.equal(postings.distinct, 0);
   });
+
 });
 
 describe('runSliced: long work in turns of the event loop', () => {
