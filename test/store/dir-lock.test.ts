@@ -123,15 +123,19 @@ test('six processes taking over one stale lock at once, five times -> exactly on
 const OTHER_CONTAINER = 'boot-of-this-host pid:[4026532999]';
 const QUICK = { renewEveryMs: 20, staleAfterMs: 400 };
 
+/** The other container's server renewing its lock every `everyMs` (its mtime set to now); cleared by the caller. */
+const renewing = (file: string, everyMs: number): NodeJS.Timeout =>
+  setInterval(() => {
+    const now = new Date();
+    void fs.utimes(file, now, now).catch(() => {});
+  }, everyMs);
+
 test('a lock of another PID namespace holding the same pid, renewed -> refused, the lock left as it was', async () => {
   const dir = await tempDir();
   const file = path.join(dir, LOCK_FILE);
   await fs.writeFile(file, `1\n${OTHER_CONTAINER}\n`);
   // The other container's server renews its lock.
-  const renewal = setInterval(() => {
-    const now = new Date();
-    void fs.utimes(file, now, now).catch(() => {});
-  }, QUICK.renewEveryMs);
+  const renewal = renewing(file, QUICK.renewEveryMs);
   const messages: string[] = [];
   try {
     await assert.rejects(
@@ -150,10 +154,7 @@ test('a lock of another PID namespace, renewed, while this process\'s wall clock
   const file = path.join(dir, LOCK_FILE);
   await fs.writeFile(file, `1\n${OTHER_CONTAINER}\n`);
   // The other container's server renews its lock, less often than this process first looks again.
-  const renewal = setInterval(() => {
-    const now = new Date();
-    void fs.utimes(file, now, now).catch(() => {});
-  }, 300);
+  const renewal = renewing(file, 300);
   // This process's wall clock steps two hours forward (NTP, a VM resumed) once the watch has begun.
   let step = 0;
   const wall = Date.now.bind(Date);
