@@ -11,14 +11,6 @@
 /** True when `text` holds U+0000: PostgreSQL has no row with it as an id. */
 export const holdsNul = (text: string): boolean => text.includes('\u0000');
 
-/**
- * The path of the first member name or string of `value` holding U+0000, as a validation message
- * names a field (`tags.2`, `a.b`); undefined when none does. A member name holding it is named
- * itself.
- */
-export function nulPath(value: unknown): string | undefined {
-  return firstPath(value, (text) => (holdsNul(text) ? 'U+0000' : undefined))?.path;
-}
 
 /** The path of the first member name or string of `value` that `bad` names something in, and what. */
 function firstPath(value: unknown, bad: (text: string) => string | undefined, path = ''): { path: string; what: string } | undefined {
@@ -86,7 +78,11 @@ export function unreadableEntity(
 export const mayBeUnreadable = (json: string): boolean => UNREADABLE_ESCAPE.test(json);
 const UNREADABLE_ESCAPE = /\\u(?:0000|d[89a-f])/i;
 
-/** The path of the first member name or string of `value` that PostgreSQL's `json` cannot read (`unreadableIn`). */
+/**
+ * The path of the first member name or string of `value` that PostgreSQL's `json` cannot read
+ * (`unreadableIn`), as a validation message names a field (`tags.2`, `a.b`; a member name holding
+ * it is named itself); undefined when none does.
+ */
 export const unreadablePath = (value: unknown): string | undefined => firstPath(value, unreadableIn)?.path;
 
 /** The validation message of a linking resource's field holding U+0000 or a lone surrogate, on PostgreSQL. */
