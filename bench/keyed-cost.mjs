@@ -56,7 +56,9 @@ function post(resource) {
     const req = {
       method: 'POST',
       url: `/${resource}`,
+      httpVersionMajor: 1,
       httpVersionMinor: 1,
+      httpVersion: '1.1',
       complete: false,
       headers,
       rawHeaders,
