@@ -11,7 +11,6 @@
 /** True when `text` holds U+0000: PostgreSQL has no row with it as an id. */
 export const holdsNul = (text: string): boolean => text.includes('\u0000');
 
-
 /** The path of the first member name or string of `value` that `bad` names something in, and what. */
 function firstPath(value: unknown, bad: (text: string) => string | undefined, path = ''): { path: string; what: string } | undefined {
   if (typeof value === 'string') {
