@@ -45,7 +45,7 @@ const NO_HEADERS: Readonly<Record<string, string>> = Object.freeze({});
  */
 function storedAnswer(reply: Reply): StoredAnswer {
   const body = reply.body;
-  return { status: reply.status, headers: reply.headers ?? NO_HEADERS, body: body === undefined ? '' : typeof body === 'string' ? body : body.toString('utf8') };
+  return { status: reply.status, headers: reply.headers ?? NO_HEADERS, body: body === undefined ? '' : typeof body === 'string' ? body : body.toString('utf8'), headersJson: reply.headersJson };
 }
 
 /** The remembered answer, sent again. */

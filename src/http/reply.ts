@@ -13,6 +13,11 @@ export interface Reply {
   readonly headers?: Readonly<Record<string, string>>;
   readonly body?: string | Buffer;
   /**
+   * `JSON.stringify(headers)`, where the reply's maker wrote it at less cost (answer-headers.ts):
+   * what a keyed write records of the answer (idempotent-write.ts). Absent: nobody wrote it.
+   */
+  readonly headersJson?: string;
+  /**
    * A reply that streams (an event stream): its status and headers are sent at once, then this is
    * given the writer of its body (src/http/event-stream.ts), which it ends when it is done.
    */

@@ -19,6 +19,7 @@ import { jsonReply, notModifiedReply, prepared, type Reply } from './reply.js';
 import { accepted, readJsonBody, readJsonRequest, type JsonRequestBody } from './request.js';
 import { mapMaybe } from './maybe-promise.js';
 import { keyedWrite, requestKey } from './idempotent-write.js';
+import { entityHeadersJson, type EntityAnswerHeaders } from './answer-headers.js';
 import { ledgerTarget } from '../conventions/idempotency-key.js';
 import { clientKey, permits, type Principal } from './auth.js';
 import type { KeyedWrite } from '../store/idempotency.js';
@@ -154,8 +155,9 @@ export function addResourceRoutes(router: Router<RouteHandler>, options: Resourc
     const key = requestKey(req);
     const reply = (entity: StoredEntity): Reply => entityReply(201, mediaType, resource, entity, { location: resource.href(entity.id) });
     if (key === undefined) return readJsonBody(req, res, JSON_BODY_TYPES, maxBody).then((body) => resource.create(body, now(), newId, undefined, writeConditions(req)).then(reply));
+    const answer = (entity: StoredEntity): Reply => answerReply(reply(entity), resource);
     return readJsonRequest(req, res, JSON_BODY_TYPES, maxBody).then((body) =>
-      keyed({ req, principal, key, body, resource, reply, id: '' }, (keyedWrite) => resource.create(body.value, now(), newId, keyedWrite, writeConditions(req))),
+      keyed({ req, principal, key, body, resource, reply: answer, id: '' }, (keyedWrite) => resource.create(body.value, now(), newId, keyedWrite, writeConditions(req))),
     );
   });
 
@@ -193,8 +195,9 @@ export function addResourceRoutes(router: Router<RouteHandler>, options: Resourc
     const id = params['id'] ?? '';
     const reply = (entity: StoredEntity): Reply => entityReply(200, mediaType, resource, entity);
     if (key === undefined) return readJsonBody(req, res, PATCH_BODY_TYPES, maxBody).then((body) => resource.patch(id, body, now(), writeConditions(req)).then(reply));
+    const answer = (entity: StoredEntity): Reply => answerReply(reply(entity), resource);
     return readJsonRequest(req, res, PATCH_BODY_TYPES, maxBody).then((body) =>
-      keyed({ req, principal, key, body, resource, reply, id }, (keyedWrite) => resource.patch(id, body.value, now(), writeConditions(req), keyedWrite)),
+      keyed({ req, principal, key, body, resource, reply: answer, id }, (keyedWrite) => resource.patch(id, body.value, now(), writeConditions(req), keyedWrite)),
     );
   });
 
@@ -340,4 +343,10 @@ function entityReply(status: number, mediaType: string, resource: Resource, enti
   const modified = mediaType === HAL_FORMS ? undefined : resource.lastModified(entity);
   const dated = modified === undefined ? extra : { 'last-modified': httpDate(modified), ...extra };
   return jsonReply(status, mediaType, entityBody(mediaType, resource, entity, body), { etag: resource.etag(version, mediaType), ...dated });
+}
+
+/** `entityReply`'s reply as a keyed write records it: with its headers' JSON (answer-headers.ts). */
+function answerReply(reply: Reply, resource: Resource): Reply {
+  // `entityReply`'s headers are `jsonReply`'s, then the tag, the date and the location.
+  return { ...reply, headersJson: entityHeadersJson(reply.headers as unknown as EntityAnswerHeaders, resource.path) };
 }

@@ -19,6 +19,11 @@ export interface StoredAnswer {
   readonly status: number;
   readonly headers: Readonly<Record<string, string>>;
   readonly body: string;
+  /**
+   * `JSON.stringify(headers)`, where the answer's maker wrote it already (src/http/answer-headers.ts):
+   * a store that writes the answer as JSON writes this text rather than serialise the headers again.
+   */
+  readonly headersJson?: string | undefined;
 }
 
 /** What a write came to: the entity it wrote (undefined: its id was missing), or why it was refused. */

@@ -125,9 +125,12 @@ export function entryText(e: AnswerEntry): string {
   return entryHead(e) + entryBody(e);
 }
 
-/** The members before the body, the comma after them included (`keyJson`: `JSON.stringify(e.k)`, if the caller has it). */
-function entryHead(e: AnswerEntry, keyJson = JSON.stringify(e.k)): string {
-  return `{"k":${keyJson},"f":${jsonString(e.f)},"t":${e.t},"s":${e.s},"h":${JSON.stringify(e.h)},`;
+/**
+ * The members before the body, the comma after them included (`keyJson`: `JSON.stringify(e.k)`,
+ * `headersJson`: `JSON.stringify(e.h)`, if the caller has them).
+ */
+function entryHead(e: AnswerEntry, keyJson = JSON.stringify(e.k), headersJson = JSON.stringify(e.h)): string {
+  return `{"k":${keyJson},"f":${jsonString(e.f)},"t":${e.t},"s":${e.s},"h":${headersJson},`;
 }
 
 /** The body's members and what follows them, to the closing brace. */
@@ -181,14 +184,15 @@ export class HeldAnswer implements Remembered {
   prefixAt = 0;
 
   /**
-   * From an entry (`keyJson`: `JSON.stringify(e.k)`, if the caller has it), or from the parts of
+   * From an entry (`keyJson`, `headersJson`: `JSON.stringify` of its key and of its headers, if the
+   * caller has them), or from the parts of
    * one already held (`HeldParts`: `source` then is the body's start itself).
    *
    * The text is left as V8 joined it, a tree of its parts: it is read once, where the log's
    * answers line is joined, and the table of answers keeps its bytes, not the string (an earlier
    * version made it one flat string here, for a table that kept the strings).
    */
-  constructor(e: AnswerEntry | HeldParts, source?: LineSource, keyJson?: string) {
+  constructor(e: AnswerEntry | HeldParts, source?: LineSource, keyJson?: string, headersJson?: string) {
     if ('text' in e) {
       this.at = e.at;
       this.text = e.text;
@@ -198,7 +202,7 @@ export class HeldAnswer implements Remembered {
       this.#source = e.shared === 0 ? undefined : source;
       return;
     }
-    const head = entryHead(e, keyJson);
+    const head = entryHead(e, keyJson, headersJson);
     const body = bodyMembers(e);
     this.at = e.t;
     this.text = `${head}${body}${numberMember(e)}}`;

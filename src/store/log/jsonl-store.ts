@@ -230,7 +230,7 @@ class JsonlLogStore implements JsonlStore {
           let held: HeldAnswer[] = [];
           if (answering && (lines.length > 0 || keyed.length > 0)) {
             // Held as the line has them (HeldAnswer): a body by reference keeps the entity that wrote the line.
-            held = keyed.map((k) => (k.change === undefined ? new HeldAnswer(entryOf(k.key, k.remembered), undefined, k.keyJson) : heldOf(k, first + k.change, batch[k.change]!, lines[k.change]!)));
+            held = keyed.map((k) => (k.change === undefined ? new HeldAnswer(entryOf(k.key, k.remembered), undefined, k.keyJson, k.remembered.answer.headersJson) : heldOf(k, first + k.change, batch[k.change]!, lines[k.change]!)));
             lines.unshift(heldLine(held, batch.length === 0 ? 0 : first + batch.length - 1));
           }
           if (lines.length === 0) return;
@@ -766,7 +766,7 @@ class JsonlLogStore implements JsonlStore {
  */
 function heldOf(answer: BatchAnswer, n: number, change: LogEntity | { readonly deleted: string }, line: string): HeldAnswer {
   const written = change instanceof WrittenEntity ? change : undefined;
-  return new HeldAnswer(entryOf(answer.key, answer.remembered, n, line, written?.json), written ?? line, answer.keyJson);
+  return new HeldAnswer(entryOf(answer.key, answer.remembered, n, line, written?.json), written ?? line, answer.keyJson, answer.remembered.answer.headersJson);
 }
 
 function openError(file: string, error: unknown): StoreOpenError {

@@ -325,7 +325,7 @@ export class PgWriter {
     const rowOf = new Map(written.map(([id], i) => [id, i]));
     const answerRows = [...answered].map(([key, { id, remembered: r }]): AnswerRow => {
       const row = id === undefined ? undefined : rowOf.get(id);
-      return { id: row === undefined ? undefined : id, key, fingerprint: r.fingerprint, at: r.at, status: r.answer.status, headers: JSON.stringify(r.answer.headers), ...bodyOf(r.answer.body, row, rows) };
+      return { id: row === undefined ? undefined : id, key, fingerprint: r.fingerprint, at: r.at, status: r.answer.status, headers: r.answer.headersJson ?? JSON.stringify(r.answer.headers), ...bodyOf(r.answer.body, row, rows) };
     });
     const deletedAt = Math.floor(Date.now() / 1000);
     // Counted in flight until its versions are known (own-writes.ts): the change feed reports them,
