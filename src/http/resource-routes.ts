@@ -347,6 +347,9 @@ function entityReply(status: number, mediaType: string, resource: Resource, enti
 
 /** `entityReply`'s reply as a keyed write records it: with its headers' JSON (answer-headers.ts). */
 function answerReply(reply: Reply, resource: Resource): Reply {
-  // `entityReply`'s headers are `jsonReply`'s, then the tag, the date and the location.
-  return { ...reply, headersJson: entityHeadersJson(reply.headers as unknown as EntityAnswerHeaders, resource.path) };
+  // `entityReply`'s headers are `jsonReply`'s, then the tag, the date and the location; it has a
+  // body. A literal of one shape: a spread of the reply cost 2 µs as deployed (its clone went
+  // the runtime's slow way).
+  const headers = reply.headers!;
+  return { status: reply.status, headers, body: reply.body!, headersJson: entityHeadersJson(headers as unknown as EntityAnswerHeaders, resource.path) };
 }
