@@ -1,3 +1,5 @@
+import { NEEDS_ESCAPE } from '../structures/json-string.js';
+
 /**
  * The headers of a write's entity answer (resource-routes.ts `entityReply`) as JSON text, for the
  * answer a keyed write records (idempotent-write.ts, the JSON-lines store's answers line:
@@ -27,8 +29,6 @@ export interface EntityAnswerHeaders {
 
 /** A tag of visible ASCII but `"` and `\` inside its quotes (RFC 9110 §8.8.3's `etagc`, less the backslash and obs-text). */
 const PLAIN_TAG = /^"[\x21\x23-\x5b\x5d-\x7e]*"$/;
-/** A character `JSON.stringify` writes escaped. */
-const NEEDS_ESCAPE = /["\\\u0000-\u001f\ud800-\udfff]/;
 
 /** Each media type's JSON text (a handful: negotiation.ts). */
 const mediaTypes = new Map<string, string>();
@@ -39,8 +39,9 @@ let lastDateJson = '""';
 
 /**
  * `JSON.stringify(headers)` of an entity answer's headers: `Content-Type`, `Vary`, `ETag`, and where
- * given `Last-Modified` and `Location` (`collection` the collection's path the location begins
- * with, a slash and the percent-encoded id after it).
+ * given `Last-Modified` and `Location`. A location must be `entityHref(collection, id)`
+ * (src/conventions/hal.ts): the collection's path, a slash and the percent-encoded id; one that
+ * does not begin so is escaped the long way.
  */
 export function entityHeadersJson(headers: EntityAnswerHeaders, collection: string): string {
   const mediaType = headers['content-type'];
