@@ -138,7 +138,8 @@ export interface AnswerBookOptions {
 export function sizeOf(r: Remembered): number {
   let bytes = r.answer.body.length + r.fingerprint.length + 64;
   for (const name in r.answer.headers) bytes += name.length + (r.answer.headers[name]?.length ?? 0);
-  return bytes;
+  // A table of objects (the memory store's) keeps the headers' text with the answer: it counts too.
+  return bytes + (r.answer.headersJson?.length ?? 0);
 }
 
 /**

@@ -3,7 +3,7 @@ import { test } from 'node:test';
 import { HttpProblem } from '../../src/conventions/problem.js';
 import { createHash } from 'node:crypto';
 import { currentLedgerKey, ledgerKey, ledgerName, ledgerTarget, legacyFingerprint, parseIdempotencyKey, requestFingerprint } from '../../src/conventions/idempotency-key.js';
-import { AnswerBook, KeyInFlightError, KeyReusedError, matchesRequest } from '../../src/store/idempotency.js';
+import { AnswerBook, KeyInFlightError, KeyReusedError, matchesRequest, sizeOf } from '../../src/store/idempotency.js';
 import { AnswerRing } from '../../src/store/log/answer-ring.js';
 
 test('Idempotency-Key as an sf-string, with escapes, or bare (a UUID starting with a digit) -> the key', () => {
@@ -237,4 +237,11 @@ test('a compact body, then the same JSON re-spaced under the same key -> another
     assert.equal(matchesRequest(stored, requestFingerprint(bytes), () => legacyFingerprint(JSON.parse(retry))), false, retry);
   }
   assert.equal(matchesRequest(stored, requestFingerprint(Buffer.from('{"name":"idem3"}')), () => legacyFingerprint({ name: 'idem3' })), true);
+});
+
+test("sizeOf: an answer kept with its headers' text (headersJson) weighs that text too, so the byte bound holds for it", () => {
+  const answer = { status: 201, headers: { etag: '"v"' }, body: '{}' };
+  const plain = sizeOf({ fingerprint: 'f', at: 0, answer });
+  const withText = sizeOf({ fingerprint: 'f', at: 0, answer: { ...answer, headersJson: JSON.stringify(answer.headers) } });
+  assert.equal(withText - plain, JSON.stringify(answer.headers).length);
 });

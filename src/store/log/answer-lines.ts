@@ -185,8 +185,8 @@ export class HeldAnswer implements Remembered {
 
   /**
    * From an entry (`keyJson`, `headersJson`: `JSON.stringify` of its key and of its headers, if the
-   * caller has them), or from the parts of
-   * one already held (`HeldParts`: `source` then is the body's start itself).
+   * caller has them), or from the parts of one already held (`HeldParts`: `source` then is the
+   * body's start itself).
    *
    * The text is left as V8 joined it, a tree of its parts: it is read once, where the log's
    * answers line is joined, and the table of answers keeps its bytes, not the string (an earlier
