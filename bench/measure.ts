@@ -6,7 +6,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import type { BenchConfig } from './config.js';
 import type { BenchRequest } from './capture.js';
-import { cpuSeconds } from './proc.js';
+import { cpuSeconds, hostTicks, stealShare } from './proc.js';
 import { LOAD_CPU, pinned, type Running } from './servers.js';
 
 /** What one run of one contender measured. */
@@ -20,6 +20,12 @@ export interface Sample {
   readonly cpuUs: number;
   /** Share of its core the load generator used; near 1 means it set the pace, not the server. */
   readonly loadCpu: number;
+  /**
+   * Share of the machine's busy CPU time the hypervisor gave to other guests over the measured run
+   * (`stealShare`; NaN off Linux). A virtual machine's neighbours slow every contender, but not
+   * each part of a request alike, so the ratios of a run with much steal are not those of a quiet one.
+   */
+  readonly steal: number;
   readonly non2xx: number;
   readonly errors: number;
   /** Set when some answers were not 2xx, or failed: the figures of this run are not comparable. */
@@ -67,12 +73,14 @@ export async function measure(config: BenchConfig, server: Running, requests: re
   const child = spawn(command, args, { stdio: ['pipe', 'pipe', 'inherit'] });
   const exited = once(child, 'exit');
   let before = 0;
+  let hostBefore: ReturnType<typeof hostTicks>;
   let result: LoadResult | undefined;
   for await (const line of createInterface({ input: child.stdout })) {
     const message = JSON.parse(line) as { event: string; result?: LoadResult };
     if (message.event === 'ready') {
       // The warm-up is over: count the server's CPU from here.
       before = cpuSeconds(server.pid);
+      hostBefore = hostTicks();
       child.stdin.write('go\n');
     } else if (message.event === 'done') {
       result = message.result;
@@ -80,6 +88,7 @@ export async function measure(config: BenchConfig, server: Running, requests: re
     }
   }
   const after = cpuSeconds(server.pid);
+  const steal = stealShare(hostBefore, hostTicks());
   const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
   const [code] = (await exited) as [number | null];
   clearTimeout(timer);
@@ -94,6 +103,7 @@ export async function measure(config: BenchConfig, server: Running, requests: re
     p99: result.p99,
     cpuUs: result.requests === 0 ? NaN : ((after - before) * 1e6) / result.requests,
     loadCpu: result.loadCpu,
+    steal,
     non2xx: result.non2xx,
     errors: result.errors,
   };

@@ -24,6 +24,32 @@ export function cpuSeconds(pid: number): number {
   return (utime + stime) / CLOCK_TICKS;
 }
 
+/**
+ * The machine's CPU time so far, in clock ticks, from the first line of `/proc/stat` (proc(5)):
+ * `busy`, the time its CPUs ran anything or were taken by the hypervisor (user, nice, system, irq,
+ * softirq and steal), and `steal`, the time a virtual CPU wanted to run while the hypervisor ran
+ * another guest. Undefined where `/proc/stat` cannot be read (not Linux).
+ */
+export function hostTicks(): { readonly busy: number; readonly steal: number } | undefined {
+  try {
+    const fields = readFileSync('/proc/stat', 'utf8').split('\n', 1)[0]!.trim().split(/\s+/).slice(1).map(Number);
+    const [user = 0, nice = 0, system = 0, , , irq = 0, softirq = 0, steal = 0] = fields;
+    return { busy: user + nice + system + irq + softirq + steal, steal };
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The share of the machine's busy CPU time the hypervisor took (steal) between two `hostTicks`
+ * readings: NaN when either is missing or nothing ran between them.
+ */
+export function stealShare(before: ReturnType<typeof hostTicks>, after: ReturnType<typeof hostTicks>): number {
+  if (before === undefined || after === undefined) return NaN;
+  const busy = after.busy - before.busy;
+  return busy > 0 ? (after.steal - before.steal) / busy : NaN;
+}
+
 /** Resident memory now and at its peak, in MiB (`VmRSS`, `VmHWM` of `/proc/<pid>/status`). */
 export function memoryMiB(pid: number): { rss: number; peak: number } {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');

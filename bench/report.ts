@@ -197,24 +197,34 @@ function targets(result: RunResult): Target[] {
   return out;
 }
 
+/** A sample's host steal share (results written before it was measured have none: NaN). */
+function stealOf(s: Sample): number {
+  return s.steal ?? NaN;
+}
+
+/** A share as a whole percentage ('–' for none). */
+function percent(share: number): string {
+  return Number.isFinite(share) ? `${fmt(share * 100)}%` : '–';
+}
+
 export function workloadTable(w: WorkloadResult): string {
   const limit = find(w, 'limit');
   const reference = limit ?? w.contenders[0];
   const lines = [
     `### ${w.title}`,
     '',
-    `| Server | req/s | p50 ms | p99 ms | CPU µs/req | req/s ÷ ${limit ? 'limit' : 'first row'} | CPU/req ÷ ${limit ? 'limit' : 'first row'} | load-gen core busy |`,
-    '|---|---:|---:|---:|---:|---:|---:|---:|',
+    `| Server | req/s | p50 ms | p99 ms | CPU µs/req | req/s ÷ ${limit ? 'limit' : 'first row'} | CPU/req ÷ ${limit ? 'limit' : 'first row'} | load-gen core busy | host steal |`,
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|',
   ];
   for (const c of w.contenders) {
     const rps = pairedRatio(pick(c, 'rps'), pick(reference, 'rps'));
     const cpu = pairedRatio(pick(c, 'cpuUs'), pick(reference, 'cpuUs'));
     lines.push(
-      `| ${c.label} | ${fmt(median(pick(c, 'rps')))} | ${fmt(median(pick(c, 'p50')), 0)} | ${fmt(median(pick(c, 'p99')), 0)} | ${fmt(median(pick(c, 'cpuUs')), 1)} | ${fmt(rps, 2)}× | ${fmt(cpu, 2)}× | ${fmt(median(c.samples.map((s) => s.loadCpu * 100)))}% |`,
+      `| ${c.label} | ${fmt(median(pick(c, 'rps')))} | ${fmt(median(pick(c, 'p50')), 0)} | ${fmt(median(pick(c, 'p99')), 0)} | ${fmt(median(pick(c, 'cpuUs')), 1)} | ${fmt(rps, 2)}× | ${fmt(cpu, 2)}× | ${fmt(median(c.samples.map((s) => s.loadCpu * 100)))}% | ${percent(median(c.samples.map(stealOf)))} |`,
     );
   }
   const rounds = w.contenders.map(
-    (c) => `- ${c.label}: ${c.samples.map((s) => (s.problem ? `invalid (${s.problem})` : `${fmt(s.rps)} req/s, ${fmt(s.cpuUs, 1)} µs`)).join(' · ')}`,
+    (c) => `- ${c.label}: ${c.samples.map((s) => (s.problem ? `invalid (${s.problem})` : `${fmt(s.rps)} req/s, ${fmt(s.cpuUs, 1)} µs${Number.isFinite(stealOf(s)) ? `, steal ${percent(stealOf(s))}` : ''}`)).join(' · ')}`,
   );
   return [...lines, '', ...w.notes.map((n) => `_${n}_`), '', '<details><summary>Rounds</summary>', '', ...rounds, '', '</details>', ''].join('\n');
 }
@@ -236,6 +246,7 @@ export function renderReport(result: RunResult): string {
     `- Data: ${fmt(result.entities)} entities of ~${result.bytesPerEntity} bytes (one JSON line each), the same records for halserve (\`items.jsonl\`) and json-server (\`db.json\`); every workload starts from a fresh copy.`,
     '- halserve: built output, `node <flags> dist/cli.js --port 0 --data <tmp> --log off --token <token>`, the flags those of the CLI\'s first line as the `halserve` command runs it (`--min-semi-space-size=16`; the limit and json-server run with node\'s defaults) (durability full; without `--token` for the no-token reference, which for GET entity is also sent the token and the JWT it does not check: the targets of issue 17 compare the same request bytes, so that they measure the check and not node:http receiving one more header). The durable limit: the same replay, plus each write body parsed, appended as a line and fdatasync\'d once per batch of concurrent requests (halserve syncs its log with O_DSYNC writes instead, so POST also runs that durable limit with O_DSYNC, one synced write per batch, as a reference). The limit: `bench/limit-server.mjs`, a bare `node:http` server replaying the status, headers and body halserve sent for the same method and URL, captured just before each workload (GET answers checked byte for byte, Date masked). json-server 0.17.4 with its defaults and `--quiet`.',
     '- CPU µs/req: user + system time of the server process (all threads, from `/proc/<pid>/stat`) over the measured run, divided by the requests completed. Latency resolution is 1 ms (autocannon).',
+    "- Host steal: the share of the machine's busy CPU time that the hypervisor gave to other guests during each measured run (`/proc/stat`), the median of a contender's rounds. Neighbours do not slow each part of a request alike, so a ratio measured under much steal can differ from a quiet host's by more than the rounds' spread shows (bench/NOTES.md, 2026-12-03): quote a ratio with the steal it was measured under.",
     '',
     '## Targets (issues 4, 15, 21)',
     '',
