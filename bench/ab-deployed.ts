@@ -13,7 +13,8 @@
  * limit, as for `patch`; `limit-dsync`, for `post` and `patch`, the durable limit with O_DSYNC, one
  * synced write per batch, as halserve's log syncs), so that a build's ratio to it is measured in the same rounds. Prints each round's
  * requests per second and server CPU per request, then the medians and each column's median of
- * per-round ratios to the last column, with the load average.
+ * per-round ratios to the last column, with the load average and the host's steal share (`bench/proc.ts`
+ * `stealShare`: a ratio measured under much steal is not a quiet host's; bench/NOTES.md, 2026-12-03).
  */
 import fs from 'node:fs/promises';
 import os from 'node:os';
@@ -94,14 +95,14 @@ try {
       await untilQuiet(servers.map((s) => s.server.pid));
       const sample = await measure(config, server, requests, entry, order, fresh);
       samples.get(entry)!.push(sample);
-      console.log(`round ${round} ${entry}: ${fmt(sample.rps)} req/s, ${fmt(sample.cpuUs, 1)} µs/req${sample.problem ? ` INVALID: ${sample.problem}` : ''}, load ${os.loadavg()[0]!.toFixed(1)}`);
+      console.log(`round ${round} ${entry}: ${fmt(sample.rps)} req/s, ${fmt(sample.cpuUs, 1)} µs/req${sample.problem ? ` INVALID: ${sample.problem}` : ''}, load ${os.loadavg()[0]!.toFixed(1)}, host steal ${fmt(sample.steal * 100)}%`);
     }
   }
   const last = samples.get(entries[entries.length - 1]!)!;
   for (const [entry, list] of samples) {
     const rps = pairedRatio(list.map((s) => s.rps), last.map((s) => s.rps));
     const cpu = pairedRatio(last.map((s) => s.cpuUs), list.map((s) => s.cpuUs));
-    console.log(`median ${entry}: ${fmt(median(list.map((s) => s.rps)))} req/s, ${fmt(median(list.map((s) => s.cpuUs)), 1)} µs/req; ÷ ${entries[entries.length - 1]}: req/s ${fmt(rps, 2)}×, by CPU ${fmt(cpu, 2)}×`);
+    console.log(`median ${entry}: ${fmt(median(list.map((s) => s.rps)))} req/s, ${fmt(median(list.map((s) => s.cpuUs)), 1)} µs/req; ÷ ${entries[entries.length - 1]}: req/s ${fmt(rps, 2)}×, by CPU ${fmt(cpu, 2)}×; host steal ${fmt(median(list.map((s) => s.steal * 100)))}%`);
   }
 } finally {
   for (const { server } of servers) await server.stop();
