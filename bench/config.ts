@@ -64,6 +64,19 @@ function list(name: string): string[] {
     .filter((s) => s !== '');
 }
 
+/** The report's sections that a run of them alone replaces in bench/RESULTS.md, keeping the rest (main.ts). */
+const SECTIONS: readonly string[] = ['queries', 'replicas', 'streams', 'fairness'];
+
+/** Whether `only` names report sections alone (`SECTIONS`), which such a run splices into the full report. */
+export function isSectionsOnly(only: readonly string[]): boolean {
+  return only.length > 0 && only.every((name) => SECTIONS.includes(name));
+}
+
+/** Whether `only` runs part of the benchmark whose report is not spliced into the full one: it is written apart. */
+function isPartial(only: readonly string[]): boolean {
+  return only.length > 0 && !isSectionsOnly(only);
+}
+
 /** Reads the run's settings from `BENCH_*` environment variables. */
 export function readConfig(): BenchConfig {
   const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -73,7 +86,9 @@ export function readConfig(): BenchConfig {
   const rounds = Math.round(number('BENCH_ROUNDS', quick ? 1 : 3));
   const largeSizes = list('BENCH_LARGE').map(Number);
   const deployedSizes = list('BENCH_DEPLOYED').map(Number);
-  const stamp = quick ? 'quick' : 'full';
+  // `node bench/run.mjs queries startup` is the same as BENCH_ONLY=queries,startup.
+  const only = [...list('BENCH_ONLY'), ...process.argv.slice(2).filter((a) => !a.startsWith('-'))];
+  const stamp = quick ? 'quick' : isPartial(only) ? only.join('-').replace(/[^a-z0-9-]/gi, '_') : 'full';
   return {
     quick,
     rounds,
@@ -85,13 +100,14 @@ export function readConfig(): BenchConfig {
     largeSizes: largeSizes.length > 0 ? largeSizes : quick ? [100_000] : [100_000, 1_000_000],
     deployedSizes: deployedSizes.length > 0 ? deployedSizes : quick ? [5_000] : [10_000, 100_000],
     queryEntities: Math.round(number('BENCH_QUERY_ENTITIES', quick ? 50_000 : 1_000_000)),
-    // `node bench/run.mjs queries startup` is the same as BENCH_ONLY=queries,startup.
-    only: [...list('BENCH_ONLY'), ...process.argv.slice(2).filter((a) => !a.startsWith('-'))],
+    only,
     queryKinds: list('BENCH_QUERY_KINDS'),
     servers: list('BENCH_SERVERS'),
     pin: process.env['BENCH_NO_PIN'] !== '1' && os.availableParallelism() >= 2,
-    // A smoke run must not overwrite the committed results.
-    out: process.env['BENCH_OUT'] ?? (quick ? path.join(work, 'RESULTS.quick.md') : path.join(root, 'bench', 'RESULTS.md')),
+    // A smoke run must not overwrite the committed results, nor a run of some workloads alone: its
+    // report would replace the full one with the part it ran (a run of report sections alone
+    // splices them into the full one instead: `isSectionsOnly`).
+    out: process.env['BENCH_OUT'] ?? (quick || isPartial(only) ? path.join(work, `RESULTS.${stamp}.md`) : path.join(root, 'bench', 'RESULTS.md')),
     rawOut: path.join(work, `results.${stamp}.json`),
     root,
     work,

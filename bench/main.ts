@@ -9,7 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { once } from 'node:events';
 import { capture, maskDate, rawExchange } from './capture.js';
-import { readConfig, type BenchConfig } from './config.js';
+import { isSectionsOnly, readConfig, type BenchConfig } from './config.js';
 import { copyDataset, generateDataset, RESOURCE, type Dataset } from './dataset.js';
 import { measure, type Sample } from './measure.js';
 import { memoryMiB, ownCpuList, restoreCpuList, untilQuiet } from './proc.js';
@@ -247,7 +247,7 @@ async function main(): Promise<void> {
   let streams: StreamsBench | undefined;
   let small: Dataset | undefined;
   // `BENCH_ONLY=queries`, `replicas`, `streams` and/or `fairness` (or `node bench/run.mjs queries`) replaces only their sections of the report.
-  const sectionsOnly = config.only.length > 0 && config.only.every((name) => name === 'queries' || name === 'replicas' || name === 'streams' || name === 'fairness');
+  const sectionsOnly = isSectionsOnly(config.only);
   try {
     // The side-by-side data set is made only when one of its workloads is wanted (their names
     // do not depend on the data).
