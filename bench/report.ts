@@ -78,6 +78,8 @@ interface Target {
   readonly byCpu?: number;
   readonly met: boolean | undefined;
   readonly unit: string;
+  /** The host's steal share over the rounds of the figures compared (`stealOf`): a reading taken under much of it is not a quiet host's. */
+  readonly steal?: number;
 }
 
 function targets(result: RunResult): Target[] {
@@ -109,6 +111,7 @@ function targets(result: RunResult): Target[] {
     const byCpu = pairedRatio(pick(b, 'cpuUs'), pick(a, 'cpuUs'));
     out.push({
       byCpu,
+      steal: median([...a.samples, ...b.samples].map(stealOf)),
       workload: title,
       what: `req/s, ${subject === 'halserve' ? 'halserve (token)' : peerName[subject]} ÷ ${nameOf(peer)}`,
       target: min === undefined ? 'reference' : `≥ ${min}×`,
@@ -256,14 +259,16 @@ export function renderReport(result: RunResult): string {
     'load generator and with other work, so the last column gives the same ratio from CPU time per request',
     '(peer ÷ halserve): the ratio of requests per second each server would reach with its core to itself.',
     '',
-    '| Workload | Measure | Target | Measured | Met | Same ratio by CPU/req |',
-    '|---|---|---|---:|:---:|---:|',
+    '| Workload | Measure | Target | Measured | Met | Same ratio by CPU/req | Host steal |',
+    '|---|---|---|---:|:---:|---:|---:|',
   ];
   for (const t of targets(result)) {
     const measured = t.unit === '×' ? `${fmt(t.measured, 2)}×` : `${t.measured >= 0 ? '+' : ''}${fmt(t.measured, 0)}${t.unit}`;
     const byCpu = t.byCpu === undefined ? '' : `${fmt(t.byCpu, 2)}×`;
-    out.push(`| ${t.workload} | ${t.what} | ${t.target} | ${measured} | ${t.met === undefined ? 'n/a' : t.met ? 'yes' : '**no**'} | ${byCpu} |`);
+    const steal = t.steal === undefined ? '' : percent(t.steal);
+    out.push(`| ${t.workload} | ${t.what} | ${t.target} | ${measured} | ${t.met === undefined ? 'n/a' : t.met ? 'yes' : '**no**'} | ${byCpu} | ${steal} |`);
   }
+  out.push('', "A target read with more than a few percent of host steal (see Machine and method) is not a quiet host's reading: on 2026-12-03 the keyed POST row read 1.01× (\"yes\") at 34–45% steal and 0.81× at 0.05% (bench/NOTES.md).");
   out.push('', 'Where a target is missed, `bench/NOTES.md` gives the profile that explains it and what was tried.');
   out.push('', '## Workloads', '');
   for (const w of result.workloads) out.push(workloadTable(w));
