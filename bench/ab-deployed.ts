@@ -26,7 +26,7 @@ import { bulkLoad, emptyData, uniform } from './deployed.js';
 import { measure, type RequestOrder, type Sample } from './measure.js';
 import { untilQuiet } from './proc.js';
 import { startHalserveWithToken, startLimit, type Running } from './servers.js';
-import { fmt, median, pairedRatio } from './stats.js';
+import { fmt, median, pairedRatio, percent } from './stats.js';
 import { withToken } from './workloads.js';
 
 const KINDS = ['hot', 'uniform', 'page-20', 'page-200', 'post', 'patch'] as const;
@@ -95,14 +95,14 @@ try {
       await untilQuiet(servers.map((s) => s.server.pid));
       const sample = await measure(config, server, requests, entry, order, fresh);
       samples.get(entry)!.push(sample);
-      console.log(`round ${round} ${entry}: ${fmt(sample.rps)} req/s, ${fmt(sample.cpuUs, 1)} µs/req${sample.problem ? ` INVALID: ${sample.problem}` : ''}, load ${os.loadavg()[0]!.toFixed(1)}, host steal ${fmt(sample.steal * 100)}%`);
+      console.log(`round ${round} ${entry}: ${fmt(sample.rps)} req/s, ${fmt(sample.cpuUs, 1)} µs/req${sample.problem ? ` INVALID: ${sample.problem}` : ''}, load ${os.loadavg()[0]!.toFixed(1)}, host steal ${percent(sample.steal)}`);
     }
   }
   const last = samples.get(entries[entries.length - 1]!)!;
   for (const [entry, list] of samples) {
     const rps = pairedRatio(list.map((s) => s.rps), last.map((s) => s.rps));
     const cpu = pairedRatio(last.map((s) => s.cpuUs), list.map((s) => s.cpuUs));
-    console.log(`median ${entry}: ${fmt(median(list.map((s) => s.rps)))} req/s, ${fmt(median(list.map((s) => s.cpuUs)), 1)} µs/req; ÷ ${entries[entries.length - 1]}: req/s ${fmt(rps, 2)}×, by CPU ${fmt(cpu, 2)}×; host steal ${fmt(median(list.map((s) => s.steal * 100)))}%`);
+    console.log(`median ${entry}: ${fmt(median(list.map((s) => s.rps)))} req/s, ${fmt(median(list.map((s) => s.cpuUs)), 1)} µs/req; ÷ ${entries[entries.length - 1]}: req/s ${fmt(rps, 2)}×, by CPU ${fmt(cpu, 2)}×; host steal ${percent(median(list.map((s) => s.steal)))}`);
   }
 } finally {
   for (const { server } of servers) await server.stop();

@@ -3,7 +3,7 @@ import type { BenchConfig } from './config.js';
 import type { Sample } from './measure.js';
 import type { ServerKind } from './servers.js';
 import { GET_ENTITY_ROUNDS, POST_ROUNDS, SENT_JWT, SENT_TOKEN } from './workloads.js';
-import { fmt, median, pairedRatio } from './stats.js';
+import { fmt, median, pairedRatio, percent } from './stats.js';
 import type { QueriesResult } from './queries.js';
 import { renderQueries } from './queries-report.js';
 import { renderReplicas, type ReplicasResult } from './replicas.js';
@@ -203,11 +203,6 @@ function targets(result: RunResult): Target[] {
 /** A sample's host steal share (results written before it was measured have none: NaN). */
 function stealOf(s: Sample): number {
   return s.steal ?? NaN;
-}
-
-/** A share as a whole percentage ('–' for none). */
-function percent(share: number): string {
-  return Number.isFinite(share) ? `${fmt(share * 100)}%` : '–';
 }
 
 export function workloadTable(w: WorkloadResult): string {

@@ -23,3 +23,8 @@ export function fmt(value: number, digits = 0): string {
   if (!Number.isFinite(value)) return '–';
   return value.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
 }
+
+/** A share as a whole percentage ('–' for none). */
+export function percent(share: number): string {
+  return Number.isFinite(share) ? `${fmt(share * 100)}%` : '–';
+}
