@@ -21,7 +21,7 @@
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { execFileSync } from 'node:child_process';
+import { postBodyBytes } from './post-body.mjs';
 
 const src = process.env['SRC'] ?? new URL('../dist', import.meta.url).pathname;
 const { createHandler } = (await import(`${src}/http/app.js`));
@@ -32,7 +32,7 @@ const keyedStore = await openJsonlStore({ file: path.join(dir, 'keyed.jsonl'), d
 const token = 'bench-3f9c2a7d41e85b06c1d9e4f2a8b7c530';
 const handler = createHandler({ resources: [{ name: 'plain', store: nonceStore }, { name: 'keyed', store: keyedStore }], tokens: [token] });
 // The body every POST workload of `npm run bench` sends (bench/dataset.ts).
-const body = execFileSync(process.execPath, ['--import', 'tsx', '-e', "import('./bench/dataset.ts').then((m) => process.stdout.write(m.postBody()))"], { cwd: new URL('..', import.meta.url).pathname });
+const body = postBodyBytes();
 const N = Number(process.env['N'] ?? 20_000);
 const ROUNDS = Number(process.env['ROUNDS'] ?? 9);
 const CONCURRENCY = Number(process.env['CONCURRENCY'] ?? 50);

@@ -62,7 +62,7 @@ function count(only, n) {
     let output = '';
     child.stdout.on('data', (chunk) => (output += chunk));
     child.stderr.on('data', (chunk) => (output += chunk));
-    child.on('error', reject);
+    child.on('error', (error) => reject(error.code === 'ENOENT' ? new Error('keyed-instructions: valgrind is not installed (apt-get install valgrind)') : error));
     child.on('close', (code) => {
       if (code !== 0) return reject(new Error(`keyed-instructions: ${only} with ${n} requests: exit ${code}\n${output.slice(-2000)}`));
       resolve(buckets(fs.readFileSync(out, 'utf8')));

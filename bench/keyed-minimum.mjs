@@ -21,7 +21,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { execFileSync } from 'node:child_process';
+import { postBodyBytes } from './post-body.mjs';
 
 const D = process.env['SRC'] ?? new URL('../dist', import.meta.url).pathname;
 const { parseIdempotencyKey, ledgerName, requestFingerprint } = await import(`${D}/conventions/idempotency-key.js`);
@@ -29,7 +29,7 @@ const { entityHeadersJson } = await import(`${D}/http/answer-headers.js`);
 const { sharedWithLine, HeldAnswer, entryOf } = await import(`${D}/store/log/answer-lines.js`);
 const { AnswerRing } = await import(`${D}/store/log/answer-ring.js`);
 // The body every POST workload of `npm run bench` sends (bench/dataset.ts).
-const body = execFileSync(process.execPath, ['--import', 'tsx', '-e', "import('./bench/dataset.ts').then((m) => process.stdout.write(m.postBody()))"], { cwd: new URL('..', import.meta.url).pathname });
+const body = postBodyBytes();
 const record = `{"id":"15ZrbX8EMGJekpG1","createdAt":1796287819,"updatedAt":1796287819,${body.toString().slice(1, -1)}}`;
 const line = `${record.slice(0, -1)},"_change":"1.c.1796287819"}`;
 const answerBody = `${record.slice(0, -1)},"_links":{"self":{"href":"/items/15ZrbX8EMGJekpG1"}}}`;
