@@ -2,8 +2,8 @@
  * What a keyed POST costs in instructions, beside the same POST unkeyed: `node bench/keyed-instructions.mjs`
  * after `npm run build` (`SRC=<dir>` for another build's `dist/`; `N1`, `N2`, requests of the short
  * and the long run, default 2,000 and 12,000; `PRELOAD`, requests before them, default 30,000;
- * `NODE_FLAGS`, node's flags, default `--single-threaded`). Needs Valgrind (`apt-get install valgrind`);
- * takes ~6 minutes.
+ * `NODE_FLAGS`, node's flags, default `--single-threaded --initial-old-space-size=2048`). Needs
+ * Valgrind (`apt-get install valgrind`); takes ~6 minutes.
  *
  * Runs `bench/keyed-cost.mjs` with one contender alone (`ONLY=plain`, `ONLY=keyed`) under
  * `valgrind --tool=cachegrind`, which counts the instructions the process executes, the code the
@@ -13,7 +13,12 @@
  * cancel out. The runs of one contender are side by side with the other's, one per core. Node runs
  * `--single-threaded`: with its compiler and collector on threads of their own, how much of their
  * work fell inside the window moved the count by a third between two runs of one build; on the
- * main thread, by under 2%. The preload is long enough for the functions a batch calls once (the
+ * main thread, by under 2%. The old generation starts at 2 GiB (`--initial-old-space-size`), so
+ * that no mark-compact of the whole heap falls inside either run: counted apart or not, one more or
+ * fewer in a window still moved the rest of the count by up to ~10,000 instructions a request
+ * (bench/NOTES.md, 2026-12-03, 11:40–); with it, the full collector reads ~0 and runs of the
+ * unkeyed POST agree within ~3k. A keyed build moves more (~±5k: some runs re-optimise in the
+ * window), so compare the median of three runs. The preload is long enough for the functions a batch calls once (the
  * store's append) to be optimised before the window: with 10,000, ~6,000 instructions a keyed
  * request of the window were still the optimising compiler's.
  *
@@ -37,7 +42,7 @@ const script = new URL('./keyed-cost.mjs', import.meta.url).pathname;
 const N1 = Number(process.env['N1'] ?? 2_000);
 const N2 = Number(process.env['N2'] ?? 12_000);
 const PRELOAD = Number(process.env['PRELOAD'] ?? 30_000);
-const NODE_FLAGS = (process.env['NODE_FLAGS'] ?? '--single-threaded').split(' ').filter(Boolean);
+const NODE_FLAGS = (process.env['NODE_FLAGS'] ?? '--single-threaded --initial-old-space-size=2048').split(' ').filter(Boolean);
 
 /**
  * What counts apart from the request's own work: the optimising compiler (how much of it falls in

@@ -1,0 +1,86 @@
+/**
+ * Copies of `dist/` with pieces of the keyed write cut out, for measuring what each piece costs
+ * (issue 17's keyed row; bench/NOTES.md): `node bench/keyed-variants.mjs <dir>` after `npm run build`
+ * writes them under `<dir>`, one folder each, for `SRC=<dir>/<variant> node bench/keyed-instructions.mjs`
+ * (or `keyed-cost.mjs`, `keyed-alloc.mjs`); `bench/keyed-floor.mjs` imports them to run as deployed.
+ *
+ * - `minimal-entry`: a keyed write's entry in the log's answers line is written without the
+ *   answer's headers and body (what would be left if a replay were rebuilt from the change's line
+ *   instead of recorded, which the contract's "the first answer exactly as it was sent" rules out);
+ * - `no-ledger`: no claim and no answer recorded: the key's parse and digest and the keyed path
+ *   through the handler and the write batcher are left (the batcher still looks the key up);
+ * - `essentials`: a keyed POST does only what no design of a remembered answer can leave out before
+ *   its write — the key parsed and named, the body kept as bytes and digested, the key claimed (a
+ *   miss in the table of answers) and released — then takes the unkeyed path: nothing recorded.
+ *
+ * The copies are wrong on purpose (a retry of them writes twice): a measurement of what each piece
+ * costs, never a server to run. Each cut is a text substitution in the compiled JavaScript; if a
+ * place it cuts has changed, it says which and stops rather than measure something else.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+
+const root = new URL('..', import.meta.url).pathname;
+export const dist = path.join(root, 'dist');
+
+/** The cuts of each variant: [file under dist/, text to find, its replacement]. */
+const VARIANTS = {
+  'minimal-entry': [
+    [
+      'store/log/answer-lines.js',
+      'const shared = line === undefined ? 0 : sharedWithLine(body, line, json);',
+      "return { k: key, f: remembered.fingerprint, t: remembered.at, s: answer.status, h: {}, bp: 0, bx: '', n };",
+    ],
+  ],
+  'no-ledger': [
+    ['http/idempotent-write.js', 'const claimed = ledger.claim(key, fingerprint, legacy);', "const claimed = { kind: 'fresh', release() {} };"],
+    ['http/idempotent-write.js', 'return given === undefined ? undefined : storedAnswer(given);', 'return undefined;'],
+  ],
+  essentials: [
+    [
+      'http/resource-routes.js',
+      "        const answer = (entity) => answerReply(reply(entity), resource);\n        return readJsonRequest(req, res, JSON_BODY_TYPES, maxBody).then((body) => keyed({ req, principal, key, body, resource, reply: answer, id: '' }",
+      [
+        '        return readJsonRequest(req, res, JSON_BODY_TYPES, maxBody).then((body) => {',
+        '            const name = ledgerName(clientKey(req, principal), req.method, ledgerTarget(resource.name), key);',
+        '            const claim = resource.store.idempotency.claim(name.key, () => requestFingerprint(body.bytes));',
+        '            globalThis.__keyedVariantDigest = requestFingerprint(body.bytes);',
+        '            return resource.create(body.value, now(), newId, undefined, writeConditions(req)).then((entity) => {',
+        '                claim.release();',
+        '                return reply(entity);',
+        '            });',
+        '        });',
+        "        const answer = (entity) => answerReply(reply(entity), resource);\n        return readJsonRequest(req, res, JSON_BODY_TYPES, maxBody).then((body) => keyed({ req, principal, key, body, resource, reply: answer, id: '' }",
+      ].join('\n'),
+    ],
+    ['http/resource-routes.js', "import { ledgerTarget } from '../conventions/idempotency-key.js';", "import { ledgerTarget, ledgerName, requestFingerprint } from '../conventions/idempotency-key.js';"],
+  ],
+};
+
+/** Writes every variant under `dir` (a folder each, with the `package.json` that makes its files modules); returns their `cli.js` by name. */
+export function writeVariants(dir) {
+  if (!fs.existsSync(path.join(dist, 'cli.js'))) throw new Error('keyed-variants: run `npm run build` first');
+  const written = {};
+  for (const [name, cuts] of Object.entries(VARIANTS)) {
+    const copy = path.join(dir, name);
+    fs.cpSync(dist, copy, { recursive: true });
+    fs.writeFileSync(path.join(copy, 'package.json'), '{"type":"module"}\n');
+    for (const [file, find, replace] of cuts) {
+      const at = path.join(copy, file);
+      const text = fs.readFileSync(at, 'utf8');
+      if (!text.includes(find)) throw new Error(`keyed-variants: ${file} no longer holds ${JSON.stringify(find)}: update this script's cuts`);
+      fs.writeFileSync(at, text.replace(find, replace));
+    }
+    written[name] = path.join(copy, 'cli.js');
+  }
+  return written;
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const dir = process.argv[2];
+  if (dir === undefined) {
+    console.error('usage: node bench/keyed-variants.mjs <dir>');
+    process.exit(2);
+  }
+  for (const [name, cli] of Object.entries(writeVariants(path.resolve(dir)))) console.log(`${name}: SRC=${path.dirname(cli)}`);
+}
