@@ -16,7 +16,7 @@
  * main thread, by under 2%. The old generation starts at 2 GiB (`--initial-old-space-size`), so
  * that no mark-compact of the whole heap falls inside either run: counted apart or not, one more or
  * fewer in a window still moved the rest of the count by up to ~10,000 instructions a request
- * (bench/NOTES.md, 2026-12-03, 11:40–); with it, the full collector reads ~0 and runs of the
+ * (bench/NOTES.md, 2026-12-03, 11:40–12:55); with it, the full collector reads ~0 and runs of the
  * unkeyed POST agree within ~3k. A keyed build moves more (~±5k: some runs re-optimise in the
  * window), so compare the median of three runs. The preload is long enough for the functions a batch calls once (the
  * store's append) to be optimised before the window: with 10,000, ~6,000 instructions a keyed
