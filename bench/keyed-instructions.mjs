@@ -1,9 +1,9 @@
 /**
  * What a keyed POST costs in instructions, beside the same POST unkeyed: `node bench/keyed-instructions.mjs`
  * after `npm run build` (`SRC=<dir>` for another build's `dist/`; `N1`, `N2`, requests of the short
- * and the long run, default 2,000 and 12,000; `PRELOAD`, requests before them, default 30,000;
+ * and the long run, default 2,000 and 32,000; `PRELOAD`, requests before them, default 30,000;
  * `NODE_FLAGS`, node's flags, default `--single-threaded --initial-old-space-size=2048`). Needs
- * Valgrind (`apt-get install valgrind`); takes ~6 minutes.
+ * Valgrind (`apt-get install valgrind`); takes ~6 minutes, ~10 with another run beside it.
  *
  * Runs `bench/keyed-cost.mjs` with one contender alone (`ONLY=plain`, `ONLY=keyed`) under
  * `valgrind --tool=cachegrind`, which counts the instructions the process executes, the code the
@@ -16,9 +16,11 @@
  * main thread, by under 2%. The old generation starts at 2 GiB (`--initial-old-space-size`), so
  * that no mark-compact of the whole heap falls inside either run: counted apart or not, one more or
  * fewer in a window still moved the rest of the count by up to ~10,000 instructions a request
- * (bench/NOTES.md, 2026-12-03, 11:40–12:55); with it, the full collector reads ~0 and runs of the
- * unkeyed POST agree within ~3k. A keyed build moves more (~±5k: some runs re-optimise in the
- * window), so compare the median of three runs. The preload is long enough for the functions a batch calls once (the
+ * (bench/NOTES.md, 2026-12-03, 11:40–13:30); with it, the full collector reads ~0 and runs of the
+ * unkeyed POST agree within ~3k. With a window of 10,000 requests a keyed build still moved by
+ * up to ~15k (some runs re-optimise in it); with 30,000 (`N2` 32,000, the default) two runs of each
+ * build agreed within ~2k. Figures taken with another window are not comparable: the longer one
+ * reads a few thousand more a keyed request. The preload is long enough for the functions a batch calls once (the
  * store's append) to be optimised before the window: with 10,000, ~6,000 instructions a keyed
  * request of the window were still the optimising compiler's.
  *
@@ -40,7 +42,7 @@ import path from 'node:path';
 
 const script = new URL('./keyed-cost.mjs', import.meta.url).pathname;
 const N1 = Number(process.env['N1'] ?? 2_000);
-const N2 = Number(process.env['N2'] ?? 12_000);
+const N2 = Number(process.env['N2'] ?? 32_000);
 const PRELOAD = Number(process.env['PRELOAD'] ?? 30_000);
 const NODE_FLAGS = (process.env['NODE_FLAGS'] ?? '--single-threaded --initial-old-space-size=2048').split(' ').filter(Boolean);
 
