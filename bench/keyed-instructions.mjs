@@ -20,9 +20,9 @@
  * unkeyed POST agree within ~3k. With a window of 10,000 requests a keyed build still moved by
  * up to ~15k (some runs re-optimise in it); with 30,000 (`N2` 32,000, the default) two runs of each
  * build agreed within ~2k. Figures taken with another window are not comparable: the longer one
- * reads a few thousand more a keyed request. The preload is long enough for the functions a batch calls once (the
- * store's append) to be optimised before the window: with 10,000, ~6,000 instructions a keyed
- * request of the window were still the optimising compiler's.
+ * reads a few thousand more a keyed request. The preload is long enough for the functions a
+ * batch calls once (the store's append) to be optimised before the window: with 10,000, ~6,000
+ * instructions a keyed request of the window were still the optimising compiler's.
  *
  * Why: on this project's shared VM, CPU time moves with the neighbours even when the host's steal
  * reads 0% (bench/NOTES.md, 2026-12-03), and the VM exposes no hardware counters (`perf` has no
