@@ -11,7 +11,15 @@
  *   through the handler and the write batcher are left (the batcher still looks the key up);
  * - `essentials`: a keyed POST does only what no design of a remembered answer can leave out before
  *   its write — the key parsed and named, the body kept as bytes and digested, the key claimed (a
- *   miss in the table of answers) and released — then takes the unkeyed path: nothing recorded.
+ *   miss in the table of answers) and released — then takes the unkeyed path: nothing recorded;
+ * - `key-parsed`: the key parsed (as every copy does), then the unkeyed path exactly: what a key
+ *   costs before anything is done with it;
+ * - `key-digested`: the key parsed, the body kept as bytes and digested with the one-shot
+ *   `crypto.hash` (as src/structures/sha256.ts does), then the unkeyed path;
+ * - `lean-essentials`: `essentials` written as leanly as one place allows: the name one
+ *   concatenation, the claim one module-level `Map` (`has`, `set`, `delete`) and the look-up a miss
+ *   in another, the digest as `key-digested`, one closure more than the unkeyed path; nothing
+ *   recorded. What the key's essentials cost on a whole request, whatever the design around them.
  *
  * The copies are wrong on purpose (a retry of them writes twice): a measurement of what each piece
  * costs, never a server to run. Each cut is a text substitution in the compiled JavaScript; if a
@@ -55,13 +63,66 @@ const VARIANTS = {
     ],
     ['http/resource-routes.js', "import { ledgerTarget } from '../conventions/idempotency-key.js';", "import { ledgerTarget, ledgerName, requestFingerprint } from '../conventions/idempotency-key.js';"],
   ],
+  'key-parsed': [
+    [
+      'http/resource-routes.js',
+      "        const answer = (entity) => answerReply(reply(entity), resource);\n        return readJsonRequest(req, res, JSON_BODY_TYPES, maxBody).then((body) => keyed({ req, principal, key, body, resource, reply: answer, id: '' }",
+      [
+        '        return readJsonBody(req, res, JSON_BODY_TYPES, maxBody).then((body) => resource.create(body, now(), newId, undefined, writeConditions(req)).then(reply));',
+        "        const answer = (entity) => answerReply(reply(entity), resource);\n        return readJsonRequest(req, res, JSON_BODY_TYPES, maxBody).then((body) => keyed({ req, principal, key, body, resource, reply: answer, id: '' }",
+      ].join('\n'),
+    ],
+  ],
+  'key-digested': [
+    [
+      'http/resource-routes.js',
+      "        const answer = (entity) => answerReply(reply(entity), resource);\n        return readJsonRequest(req, res, JSON_BODY_TYPES, maxBody).then((body) => keyed({ req, principal, key, body, resource, reply: answer, id: '' }",
+      [
+        '        return readJsonRequest(req, res, JSON_BODY_TYPES, maxBody).then((body) => {',
+        "            globalThis.__keyedVariantDigest = hashOnce('sha256', body.bytes, 'base64url');",
+        '            return resource.create(body.value, now(), newId, undefined, writeConditions(req)).then(reply);',
+        '        });',
+        "        const answer = (entity) => answerReply(reply(entity), resource);\n        return readJsonRequest(req, res, JSON_BODY_TYPES, maxBody).then((body) => keyed({ req, principal, key, body, resource, reply: answer, id: '' }",
+      ].join('\n'),
+    ],
+    ['http/resource-routes.js', "import { ledgerTarget } from '../conventions/idempotency-key.js';", "import { ledgerTarget } from '../conventions/idempotency-key.js';\nimport { hash as hashOnce } from 'node:crypto';"],
+  ],
+  'lean-essentials': [
+    [
+      'http/resource-routes.js',
+      "        const answer = (entity) => answerReply(reply(entity), resource);\n        return readJsonRequest(req, res, JSON_BODY_TYPES, maxBody).then((body) => keyed({ req, principal, key, body, resource, reply: answer, id: '' }",
+      [
+        '        return readJsonRequest(req, res, JSON_BODY_TYPES, maxBody).then((body) => {',
+        "            const name = (principal === undefined ? '' : principal.key) + '\\u0000POST\\u0000/' + resource.name + '\\u0000' + key;",
+        '            if (LEAN_HELD.has(name) || LEAN_TABLE.get(name) !== undefined) throw new Error(name);',
+        '            LEAN_HELD.set(name, 1);',
+        "            globalThis.__keyedVariantDigest = hashOnce('sha256', body.bytes, 'base64url');",
+        '            return resource.create(body.value, now(), newId, undefined, writeConditions(req)).then((entity) => {',
+        '                LEAN_HELD.delete(name);',
+        '                return reply(entity);',
+        '            });',
+        '        });',
+        "        const answer = (entity) => answerReply(reply(entity), resource);\n        return readJsonRequest(req, res, JSON_BODY_TYPES, maxBody).then((body) => keyed({ req, principal, key, body, resource, reply: answer, id: '' }",
+      ].join('\n'),
+    ],
+    [
+      'http/resource-routes.js',
+      "import { ledgerTarget } from '../conventions/idempotency-key.js';",
+      "import { ledgerTarget } from '../conventions/idempotency-key.js';\nimport { hash as hashOnce } from 'node:crypto';\nconst LEAN_HELD = new Map();\nconst LEAN_TABLE = new Map();",
+    ],
+  ],
 };
 
-/** Writes every variant under `dir` (a folder each, with the `package.json` that makes its files modules); returns their `cli.js` by name. */
-export function writeVariants(dir) {
+/**
+ * Writes the variants named in `names` (default: every one) under `dir`, a folder each, with the
+ * `package.json` that makes its files modules; returns their `cli.js` by name.
+ */
+export function writeVariants(dir, names = Object.keys(VARIANTS)) {
   if (!fs.existsSync(path.join(dist, 'cli.js'))) throw new Error('keyed-variants: run `npm run build` first');
   const written = {};
-  for (const [name, cuts] of Object.entries(VARIANTS)) {
+  for (const name of names) {
+    const cuts = VARIANTS[name];
+    if (cuts === undefined) throw new Error(`keyed-variants: no variant ${name}`);
     const copy = path.join(dir, name);
     fs.cpSync(dist, copy, { recursive: true });
     fs.writeFileSync(path.join(copy, 'package.json'), '{"type":"module"}\n');
