@@ -31,6 +31,22 @@ import path from 'node:path';
 const root = new URL('..', import.meta.url).pathname;
 export const dist = path.join(root, 'dist');
 
+/** The start of the keyed branch of the compiled POST route (src/http/resource-routes.ts), where a copy puts its own. */
+const KEYED_POST =
+  "        const answer = (entity) => answerReply(reply(entity), resource);\n        return readJsonRequest(req, res, JSON_BODY_TYPES, maxBody).then((body) => keyed({ req, principal, key, body, resource, reply: answer, id: '' }";
+/** The import of resource-routes.js that a copy's cut adds to. */
+const KEY_IMPORT = "import { ledgerTarget } from '../conventions/idempotency-key.js';";
+
+/** A cut that puts `lines` at the start of the POST route's keyed branch: they return, so the branch as built is left unreached. */
+function keyedPost(lines) {
+  return ['http/resource-routes.js', KEYED_POST, [...lines, KEYED_POST].join('\n')];
+}
+
+/** A cut that imports the one-shot digest (`hashOnce`) into resource-routes.js, and `more` after it. */
+function addedImports(more) {
+  return ['http/resource-routes.js', KEY_IMPORT, `${KEY_IMPORT}\nimport { hash as hashOnce } from 'node:crypto';${more}`];
+}
+
 /** The cuts of each variant: [file under dist/, text to find, its replacement]. */
 const VARIANTS = {
   'minimal-entry': [
@@ -45,71 +61,47 @@ const VARIANTS = {
     ['http/idempotent-write.js', 'return given === undefined ? undefined : storedAnswer(given);', 'return undefined;'],
   ],
   essentials: [
-    [
-      'http/resource-routes.js',
-      "        const answer = (entity) => answerReply(reply(entity), resource);\n        return readJsonRequest(req, res, JSON_BODY_TYPES, maxBody).then((body) => keyed({ req, principal, key, body, resource, reply: answer, id: '' }",
-      [
-        '        return readJsonRequest(req, res, JSON_BODY_TYPES, maxBody).then((body) => {',
-        '            const name = ledgerName(clientKey(req, principal), req.method, ledgerTarget(resource.name), key);',
-        '            const claim = resource.store.idempotency.claim(name.key, () => requestFingerprint(body.bytes));',
-        '            globalThis.__keyedVariantDigest = requestFingerprint(body.bytes);',
-        '            return resource.create(body.value, now(), newId, undefined, writeConditions(req)).then((entity) => {',
-        '                claim.release();',
-        '                return reply(entity);',
-        '            });',
-        '        });',
-        "        const answer = (entity) => answerReply(reply(entity), resource);\n        return readJsonRequest(req, res, JSON_BODY_TYPES, maxBody).then((body) => keyed({ req, principal, key, body, resource, reply: answer, id: '' }",
-      ].join('\n'),
-    ],
-    ['http/resource-routes.js', "import { ledgerTarget } from '../conventions/idempotency-key.js';", "import { ledgerTarget, ledgerName, requestFingerprint } from '../conventions/idempotency-key.js';"],
+    keyedPost([
+      '        return readJsonRequest(req, res, JSON_BODY_TYPES, maxBody).then((body) => {',
+      '            const name = ledgerName(clientKey(req, principal), req.method, ledgerTarget(resource.name), key);',
+      '            const claim = resource.store.idempotency.claim(name.key, () => requestFingerprint(body.bytes));',
+      '            globalThis.__keyedVariantDigest = requestFingerprint(body.bytes);',
+      '            return resource.create(body.value, now(), newId, undefined, writeConditions(req)).then((entity) => {',
+      '                claim.release();',
+      '                return reply(entity);',
+      '            });',
+      '        });',
+    ]),
+    ['http/resource-routes.js', KEY_IMPORT, "import { ledgerTarget, ledgerName, requestFingerprint } from '../conventions/idempotency-key.js';"],
   ],
   'key-parsed': [
-    [
-      'http/resource-routes.js',
-      "        const answer = (entity) => answerReply(reply(entity), resource);\n        return readJsonRequest(req, res, JSON_BODY_TYPES, maxBody).then((body) => keyed({ req, principal, key, body, resource, reply: answer, id: '' }",
-      [
-        '        return readJsonBody(req, res, JSON_BODY_TYPES, maxBody).then((body) => resource.create(body, now(), newId, undefined, writeConditions(req)).then(reply));',
-        "        const answer = (entity) => answerReply(reply(entity), resource);\n        return readJsonRequest(req, res, JSON_BODY_TYPES, maxBody).then((body) => keyed({ req, principal, key, body, resource, reply: answer, id: '' }",
-      ].join('\n'),
-    ],
+    keyedPost([
+      '        return readJsonBody(req, res, JSON_BODY_TYPES, maxBody).then((body) => resource.create(body, now(), newId, undefined, writeConditions(req)).then(reply));',
+    ]),
   ],
   'key-digested': [
-    [
-      'http/resource-routes.js',
-      "        const answer = (entity) => answerReply(reply(entity), resource);\n        return readJsonRequest(req, res, JSON_BODY_TYPES, maxBody).then((body) => keyed({ req, principal, key, body, resource, reply: answer, id: '' }",
-      [
-        '        return readJsonRequest(req, res, JSON_BODY_TYPES, maxBody).then((body) => {',
-        "            globalThis.__keyedVariantDigest = hashOnce('sha256', body.bytes, 'base64url');",
-        '            return resource.create(body.value, now(), newId, undefined, writeConditions(req)).then(reply);',
-        '        });',
-        "        const answer = (entity) => answerReply(reply(entity), resource);\n        return readJsonRequest(req, res, JSON_BODY_TYPES, maxBody).then((body) => keyed({ req, principal, key, body, resource, reply: answer, id: '' }",
-      ].join('\n'),
-    ],
-    ['http/resource-routes.js', "import { ledgerTarget } from '../conventions/idempotency-key.js';", "import { ledgerTarget } from '../conventions/idempotency-key.js';\nimport { hash as hashOnce } from 'node:crypto';"],
+    keyedPost([
+      '        return readJsonRequest(req, res, JSON_BODY_TYPES, maxBody).then((body) => {',
+      "            globalThis.__keyedVariantDigest = hashOnce('sha256', body.bytes, 'base64url');",
+      '            return resource.create(body.value, now(), newId, undefined, writeConditions(req)).then(reply);',
+      '        });',
+    ]),
+    addedImports(''),
   ],
   'lean-essentials': [
-    [
-      'http/resource-routes.js',
-      "        const answer = (entity) => answerReply(reply(entity), resource);\n        return readJsonRequest(req, res, JSON_BODY_TYPES, maxBody).then((body) => keyed({ req, principal, key, body, resource, reply: answer, id: '' }",
-      [
-        '        return readJsonRequest(req, res, JSON_BODY_TYPES, maxBody).then((body) => {',
-        "            const name = (principal === undefined ? '' : principal.key) + '\\u0000POST\\u0000/' + resource.name + '\\u0000' + key;",
-        '            if (LEAN_HELD.has(name) || LEAN_TABLE.get(name) !== undefined) throw new Error(name);',
-        '            LEAN_HELD.set(name, 1);',
-        "            globalThis.__keyedVariantDigest = hashOnce('sha256', body.bytes, 'base64url');",
-        '            return resource.create(body.value, now(), newId, undefined, writeConditions(req)).then((entity) => {',
-        '                LEAN_HELD.delete(name);',
-        '                return reply(entity);',
-        '            });',
-        '        });',
-        "        const answer = (entity) => answerReply(reply(entity), resource);\n        return readJsonRequest(req, res, JSON_BODY_TYPES, maxBody).then((body) => keyed({ req, principal, key, body, resource, reply: answer, id: '' }",
-      ].join('\n'),
-    ],
-    [
-      'http/resource-routes.js',
-      "import { ledgerTarget } from '../conventions/idempotency-key.js';",
-      "import { ledgerTarget } from '../conventions/idempotency-key.js';\nimport { hash as hashOnce } from 'node:crypto';\nconst LEAN_HELD = new Map();\nconst LEAN_TABLE = new Map();",
-    ],
+    keyedPost([
+      '        return readJsonRequest(req, res, JSON_BODY_TYPES, maxBody).then((body) => {',
+      "            const name = (principal === undefined ? '' : principal.key) + '\\u0000POST\\u0000/' + resource.name + '\\u0000' + key;",
+      '            if (LEAN_HELD.has(name) || LEAN_TABLE.get(name) !== undefined) throw new Error(name);',
+      '            LEAN_HELD.set(name, 1);',
+      "            globalThis.__keyedVariantDigest = hashOnce('sha256', body.bytes, 'base64url');",
+      '            return resource.create(body.value, now(), newId, undefined, writeConditions(req)).then((entity) => {',
+      '                LEAN_HELD.delete(name);',
+      '                return reply(entity);',
+      '            });',
+      '        });',
+    ]),
+    addedImports('\nconst LEAN_HELD = new Map();\nconst LEAN_TABLE = new Map();'),
   ],
 };
 
